@@ -1,0 +1,44 @@
+"""The observation contract every graph environment follows (see DESIGN.md).
+
+``x (max_nodes, F) float32``, ``edge_index (2, max_edges) int64``, ``num_nodes (1,) int64`` and
+``num_edges (1,) int64``, padded to the env's largest graph.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium import spaces
+
+from graphtransfer.graphs import Graph
+
+INDEX_KEYS = ("edge_index", "num_nodes", "num_edges")
+
+
+def observation_space(max_nodes: int, max_edges: int, num_features: int) -> spaces.Dict:
+    """The padded ``Dict`` space for graphs of up to ``max_nodes`` nodes and ``max_edges``
+    directed edges (twice the undirected count)."""
+    return spaces.Dict(
+        {
+            "x": spaces.Box(-np.inf, np.inf, (max_nodes, num_features), np.float32),
+            "edge_index": spaces.Box(0, max(max_nodes - 1, 0), (2, max_edges), np.int64),
+            "num_nodes": spaces.Box(0, max_nodes, (1,), np.int64),
+            "num_edges": spaces.Box(0, max_edges, (1,), np.int64),
+        }
+    )
+
+
+def padded_structure(graph: Graph, max_nodes: int, max_edges: int) -> dict[str, np.ndarray]:
+    """The structural keys of an observation for ``graph``; padding columns point at node 0 and
+    are ignored because ``num_edges`` says how many are real."""
+    if graph.num_nodes > max_nodes or graph.edge_index.shape[1] > max_edges:
+        raise ValueError(
+            f"graph {graph.name!r} has {graph.num_nodes} nodes and {graph.edge_index.shape[1]} directed edges; "
+            f"this env pads to {max_nodes} and {max_edges}"
+        )
+    edge_index = np.zeros((2, max_edges), dtype=np.int64)
+    edge_index[:, : graph.edge_index.shape[1]] = graph.edge_index
+    return {
+        "edge_index": edge_index,
+        "num_nodes": np.array([graph.num_nodes], dtype=np.int64),
+        "num_edges": np.array([graph.edge_index.shape[1]], dtype=np.int64),
+    }

@@ -1,0 +1,52 @@
+"""Resolving what a user names as graphs: a sample set name, a graph file, or a folder of them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from graphtransfer.errors import GraphInputError
+from graphtransfer.graphs.graph import Graph
+from graphtransfer.graphs.io import GRAPH_SUFFIXES, read_graph
+
+
+def sample_dirs() -> list[Path]:
+    """Where sample set names are looked up: ``$GRAPHTRANSFER_SAMPLES``, ``./sample_graphs``,
+    then the ``sample_graphs/`` folder of the source checkout."""
+    dirs = [Path("sample_graphs"), Path(__file__).resolve().parents[2] / "sample_graphs"]
+    if "GRAPHTRANSFER_SAMPLES" in os.environ:
+        dirs.insert(0, Path(os.environ["GRAPHTRANSFER_SAMPLES"]))
+    return dirs
+
+
+def resolve(spec: str | Path) -> Path:
+    """Turn ``small`` into ``sample_graphs/small``; a path that exists is returned unchanged."""
+    path = Path(spec)
+    if path.exists():
+        return path
+    if path.name == str(spec):
+        for folder in sample_dirs():
+            for candidate in (folder / path.name, *(folder / f"{path.name}{s}" for s in GRAPH_SUFFIXES)):
+                if candidate.exists():
+                    return candidate
+    names = sorted({p.stem for d in sample_dirs() if d.is_dir() for p in d.iterdir() if not p.name.startswith(".")})
+    raise GraphInputError(f"graphs {str(spec)!r}: no such file, folder or sample set; sample sets are {names}")
+
+
+def load_graphs(spec: str | Path) -> list[Graph]:
+    """All graphs that ``spec`` names, sorted by file name."""
+    path = resolve(spec)
+    if path.is_file():
+        return [read_graph(path)]
+    files = sorted(p for p in path.iterdir() if p.suffix in GRAPH_SUFFIXES)
+    if not files:
+        raise GraphInputError(f"{path}: folder holds no graph files; expected files ending in {', '.join(GRAPH_SUFFIXES)}")
+    return [read_graph(p) for p in files]
+
+
+def load_graph(spec: str | Path) -> Graph:
+    """Exactly one graph; a set of several is an error that says so."""
+    graphs = load_graphs(spec)
+    if len(graphs) != 1:
+        raise GraphInputError(f"graphs {str(spec)!r}: holds {len(graphs)} graphs, expected one; name a single file")
+    return graphs[0]
