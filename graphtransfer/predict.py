@@ -1,62 +1,37 @@
-"""Running a policy on a graph until the task is solved, tensor-native and without gradients."""
+"""``predict``: a saved policy on one graph file, the per-node decision written as CSV."""
 
 from __future__ import annotations
 
-import resource
-import time
-from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
-import torch
 
-from graphtransfer.envs.base import GraphEnv
-from graphtransfer.graphs import Graph
-
-
-@dataclass
-class Solution:
-    """A policy's answer on one graph."""
-
-    solution: np.ndarray  # (num_nodes,) the task's per-node decision
-    objective: float
-    feasible: bool
-    passes: int  # policy forward passes (env steps) it took
-    seconds: float
-    peak_rss_mib: float  # the process's peak resident memory so far
+from graphtransfer.checkpoint import load_policy, read_checkpoint
+from graphtransfer.evaluate import DEFAULT_MAX_PASSES
+from graphtransfer.graphs import Graph, load_graph
+from graphtransfer.inference import Solution, solve
+from graphtransfer.train import task_env_class
 
 
-def obs_to_tensors(obs: dict[str, np.ndarray], device: torch.device) -> dict[str, torch.Tensor]:
-    """One observation as a batch of one; ``from_numpy`` shares memory, so no copy on the CPU."""
-    return {key: torch.from_numpy(value).unsqueeze(0).to(device) for key, value in obs.items()}
+def predict(model: str | Path, graph: str | Path, out: str | Path | None = None, max_passes: int = DEFAULT_MAX_PASSES, sample: bool = False, seed: int = 0) -> tuple[Graph, Solution]:
+    """Run the model in folder ``model`` on ``graph``; write ``node,decision`` rows to ``out``.
+
+    The policy acts deterministically (its most likely action per node) unless ``sample``.
+    """
+    checkpoint = read_checkpoint(model)
+    env_class = task_env_class(checkpoint.config.task)
+    loaded = load_graph(graph)
+    env = env_class([loaded], horizon=max_passes)
+    policy, _ = load_policy(checkpoint, env)
+    solution = solve(policy, env, deterministic=not sample, seed=seed)
+    if out is not None:
+        write_solution(out, solution.solution)
+    return loaded, solution
 
 
-def solve(policy: torch.nn.Module, env: GraphEnv, deterministic: bool = True, seed: int = 0) -> Solution:
-    """Run ``policy`` on the env's single graph until the episode ends (solved or horizon)."""
-    started = time.perf_counter()
-    policy.set_training_mode(False)
-    obs, _ = env.reset(seed=seed)
-    done, passes = False, 0
-    with torch.inference_mode():
-        while not done:
-            actions = policy._predict(obs_to_tensors(obs, policy.device), deterministic=deterministic)
-            obs, _, terminated, truncated, _ = env.step(actions[0].cpu().numpy())
-            done, passes = terminated or truncated, passes + 1
-    solution = env.solution()
-    return Solution(
-        solution=solution,
-        objective=env.objective(env.graph, solution),
-        feasible=env.feasible(env.graph, solution),
-        passes=passes,
-        seconds=time.perf_counter() - started,
-        peak_rss_mib=peak_rss_mib(),
-    )
-
-
-def peak_rss_mib() -> float:
-    """Peak resident set size of this process in MiB (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def single_graph_env(env_class: type[GraphEnv], graph: Graph, horizon: int) -> GraphEnv:
-    """An env over exactly ``graph``, padded to its own size."""
-    return env_class([graph], horizon=horizon)
+def write_solution(path: str | Path, decision: np.ndarray) -> None:
+    """CSV with header ``node,decision``: 1 where the node is in the solution, else 0."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = np.stack([np.arange(decision.size), decision.astype(np.int64)], axis=1)
+    np.savetxt(path, rows, fmt="%d", delimiter=",", header="node,decision", comments="")

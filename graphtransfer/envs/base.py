@@ -37,8 +37,11 @@ class GraphEnv(gym.Env):
         self.graph = self.graphs[0]
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Start an episode on a random graph of the set, or on ``options["graph_index"]``."""
         super().reset(seed=seed)
-        index = int(self.np_random.integers(len(self.graphs)))
+        index = (options or {}).get("graph_index")
+        if index is None:
+            index = int(self.np_random.integers(len(self.graphs)))
         self.graph = self.graphs[index]
         if index not in self._structures:  # pad each graph once, not once per episode
             self._structures[index] = padded_structure(self.graph, self.max_nodes, self.max_edges)

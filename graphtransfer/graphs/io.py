@@ -51,14 +51,8 @@ def read_edge_list(path: str | Path) -> Graph:
     first = next((line.split() for line in body[:65536].splitlines() if line.strip()), [])
     if len(first) < 2:
         raise GraphInputError(f"{path}: no edge lines found; expected lines of 'u v' node id pairs")
-    try:
-        ids = np.fromstring(body, dtype=np.int64, sep=" ")
-    except ValueError:
-        raise GraphInputError(f"{path}: {_first_bad_token(body)!r} is not an integer node id; expected lines 'u v'") from None
     columns = len(first)
-    if ids.size % columns:
-        raise GraphInputError(f"{path}: {ids.size} numbers do not split into lines of {columns}; every line needs the same columns")
-    ids = ids.reshape(-1, columns)[:, :2].ravel()
+    ids = _parse_numbers(path, body, columns).reshape(-1, columns)[:, :2].ravel()
     if ids.min() < 0:
         raise GraphInputError(f"{path}: negative node id {ids.min()}; ids must be non-negative integers")
     num_nodes, remapped = _compact_ids(ids)
@@ -66,6 +60,22 @@ def read_edge_list(path: str | Path) -> Graph:
     if loops or duplicates:
         warnings.warn(f"{path}: dropped {loops} self-loop(s) and {duplicates} duplicate edge(s)", stacklevel=2)
     return graph
+
+
+def _parse_numbers(path: Path, body: bytes, columns: int) -> np.ndarray:
+    """All numbers of the body; node ids must be integers, a weight column may hold floats."""
+    try:
+        numbers = np.fromstring(body, dtype=np.int64 if columns == 2 else np.float64, sep=" ")
+    except ValueError:
+        raise GraphInputError(f"{path}: {_first_bad_token(body)!r} is not an integer node id; expected lines 'u v'") from None
+    if numbers.size % columns:
+        raise GraphInputError(f"{path}: {numbers.size} numbers do not split into lines of {columns}; every line needs the same columns")
+    if columns > 2:
+        ids = numbers.reshape(-1, columns)[:, :2]
+        if not np.array_equal(ids, np.round(ids)):
+            raise GraphInputError(f"{path}: a node id in the first two columns is not an integer; expected lines 'u v [weight]'")
+        numbers = numbers.reshape(-1, columns).astype(np.int64)
+    return numbers
 
 
 def _compact_ids(ids: np.ndarray) -> tuple[int, np.ndarray]:
@@ -82,7 +92,7 @@ def _compact_ids(ids: np.ndarray) -> tuple[int, np.ndarray]:
 
 
 def _first_bad_token(body: bytes) -> str:
-    token = next(t for t in body.split() if not t.lstrip(b"-").isdigit())
+    token = next((t for t in body.split() if not t.lstrip(b"-").isdigit()), b"?")
     return token[:30].decode(errors="replace")
 
 

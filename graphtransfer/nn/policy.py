@@ -16,6 +16,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import Schedule
 from torch import nn
 
+from graphtransfer.config import ModelConfig
 from graphtransfer.nn.distributions import NodeWiseCategorical
 from graphtransfer.nn.extractor import GNNExtractor
 
@@ -85,3 +86,15 @@ class NodePolicy(ActorCriticPolicy):
     def predict_values(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         h, graph = self.features_extractor.node_embeddings(obs)
         return self.value_head(self.features_extractor.pool(h, graph))
+
+
+def policy_kwargs(model: ModelConfig) -> dict[str, Any]:
+    """SB3 ``policy_kwargs`` for :class:`NodePolicy` from the run's model settings."""
+    extractor = {"conv": model.conv, "num_layers": model.num_layers, "width": model.width, "aggr": model.aggr}
+    return {"features_extractor_class": GNNExtractor, "features_extractor_kwargs": extractor, "head_width": model.head_width}
+
+
+def build_policy(model: ModelConfig, observation_space: spaces.Dict, action_space: spaces.MultiDiscrete, device: str = "cpu") -> NodePolicy:
+    """A fresh policy for the given spaces, for loading weights into (no optimizer state kept)."""
+    policy = NodePolicy(observation_space, action_space, lambda _: 0.0, **policy_kwargs(model))
+    return policy.to(device)

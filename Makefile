@@ -1,0 +1,31 @@
+# The commands a newcomer needs. Each target installs what is missing into .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# A local CPU build of torch is installed first; an unpinned torch would pull GBs of CUDA packages.
+TORCH_SPEC ?= torch==2.13.0
+
+.PHONY: install demo test lint clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q "$(TORCH_SPEC)"
+	$(BIN)/pip install -q -e ".[test]"
+	touch $@
+
+demo: install  ## train on sample_graphs/small, transfer to the 250k-node graph, predict there
+	$(BIN)/graphtransfer train --task mis --graphs small
+	$(BIN)/graphtransfer transfer --src small --dst large
+	$(BIN)/graphtransfer predict --model runs/mis/large --graph large --out runs/mis/large/solution.csv
+
+test: install  ## the test suite (what CI runs)
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check graphtransfer tests bench
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,83 @@
+"""Every default in one place: typed settings for the model, PPO and a run.
+
+A run's :class:`RunConfig` is saved beside its weights and is enough to rebuild the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from graphtransfer.errors import CheckpointError
+
+
+@dataclass
+class ModelConfig:
+    conv: str = "sage"
+    """message-passing layer: sage (GraphSAGE), gcn or gin"""
+    num_layers: int = 3
+    """message-passing layers; a node sees this many hops"""
+    width: int = 64
+    """hidden channels of the GNN"""
+    aggr: str = "mean"
+    """GraphSAGE neighbourhood aggregation (mean, max, sum)"""
+    head_width: int = 64
+    """hidden width of the node head and the value head"""
+
+
+@dataclass
+class PPOConfig:
+    total_timesteps: int = 30_000
+    """env steps to train for (summed over parallel envs)"""
+    n_envs: int = 8
+    """parallel copies of the env, each sampling its own graphs"""
+    n_steps: int = 32
+    """steps per env between updates"""
+    batch_size: int = 128
+    """observations per minibatch"""
+    n_epochs: int = 3
+    """passes over each rollout"""
+    learning_rate: float = 3e-4
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_range: float = 0.2
+    ent_coef: float = 0.0
+    """entropy bonus, per real node (size-invariant)"""
+    target_kl: float | None = None
+    """stop an update's epochs early once the KL to the old policy exceeds this"""
+    seed: int = 0
+    threads: int = 1
+    """torch CPU threads; one is fastest for small graphs on 2 cores"""
+    device: str = "auto"
+    """cpu, cuda or auto"""
+
+
+@dataclass
+class RunConfig:
+    task: str = "mis"
+    """task name (see `graphtransfer.envs.TASKS`)"""
+    graphs: str = "small"
+    """sample set name, graph file or folder of graphs to train on"""
+    horizon: int = 32
+    """env steps before an episode is cut off"""
+    model: ModelConfig = field(default_factory=ModelConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+        """Inverse of :meth:`to_dict`; an unknown key is an error that names it."""
+        data = dict(data)
+        model = _build(ModelConfig, data.pop("model", {}), "model")
+        ppo = _build(PPOConfig, data.pop("ppo", {}), "ppo")
+        return _build(cls, {**data, "model": model, "ppo": ppo}, "run")
+
+
+def _build(kind: type, values: dict[str, Any], section: str):
+    known = {f.name for f in fields(kind)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise CheckpointError(f"config section {section!r} has unknown keys {unknown}; known keys are {sorted(known)}")
+    return kind(**values)

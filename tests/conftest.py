@@ -1,0 +1,30 @@
+"""Shared fixtures: tiny hand-built graphs, and an isolated cache and working folder."""
+
+import numpy as np
+import pytest
+
+from graphtransfer.graphs import Graph, from_edges
+
+
+def graph_from_pairs(pairs, num_nodes, name="hand") -> Graph:
+    pairs = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    graph, _, _ = from_edges(pairs[:, 0], pairs[:, 1], num_nodes, name)
+    return graph
+
+
+@pytest.fixture
+def path5() -> Graph:
+    """0 - 1 - 2 - 3 - 4"""
+    return graph_from_pairs([(0, 1), (1, 2), (2, 3), (3, 4)], 5, "path5")
+
+
+@pytest.fixture
+def star5() -> Graph:
+    """Centre 0 with leaves 1..4."""
+    return graph_from_pairs([(0, 1), (0, 2), (0, 3), (0, 4)], 5, "star5")
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path, monkeypatch):
+    """Generated graphs are cached under the test's own folder, never the user's."""
+    monkeypatch.setenv("GRAPHTRANSFER_CACHE", str(tmp_path / "cache"))

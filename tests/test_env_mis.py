@@ -1,0 +1,101 @@
+import itertools
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env as gym_check_env
+from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+from graphtransfer.envs.mis import DEFER, EXCLUDE, IN_SET, INCLUDE, OUT, UNDECIDED, MISEnv, is_independent_set, mis_step
+from graphtransfer.graphs import barabasi_albert, erdos_renyi
+
+from .conftest import graph_from_pairs
+
+
+def reference_step(graph, status, action):
+    """The rules of MISEnv written as plain loops, one node and one edge at a time."""
+    neighbours = {v: set() for v in range(graph.num_nodes)}
+    for u, v in graph.edge_index.T.tolist():
+        neighbours[u].add(v)
+    wants = [status[v] == UNDECIDED and action[v] == INCLUDE for v in range(graph.num_nodes)]
+    joins = [wants[v] and not any(wants[u] for u in neighbours[v]) for v in range(graph.num_nodes)]
+    new = list(status)
+    for v in range(graph.num_nodes):
+        if joins[v]:
+            new[v] = IN_SET
+    for v in range(graph.num_nodes):
+        if joins[v]:
+            for u in neighbours[v]:
+                if new[u] == UNDECIDED:
+                    new[u] = OUT
+    for v in range(graph.num_nodes):
+        if action[v] == EXCLUDE and new[v] == UNDECIDED:
+            new[v] = OUT
+    return np.array(new, dtype=np.int8), sum(joins)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_vectorized_step_matches_reference(seed):
+    rng = np.random.default_rng(seed)
+    graph = erdos_renyi(int(rng.integers(3, 9)), 2.5, seed)
+    status = rng.choice([UNDECIDED, UNDECIDED, IN_SET, OUT], graph.num_nodes).astype(np.int8)
+    action = rng.integers(0, 3, graph.num_nodes)
+    expected, expected_added = reference_step(graph, status, action)
+    got, added = mis_step(graph.edge_index, status, action)
+    assert np.array_equal(got, expected)
+    assert added == expected_added
+
+
+def test_adjacent_includes_roll_back(path5):
+    status = np.zeros(5, dtype=np.int8)
+    got, added = mis_step(path5.edge_index, status, np.array([INCLUDE, INCLUDE, DEFER, DEFER, INCLUDE]))
+    assert added == 1
+    assert got.tolist() == [UNDECIDED, UNDECIDED, UNDECIDED, OUT, IN_SET]
+
+
+def test_every_episode_ends_with_an_independent_set_and_rewards_sum_to_its_fraction():
+    graph = barabasi_albert(40, 2, seed=0)
+    env = MISEnv([graph], horizon=50)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    total, done = 0.0, False
+    while not done:
+        _, reward, terminated, truncated, _ = env.step(rng.integers(0, 3, env.max_nodes))
+        total += reward
+        done = terminated or truncated
+    assert is_independent_set(graph, env.solution())
+    assert total == pytest.approx(env.solution().sum() / graph.num_nodes)
+
+
+def test_observation_is_padded_to_the_largest_graph():
+    small, large = graph_from_pairs([(0, 1)], 2), erdos_renyi(30, 3.0, 0)
+    env = MISEnv([small, large])
+    for seed in range(10):
+        obs, _ = env.reset(seed=seed)
+        n, e = int(obs["num_nodes"][0]), int(obs["num_edges"][0])
+        assert obs["x"].shape == (30, MISEnv.num_features)
+        assert obs["edge_index"].shape == (2, large.edge_index.shape[1])
+        assert obs["edge_index"].dtype == np.int64
+        assert not obs["x"][n:].any()
+        assert obs["edge_index"][:, :e].max() < n
+
+
+def test_features_track_live_degree(star5):
+    env = MISEnv([star5])
+    obs, _ = env.reset(seed=0)
+    assert obs["x"][:, 3].tolist() == pytest.approx(np.log1p([4, 1, 1, 1, 1]).tolist())
+    obs, *_ = env.step(np.array([DEFER, INCLUDE, DEFER, DEFER, DEFER]))
+    assert obs["x"][:, 1].tolist() == [0, 1, 0, 0, 0]  # leaf 1 is in the set
+    assert obs["x"][:, 3].tolist() == pytest.approx([0, 0, 0, 0, 0])  # centre excluded, leaves isolated
+
+
+def test_passes_sb3_and_gymnasium_checkers():
+    graphs = [erdos_renyi(n, 3.0, n) for n in (10, 20)]
+    sb3_check_env(MISEnv(graphs), warn=False)
+    gym_check_env(MISEnv(graphs))
+
+
+def test_all_actions_on_a_triangle_give_independent_sets():
+    triangle = graph_from_pairs([(0, 1), (1, 2), (0, 2)], 3)
+    for action in itertools.product(range(3), repeat=3):
+        status, _ = mis_step(triangle.edge_index, np.zeros(3, dtype=np.int8), np.array(action))
+        assert is_independent_set(triangle, status == IN_SET)

@@ -1,0 +1,115 @@
+import json
+import time
+
+import numpy as np
+import pytest
+
+from graphtransfer.errors import GraphInputError
+from graphtransfer.graphs import (
+    barabasi_albert,
+    erdos_renyi,
+    load_graph,
+    load_graphs,
+    random_geometric,
+    read_edge_list,
+    read_graph,
+    read_npz,
+    write_edge_list,
+    write_npz,
+)
+
+
+def edge_set(graph):
+    return {tuple(e) for e in graph.edge_index.T.tolist()}
+
+
+def test_edge_list_remaps_ids_and_drops_loops_and_duplicates(tmp_path):
+    path = tmp_path / "g.txt"
+    path.write_text("# a comment\n% another\n100\t200\n200   300\n\n300,100\n100 100\n200 100\n")
+    with pytest.warns(UserWarning, match="dropped 1 self-loop.*1 duplicate"):
+        graph = read_edge_list(path)
+    assert graph.num_nodes == 3
+    assert edge_set(graph) == {(0, 1), (1, 0), (1, 2), (2, 1), (0, 2), (2, 0)}
+    assert graph.edge_index.dtype == np.int64
+
+
+def test_edge_list_ignores_a_weight_column(tmp_path):
+    path = tmp_path / "w.txt"
+    path.write_text("0 1 0.5\n1 2 3\n")
+    assert read_edge_list(path).num_edges == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("", "no edge lines"), ("# only comments\n", "no edge lines"), ("1 2\n3 x\n", "'x' is not an integer"), ("1 2\n3 -4\n", "negative node id")],
+)
+def test_edge_list_errors_name_the_problem(tmp_path, text, message):
+    path = tmp_path / "bad.txt"
+    path.write_text(text)
+    with pytest.raises(GraphInputError, match=message):
+        read_edge_list(path)
+
+
+def test_npz_and_edge_list_round_trip(tmp_path):
+    graph = barabasi_albert(200, 3, seed=3)  # no isolated nodes, which an edge list cannot hold
+    write_npz(graph, tmp_path / "g.npz")
+    write_edge_list(graph, tmp_path / "g.txt")
+    assert edge_set(read_npz(tmp_path / "g.npz")) == edge_set(graph)
+    assert edge_set(read_edge_list(tmp_path / "g.txt")) == edge_set(graph)
+
+
+def test_npz_refuses_pickled_arrays(tmp_path):
+    np.savez(tmp_path / "evil.npz", edge_index=np.array([object()], dtype=object))
+    with pytest.raises(GraphInputError, match="not a readable .npz"):
+        read_npz(tmp_path / "evil.npz")
+
+
+@pytest.mark.parametrize("make", [lambda s: erdos_renyi(500, 6.0, s), lambda s: barabasi_albert(500, 3, s), lambda s: random_geometric(500, 6.0, s)])
+def test_generators_are_seeded_simple_and_undirected(make):
+    a, b, c = make(1), make(1), make(2)
+    assert np.array_equal(a.edge_index, b.edge_index)
+    assert not np.array_equal(a.edge_index, c.edge_index)
+    src, dst = a.edge_index
+    assert (src != dst).all()
+    assert edge_set(a) == {(v, u) for u, v in edge_set(a)}
+    assert len(edge_set(a)) == a.edge_index.shape[1]
+    assert 4.0 < a.degrees().mean() < 8.0
+
+
+def test_barabasi_albert_has_hubs():
+    graph = barabasi_albert(5000, 3, seed=0)
+    assert graph.degrees().max() > 20 * graph.degrees().mean() / 3
+
+
+def test_million_edge_list_parses_fast(tmp_path):
+    graph = erdos_renyi(250_000, 8.0, seed=0)
+    write_edge_list(graph, tmp_path / "big.txt")
+    started = time.perf_counter()
+    parsed = read_edge_list(tmp_path / "big.txt")
+    assert parsed.num_edges == 1_000_000
+    # Generous bound for a shared machine; bench/ measures the real number.
+    assert time.perf_counter() - started < 10
+
+
+def test_sample_set_names_resolve():
+    small = load_graphs("small")
+    assert 16 <= len(small) <= 32
+    assert all(20 <= g.num_nodes <= 60 for g in small)
+    assert len({g.name.split("-")[0] for g in small}) >= 3  # families: er, ba, rgg
+
+
+def test_generator_spec_is_cached(tmp_path):
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"generator": "erdos_renyi", "num_nodes": 300, "avg_degree": 4.0, "seed": 1}))
+    first = read_graph(spec)
+    assert list((tmp_path / "cache").glob("spec-*.npz"))
+    assert np.array_equal(read_graph(spec).edge_index, first.edge_index)
+
+
+def test_unknown_names_and_missing_files_are_clear_errors(tmp_path):
+    with pytest.raises(GraphInputError, match="no such file, folder or sample set.*small"):
+        load_graphs("no-such-set")
+    with pytest.raises(GraphInputError, match="holds no graph files"):
+        load_graphs(tmp_path)
+    with pytest.raises(GraphInputError, match="expected one"):
+        load_graph("small")

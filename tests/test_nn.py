@@ -1,0 +1,88 @@
+import numpy as np
+import pytest
+import torch
+from torch_geometric.data import Batch, Data
+
+from graphtransfer.config import ModelConfig
+from graphtransfer.envs.mis import MISEnv
+from graphtransfer.graphs import erdos_renyi
+from graphtransfer.nn import GNNExtractor, build_policy, to_disjoint
+from graphtransfer.nn.distributions import NodeWiseCategorical
+
+from .conftest import graph_from_pairs
+
+
+def padded_batch(graphs, max_nodes=None, seed=0):
+    """One observation per graph, stacked; ``max_nodes`` pads further, as a larger env would."""
+    env = MISEnv(graphs + ([erdos_renyi(max_nodes, 1.0, 0)] if max_nodes else []))
+    observations = [env.reset(seed=seed, options={"graph_index": i})[0] for i in range(len(graphs))]
+    return env, {k: torch.as_tensor(np.stack([o[k] for o in observations])) for k in observations[0]}
+
+
+def test_to_disjoint_matches_pyg_batch():
+    graphs = [erdos_renyi(n, 3.0, n) for n in (7, 12, 5)]
+    _, obs = padded_batch(graphs)
+    merged = to_disjoint(obs)
+    reference = Batch.from_data_list(
+        [Data(x=obs["x"][i, : g.num_nodes], edge_index=torch.as_tensor(g.edge_index)) for i, g in enumerate(graphs)]
+    )
+    assert torch.equal(merged.x, reference.x)
+    assert torch.equal(merged.edge_index, reference.edge_index)
+    assert torch.equal(merged.batch, reference.batch)
+
+
+def test_to_disjoint_accepts_float_indices_from_sb3_buffer():
+    _, obs = padded_batch([erdos_renyi(9, 3.0, 1), erdos_renyi(6, 2.0, 2)])
+    as_float = {k: v.float() for k, v in obs.items()}
+    assert torch.equal(to_disjoint(as_float).edge_index, to_disjoint(obs).edge_index)
+
+
+@pytest.mark.parametrize("conv", ["sage", "gcn", "gin"])
+def test_same_weights_same_node_outputs_padded_to_5_or_50(conv):
+    graph = graph_from_pairs([(0, 1), (1, 2), (2, 3), (3, 4), (4, 0), (0, 2)], 5)
+    env5, obs5 = padded_batch([graph])
+    env50, obs50 = padded_batch([graph], max_nodes=50)
+    assert obs50["x"].shape[1] == 50
+    torch.manual_seed(0)
+    small = build_policy(ModelConfig(conv=conv), env5.observation_space, env5.action_space)
+    large = build_policy(ModelConfig(conv=conv), env50.observation_space, env50.action_space)
+    large.load_state_dict(small.state_dict())
+    with torch.no_grad():
+        h5, _ = small.features_extractor.node_embeddings(obs5)
+        h50, _ = large.features_extractor.node_embeddings(obs50)
+        d5, d50 = small.get_distribution(obs5), large.get_distribution(obs50)
+    assert torch.allclose(h5, h50, atol=1e-6)
+    assert torch.allclose(d5.distribution.logits[0, :5], d50.distribution.logits[0, :5], atol=1e-6)
+    assert torch.allclose(small.predict_values(obs5), large.predict_values(obs50), atol=1e-6)
+
+
+def test_no_parameter_shape_depends_on_node_count():
+    shapes = []
+    for n in (10, 1000):
+        env = MISEnv([erdos_renyi(n, 3.0, 0)])
+        policy = build_policy(ModelConfig(), env.observation_space, env.action_space)
+        shapes.append({name: p.shape for name, p in policy.named_parameters()})
+    assert shapes[0] == shapes[1]
+
+
+def test_padding_contributes_nothing_to_log_prob_or_entropy():
+    logits = torch.randn(2, 6, 3)
+    mask = torch.tensor([[True] * 4 + [False] * 2, [True] * 6])
+    actions = torch.randint(0, 3, (2, 6))
+    base = NodeWiseCategorical(logits, mask)
+    changed_logits = logits.clone()
+    changed_logits[0, 4:] = torch.randn(2, 3) * 10
+    changed_actions = actions.clone()
+    changed_actions[0, 4:] = 2
+    other = NodeWiseCategorical(changed_logits, mask)
+    assert torch.allclose(base.log_prob(actions), other.log_prob(changed_actions))
+    assert torch.allclose(base.entropy(), other.entropy())
+    assert (base.sample()[0, 4:] == 0).all() and (base.mode()[0, 4:] == 0).all()
+    expected = torch.distributions.Categorical(logits=logits[0, :4]).log_prob(actions[0, :4]).sum()
+    assert torch.allclose(base.log_prob(actions)[0], expected)
+
+
+def test_extractor_plugs_into_sb3_as_pooled_features():
+    env, obs = padded_batch([erdos_renyi(8, 3.0, 0), erdos_renyi(5, 2.0, 1)])
+    extractor = GNNExtractor(env.observation_space, width=16)
+    assert extractor(obs).shape == (2, extractor.features_dim)
