@@ -117,7 +117,8 @@ def predict(
     graph: Annotated[str, typer.Option(help="Graph file (edge list, .npz or generator .json) or sample name.")],
     out: Annotated[Path, typer.Option(help="CSV to write, one 'node,decision' row per node.")],
     max_passes: Annotated[int, typer.Option(help="Policy passes before stopping.")] = DEFAULT_MAX_PASSES,
-    sample: Annotated[bool, typer.Option(help="Sample actions instead of taking the most likely one.")] = False,
+    deterministic: Annotated[bool, typer.Option(help="Take each node's most likely action instead of sampling (seeded) from the policy.")] = False,
+    seed: Annotated[int, typer.Option(help="Seed for the sampled actions.")] = 0,
 ) -> None:
     """Run a saved policy on a graph and write its per-node decisions.
 
@@ -126,7 +127,7 @@ def predict(
     from graphtransfer.predict import predict as run_predict
 
     _check_positive(max_passes=max_passes)
-    loaded, solution = run_predict(model, graph, out, max_passes=max_passes, sample=sample)
+    loaded, solution = run_predict(model, graph, out, max_passes=max_passes, deterministic=deterministic, seed=seed)
     typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges")
     typer.echo(
         f"objective {solution.objective:.0f} in {solution.passes} passes, {solution.seconds:.2f} s, "

@@ -19,7 +19,7 @@ class ModelConfig:
     """message-passing layers; a node sees this many hops"""
     width: int = 64
     """hidden channels of the GNN"""
-    aggr: str = "mean"
+    aggr: str = "max"
     """GraphSAGE neighbourhood aggregation (mean, max, sum)"""
     head_width: int = 64
     """hidden width of the node head and the value head"""
@@ -33,9 +33,9 @@ class PPOConfig:
     """parallel copies of the env, each sampling its own graphs"""
     n_steps: int = 32
     """steps per env between updates"""
-    batch_size: int = 128
+    batch_size: int = 64
     """observations per minibatch"""
-    n_epochs: int = 3
+    n_epochs: int = 4
     """passes over each rollout"""
     learning_rate: float = 3e-4
     gamma: float = 0.99

@@ -13,17 +13,18 @@ from graphtransfer.inference import Solution, solve
 from graphtransfer.train import task_env_class
 
 
-def predict(model: str | Path, graph: str | Path, out: str | Path | None = None, max_passes: int = DEFAULT_MAX_PASSES, sample: bool = False, seed: int = 0) -> tuple[Graph, Solution]:
+def predict(model: str | Path, graph: str | Path, out: str | Path | None = None, max_passes: int = DEFAULT_MAX_PASSES, deterministic: bool = False, seed: int = 0) -> tuple[Graph, Solution]:
     """Run the model in folder ``model`` on ``graph``; write ``node,decision`` rows to ``out``.
 
-    The policy acts deterministically (its most likely action per node) unless ``sample``.
+    By default every node samples its action from the policy (seeded, so runs repeat exactly);
+    see :func:`graphtransfer.inference.solve` for why that is the default.
     """
     checkpoint = read_checkpoint(model)
     env_class = task_env_class(checkpoint.config.task)
     loaded = load_graph(graph)
     env = env_class([loaded], horizon=max_passes)
     policy, _ = load_policy(checkpoint, env)
-    solution = solve(policy, env, deterministic=not sample, seed=seed)
+    solution = solve(policy, env, deterministic=deterministic, seed=seed)
     if out is not None:
         write_solution(out, solution.solution)
     return loaded, solution

@@ -82,10 +82,14 @@ def test_observation_is_padded_to_the_largest_graph():
 def test_features_track_live_degree(star5):
     env = MISEnv([star5])
     obs, _ = env.reset(seed=0)
-    assert obs["x"][:, 3].tolist() == pytest.approx(np.log1p([4, 1, 1, 1, 1]).tolist())
+    draw = obs["x"][:, 4]
+    assert ((draw >= 0) & (draw < 1)).all()
+    assert obs["x"][:, 3].tolist() == pytest.approx((np.log1p([4, 1, 1, 1, 1]) + 0.3 * draw).tolist())
     obs, *_ = env.step(np.array([DEFER, INCLUDE, DEFER, DEFER, DEFER]))
     assert obs["x"][:, 1].tolist() == [0, 1, 0, 0, 0]  # leaf 1 is in the set
-    assert obs["x"][:, 3].tolist() == pytest.approx([0, 0, 0, 0, 0])  # centre excluded, leaves isolated
+    live_degree = obs["x"][:, 3] - 0.3 * obs["x"][:, 4]
+    assert live_degree.tolist() == pytest.approx([0, 0, 0, 0, 0], abs=1e-6)  # centre excluded, leaves isolated
+    assert int(obs["num_edges"][0]) == 0  # the residual graph has no edges left
 
 
 def test_passes_sb3_and_gymnasium_checkers():
@@ -99,3 +103,13 @@ def test_all_actions_on_a_triangle_give_independent_sets():
     for action in itertools.product(range(3), repeat=3):
         status, _ = mis_step(triangle.edge_index, np.zeros(3, dtype=np.int8), np.array(action))
         assert is_independent_set(triangle, status == IN_SET)
+
+
+def test_observation_shows_only_edges_between_undecided_nodes(path5):
+    env = MISEnv([path5])
+    env.reset(seed=0)
+    obs, *_ = env.step(np.array([INCLUDE, DEFER, DEFER, DEFER, DEFER]))
+    # 0 in the set, 1 excluded: 2 - 3 - 4 remain, both directions of two edges.
+    edges = obs["edge_index"][:, : int(obs["num_edges"][0])]
+    assert {tuple(e) for e in edges.T.tolist()} == {(2, 3), (3, 2), (3, 4), (4, 3)}
+    assert env.active_nodes().tolist() == [False, False, True, True, True]

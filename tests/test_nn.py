@@ -86,3 +86,18 @@ def test_extractor_plugs_into_sb3_as_pooled_features():
     env, obs = padded_batch([erdos_renyi(8, 3.0, 0), erdos_renyi(5, 2.0, 1)])
     extractor = GNNExtractor(env.observation_space, width=16)
     assert extractor(obs).shape == (2, extractor.features_dim)
+
+
+def test_policy_on_active_subgraph_equals_policy_on_full_observation():
+    from graphtransfer.inference import active_subgraph, obs_to_tensors
+
+    env = MISEnv([erdos_renyi(40, 3.0, 0)])
+    obs, _ = env.reset(seed=0)
+    obs, *_ = env.step(np.random.default_rng(0).integers(0, 3, 40))
+    active = np.flatnonzero(env.active_nodes())
+    assert 0 < active.size < 40
+    policy = build_policy(ModelConfig(), env.observation_space, env.action_space)
+    with torch.no_grad():
+        full = policy.get_distribution(obs_to_tensors(obs, policy.device)).distribution.logits[0, active]
+        part = policy.get_distribution(obs_to_tensors(active_subgraph(obs, active), policy.device)).distribution.logits[0]
+    assert torch.allclose(full, part, atol=1e-6)

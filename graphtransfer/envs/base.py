@@ -17,7 +17,8 @@ class GraphEnv(gym.Env):
     :mod:`graphtransfer.envs.contract`, padded to the largest graph of the set.
 
     Subclasses set ``num_features`` and the action space, and implement :meth:`_start`,
-    :meth:`_features`, :meth:`_apply` and :meth:`_finished`.
+    :meth:`_features`, :meth:`_apply` and :meth:`_finished`; tasks whose observation shows only
+    part of the graph override :meth:`_edges` and :meth:`active_nodes`.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
@@ -33,7 +34,6 @@ class GraphEnv(gym.Env):
         self.max_nodes = max(g.num_nodes for g in self.graphs)
         self.max_edges = max(max(g.edge_index.shape[1] for g in self.graphs), 1)
         self.observation_space = observation_space(self.max_nodes, self.max_edges, self.num_features)
-        self._structures: dict[int, dict[str, np.ndarray]] = {}
         self.graph = self.graphs[0]
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -43,9 +43,6 @@ class GraphEnv(gym.Env):
         if index is None:
             index = int(self.np_random.integers(len(self.graphs)))
         self.graph = self.graphs[index]
-        if index not in self._structures:  # pad each graph once, not once per episode
-            self._structures[index] = padded_structure(self.graph, self.max_nodes, self.max_edges)
-        self._structure = self._structures[index]
         self.steps = 0
         self._start()
         return self._observation(), {}
@@ -59,17 +56,31 @@ class GraphEnv(gym.Env):
         return self._observation(), float(reward), terminated, truncated, {}
 
     def _observation(self) -> dict[str, np.ndarray]:
-        x = np.zeros((self.max_nodes, self.num_features), dtype=np.float32)
-        x[: self.graph.num_nodes] = self._features()
         # Fresh arrays every call: callers may keep or modify what they are handed.
-        return {"x": x, **{key: value.copy() for key, value in self._structure.items()}}
+        edges = self._edges()
+        x = np.zeros((self.max_nodes, self.num_features), dtype=np.float32)
+        x[: self.graph.num_nodes] = self._features(edges)
+        return {"x": x, **padded_structure(edges, self.graph.num_nodes, self.max_nodes, self.max_edges)}
+
+    def _edges(self) -> np.ndarray:
+        """The edges the observation shows, ``(2, E)``: the whole graph unless overridden."""
+        return self.graph.edge_index
+
+    def active_nodes(self) -> np.ndarray:
+        """``(num_nodes,)`` bool: nodes whose action can still change the episode.
+
+        Inactive nodes must have no observed edge to active ones; inference then runs the
+        policy on the active nodes alone and gets the same per-node distributions.
+        """
+        return np.ones(self.graph.num_nodes, dtype=bool)
 
     def _start(self) -> None:
         """Reset the task state for ``self.graph``."""
         raise NotImplementedError
 
-    def _features(self) -> np.ndarray:
-        """Node features of the real nodes, ``(num_nodes, num_features)``."""
+    def _features(self, edges: np.ndarray) -> np.ndarray:
+        """Node features of the real nodes, ``(num_nodes, num_features)``, given the observed
+        ``edges`` ``(2, E)``."""
         raise NotImplementedError
 
     def _apply(self, action: np.ndarray) -> float:

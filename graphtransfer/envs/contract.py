@@ -9,8 +9,6 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
-from graphtransfer.graphs import Graph
-
 INDEX_KEYS = ("edge_index", "num_nodes", "num_edges")
 
 
@@ -27,18 +25,19 @@ def observation_space(max_nodes: int, max_edges: int, num_features: int) -> spac
     )
 
 
-def padded_structure(graph: Graph, max_nodes: int, max_edges: int) -> dict[str, np.ndarray]:
-    """The structural keys of an observation for ``graph``; padding columns point at node 0 and
-    are ignored because ``num_edges`` says how many are real."""
-    if graph.num_nodes > max_nodes or graph.edge_index.shape[1] > max_edges:
-        raise ValueError(
-            f"graph {graph.name!r} has {graph.num_nodes} nodes and {graph.edge_index.shape[1]} directed edges; "
-            f"this env pads to {max_nodes} and {max_edges}"
-        )
-    edge_index = np.zeros((2, max_edges), dtype=np.int64)
-    edge_index[:, : graph.edge_index.shape[1]] = graph.edge_index
+def padded_structure(edge_index: np.ndarray, num_nodes: int, max_nodes: int, max_edges: int) -> dict[str, np.ndarray]:
+    """The structural keys of an observation; padding columns point at node 0 and are ignored
+    because ``num_edges`` says how many are real.
+
+    Shapes:
+        edge_index: ``(2, E)`` with ``E <= max_edges``; returned ``(2, max_edges)``.
+    """
+    if num_nodes > max_nodes or edge_index.shape[1] > max_edges:
+        raise ValueError(f"{num_nodes} nodes and {edge_index.shape[1]} directed edges do not fit the padding {max_nodes} / {max_edges}")
+    padded = np.zeros((2, max_edges), dtype=np.int64)
+    padded[:, : edge_index.shape[1]] = edge_index
     return {
-        "edge_index": edge_index,
-        "num_nodes": np.array([graph.num_nodes], dtype=np.int64),
-        "num_edges": np.array([graph.edge_index.shape[1]], dtype=np.int64),
+        "edge_index": padded,
+        "num_nodes": np.array([num_nodes], dtype=np.int64),
+        "num_edges": np.array([edge_index.shape[1]], dtype=np.int64),
     }
