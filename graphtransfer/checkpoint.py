@@ -50,7 +50,8 @@ class LoadReport:
         return not (self.missing or self.unexpected or self.resized)
 
     def summary(self) -> str:
-        return f"tensors loaded {len(self.loaded)}, missing {len(self.missing)}, unexpected {len(self.unexpected)}, resized {len(self.resized)}"
+        counts = (len(self.loaded), len(self.missing), len(self.unexpected), len(self.resized))
+        return "tensors loaded {}, missing {}, unexpected {}, resized {}".format(*counts)
 
 
 def state_tensors(module: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -92,7 +93,9 @@ def read_checkpoint(folder: str | Path) -> Checkpoint:
     """Read and verify a model folder. Nothing here unpickles: JSON and safetensors only."""
     folder = Path(folder)
     if folder.suffix == ".zip":
-        raise CheckpointError(f"{folder}: SB3 zip files are not loaded (their loader unpickles and can run code); pass a graphtransfer model folder")
+        raise CheckpointError(
+            f"{folder}: SB3 zip files are not loaded (their loader unpickles and can run code); pass a graphtransfer model folder"
+        )
     if not (folder / CONFIG).is_file() or not (folder / WEIGHTS).is_file():
         raise CheckpointError(f"{folder}: not a model folder (needs {CONFIG} and {WEIGHTS}); train one with 'graphtransfer train'")
     try:
@@ -100,9 +103,14 @@ def read_checkpoint(folder: str | Path) -> Checkpoint:
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise CheckpointError(f"{folder / CONFIG}: not valid JSON ({err})") from None
     if meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
-        raise CheckpointError(f"{folder / CONFIG}: format {meta.get('format')!r} v{meta.get('format_version')}; this graphtransfer reads {FORMAT!r} v{FORMAT_VERSION}")
+        raise CheckpointError(
+            f"{folder / CONFIG}: format {meta.get('format')!r} v{meta.get('format_version')}; "
+            f"this graphtransfer reads {FORMAT!r} v{FORMAT_VERSION}"
+        )
     if _sha256(folder / WEIGHTS) != meta.get("weights_sha256"):
-        raise CheckpointError(f"{folder / WEIGHTS}: sha256 differs from {CONFIG}; the weights are damaged or were replaced, retrain or restore them")
+        raise CheckpointError(
+            f"{folder / WEIGHTS}: sha256 differs from {CONFIG}; the weights are damaged or were replaced, retrain or restore them"
+        )
     try:
         tensors = load_file(folder / WEIGHTS)
     except SafetensorError as err:

@@ -9,7 +9,7 @@ import functools
 import sys
 import warnings
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -56,7 +56,7 @@ def friendly_errors(command):
 def train(
     task: Annotated[str, typer.Option(help="Task to learn (mis).")] = "mis",
     graphs: Annotated[str, typer.Option(help="Sample set name, graph file, or folder of graph files to train on.")] = "small",
-    out: Annotated[Optional[Path], typer.Option(help="Model folder to write [default: runs/TASK/GRAPHS].")] = None,
+    out: Annotated[Path | None, typer.Option(help="Model folder to write [default: runs/TASK/GRAPHS].")] = None,
     steps: Annotated[int, typer.Option(help="Total env steps of PPO.")] = _DEFAULT_PPO.total_timesteps,
     n_envs: Annotated[int, typer.Option(help="Parallel envs.")] = _DEFAULT_PPO.n_envs,
     horizon: Annotated[int, typer.Option(help="Env steps before an episode is cut off.")] = RunConfig.horizon,
@@ -78,7 +78,12 @@ def train(
     _check_positive(steps=steps, n_envs=n_envs, horizon=horizon, layers=layers, width=width, threads=threads)
     if conv not in ("sage", "gcn", "gin"):
         raise UsageError(f"--conv {conv!r} is not known; choose sage, gcn or gin")
-    result = run_training(RunConfig(task=task, graphs=graphs, horizon=horizon, model=model, ppo=ppo), out, progress=progress and sys.stderr.isatty(), log=typer.echo)
+    result = run_training(
+        RunConfig(task=task, graphs=graphs, horizon=horizon, model=model, ppo=ppo),
+        out,
+        progress=progress and sys.stderr.isatty(),
+        log=typer.echo,
+    )
     typer.echo(
         f"trained {result.steps} steps in {result.seconds:.1f} s: rollout {result.rollout_seconds:.1f} s, "
         f"update {result.update_seconds:.1f} s, {result.steps_per_second:.0f} env steps/s"
@@ -92,7 +97,7 @@ def transfer(
     src: Annotated[str, typer.Option(help="Trained model folder, or the graph set name it was trained on.")],
     dst: Annotated[str, typer.Option(help="Sample set name, graph file or folder to transfer to.")],
     task: Annotated[str, typer.Option(help="Task of the source model when --src is a graph set name.")] = "mis",
-    out: Annotated[Optional[Path], typer.Option(help="Model folder to write [default: runs/TASK/DST].")] = None,
+    out: Annotated[Path | None, typer.Option(help="Model folder to write [default: runs/TASK/DST].")] = None,
     max_passes: Annotated[int, typer.Option(help="Policy passes per graph before stopping.")] = DEFAULT_MAX_PASSES,
 ) -> None:
     """Load a trained policy into a model for other graphs, report, evaluate zero-shot, save.
@@ -117,7 +122,9 @@ def predict(
     graph: Annotated[str, typer.Option(help="Graph file (edge list, .npz or generator .json) or sample name.")],
     out: Annotated[Path, typer.Option(help="CSV to write, one 'node,decision' row per node.")],
     max_passes: Annotated[int, typer.Option(help="Policy passes before stopping.")] = DEFAULT_MAX_PASSES,
-    deterministic: Annotated[bool, typer.Option(help="Take each node's most likely action instead of sampling (seeded) from the policy.")] = False,
+    deterministic: Annotated[
+        bool, typer.Option(help="Take each node's most likely action instead of sampling (seeded) from the policy.")
+    ] = False,
     seed: Annotated[int, typer.Option(help="Seed for the sampled actions.")] = 0,
 ) -> None:
     """Run a saved policy on a graph and write its per-node decisions.

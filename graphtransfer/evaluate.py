@@ -35,7 +35,9 @@ class EvalRow:
         return self.policy.objective / baseline.objective if baseline.objective else float("nan")
 
 
-def evaluate(policy: torch.nn.Module, task: str, env_class: type[GraphEnv], graphs: list[Graph], max_passes: int = DEFAULT_MAX_PASSES) -> list[EvalRow]:
+def evaluate(
+    policy: torch.nn.Module, task: str, env_class: type[GraphEnv], graphs: list[Graph], max_passes: int = DEFAULT_MAX_PASSES
+) -> list[EvalRow]:
     """Run the policy deterministically and every baseline of ``task`` on each graph."""
     rows = []
     for graph in graphs:
@@ -52,7 +54,10 @@ def _run_baseline(name, fn, env_class, graph) -> BaselineResult:
 
 def format_rows(rows: list[EvalRow]) -> list[str]:
     """A plain-text table, one line per graph."""
-    lines = [f"{'graph':<24} {'nodes':>9} {'edges':>9} {'policy':>9} {'valid':>5} {'passes':>6} {'secs':>6}  baselines (objective, policy/baseline)"]
+    lines = [
+        f"{'graph':<24} {'nodes':>9} {'edges':>9} {'policy':>9} {'valid':>5} {'passes':>6} {'secs':>6}"
+        "  baselines (objective, policy/baseline)"
+    ]
     for row in rows:
         baselines = "  ".join(f"{b.name} {b.objective:.0f} ({row.ratio(b):.3f})" for b in row.baselines)
         lines.append(

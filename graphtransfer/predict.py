@@ -13,7 +13,14 @@ from graphtransfer.inference import Solution, solve
 from graphtransfer.train import task_env_class
 
 
-def predict(model: str | Path, graph: str | Path, out: str | Path | None = None, max_passes: int = DEFAULT_MAX_PASSES, deterministic: bool = False, seed: int = 0) -> tuple[Graph, Solution]:
+def predict(
+    model: str | Path,
+    graph: str | Path,
+    out: str | Path | None = None,
+    max_passes: int = DEFAULT_MAX_PASSES,
+    deterministic: bool = False,
+    seed: int = 0,
+) -> tuple[Graph, Solution]:
     """Run the model in folder ``model`` on ``graph``; write ``node,decision`` rows to ``out``.
 
     By default every node samples its action from the policy (seeded, so runs repeat exactly);

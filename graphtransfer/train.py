@@ -102,10 +102,17 @@ def train(config: RunConfig, folder: str | Path | None = None, progress: bool = 
     timer = PhaseTimer()
     started = time.perf_counter()
     model.learn(ppo.total_timesteps, callback=timer, progress_bar=progress)
-    result = TrainResult(Path(folder or default_run_folder(config)), model.num_timesteps, time.perf_counter() - started, timer.rollout, timer.update)
+    result = TrainResult(
+        Path(folder or default_run_folder(config)), model.num_timesteps, time.perf_counter() - started, timer.rollout, timer.update
+    )
     info = {
         "trained_on": {"graphs": config.graphs, "num_graphs": len(graphs), "min_nodes": min(sizes), "max_nodes": max(sizes)},
-        "training": {"steps": result.steps, "seconds": round(result.seconds, 2), "rollout_seconds": round(result.rollout_seconds, 2), "update_seconds": round(result.update_seconds, 2)},
+        "training": {
+            "steps": result.steps,
+            "seconds": round(result.seconds, 2),
+            "rollout_seconds": round(result.rollout_seconds, 2),
+            "update_seconds": round(result.update_seconds, 2),
+        },
     }
     save_checkpoint(result.folder, model.policy, config, info)
     return result

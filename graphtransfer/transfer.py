@@ -29,10 +29,14 @@ def resolve_model(src: str | Path, task: str) -> Path:
     candidate = default_run_folder(RunConfig(task=task, graphs=str(src)))
     if candidate.is_dir():
         return candidate
-    raise CheckpointError(f"model {str(src)!r}: no such folder and no {candidate}; train first with 'graphtransfer train --task {task} --graphs {src}'")
+    raise CheckpointError(
+        f"model {str(src)!r}: no such folder and no {candidate}; train first with 'graphtransfer train --task {task} --graphs {src}'"
+    )
 
 
-def transfer(src: str | Path, dst: str | Path, task: str = "mis", folder: str | Path | None = None, max_passes: int = DEFAULT_MAX_PASSES) -> TransferResult:
+def transfer(
+    src: str | Path, dst: str | Path, task: str = "mis", folder: str | Path | None = None, max_passes: int = DEFAULT_MAX_PASSES
+) -> TransferResult:
     """Load the model ``src`` into a model for the graphs ``dst``, evaluate zero-shot there
     against the baselines, and save it (default ``runs/<task>/<dst name>``)."""
     checkpoint = read_checkpoint(resolve_model(src, task))

@@ -41,7 +41,12 @@ def test_edge_list_ignores_a_weight_column(tmp_path):
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("", "no edge lines"), ("# only comments\n", "no edge lines"), ("1 2\n3 x\n", "'x' is not an integer"), ("1 2\n3 -4\n", "negative node id")],
+    [
+        ("", "no edge lines"),
+        ("# only comments\n", "no edge lines"),
+        ("1 2\n3 x\n", "'x' is not an integer"),
+        ("1 2\n3 -4\n", "negative node id"),
+    ],
 )
 def test_edge_list_errors_name_the_problem(tmp_path, text, message):
     path = tmp_path / "bad.txt"
@@ -64,7 +69,9 @@ def test_npz_refuses_pickled_arrays(tmp_path):
         read_npz(tmp_path / "evil.npz")
 
 
-@pytest.mark.parametrize("make", [lambda s: erdos_renyi(500, 6.0, s), lambda s: barabasi_albert(500, 3, s), lambda s: random_geometric(500, 6.0, s)])
+@pytest.mark.parametrize(
+    "make", [lambda s: erdos_renyi(500, 6.0, s), lambda s: barabasi_albert(500, 3, s), lambda s: random_geometric(500, 6.0, s)]
+)
 def test_generators_are_seeded_simple_and_undirected(make):
     a, b, c = make(1), make(1), make(2)
     assert np.array_equal(a.edge_index, b.edge_index)

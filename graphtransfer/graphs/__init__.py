@@ -6,6 +6,18 @@ from graphtransfer.graphs.graph import Graph, from_edges
 from graphtransfer.graphs.io import read_edge_list, read_graph, read_npz, write_edge_list, write_npz
 
 __all__ = [
-    "Graph", "barabasi_albert", "erdos_renyi", "from_edges", "generate", "load_graph", "load_graphs",
-    "random_geometric", "read_edge_list", "read_graph", "read_npz", "resolve", "write_edge_list", "write_npz",
+    "Graph",
+    "barabasi_albert",
+    "erdos_renyi",
+    "from_edges",
+    "generate",
+    "load_graph",
+    "load_graphs",
+    "random_geometric",
+    "read_edge_list",
+    "read_graph",
+    "read_npz",
+    "resolve",
+    "write_edge_list",
+    "write_npz",
 ]

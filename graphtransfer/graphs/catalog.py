@@ -29,7 +29,7 @@ def resolve(spec: str | Path) -> Path:
             for candidate in (folder / path.name, *(folder / f"{path.name}{s}" for s in GRAPH_SUFFIXES)):
                 if candidate.exists():
                     return candidate
-    names = sorted({p.stem for d in sample_dirs() if d.is_dir() for p in d.iterdir() if not p.name.startswith(".")})
+    names = sorted({p.stem for d in sample_dirs() if d.is_dir() for p in d.iterdir() if p.is_dir() or p.suffix in GRAPH_SUFFIXES})
     raise GraphInputError(f"graphs {str(spec)!r}: no such file, folder or sample set; sample sets are {names}")
 
 

@@ -111,7 +111,9 @@ def read_npz(path: str | Path) -> Graph:
     except (zipfile.BadZipFile, ValueError, OSError) as err:
         raise GraphInputError(f"{path}: not a readable .npz graph ({err}); write one with graphtransfer.graphs.write_npz") from None
     if edge_index.ndim != 2 or edge_index.shape[0] != 2 or not np.issubdtype(edge_index.dtype, np.integer):
-        raise GraphInputError(f"{path}: edge_index has shape {edge_index.shape} and dtype {edge_index.dtype}; expected integers of shape (2, E)")
+        raise GraphInputError(
+            f"{path}: edge_index has shape {edge_index.shape} and dtype {edge_index.dtype}; expected integers of shape (2, E)"
+        )
     if num_nodes is None:
         num_nodes = int(edge_index.max()) + 1 if edge_index.size else 0
     graph, _, _ = from_edges(edge_index[0], edge_index[1], num_nodes, path.name)

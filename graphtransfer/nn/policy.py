@@ -24,7 +24,7 @@ from graphtransfer.nn.extractor import GNNExtractor
 def mlp(sizes: list[int]) -> nn.Sequential:
     """Linear layers with ReLU between them (none after the last)."""
     layers: list[nn.Module] = []
-    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+    for n_in, n_out in zip(sizes[:-1], sizes[1:], strict=True):
         layers += [nn.Linear(n_in, n_out), nn.ReLU()]
     return nn.Sequential(*layers[:-1])
 
@@ -40,7 +40,9 @@ class NodePolicy(ActorCriticPolicy):
         features_extractor_kwargs: passed to :class:`GNNExtractor`.
     """
 
-    def __init__(self, observation_space: spaces.Dict, action_space: spaces.MultiDiscrete, lr_schedule: Schedule, head_width: int = 64, **kwargs: Any):
+    def __init__(
+        self, observation_space: spaces.Dict, action_space: spaces.MultiDiscrete, lr_schedule: Schedule, head_width: int = 64, **kwargs: Any
+    ):
         nvec = np.asarray(action_space.nvec)
         if nvec.ndim != 1 or (nvec != nvec[0]).any():
             raise ValueError(f"NodePolicy needs MultiDiscrete([k] * max_nodes); got nvec {nvec[:5]}...")
