@@ -12,7 +12,7 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass, field
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +82,7 @@ def save_checkpoint(folder: str | Path, module: torch.nn.Module, config: RunConf
         "config": config.to_dict(),
         "weights_sha256": _sha256(weights),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "versions": {pkg: version(pkg) for pkg in ("graphtransfer", "torch", "stable-baselines3", "torch-geometric")},
+        "versions": {pkg: _version(pkg) for pkg in ("graphtransfer", "torch", "stable-baselines3", "torch-geometric")},
         **(info or {}),
     }
     _atomic_write(folder / CONFIG, lambda path: Path(path).write_text(json.dumps(meta, indent=2) + "\n"))
@@ -154,6 +154,13 @@ def _atomic_write(path: Path, write) -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return path
+
+
+def _version(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "unknown"
 
 
 def _sha256(path: Path) -> str:

@@ -46,8 +46,9 @@ def solve(policy: torch.nn.Module, env: GraphEnv, deterministic: bool = False, s
         while not done:
             active = np.flatnonzero(env.active_nodes())
             actions = np.zeros(env.graph.num_nodes, dtype=np.int64)
-            compact = obs_to_tensors(active_subgraph(obs, active), policy.device)
-            actions[active] = policy._predict(compact, deterministic=deterministic)[0].cpu().numpy()
+            if active.size:
+                compact = obs_to_tensors(active_subgraph(obs, active), policy.device)
+                actions[active] = policy._predict(compact, deterministic=deterministic)[0].cpu().numpy()
             obs, _, terminated, truncated, _ = env.step(actions)
             done, passes = terminated or truncated, passes + 1
     solution = env.solution()
