@@ -19,10 +19,11 @@ from typing import Any
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
+from stable_baselines3.common.policies import ActorCriticPolicy
 
 from graphtransfer.config import RunConfig
 from graphtransfer.errors import CheckpointError
-from graphtransfer.nn import NodePolicy, build_policy
+from graphtransfer.nn import build_policy
 
 WEIGHTS, CONFIG = "model.safetensors", "config.json"
 FORMAT, FORMAT_VERSION = "graphtransfer-model", 1
@@ -171,7 +172,8 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def load_policy(checkpoint: Checkpoint, env) -> tuple[NodePolicy, LoadReport]:
+def load_policy(checkpoint: Checkpoint, env) -> tuple[ActorCriticPolicy, LoadReport]:
     """Build a policy for ``env``'s spaces from the checkpoint's config and load it strictly."""
-    policy = build_policy(checkpoint.config.model, env.observation_space, env.action_space)
+    config = checkpoint.config
+    policy = build_policy(config.head, config.model, env.observation_space, env.action_space)
     return policy, load_strict(policy, checkpoint.tensors)

@@ -6,6 +6,7 @@ Bad user input exits 2 with one line on stderr; a runtime failure exits 1 with i
 from __future__ import annotations
 
 import functools
+import json
 import sys
 import warnings
 from pathlib import Path
@@ -15,7 +16,9 @@ import typer
 
 from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
 from graphtransfer.errors import GraphTransferError, UsageError
-from graphtransfer.evaluate import DEFAULT_MAX_PASSES, format_rows
+from graphtransfer.evaluate import format_rows
+from graphtransfer.inference import DEFAULT_COMMIT_FRACTION
+from graphtransfer.nn import CONVS
 
 app = typer.Typer(
     add_completion=False,
@@ -54,12 +57,14 @@ def friendly_errors(command):
 @app.command()
 @friendly_errors
 def train(
-    task: Annotated[str, typer.Option(help="Task to learn (mis).")] = "mis",
+    task: Annotated[str, typer.Option(help="Built-in task: mis, mvc, maxcut or epidemic (see 'graphtransfer tasks').")] = "mis",
     graphs: Annotated[str, typer.Option(help="Sample set name, graph file, or folder of graph files to train on.")] = "small",
+    env: Annotated[str | None, typer.Option(help="Your own env instead of a task: 'package.module:Class' or a gymnasium id.")] = None,
+    env_kwargs: Annotated[str, typer.Option(help="JSON object of extra env constructor arguments.")] = "{}",
     out: Annotated[Path | None, typer.Option(help="Model folder to write [default: runs/TASK/GRAPHS].")] = None,
     steps: Annotated[int, typer.Option(help="Total env steps of PPO.")] = _DEFAULT_PPO.total_timesteps,
     n_envs: Annotated[int, typer.Option(help="Parallel envs.")] = _DEFAULT_PPO.n_envs,
-    horizon: Annotated[int, typer.Option(help="Env steps before an episode is cut off.")] = RunConfig.horizon,
+    horizon: Annotated[int | None, typer.Option(help="Env steps before an episode is cut off [default: the task's].")] = None,
     conv: Annotated[str, typer.Option(help="Message-passing layer: sage, gcn or gin.")] = _DEFAULT_MODEL.conv,
     layers: Annotated[int, typer.Option(help="Message-passing layers.")] = _DEFAULT_MODEL.num_layers,
     width: Annotated[int, typer.Option(help="Hidden channels.")] = _DEFAULT_MODEL.width,
@@ -73,17 +78,19 @@ def train(
     """
     from graphtransfer.train import train as run_training
 
-    model = ModelConfig(conv=conv, num_layers=layers, width=width)
-    ppo = PPOConfig(total_timesteps=steps, n_envs=n_envs, seed=seed, threads=threads)
-    _check_positive(steps=steps, n_envs=n_envs, horizon=horizon, layers=layers, width=width, threads=threads)
-    if conv not in ("sage", "gcn", "gin"):
-        raise UsageError(f"--conv {conv!r} is not known; choose sage, gcn or gin")
-    result = run_training(
-        RunConfig(task=task, graphs=graphs, horizon=horizon, model=model, ppo=ppo),
-        out,
-        progress=progress and sys.stderr.isatty(),
-        log=typer.echo,
+    _check_positive(steps=steps, n_envs=n_envs, horizon=horizon or 1, layers=layers, width=width, threads=threads)
+    if conv not in CONVS:
+        raise UsageError(f"--conv {conv!r} is not known; choose one of {', '.join(CONVS)}")
+    config = RunConfig(
+        task=task,
+        graphs=graphs,
+        horizon=horizon,
+        env=env,
+        env_kwargs=_json_object(env_kwargs, "--env-kwargs"),
+        model=ModelConfig(conv=conv, num_layers=layers, width=width),
+        ppo=PPOConfig(total_timesteps=steps, n_envs=n_envs, seed=seed, threads=threads),
     )
+    result = run_training(config, out, progress=progress and sys.stderr.isatty(), log=typer.echo)
     typer.echo(
         f"trained {result.steps} steps in {result.seconds:.1f} s: rollout {result.rollout_seconds:.1f} s, "
         f"update {result.update_seconds:.1f} s, {result.steps_per_second:.0f} env steps/s"
@@ -98,7 +105,7 @@ def transfer(
     dst: Annotated[str, typer.Option(help="Sample set name, graph file or folder to transfer to.")],
     task: Annotated[str, typer.Option(help="Task of the source model when --src is a graph set name.")] = "mis",
     out: Annotated[Path | None, typer.Option(help="Model folder to write [default: runs/TASK/DST].")] = None,
-    max_passes: Annotated[int, typer.Option(help="Policy passes per graph before stopping.")] = DEFAULT_MAX_PASSES,
+    max_passes: Annotated[int | None, typer.Option(help="Policy passes per graph before stopping [default: the task's].")] = None,
 ) -> None:
     """Load a trained policy into a model for other graphs, report, evaluate zero-shot, save.
 
@@ -106,11 +113,11 @@ def transfer(
     """
     from graphtransfer.transfer import transfer as run_transfer
 
-    _check_positive(max_passes=max_passes)
+    _check_positive(max_passes=max_passes or 1)
     result = run_transfer(src, dst, task=task, folder=out, max_passes=max_passes)
     typer.echo(f"source {result.source}: {result.report.summary()}")
-    typer.echo("zero-shot on the destination graphs:")
-    for line in format_rows(result.rows):
+    typer.echo(f"zero-shot on the destination graphs ({result.config.name}, {result.config.head} head):")
+    for line in format_rows(result.rows, result.sense):
         typer.echo("  " + line)
     typer.echo(f"saved {result.folder}")
 
@@ -120,29 +127,57 @@ def transfer(
 def predict(
     model: Annotated[Path, typer.Option(help="Model folder written by train or transfer.")],
     graph: Annotated[str, typer.Option(help="Graph file (edge list, .npz or generator .json) or sample name.")],
-    out: Annotated[Path, typer.Option(help="CSV to write, one 'node,decision' row per node.")],
-    max_passes: Annotated[int, typer.Option(help="Policy passes before stopping.")] = DEFAULT_MAX_PASSES,
-    deterministic: Annotated[
-        bool, typer.Option(help="Take each node's most likely action instead of sampling (seeded) from the policy.")
-    ] = False,
+    out: Annotated[Path, typer.Option(help="CSV to write: one 'node,decision' row per node, or one row per step for graph-level tasks.")],
+    max_passes: Annotated[int | None, typer.Option(help="Policy passes before stopping [default: the task's].")] = None,
+    deterministic: Annotated[bool, typer.Option(help="Take the most likely actions instead of sampling (seeded) from the policy.")] = False,
     seed: Annotated[int, typer.Option(help="Seed for the sampled actions.")] = 0,
+    commit_fraction: Annotated[
+        float, typer.Option(help="Node-choice tasks (mvc): share of the valid nodes committed per pass, best first.")
+    ] = DEFAULT_COMMIT_FRACTION,
 ) -> None:
-    """Run a saved policy on a graph and write its per-node decisions.
+    """Run a saved policy on a graph and write its solution.
 
     Example: graphtransfer predict --model runs/mis/large --graph large --out solution.csv
     """
     from graphtransfer.predict import predict as run_predict
 
-    _check_positive(max_passes=max_passes)
-    loaded, solution = run_predict(model, graph, out, max_passes=max_passes, deterministic=deterministic, seed=seed)
+    _check_positive(max_passes=max_passes or 1)
+    if not 0 < commit_fraction <= 1:
+        raise UsageError(f"--commit-fraction {commit_fraction} must be in (0, 1]")
+    loaded, solution = run_predict(model, graph, out, max_passes=max_passes, deterministic=deterministic, seed=seed, commit_fraction=commit_fraction)
     typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges")
     typer.echo(
-        f"objective {solution.objective:.0f} in {solution.passes} passes, {solution.seconds:.2f} s, "
+        f"objective {solution.objective:.6g} in {solution.passes} passes, {solution.seconds:.2f} s, "
         f"peak memory {solution.peak_rss_mib:.0f} MiB (process RSS)"
     )
     if not solution.feasible:
         _fail("the solution is not feasible (constraint violated); this is a bug, please report it", 1)
     typer.echo(f"valid solution: yes; wrote {out}")
+
+
+@app.command()
+def tasks() -> None:
+    """List the built-in tasks with their head, objective and baselines.
+
+    Example: graphtransfer tasks
+    """
+    from graphtransfer.baselines import BASELINES
+    from graphtransfer.envs import GYM_IDS, TASKS
+
+    for name, env_class in TASKS.items():
+        sense = "maximise" if env_class.sense == "max" else "minimise"
+        typer.echo(f"{name:<9} {env_class.head:<12} {sense} {env_class.objective_name}")
+        typer.echo(f"{'':<9} gymnasium id {GYM_IDS[name]}; baselines: {', '.join(BASELINES.get(name, {})) or 'none yet'}")
+
+
+def _json_object(text: str, option: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise UsageError(f"{option} {text!r} is not JSON ({err.msg}); pass an object such as '{{\"horizon\": 16}}'") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{option} {text!r} is not a JSON object; pass an object such as '{{\"horizon\": 16}}'")
+    return value
 
 
 def _check_positive(**values: int) -> None:

@@ -55,13 +55,24 @@ class PPOConfig:
 @dataclass
 class RunConfig:
     task: str = "mis"
-    """task name (see `graphtransfer.envs.TASKS`)"""
+    """built-in task name (see `graphtransfer.envs.TASKS`); ignored when `env` is set"""
     graphs: str = "small"
     """sample set name, graph file or folder of graphs to train on"""
-    horizon: int = 32
-    """env steps before an episode is cut off"""
+    horizon: int | None = None
+    """env steps before an episode is cut off (None: the task's default)"""
+    env: str | None = None
+    """the user's env instead of a task: 'package.module:Class' or a gymnasium id"""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """extra keyword arguments for the env's constructor"""
+    head: str = ""
+    """policy head, filled in from the env at training time: node-wise, node-choice or graph-level"""
     model: ModelConfig = field(default_factory=ModelConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
+
+    @property
+    def name(self) -> str:
+        """The task name, or the user env's class or id, lower case: a run folder's first part."""
+        return self.task if self.env is None else self.env.rpartition(":")[2].replace("/", "-").lower()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,4 +1,4 @@
-"""``predict``: a saved policy on one graph file, the per-node decision written as CSV."""
+"""``predict``: a saved policy on one graph file, the solution written as CSV."""
 
 from __future__ import annotations
 
@@ -7,39 +7,41 @@ from pathlib import Path
 import numpy as np
 
 from graphtransfer.checkpoint import load_policy, read_checkpoint
-from graphtransfer.evaluate import DEFAULT_MAX_PASSES
+from graphtransfer.evaluate import inference_env
 from graphtransfer.graphs import Graph, load_graph
-from graphtransfer.inference import Solution, solve
-from graphtransfer.train import task_env_class
+from graphtransfer.inference import DEFAULT_COMMIT_FRACTION, Solution, solve
 
 
 def predict(
     model: str | Path,
     graph: str | Path,
     out: str | Path | None = None,
-    max_passes: int = DEFAULT_MAX_PASSES,
+    max_passes: int | None = None,
     deterministic: bool = False,
     seed: int = 0,
+    commit_fraction: float = DEFAULT_COMMIT_FRACTION,
 ) -> tuple[Graph, Solution]:
-    """Run the model in folder ``model`` on ``graph``; write ``node,decision`` rows to ``out``.
+    """Run the model in folder ``model`` on ``graph``; write the solution to ``out`` as CSV.
 
-    By default every node samples its action from the policy (seeded, so runs repeat exactly);
-    see :func:`graphtransfer.inference.solve` for why that is the default.
+    By default actions are sampled from the policy (seeded, so runs repeat exactly); see
+    :func:`graphtransfer.inference.solve`.
     """
     checkpoint = read_checkpoint(model)
-    env_class = task_env_class(checkpoint.config.task)
     loaded = load_graph(graph)
-    env = env_class([loaded], horizon=max_passes)
+    env = inference_env(checkpoint.config, loaded, max_passes)
     policy, _ = load_policy(checkpoint, env)
-    solution = solve(policy, env, deterministic=deterministic, seed=seed)
+    solution = solve(policy, env, deterministic=deterministic, seed=seed, commit_fraction=commit_fraction)
     if out is not None:
-        write_solution(out, solution.solution)
+        write_solution(out, solution.solution, getattr(env.unwrapped, "solution_header", "step,reward"))
     return loaded, solution
 
 
-def write_solution(path: str | Path, decision: np.ndarray) -> None:
-    """CSV with header ``node,decision``: 1 where the node is in the solution, else 0."""
+def write_solution(path: str | Path, solution: np.ndarray, header: str) -> None:
+    """CSV of the solution rows. A per-node solution gets its node id as first column."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    rows = np.stack([np.arange(decision.size), decision.astype(np.int64)], axis=1)
-    np.savetxt(path, rows, fmt="%d", delimiter=",", header="node,decision", comments="")
+    rows = solution.reshape(len(solution), -1)
+    if header.startswith("node,"):
+        rows = np.column_stack([np.arange(len(rows)), rows])
+    fmt = "%d" if np.issubdtype(rows.dtype, np.integer) or rows.dtype == bool else "%.9g"
+    np.savetxt(path, rows.astype(np.float64) if fmt != "%d" else rows.astype(np.int64), fmt=fmt, delimiter=",", header=header, comments="")

@@ -1,23 +1,24 @@
-"""Training a node-wise GNN policy with Stable-Baselines3's PPO on a set of small graphs."""
+"""Training a GNN policy with Stable-Baselines3's PPO (MaskablePPO for node choice) on small graphs."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
+from sb3_contrib import MaskablePPO
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 
 from graphtransfer.checkpoint import save_checkpoint
 from graphtransfer.config import RunConfig
-from graphtransfer.envs import TASKS
+from graphtransfer.envs.factory import head_of, make_env
 from graphtransfer.errors import UsageError
-from graphtransfer.graphs import load_graphs
-from graphtransfer.nn import NodePolicy, policy_kwargs
+from graphtransfer.graphs import Graph, load_graphs
+from graphtransfer.nn import POLICIES, policy_kwargs
 
 
 @dataclass
@@ -59,31 +60,33 @@ class PhaseTimer(BaseCallback):
         return True
 
 
-def task_env_class(task: str):
-    if task not in TASKS:
-        raise UsageError(f"unknown task {task!r}; choose one of {sorted(TASKS)}")
-    return TASKS[task]
-
-
 def default_run_folder(config: RunConfig) -> Path:
-    """``runs/<task>/<graph set name>``."""
-    return Path("runs") / config.task / Path(config.graphs).stem
+    """``runs/<task or env name>/<graph set name>``."""
+    return Path("runs") / config.name / Path(config.graphs).stem
+
+
+def run_env(config: RunConfig, graphs: list[Graph]):
+    """The run's env over ``graphs``."""
+    return make_env(config.task, config.env, config.env_kwargs, graphs, config.horizon)
 
 
 def train(config: RunConfig, folder: str | Path | None = None, progress: bool = False, log: Callable[[str], None] = print) -> TrainResult:
-    """Train PPO on ``config.graphs`` and save the policy to ``folder`` (default
+    """Train on ``config.graphs`` and save the policy to ``folder`` (default
     :func:`default_run_folder`)."""
-    env_class = task_env_class(config.task)
     graphs = load_graphs(config.graphs)
     ppo = config.ppo
     if ppo.batch_size > ppo.n_steps * ppo.n_envs:
         raise UsageError(f"batch_size={ppo.batch_size} exceeds n_steps * n_envs = {ppo.n_steps * ppo.n_envs}; lower it or raise n_steps")
+    config = replace(config, head=head_of(run_env(config, graphs)))
     torch.set_num_threads(ppo.threads)
-    envs = make_vec_env(lambda: env_class(graphs, horizon=config.horizon), n_envs=ppo.n_envs, seed=ppo.seed)
-    model = PPO(
-        NodePolicy,
+    envs = make_vec_env(lambda: run_env(config, graphs), n_envs=ppo.n_envs, seed=ppo.seed)
+    if config.head == "node-choice" and not hasattr(envs.envs[0].unwrapped, "action_masks"):
+        raise UsageError(f"{config.name}: a node-choice env (Discrete(max_nodes) actions) needs an action_masks() method for MaskablePPO")
+    algorithm = MaskablePPO if config.head == "node-choice" else PPO
+    model = algorithm(
+        POLICIES[config.head],
         envs,
-        policy_kwargs=policy_kwargs(config.model),
+        policy_kwargs=policy_kwargs(config.head, config.model),
         n_steps=ppo.n_steps,
         batch_size=ppo.batch_size,
         n_epochs=ppo.n_epochs,
@@ -98,21 +101,14 @@ def train(config: RunConfig, folder: str | Path | None = None, progress: bool = 
         verbose=0,
     )
     sizes = [g.num_nodes for g in graphs]
-    log(f"training {config.task} on {len(graphs)} graphs of {min(sizes)}-{max(sizes)} nodes for {ppo.total_timesteps} steps")
+    log(f"training {config.name} ({config.head} head, {algorithm.__name__}) on {len(graphs)} graphs of {min(sizes)}-{max(sizes)} nodes for {ppo.total_timesteps} steps")
     timer = PhaseTimer()
     started = time.perf_counter()
     model.learn(ppo.total_timesteps, callback=timer, progress_bar=progress)
-    result = TrainResult(
-        Path(folder or default_run_folder(config)), model.num_timesteps, time.perf_counter() - started, timer.rollout, timer.update
-    )
+    result = TrainResult(Path(folder or default_run_folder(config)), model.num_timesteps, time.perf_counter() - started, timer.rollout, timer.update)
     info = {
         "trained_on": {"graphs": config.graphs, "num_graphs": len(graphs), "min_nodes": min(sizes), "max_nodes": max(sizes)},
-        "training": {
-            "steps": result.steps,
-            "seconds": round(result.seconds, 2),
-            "rollout_seconds": round(result.rollout_seconds, 2),
-            "update_seconds": round(result.update_seconds, 2),
-        },
+        "training": {"steps": result.steps, "seconds": round(result.seconds, 2), "rollout_seconds": round(result.rollout_seconds, 2), "update_seconds": round(result.update_seconds, 2)},
     }
     save_checkpoint(result.folder, model.policy, config, info)
     return result

@@ -8,17 +8,19 @@ from pathlib import Path
 from graphtransfer.checkpoint import LoadReport, load_policy, read_checkpoint, save_checkpoint
 from graphtransfer.config import RunConfig
 from graphtransfer.errors import CheckpointError
-from graphtransfer.evaluate import DEFAULT_MAX_PASSES, EvalRow, evaluate
+from graphtransfer.evaluate import EvalRow, evaluate
 from graphtransfer.graphs import load_graphs
-from graphtransfer.train import default_run_folder, task_env_class
+from graphtransfer.train import default_run_folder, run_env
 
 
 @dataclass
 class TransferResult:
     source: Path
     folder: Path
+    config: RunConfig
     report: LoadReport
     rows: list[EvalRow]
+    sense: str
 
 
 def resolve_model(src: str | Path, task: str) -> Path:
@@ -29,33 +31,24 @@ def resolve_model(src: str | Path, task: str) -> Path:
     candidate = default_run_folder(RunConfig(task=task, graphs=str(src)))
     if candidate.is_dir():
         return candidate
-    raise CheckpointError(
-        f"model {str(src)!r}: no such folder and no {candidate}; train first with 'graphtransfer train --task {task} --graphs {src}'"
-    )
+    raise CheckpointError(f"model {str(src)!r}: no such folder and no {candidate}; train first with 'graphtransfer train --task {task} --graphs {src}'")
 
 
-def transfer(
-    src: str | Path, dst: str | Path, task: str = "mis", folder: str | Path | None = None, max_passes: int = DEFAULT_MAX_PASSES
-) -> TransferResult:
+def transfer(src: str | Path, dst: str | Path, task: str = "mis", folder: str | Path | None = None, max_passes: int | None = None) -> TransferResult:
     """Load the model ``src`` into a model for the graphs ``dst``, evaluate zero-shot there
     against the baselines, and save it (default ``runs/<task>/<dst name>``)."""
     checkpoint = read_checkpoint(resolve_model(src, task))
     config = checkpoint.config
-    env_class = task_env_class(config.task)
     graphs = load_graphs(dst)
-    policy, report = load_policy(checkpoint, env_class(graphs, horizon=config.horizon))
-    rows = evaluate(policy, config.task, env_class, graphs, max_passes)
-    out = Path(folder or default_run_folder(RunConfig(task=config.task, graphs=str(dst))))
+    env = run_env(config, graphs)
+    policy, report = load_policy(checkpoint, env)
+    rows = evaluate(policy, config, graphs, max_passes)
+    out = Path(folder or default_run_folder(RunConfig(task=config.task, env=config.env, graphs=str(dst))))
     info = {k: v for k, v in checkpoint.meta.items() if k in ("trained_on", "training")}
     info["transferred"] = {"from": str(checkpoint.folder), "to": str(dst), "zero_shot": [_row_summary(row) for row in rows]}
     save_checkpoint(out, policy, config, info)
-    return TransferResult(checkpoint.folder, out, report, rows)
+    return TransferResult(checkpoint.folder, out, config, report, rows, getattr(env.unwrapped, "sense", "max"))
 
 
 def _row_summary(row: EvalRow) -> dict:
-    return {
-        "graph": row.graph.name,
-        "nodes": row.graph.num_nodes,
-        "policy": row.policy.objective,
-        **{b.name: b.objective for b in row.baselines},
-    }
+    return {"graph": row.graph.name, "nodes": row.graph.num_nodes, "policy": row.policy.objective, **{b.name: b.objective for b in row.baselines}}

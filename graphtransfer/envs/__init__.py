@@ -1,9 +1,26 @@
-"""Graph environments following the observation contract; one module per task."""
+"""Graph environments following the observation contract; one module per task.
+
+Built-in tasks are registered with gymnasium as ``graphtransfer/<Name>-v0`` and take the graphs
+to sample from: ``gymnasium.make("graphtransfer/MIS-v0", graphs=load_graphs("small"))``.
+"""
+
+import gymnasium as gym
 
 from graphtransfer.envs.base import GraphEnv
 from graphtransfer.envs.contract import observation_space
+from graphtransfer.envs.epidemic import EpidemicEnv
+from graphtransfer.envs.maxcut import MaxCutEnv, cut_size
 from graphtransfer.envs.mis import MISEnv, is_independent_set
+from graphtransfer.envs.mvc import MVCEnv, is_vertex_cover
 
-TASKS: dict[str, type[GraphEnv]] = {"mis": MISEnv}
+TASKS: dict[str, type[GraphEnv]] = {"mis": MISEnv, "mvc": MVCEnv, "maxcut": MaxCutEnv, "epidemic": EpidemicEnv}
+GYM_IDS = {"mis": "graphtransfer/MIS-v0", "mvc": "graphtransfer/MVC-v0", "maxcut": "graphtransfer/MaxCut-v0", "epidemic": "graphtransfer/Epidemic-v0"}
 
-__all__ = ["TASKS", "GraphEnv", "MISEnv", "is_independent_set", "observation_space"]
+for _task, _env_id in GYM_IDS.items():
+    if _env_id not in gym.registry:
+        gym.register(_env_id, entry_point=f"{TASKS[_task].__module__}:{TASKS[_task].__name__}")
+
+__all__ = [
+    "GYM_IDS", "TASKS", "EpidemicEnv", "GraphEnv", "MISEnv", "MVCEnv", "MaxCutEnv",
+    "cut_size", "is_independent_set", "is_vertex_cover", "observation_space",
+]

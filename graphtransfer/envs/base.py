@@ -23,6 +23,13 @@ class GraphEnv(gym.Env):
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
     num_features: ClassVar[int]
+    head: ClassVar[str]
+    """which policy head acts: "node-wise", "node-choice" or "graph-level" (see graphtransfer.nn)"""
+    sense: ClassVar[str] = "max"
+    """whether the objective is maximised ("max") or minimised ("min")"""
+    objective_name: ClassVar[str]
+    solution_header: ClassVar[str] = "node,decision"
+    """CSV header of what :meth:`solution` returns"""
 
     def __init__(self, graphs: Sequence[Graph], horizon: int = 32):
         if not graphs:
@@ -48,8 +55,10 @@ class GraphEnv(gym.Env):
         return self._observation(), {}
 
     def step(self, action: np.ndarray):
-        action = np.asarray(action)[: self.graph.num_nodes]
-        reward = self._apply(action)
+        return self._transition(self._apply(action))
+
+    def _transition(self, reward: float):
+        """Count the step and return gymnasium's ``(obs, reward, terminated, truncated, info)``."""
         self.steps += 1
         terminated = self._finished()
         truncated = not terminated and self.steps >= self.horizon
@@ -83,9 +92,25 @@ class GraphEnv(gym.Env):
         ``edges`` ``(2, E)``."""
         raise NotImplementedError
 
-    def _apply(self, action: np.ndarray) -> float:
-        """Apply the actions of the real nodes, ``(num_nodes,)``; return the reward."""
+    def _apply(self, action) -> float:
+        """Apply the action as the action space gives it; return the reward."""
         raise NotImplementedError
+
+    def _node_actions(self, action) -> np.ndarray:
+        """The actions of the real nodes, ``(num_nodes,)``, of a node-wise action."""
+        return np.asarray(action)[: self.graph.num_nodes]
 
     def _finished(self) -> bool:
         raise NotImplementedError
+
+    def solution(self) -> np.ndarray:
+        """The episode's answer so far, one row per line of the solution CSV."""
+        raise NotImplementedError
+
+    @staticmethod
+    def objective(graph: Graph, solution: np.ndarray) -> float:
+        raise NotImplementedError
+
+    @staticmethod
+    def feasible(graph: Graph, solution: np.ndarray) -> bool:
+        return True

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
+from graphtransfer.errors import UsageError
+
 INDEX_KEYS = ("edge_index", "num_nodes", "num_edges")
 
 
@@ -41,3 +43,36 @@ def padded_structure(edge_index: np.ndarray, num_nodes: int, max_nodes: int, max
         "num_nodes": np.array([num_nodes], dtype=np.int64),
         "num_edges": np.array([edge_index.shape[1]], dtype=np.int64),
     }
+
+
+def check_contract(space: spaces.Space, where: str = "env") -> None:
+    """Raise :class:`~graphtransfer.errors.UsageError` naming the first key of ``space`` that
+    breaks the contract, what was found and what is expected."""
+    if not isinstance(space, spaces.Dict):
+        raise UsageError(
+            f"{where}: observation space is {type(space).__name__}; expected gymnasium.spaces.Dict with keys "
+            "x, edge_index, num_nodes, num_edges (a spaces.Graph env can be wrapped in GraphObservationAdapter)"
+        )
+    expected = {
+        "x": ("a floating dtype", "(max_nodes, F)", lambda s: np.issubdtype(s.dtype, np.floating) and len(s.shape) == 2),
+        "edge_index": ("int64", "(2, max_edges)", lambda s: s.dtype == np.int64 and len(s.shape) == 2 and s.shape[0] == 2),
+        "num_nodes": ("an integer dtype", "(1,)", lambda s: np.issubdtype(s.dtype, np.integer) and s.shape == (1,)),
+        "num_edges": ("an integer dtype", "(1,)", lambda s: np.issubdtype(s.dtype, np.integer) and s.shape == (1,)),
+    }
+    for key, (dtype, shape, fits) in expected.items():
+        if key not in space.spaces:
+            raise UsageError(f"{where}: observation has no key {key!r} (found {sorted(space.spaces)}); add {key} of shape {shape}, dtype {dtype}")
+        sub = space.spaces[key]
+        if not isinstance(sub, spaces.Box) or not fits(sub):
+            found = f"{type(sub).__name__} shape {getattr(sub, 'shape', None)} dtype {getattr(sub, 'dtype', None)}"
+            raise UsageError(f"{where}: observation key {key!r} is {found}; expected a Box of shape {shape} and dtype {dtype}")
+
+
+def infer_head(observation_space: spaces.Dict, action_space: spaces.Space) -> str:
+    """Which policy head fits: one action per node, one node to choose, or one graph-level action."""
+    max_nodes = observation_space["x"].shape[0]
+    if isinstance(action_space, spaces.MultiDiscrete) and action_space.shape == (max_nodes,):
+        return "node-wise"
+    if isinstance(action_space, spaces.Discrete) and action_space.n == max_nodes:
+        return "node-choice"
+    return "graph-level"

@@ -42,6 +42,9 @@ class MISEnv(GraphEnv):
 
     num_features = 5
     num_actions = 3
+    head = "node-wise"
+    objective_name = "independent set size"
+    inference_horizon = 256  # passes allowed at inference, where graphs are far larger
 
     def __init__(self, graphs: Sequence[Graph], horizon: int = 32):
         super().__init__(graphs, horizon)
@@ -69,7 +72,7 @@ class MISEnv(GraphEnv):
         return features
 
     def _apply(self, action: np.ndarray) -> float:
-        self.status, added = mis_step(self.graph.edge_index, self.status, action)
+        self.status, added = mis_step(self.graph.edge_index, self.status, self._node_actions(action))
         return added / self.graph.num_nodes
 
     def _finished(self) -> bool:

@@ -2,6 +2,9 @@
 
 from graphtransfer.nn.batching import DisjointGraph, to_disjoint
 from graphtransfer.nn.extractor import CONVS, GNNExtractor
-from graphtransfer.nn.policy import NodePolicy, build_policy, policy_kwargs
+from graphtransfer.nn.policy import HEADS, POLICIES, NodeChoicePolicy, NodePolicy, build_policy, policy_kwargs
 
-__all__ = ["CONVS", "DisjointGraph", "GNNExtractor", "NodePolicy", "build_policy", "policy_kwargs", "to_disjoint"]
+__all__ = [
+    "CONVS", "HEADS", "POLICIES", "DisjointGraph", "GNNExtractor", "NodeChoicePolicy", "NodePolicy",
+    "build_policy", "policy_kwargs", "to_disjoint",
+]

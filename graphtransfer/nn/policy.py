@@ -1,8 +1,12 @@
-"""An SB3 actor-critic policy whose actor scores every node with one shared MLP.
+"""SB3 actor-critic policies whose actor scores every node with one shared MLP.
 
-For ``MultiDiscrete([k] * max_nodes)`` action spaces (every node acts at once). The weights of
-the node head, the value head and the extractor depend on feature widths only, so a policy
-trained on 50-node graphs loads strictly into one built for 250,000 nodes.
+- :class:`NodePolicy` (PPO): ``MultiDiscrete([k] * max_nodes)``, every node picks one of k actions.
+- :class:`NodeChoicePolicy` (sb3-contrib ``MaskablePPO``): ``Discrete(max_nodes)``, pick one node;
+  padding is masked here and invalid nodes through the env's ``action_masks()``.
+- graph-level tasks use SB3's own ``MultiInputPolicy`` with :class:`GNNExtractor`.
+
+The weights of the node head, the value head and the extractor depend on feature widths only,
+so a policy trained on 50-node graphs loads strictly into one built for 250,000 nodes.
 """
 
 from __future__ import annotations
@@ -12,13 +16,18 @@ from typing import Any
 import numpy as np
 import torch
 from gymnasium import spaces
-from stable_baselines3.common.policies import ActorCriticPolicy
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.policies import ActorCriticPolicy, MultiInputActorCriticPolicy
 from stable_baselines3.common.type_aliases import Schedule
 from torch import nn
 
 from graphtransfer.config import ModelConfig
+from graphtransfer.nn.batching import DisjointGraph
 from graphtransfer.nn.distributions import NodeWiseCategorical
 from graphtransfer.nn.extractor import GNNExtractor
+
+HEADS = ("node-wise", "node-choice", "graph-level")
+PADDING_LOGIT = -1e8  # as sb3-contrib masks: probability 0, but no NaN from -inf - -inf
 
 
 def mlp(sizes: list[int]) -> nn.Sequential:
@@ -29,35 +38,20 @@ def mlp(sizes: list[int]) -> nn.Sequential:
     return nn.Sequential(*layers[:-1])
 
 
-class NodePolicy(ActorCriticPolicy):
-    """Node-wise actor (k logits per node) and a value head on the pooled graph embedding.
+class NodeHeads:
+    """The part both node policies share: a per-node MLP with ``outputs_per_node`` outputs
+    and a value MLP on the pooled embedding of the real nodes. Mixed into an SB3 policy."""
 
-    Args:
-        observation_space: the contract's ``Dict`` space.
-        action_space: ``MultiDiscrete([k] * max_nodes)``.
-        lr_schedule: SB3's learning-rate schedule.
-        head_width: hidden width of both heads.
-        features_extractor_kwargs: passed to :class:`GNNExtractor`.
-    """
-
-    def __init__(
-        self, observation_space: spaces.Dict, action_space: spaces.MultiDiscrete, lr_schedule: Schedule, head_width: int = 64, **kwargs: Any
-    ):
-        nvec = np.asarray(action_space.nvec)
-        if nvec.ndim != 1 or (nvec != nvec[0]).any():
-            raise ValueError(f"NodePolicy needs MultiDiscrete([k] * max_nodes); got nvec {nvec[:5]}...")
-        self.num_actions = int(nvec[0])
-        self.head_width = head_width
-        kwargs.setdefault("features_extractor_class", GNNExtractor)
-        super().__init__(observation_space, action_space, lr_schedule, **kwargs)
+    outputs_per_node: int
+    head_width: int
 
     def _build(self, lr_schedule: Schedule) -> None:
         width = self.features_extractor.width
-        self.node_head = mlp([width, self.head_width, self.num_actions])
+        self.node_head = mlp([width, self.head_width, self.outputs_per_node])
         self.value_head = mlp([self.features_dim, self.head_width, 1])
         if self.ortho_init:
-            for module, gain in ((self.features_extractor, np.sqrt(2)), (self.node_head, np.sqrt(2)), (self.value_head, np.sqrt(2))):
-                module.apply(lambda m, g=gain: self.init_weights(m, gain=g))
+            for module in (self.features_extractor, self.node_head, self.value_head):
+                module.apply(lambda m: self.init_weights(m, gain=np.sqrt(2)))
             self.init_weights(self.node_head[-1], gain=0.01)
             self.init_weights(self.value_head[-1], gain=1.0)
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
@@ -65,38 +59,118 @@ class NodePolicy(ActorCriticPolicy):
     def _get_constructor_parameters(self) -> dict[str, Any]:
         return {**super()._get_constructor_parameters(), "head_width": self.head_width}
 
-    def _heads(self, obs: dict[str, torch.Tensor]) -> tuple[NodeWiseCategorical, torch.Tensor]:
+    def node_outputs(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, DisjointGraph, torch.Tensor]:
+        """Per-node outputs in the padded layout ``(B, max_nodes, outputs_per_node)`` (zeros in
+        padding), the disjoint graph, and values ``(B, 1)``."""
         h, graph = self.features_extractor.node_embeddings(obs)
-        node_logits = self.node_head(h)  # (total_nodes, k)
-        logits = node_logits.new_zeros((*graph.node_mask.shape, self.num_actions))
-        logits[graph.node_mask] = node_logits  # back to the padded layout (B, max_nodes, k)
-        values = self.value_head(self.features_extractor.pool(h, graph))  # (B, 1)
-        return NodeWiseCategorical(logits, graph.node_mask), values
-
-    def forward(self, obs: dict[str, torch.Tensor], deterministic: bool = False):
-        distribution, values = self._heads(obs)
-        actions = distribution.get_actions(deterministic=deterministic)
-        return actions, values, distribution.log_prob(actions)
-
-    def evaluate_actions(self, obs: dict[str, torch.Tensor], actions: torch.Tensor):
-        distribution, values = self._heads(obs)
-        return values, distribution.log_prob(actions), distribution.entropy()
-
-    def get_distribution(self, obs: dict[str, torch.Tensor]) -> NodeWiseCategorical:
-        return self._heads(obs)[0]
+        padded = h.new_zeros((*graph.node_mask.shape, self.outputs_per_node))
+        padded[graph.node_mask] = self.node_head(h)
+        return padded, graph, self.value_head(self.features_extractor.pool(h, graph))
 
     def predict_values(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         h, graph = self.features_extractor.node_embeddings(obs)
         return self.value_head(self.features_extractor.pool(h, graph))
 
 
-def policy_kwargs(model: ModelConfig) -> dict[str, Any]:
-    """SB3 ``policy_kwargs`` for :class:`NodePolicy` from the run's model settings."""
+class NodePolicy(NodeHeads, ActorCriticPolicy):
+    """Every node picks one of k actions: k logits per node.
+
+    Args:
+        observation_space: the contract's ``Dict`` space.
+        action_space: ``MultiDiscrete([k] * max_nodes)``.
+        lr_schedule: SB3's learning-rate schedule.
+        head_width: hidden width of both heads.
+        **kwargs: passed to SB3's ``ActorCriticPolicy`` (``features_extractor_kwargs``, ...).
+    """
+
+    def __init__(self, observation_space: spaces.Dict, action_space: spaces.MultiDiscrete, lr_schedule: Schedule, head_width: int = 64, **kwargs: Any):
+        nvec = np.asarray(action_space.nvec)
+        if nvec.ndim != 1 or (nvec != nvec[0]).any():
+            raise ValueError(f"NodePolicy needs MultiDiscrete([k] * max_nodes); got nvec {nvec[:5]}...")
+        self.outputs_per_node, self.head_width = int(nvec[0]), head_width
+        kwargs.setdefault("features_extractor_class", GNNExtractor)
+        super().__init__(observation_space, action_space, lr_schedule, **kwargs)
+
+    def _distribution(self, obs: dict[str, torch.Tensor]) -> tuple[NodeWiseCategorical, torch.Tensor]:
+        logits, graph, values = self.node_outputs(obs)
+        return NodeWiseCategorical(logits, graph.node_mask), values
+
+    def forward(self, obs: dict[str, torch.Tensor], deterministic: bool = False):
+        distribution, values = self._distribution(obs)
+        actions = distribution.get_actions(deterministic=deterministic)
+        return actions, values, distribution.log_prob(actions)
+
+    def evaluate_actions(self, obs: dict[str, torch.Tensor], actions: torch.Tensor):
+        distribution, values = self._distribution(obs)
+        return values, distribution.log_prob(actions), distribution.entropy()
+
+    def get_distribution(self, obs: dict[str, torch.Tensor]) -> NodeWiseCategorical:
+        return self._distribution(obs)[0]
+
+
+class NodeChoicePolicy(NodeHeads, MaskableActorCriticPolicy):
+    """Pick one node: one score per node, a categorical over the nodes of each graph.
+
+    Padding nodes get probability 0 here; the env's ``action_masks()`` removes invalid nodes.
+
+    Args:
+        observation_space: the contract's ``Dict`` space.
+        action_space: ``Discrete(max_nodes)``.
+        lr_schedule: SB3's learning-rate schedule.
+        head_width: hidden width of both heads.
+    """
+
+    outputs_per_node = 1
+
+    def __init__(self, observation_space: spaces.Dict, action_space: spaces.Discrete, lr_schedule: Schedule, head_width: int = 64, **kwargs: Any):
+        self.head_width = head_width
+        kwargs.setdefault("features_extractor_class", GNNExtractor)
+        super().__init__(observation_space, action_space, lr_schedule, **kwargs)
+
+    def node_scores(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Scores ``(B, max_nodes)`` with padding at :data:`PADDING_LOGIT`, and values."""
+        scores, graph, values = self.node_outputs(obs)
+        return scores[..., 0].masked_fill(~graph.node_mask, PADDING_LOGIT), values
+
+    def _distribution(self, obs, action_masks=None):
+        scores, values = self.node_scores(obs)
+        distribution = self.action_dist.proba_distribution(action_logits=scores)
+        if action_masks is not None:
+            distribution.apply_masking(action_masks)
+        return distribution, values
+
+    def forward(self, obs: dict[str, torch.Tensor], deterministic: bool = False, action_masks: np.ndarray | None = None):
+        distribution, values = self._distribution(obs, action_masks)
+        actions = distribution.get_actions(deterministic=deterministic)
+        return actions, values, distribution.log_prob(actions)
+
+    def evaluate_actions(self, obs: dict[str, torch.Tensor], actions: torch.Tensor, action_masks: torch.Tensor | None = None):
+        distribution, values = self._distribution(obs, action_masks)
+        return values, distribution.log_prob(actions), distribution.entropy()
+
+    def get_distribution(self, obs: dict[str, torch.Tensor], action_masks: np.ndarray | None = None):
+        return self._distribution(obs, action_masks)[0]
+
+
+POLICIES: dict[str, type[ActorCriticPolicy]] = {
+    "node-wise": NodePolicy,
+    "node-choice": NodeChoicePolicy,
+    "graph-level": MultiInputActorCriticPolicy,
+}
+
+
+def policy_kwargs(head: str, model: ModelConfig) -> dict[str, Any]:
+    """SB3 ``policy_kwargs`` for the head's policy class from the run's model settings."""
     extractor = {"conv": model.conv, "num_layers": model.num_layers, "width": model.width, "aggr": model.aggr}
-    return {"features_extractor_class": GNNExtractor, "features_extractor_kwargs": extractor, "head_width": model.head_width}
+    kwargs: dict[str, Any] = {"features_extractor_class": GNNExtractor, "features_extractor_kwargs": extractor}
+    if head == "graph-level":  # SB3's own MLP heads on the pooled graph embedding
+        return {**kwargs, "net_arch": [model.head_width, model.head_width]}
+    return {**kwargs, "head_width": model.head_width}
 
 
-def build_policy(model: ModelConfig, observation_space: spaces.Dict, action_space: spaces.MultiDiscrete, device: str = "cpu") -> NodePolicy:
-    """A fresh policy for the given spaces, for loading weights into (no optimizer state kept)."""
-    policy = NodePolicy(observation_space, action_space, lambda _: 0.0, **policy_kwargs(model))
+def build_policy(head: str, model: ModelConfig, observation_space: spaces.Dict, action_space: spaces.Space, device: str = "cpu") -> ActorCriticPolicy:
+    """A fresh policy for the given spaces, for loading weights into."""
+    if head not in POLICIES:
+        raise ValueError(f"head {head!r} is not known; choose one of {HEADS}")
+    policy = POLICIES[head](observation_space, action_space, lambda _: 0.0, **policy_kwargs(head, model))
     return policy.to(device)
