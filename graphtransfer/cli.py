@@ -144,7 +144,9 @@ def predict(
     _check_positive(max_passes=max_passes or 1)
     if not 0 < commit_fraction <= 1:
         raise UsageError(f"--commit-fraction {commit_fraction} must be in (0, 1]")
-    loaded, solution = run_predict(model, graph, out, max_passes=max_passes, deterministic=deterministic, seed=seed, commit_fraction=commit_fraction)
+    loaded, solution = run_predict(
+        model, graph, out, max_passes=max_passes, deterministic=deterministic, seed=seed, commit_fraction=commit_fraction
+    )
     typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges")
     typer.echo(
         f"objective {solution.objective:.6g} in {solution.passes} passes, {solution.seconds:.2f} s, "

@@ -67,7 +67,7 @@ def solve(policy, env: gym.Env, deterministic: bool = False, seed: int = 0, comm
         solution = task.solution()
         objective, feasible = task.objective(task.graph, solution), task.feasible(task.graph, solution)
     else:  # a user env without a solution of its own: report the episode's rewards
-        solution, objective, feasible = np.array(rewards), float(np.sum(rewards)), True
+        solution, objective, feasible = np.column_stack([np.arange(len(rewards)), rewards]), float(np.sum(rewards)), True
     return Solution(solution, objective, feasible, passes, time.perf_counter() - started, peak_rss_mib())
 
 

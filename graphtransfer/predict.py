@@ -43,5 +43,7 @@ def write_solution(path: str | Path, solution: np.ndarray, header: str) -> None:
     rows = solution.reshape(len(solution), -1)
     if header.startswith("node,"):
         rows = np.column_stack([np.arange(len(rows)), rows])
-    fmt = "%d" if np.issubdtype(rows.dtype, np.integer) or rows.dtype == bool else "%.9g"
-    np.savetxt(path, rows.astype(np.float64) if fmt != "%d" else rows.astype(np.int64), fmt=fmt, delimiter=",", header=header, comments="")
+    integral = np.issubdtype(rows.dtype, np.integer) or rows.dtype == bool
+    np.savetxt(
+        path, rows.astype(np.int64 if integral else np.float64), fmt="%d" if integral else "%.9g", delimiter=",", header=header, comments=""
+    )

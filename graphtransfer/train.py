@@ -101,14 +101,22 @@ def train(config: RunConfig, folder: str | Path | None = None, progress: bool = 
         verbose=0,
     )
     sizes = [g.num_nodes for g in graphs]
-    log(f"training {config.name} ({config.head} head, {algorithm.__name__}) on {len(graphs)} graphs of {min(sizes)}-{max(sizes)} nodes for {ppo.total_timesteps} steps")
+    what = f"{config.name} ({config.head} head, {algorithm.__name__})"
+    log(f"training {what} on {len(graphs)} graphs of {min(sizes)}-{max(sizes)} nodes for {ppo.total_timesteps} steps")
     timer = PhaseTimer()
     started = time.perf_counter()
     model.learn(ppo.total_timesteps, callback=timer, progress_bar=progress)
-    result = TrainResult(Path(folder or default_run_folder(config)), model.num_timesteps, time.perf_counter() - started, timer.rollout, timer.update)
+    result = TrainResult(
+        Path(folder or default_run_folder(config)), model.num_timesteps, time.perf_counter() - started, timer.rollout, timer.update
+    )
     info = {
         "trained_on": {"graphs": config.graphs, "num_graphs": len(graphs), "min_nodes": min(sizes), "max_nodes": max(sizes)},
-        "training": {"steps": result.steps, "seconds": round(result.seconds, 2), "rollout_seconds": round(result.rollout_seconds, 2), "update_seconds": round(result.update_seconds, 2)},
+        "training": {
+            "steps": result.steps,
+            "seconds": round(result.seconds, 2),
+            "rollout_seconds": round(result.rollout_seconds, 2),
+            "update_seconds": round(result.update_seconds, 2),
+        },
     }
     save_checkpoint(result.folder, model.policy, config, info)
     return result

@@ -31,10 +31,14 @@ def resolve_model(src: str | Path, task: str) -> Path:
     candidate = default_run_folder(RunConfig(task=task, graphs=str(src)))
     if candidate.is_dir():
         return candidate
-    raise CheckpointError(f"model {str(src)!r}: no such folder and no {candidate}; train first with 'graphtransfer train --task {task} --graphs {src}'")
+    raise CheckpointError(
+        f"model {str(src)!r}: no such folder and no {candidate}; train first with 'graphtransfer train --task {task} --graphs {src}'"
+    )
 
 
-def transfer(src: str | Path, dst: str | Path, task: str = "mis", folder: str | Path | None = None, max_passes: int | None = None) -> TransferResult:
+def transfer(
+    src: str | Path, dst: str | Path, task: str = "mis", folder: str | Path | None = None, max_passes: int | None = None
+) -> TransferResult:
     """Load the model ``src`` into a model for the graphs ``dst``, evaluate zero-shot there
     against the baselines, and save it (default ``runs/<task>/<dst name>``)."""
     checkpoint = read_checkpoint(resolve_model(src, task))
@@ -51,4 +55,9 @@ def transfer(src: str | Path, dst: str | Path, task: str = "mis", folder: str | 
 
 
 def _row_summary(row: EvalRow) -> dict:
-    return {"graph": row.graph.name, "nodes": row.graph.num_nodes, "policy": row.policy.objective, **{b.name: b.objective for b in row.baselines}}
+    return {
+        "graph": row.graph.name,
+        "nodes": row.graph.num_nodes,
+        "policy": row.policy.objective,
+        **{b.name: b.objective for b in row.baselines},
+    }

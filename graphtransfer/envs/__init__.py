@@ -14,13 +14,27 @@ from graphtransfer.envs.mis import MISEnv, is_independent_set
 from graphtransfer.envs.mvc import MVCEnv, is_vertex_cover
 
 TASKS: dict[str, type[GraphEnv]] = {"mis": MISEnv, "mvc": MVCEnv, "maxcut": MaxCutEnv, "epidemic": EpidemicEnv}
-GYM_IDS = {"mis": "graphtransfer/MIS-v0", "mvc": "graphtransfer/MVC-v0", "maxcut": "graphtransfer/MaxCut-v0", "epidemic": "graphtransfer/Epidemic-v0"}
+GYM_IDS = {
+    "mis": "graphtransfer/MIS-v0",
+    "mvc": "graphtransfer/MVC-v0",
+    "maxcut": "graphtransfer/MaxCut-v0",
+    "epidemic": "graphtransfer/Epidemic-v0",
+}
 
 for _task, _env_id in GYM_IDS.items():
     if _env_id not in gym.registry:
         gym.register(_env_id, entry_point=f"{TASKS[_task].__module__}:{TASKS[_task].__name__}")
 
 __all__ = [
-    "GYM_IDS", "TASKS", "EpidemicEnv", "GraphEnv", "MISEnv", "MVCEnv", "MaxCutEnv",
-    "cut_size", "is_independent_set", "is_vertex_cover", "observation_space",
+    "GYM_IDS",
+    "TASKS",
+    "EpidemicEnv",
+    "GraphEnv",
+    "MISEnv",
+    "MVCEnv",
+    "MaxCutEnv",
+    "cut_size",
+    "is_independent_set",
+    "is_vertex_cover",
+    "observation_space",
 ]

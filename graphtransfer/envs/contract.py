@@ -61,7 +61,9 @@ def check_contract(space: spaces.Space, where: str = "env") -> None:
     }
     for key, (dtype, shape, fits) in expected.items():
         if key not in space.spaces:
-            raise UsageError(f"{where}: observation has no key {key!r} (found {sorted(space.spaces)}); add {key} of shape {shape}, dtype {dtype}")
+            raise UsageError(
+                f"{where}: observation has no key {key!r} (found {sorted(space.spaces)}); add {key} of shape {shape}, dtype {dtype}"
+            )
         sub = space.spaces[key]
         if not isinstance(sub, spaces.Box) or not fits(sub):
             found = f"{type(sub).__name__} shape {getattr(sub, 'shape', None)} dtype {getattr(sub, 'dtype', None)}"

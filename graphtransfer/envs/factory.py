@@ -7,6 +7,8 @@ the graphs to sample from, which is how ``transfer`` points the same env at larg
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,6 +53,8 @@ def head_of(env: gym.Env) -> str:
 def _load(spec: str):
     if ":" in spec:
         module_name, _, attribute = spec.partition(":")
+        if "" not in sys.path and os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())  # as `python -m` does: the user's modules live here
         try:
             return getattr(importlib.import_module(module_name), attribute)
         except (ImportError, AttributeError) as err:
@@ -64,4 +68,6 @@ def _construct(factory, kwargs: dict[str, Any], graphs: Sequence[Graph], name: s
     try:
         return factory(graphs=list(graphs), **kwargs)
     except TypeError as err:
-        raise UsageError(f"env {name!r} could not be built with graphs=... and {sorted(kwargs)} ({err}); its constructor must accept graphs") from None
+        raise UsageError(
+            f"env {name!r} could not be built with graphs=... and {sorted(kwargs)} ({err}); its constructor must accept graphs"
+        ) from None

@@ -5,6 +5,14 @@ from graphtransfer.nn.extractor import CONVS, GNNExtractor
 from graphtransfer.nn.policy import HEADS, POLICIES, NodeChoicePolicy, NodePolicy, build_policy, policy_kwargs
 
 __all__ = [
-    "CONVS", "HEADS", "POLICIES", "DisjointGraph", "GNNExtractor", "NodeChoicePolicy", "NodePolicy",
-    "build_policy", "policy_kwargs", "to_disjoint",
+    "CONVS",
+    "HEADS",
+    "POLICIES",
+    "DisjointGraph",
+    "GNNExtractor",
+    "NodeChoicePolicy",
+    "NodePolicy",
+    "build_policy",
+    "policy_kwargs",
+    "to_disjoint",
 ]

@@ -83,7 +83,9 @@ class NodePolicy(NodeHeads, ActorCriticPolicy):
         **kwargs: passed to SB3's ``ActorCriticPolicy`` (``features_extractor_kwargs``, ...).
     """
 
-    def __init__(self, observation_space: spaces.Dict, action_space: spaces.MultiDiscrete, lr_schedule: Schedule, head_width: int = 64, **kwargs: Any):
+    def __init__(
+        self, observation_space: spaces.Dict, action_space: spaces.MultiDiscrete, lr_schedule: Schedule, head_width: int = 64, **kwargs: Any
+    ):
         nvec = np.asarray(action_space.nvec)
         if nvec.ndim != 1 or (nvec != nvec[0]).any():
             raise ValueError(f"NodePolicy needs MultiDiscrete([k] * max_nodes); got nvec {nvec[:5]}...")
@@ -122,7 +124,9 @@ class NodeChoicePolicy(NodeHeads, MaskableActorCriticPolicy):
 
     outputs_per_node = 1
 
-    def __init__(self, observation_space: spaces.Dict, action_space: spaces.Discrete, lr_schedule: Schedule, head_width: int = 64, **kwargs: Any):
+    def __init__(
+        self, observation_space: spaces.Dict, action_space: spaces.Discrete, lr_schedule: Schedule, head_width: int = 64, **kwargs: Any
+    ):
         self.head_width = head_width
         kwargs.setdefault("features_extractor_class", GNNExtractor)
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)
@@ -168,7 +172,9 @@ def policy_kwargs(head: str, model: ModelConfig) -> dict[str, Any]:
     return {**kwargs, "head_width": model.head_width}
 
 
-def build_policy(head: str, model: ModelConfig, observation_space: spaces.Dict, action_space: spaces.Space, device: str = "cpu") -> ActorCriticPolicy:
+def build_policy(
+    head: str, model: ModelConfig, observation_space: spaces.Dict, action_space: spaces.Space, device: str = "cpu"
+) -> ActorCriticPolicy:
     """A fresh policy for the given spaces, for loading weights into."""
     if head not in POLICIES:
         raise ValueError(f"head {head!r} is not known; choose one of {HEADS}")

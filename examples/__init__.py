@@ -1,0 +1,1 @@
+"""Complete user environments, written the way a graphtransfer user would write their own."""
