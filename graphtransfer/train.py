@@ -12,6 +12,7 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import VecEnv
 
 from graphtransfer.checkpoint import save_checkpoint
 from graphtransfer.config import RunConfig
@@ -70,20 +71,13 @@ def run_env(config: RunConfig, graphs: list[Graph]):
     return make_env(config.task, config.env, config.env_kwargs, graphs, config.horizon)
 
 
-def train(config: RunConfig, folder: str | Path | None = None, progress: bool = False, log: Callable[[str], None] = print) -> TrainResult:
-    """Train on ``config.graphs`` and save the policy to ``folder`` (default
-    :func:`default_run_folder`)."""
-    graphs = load_graphs(config.graphs)
-    ppo = config.ppo
-    if ppo.batch_size > ppo.n_steps * ppo.n_envs:
-        raise UsageError(f"batch_size={ppo.batch_size} exceeds n_steps * n_envs = {ppo.n_steps * ppo.n_envs}; lower it or raise n_steps")
-    config = replace(config, head=head_of(run_env(config, graphs)))
-    torch.set_num_threads(ppo.threads)
-    envs = make_vec_env(lambda: run_env(config, graphs), n_envs=ppo.n_envs, seed=ppo.seed)
+def build_model(config: RunConfig, envs: VecEnv) -> PPO:
+    """The SB3 algorithm for ``config.head`` on ``envs``: PPO, or MaskablePPO for node choice."""
     if config.head == "node-choice" and not hasattr(envs.envs[0].unwrapped, "action_masks"):
         raise UsageError(f"{config.name}: a node-choice env (Discrete(max_nodes) actions) needs an action_masks() method for MaskablePPO")
+    ppo = config.ppo
     algorithm = MaskablePPO if config.head == "node-choice" else PPO
-    model = algorithm(
+    return algorithm(
         POLICIES[config.head],
         envs,
         policy_kwargs=policy_kwargs(config.head, config.model),
@@ -100,8 +94,21 @@ def train(config: RunConfig, folder: str | Path | None = None, progress: bool = 
         device=ppo.device,
         verbose=0,
     )
+
+
+def train(config: RunConfig, folder: str | Path | None = None, progress: bool = False, log: Callable[[str], None] = print) -> TrainResult:
+    """Train on ``config.graphs`` and save the policy to ``folder`` (default
+    :func:`default_run_folder`)."""
+    graphs = load_graphs(config.graphs)
+    ppo = config.ppo
+    if ppo.batch_size > ppo.n_steps * ppo.n_envs:
+        raise UsageError(f"batch_size={ppo.batch_size} exceeds n_steps * n_envs = {ppo.n_steps * ppo.n_envs}; lower it or raise n_steps")
+    config = replace(config, head=head_of(run_env(config, graphs)))
+    torch.set_num_threads(ppo.threads)
+    envs = make_vec_env(lambda: run_env(config, graphs), n_envs=ppo.n_envs, seed=ppo.seed)
+    model = build_model(config, envs)
     sizes = [g.num_nodes for g in graphs]
-    what = f"{config.name} ({config.head} head, {algorithm.__name__})"
+    what = f"{config.name} ({config.head} head, {type(model).__name__})"
     log(f"training {what} on {len(graphs)} graphs of {min(sizes)}-{max(sizes)} nodes for {ppo.total_timesteps} steps")
     timer = PhaseTimer()
     started = time.perf_counter()

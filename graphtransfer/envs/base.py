@@ -60,9 +60,10 @@ class GraphEnv(gym.Env):
     def _transition(self, reward: float):
         """Count the step and return gymnasium's ``(obs, reward, terminated, truncated, info)``."""
         self.steps += 1
+        obs = self._observation()
         terminated = self._finished()
         truncated = not terminated and self.steps >= self.horizon
-        return self._observation(), float(reward), terminated, truncated, {}
+        return obs, float(reward), terminated, truncated, {}
 
     def _observation(self) -> dict[str, np.ndarray]:
         # Fresh arrays every call: callers may keep or modify what they are handed.
@@ -101,6 +102,7 @@ class GraphEnv(gym.Env):
         return np.asarray(action)[: self.graph.num_nodes]
 
     def _finished(self) -> bool:
+        """Whether the episode is over; called after the observation of the new state is built."""
         raise NotImplementedError
 
     def solution(self) -> np.ndarray:

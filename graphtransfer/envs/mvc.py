@@ -43,7 +43,7 @@ class MVCEnv(GraphEnv):
         return self.graph.edge_index[:, ~self.in_cover[src] & ~self.in_cover[dst]]
 
     def active_nodes(self) -> np.ndarray:
-        return np.bincount(self._edges()[0], minlength=self.graph.num_nodes) > 0
+        return self._uncovered_degree > 0
 
     def action_masks(self) -> np.ndarray:
         """``(max_nodes,)`` bool: True for the nodes that may be chosen now."""
@@ -52,7 +52,8 @@ class MVCEnv(GraphEnv):
         return mask
 
     def _features(self, edges: np.ndarray) -> np.ndarray:
-        degree = np.bincount(edges[0], minlength=self.graph.num_nodes)
+        # Kept for active_nodes() and _finished(), which are asked about this same state.
+        self._uncovered_degree = degree = np.bincount(edges[0], minlength=self.graph.num_nodes)
         valid = degree > 0
         draw = self.np_random.random(self.graph.num_nodes) * valid
         return np.stack([self.in_cover, np.log1p(degree) + 0.3 * draw, draw, valid], axis=1).astype(np.float32)
@@ -72,8 +73,7 @@ class MVCEnv(GraphEnv):
         return -(int(self.in_cover.sum()) - before) / self.graph.num_nodes
 
     def _finished(self) -> bool:
-        src, dst = self.graph.edge_index
-        return bool((self.in_cover[src] | self.in_cover[dst]).all())
+        return not self._uncovered_degree.any()
 
     def solution(self) -> np.ndarray:
         return self.in_cover.copy()
