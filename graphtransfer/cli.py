@@ -64,6 +64,10 @@ def train(
     out: Annotated[Path | None, typer.Option(help="Model folder to write [default: runs/TASK/GRAPHS].")] = None,
     steps: Annotated[int, typer.Option(help="Total env steps of PPO.")] = _DEFAULT_PPO.total_timesteps,
     n_envs: Annotated[int, typer.Option(help="Parallel envs.")] = _DEFAULT_PPO.n_envs,
+    n_steps: Annotated[int, typer.Option(help="Steps per env between PPO updates.")] = _DEFAULT_PPO.n_steps,
+    batch_size: Annotated[int, typer.Option(help="Observations per PPO minibatch.")] = _DEFAULT_PPO.batch_size,
+    epochs: Annotated[int, typer.Option(help="PPO passes over each rollout.")] = _DEFAULT_PPO.n_epochs,
+    target_kl: Annotated[float | None, typer.Option(help="Stop an update's epochs early above this KL to the old policy.")] = None,
     horizon: Annotated[int | None, typer.Option(help="Env steps before an episode is cut off [default: the task's].")] = None,
     conv: Annotated[str, typer.Option(help="Message-passing layer: sage, gcn or gin.")] = _DEFAULT_MODEL.conv,
     layers: Annotated[int, typer.Option(help="Message-passing layers.")] = _DEFAULT_MODEL.num_layers,
@@ -78,7 +82,8 @@ def train(
     """
     from graphtransfer.train import train as run_training
 
-    _check_positive(steps=steps, n_envs=n_envs, horizon=horizon or 1, layers=layers, width=width, threads=threads)
+    _check_positive(steps=steps, n_envs=n_envs, n_steps=n_steps, batch_size=batch_size, epochs=epochs)
+    _check_positive(horizon=horizon or 1, layers=layers, width=width, threads=threads)
     if conv not in CONVS:
         raise UsageError(f"--conv {conv!r} is not known; choose one of {', '.join(CONVS)}")
     config = RunConfig(
@@ -88,7 +93,16 @@ def train(
         env=env,
         env_kwargs=_json_object(env_kwargs, "--env-kwargs"),
         model=ModelConfig(conv=conv, num_layers=layers, width=width),
-        ppo=PPOConfig(total_timesteps=steps, n_envs=n_envs, seed=seed, threads=threads),
+        ppo=PPOConfig(
+            total_timesteps=steps,
+            n_envs=n_envs,
+            n_steps=n_steps,
+            batch_size=batch_size,
+            n_epochs=epochs,
+            target_kl=target_kl,
+            seed=seed,
+            threads=threads,
+        ),
     )
     result = run_training(config, out, progress=progress and sys.stderr.isatty(), log=typer.echo)
     typer.echo(

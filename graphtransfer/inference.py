@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 import torch
+from torch_geometric.data import Batch, Data
+from torch_geometric.utils import to_dense_batch
 
 from graphtransfer.envs.factory import head_of
 
@@ -131,3 +133,62 @@ def active_subgraph(obs: dict[str, np.ndarray], active: np.ndarray) -> dict[str,
 def peak_rss_mib() -> float:
     """Peak resident set size of this process in MiB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def act(policy, obs: dict[str, torch.Tensor] | Data | Batch, deterministic: bool = False) -> torch.Tensor:
+    """Actions for observations that are already torch tensors on the policy's device.
+
+    The tensor-native path: no numpy round trip, no gradients (``torch.inference_mode``).
+
+    Args:
+        policy: a policy built by graphtransfer (any head).
+        obs: a padded batch in the observation contract (every key with a leading batch
+            dimension), or a PyG ``Data`` (one graph) or ``Batch`` (several) with ``x`` and
+            ``edge_index``.
+        deterministic: the most likely action instead of a sample.
+
+    Returns:
+        Node-wise heads: ``(B, max_nodes)`` actions, or ``(num_nodes,)`` for a ``Data``.
+        Node-choice and graph-level heads: ``(B, ...)`` actions, one per graph.
+    """
+    single = isinstance(obs, Data) and not isinstance(obs, Batch)
+    padded = pyg_to_padded(obs) if isinstance(obs, Data) else obs
+    wrong = sorted(k for k, v in padded.items() if v.device != policy.device)
+    if wrong:
+        raise ValueError(
+            f"observation keys {wrong} are on {padded[wrong[0]].device}, the policy on {policy.device}; move them with .to(policy.device)"
+        )
+    policy.set_training_mode(False)
+    with torch.inference_mode():
+        actions = policy._predict(padded, deterministic=deterministic)
+    return actions[0] if single and actions.dim() > 1 else actions
+
+
+def pyg_to_padded(data: Data | Batch) -> dict[str, torch.Tensor]:
+    """A PyG ``Data`` or ``Batch`` as a padded batch of the observation contract, vectorized.
+
+    Shapes:
+        returns x ``(B, max_nodes, F)``, edge_index ``(B, 2, max_edges)`` in each graph's own node
+        ids, num_nodes and num_edges ``(B, 1)``.
+    """
+    x, edge_index = data.x, data.edge_index
+    if not isinstance(data, Batch):
+        return {
+            "x": x[None],
+            "edge_index": edge_index[None],
+            "num_nodes": _column(x.shape[0], x),
+            "num_edges": _column(edge_index.shape[1], x),
+        }
+    dense_x, _ = to_dense_batch(x, data.batch)
+    graph_of_edge = data.batch[edge_index[0]]  # (E,), edges of a Batch are stored graph by graph
+    num_edges = torch.bincount(graph_of_edge, minlength=data.num_graphs)
+    slot = torch.arange(edge_index.shape[1], device=x.device) - (torch.cumsum(num_edges, 0) - num_edges)[graph_of_edge]
+    local = edge_index - data.ptr[graph_of_edge]
+    padded = torch.zeros((data.num_graphs, 2, int(num_edges.max())), dtype=torch.long, device=x.device)
+    padded[graph_of_edge, :, slot] = local.T
+    num_nodes = torch.diff(data.ptr)
+    return {"x": dense_x, "edge_index": padded, "num_nodes": num_nodes[:, None], "num_edges": num_edges[:, None]}
+
+
+def _column(value: int, like: torch.Tensor) -> torch.Tensor:
+    return torch.tensor([[value]], dtype=torch.long, device=like.device)

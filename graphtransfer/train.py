@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
 import torch
+from gymnasium import spaces
 from sb3_contrib import MaskablePPO
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
@@ -96,6 +99,39 @@ def build_model(config: RunConfig, envs: VecEnv) -> PPO:
     )
 
 
+def rollout_buffer_bytes(observation_space: spaces.Dict, action_space: spaces.Space, n_steps: int, n_envs: int) -> int:
+    """What SB3's rollout buffer allocates: every observation key and the actions as float32 for
+    each of ``n_steps * n_envs`` steps, plus six float32 scalars per step (rewards, returns, ...)."""
+    per_step = sum(int(np.prod(space.shape)) for space in observation_space.spaces.values())
+    per_step += int(np.prod(action_space.shape or (1,))) + 6
+    return 4 * per_step * n_steps * n_envs
+
+
+def check_buffer_fits(config: RunConfig, env, log: Callable[[str], None]) -> None:
+    """Print the rollout buffer's size; refuse, with an n_steps that fits, when it would not."""
+    ppo = config.ppo
+    needed = rollout_buffer_bytes(env.observation_space, env.action_space, ppo.n_steps, ppo.n_envs)
+    budget = available_memory_bytes() // 2  # leave room for the model, activations and the envs
+    log(f"rollout buffer: {needed / 2**20:.1f} MiB for {ppo.n_steps} steps x {ppo.n_envs} envs")
+    if needed > budget:
+        fits = max(1, budget * ppo.n_steps // needed)
+        raise UsageError(
+            f"the rollout buffer needs {needed / 2**30:.1f} GiB but {budget / 2**30:.1f} GiB is half of the available memory; "
+            f"use n_steps={fits} or fewer (or fewer envs, or smaller graphs)"
+        )
+
+
+def available_memory_bytes() -> int:
+    """MemAvailable from /proc/meminfo; ``$GRAPHTRANSFER_MEMORY_LIMIT_MB`` overrides it."""
+    if "GRAPHTRANSFER_MEMORY_LIMIT_MB" in os.environ:
+        return int(os.environ["GRAPHTRANSFER_MEMORY_LIMIT_MB"]) * 2**20
+    with open("/proc/meminfo") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 2**63
+
+
 def train(config: RunConfig, folder: str | Path | None = None, progress: bool = False, log: Callable[[str], None] = print) -> TrainResult:
     """Train on ``config.graphs`` and save the policy to ``folder`` (default
     :func:`default_run_folder`)."""
@@ -103,7 +139,9 @@ def train(config: RunConfig, folder: str | Path | None = None, progress: bool = 
     ppo = config.ppo
     if ppo.batch_size > ppo.n_steps * ppo.n_envs:
         raise UsageError(f"batch_size={ppo.batch_size} exceeds n_steps * n_envs = {ppo.n_steps * ppo.n_envs}; lower it or raise n_steps")
-    config = replace(config, head=head_of(run_env(config, graphs)))
+    probe = run_env(config, graphs)
+    config = replace(config, head=head_of(probe))
+    check_buffer_fits(config, probe, log)
     torch.set_num_threads(ppo.threads)
     envs = make_vec_env(lambda: run_env(config, graphs), n_envs=ppo.n_envs, seed=ppo.seed)
     model = build_model(config, envs)

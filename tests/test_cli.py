@@ -86,3 +86,11 @@ def test_tasks_lists_every_task_with_head_and_baselines():
     for line in ("mis       node-wise", "mvc       node-choice", "maxcut    node-wise", "epidemic  graph-level"):
         assert line in result.output
     assert "greedy-min-degree" in result.output and "graphtransfer/MVC-v0" in result.output
+
+
+def test_a_rollout_buffer_that_cannot_fit_is_refused_with_an_n_steps_that_fits(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRAPHTRANSFER_MEMORY_LIMIT_MB", "1")
+    result = runner.invoke(app, ["train", "--graphs", "small", "--n-steps", "4096", "--out", str(tmp_path / "m")])
+    assert result.exit_code == 2
+    assert "the rollout buffer needs" in result.stderr and "use n_steps=" in result.stderr
+    assert not (tmp_path / "m").exists()
