@@ -22,6 +22,7 @@ from safetensors.torch import load_file, save_file
 from stable_baselines3.common.policies import ActorCriticPolicy
 
 from graphtransfer.config import RunConfig
+from graphtransfer.envs.factory import head_of
 from graphtransfer.errors import CheckpointError
 from graphtransfer.nn import build_policy
 
@@ -175,5 +176,11 @@ def _sha256(path: Path) -> str:
 def load_policy(checkpoint: Checkpoint, env) -> tuple[ActorCriticPolicy, LoadReport]:
     """Build a policy for ``env``'s spaces from the checkpoint's config and load it strictly."""
     config = checkpoint.config
-    policy = build_policy(config.head, config.model, env.observation_space, env.action_space)
+    head = config.head or head_of(env)  # folders written before the head was recorded
+    if head != head_of(env):
+        raise CheckpointError(
+            f"{checkpoint.folder}: the model has a {head} head but this env needs {head_of(env)}; "
+            "transfer only between envs with the same kind of action space"
+        )
+    policy = build_policy(head, config.model, env.observation_space, env.action_space)
     return policy, load_strict(policy, checkpoint.tensors)

@@ -131,7 +131,7 @@ def transfer(
     result = run_transfer(src, dst, task=task, folder=out, max_passes=max_passes)
     typer.echo(f"source {result.source}: {result.report.summary()}")
     typer.echo(f"zero-shot on the destination graphs ({result.config.name}, {result.config.head} head):")
-    for line in format_rows(result.rows, result.sense):
+    for line in format_rows(result.rows):
         typer.echo("  " + line)
     typer.echo(f"saved {result.folder}")
 
@@ -169,6 +169,42 @@ def predict(
     if not solution.feasible:
         _fail("the solution is not feasible (constraint violated); this is a bug, please report it", 1)
     typer.echo(f"valid solution: yes; wrote {out}")
+
+
+@app.command(name="eval")
+@friendly_errors
+def evaluate(
+    model: Annotated[Path, typer.Option(help="Model folder written by train or transfer.")],
+    graphs: Annotated[str, typer.Option(help="Sample set name, graph file or folder of graphs to evaluate on.")],
+    samples: Annotated[int, typer.Option(help="Also report the best of this many sampled rollouts.")] = 1,
+    deterministic: Annotated[bool, typer.Option(help="Also report the deterministic decoding.")] = True,
+    polish: Annotated[bool, typer.Option(help="Also report the best decoding and every baseline after the same local search.")] = False,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON to this file.")] = None,
+    plot: Annotated[Path | None, typer.Option(help="Draw policy/baseline against graph size to this PNG.")] = None,
+    max_passes: Annotated[int | None, typer.Option(help="Policy passes per graph before stopping [default: the task's].")] = None,
+    commit_fraction: Annotated[
+        float, typer.Option(help="Node-choice tasks: share of valid nodes committed per pass.")
+    ] = DEFAULT_COMMIT_FRACTION,
+) -> None:
+    """Evaluate a saved policy against the task's baselines on a set of graphs.
+
+    Example: graphtransfer eval --model runs/mis/small --graphs large --samples 4 --json eval.json --plot eval.png
+    """
+    from graphtransfer.evaluate import evaluate_model
+    from graphtransfer.report import plot_ratios, write_json
+
+    _check_positive(samples=samples, max_passes=max_passes or 1)
+    options = {"samples": samples, "deterministic": deterministic, "polish": polish, "commit_fraction": commit_fraction}
+    config, rows = evaluate_model(model, graphs, max_passes=max_passes, **options)
+    for line in format_rows(rows):
+        typer.echo(line)
+    typer.echo(f"peak memory {max(r.peak_rss_mib for r in rows):.0f} MiB (process RSS)")
+    if json_out:
+        write_json(rows, json_out)
+        typer.echo(f"wrote {json_out}")
+    if plot:
+        plot_ratios(rows, plot, f"{config.name}: model {model}")
+        typer.echo(f"wrote {plot}")
 
 
 @app.command()

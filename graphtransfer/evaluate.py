@@ -1,14 +1,22 @@
-"""Measuring a policy against the task's classical baselines, graph by graph."""
+"""Measuring a policy against the task's classical baselines, graph by graph.
+
+Every decoding is reported on its own line of numbers: the policy sampled once (seeded),
+deterministic, and the best of k sampled rollouts. A local-search polish, when asked for, is
+applied to the best policy solution and to every baseline alike.
+"""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from graphtransfer.baselines import BASELINES
+from graphtransfer.baselines.polish import POLISH
+from graphtransfer.checkpoint import load_policy, read_checkpoint
 from graphtransfer.config import RunConfig
-from graphtransfer.graphs import Graph
-from graphtransfer.inference import DEFAULT_COMMIT_FRACTION, Solution, solve
+from graphtransfer.graphs import Graph, load_graphs
+from graphtransfer.inference import DEFAULT_COMMIT_FRACTION, Solution, peak_rss_mib, solve
 from graphtransfer.train import run_env
 
 
@@ -17,21 +25,38 @@ class BaselineResult:
     name: str
     objective: float
     seconds: float
+    polished: float | None = None
 
 
 @dataclass
 class EvalRow:
-    """One graph: the policy's result and each baseline's."""
+    """One graph: the policy under each decoding, and each baseline."""
 
     graph: Graph
-    policy: Solution
+    decodings: dict[str, Solution]
     baselines: list[BaselineResult]
+    sense: str = "max"
+    polished: float | None = None  # the best decoding after the polish
+    peak_rss_mib: float = field(default_factory=peak_rss_mib)
 
-    def compare(self, baseline: BaselineResult) -> str:
-        """``policy/baseline`` for positive objectives, else the difference ``policy-baseline``."""
-        if baseline.objective > 0 and self.policy.objective >= 0:
-            return f"{self.policy.objective / baseline.objective:.3f}"
-        return f"{self.policy.objective - baseline.objective:+.3f}"
+    @property
+    def policy(self) -> Solution:
+        """The headline decoding: the first one evaluated."""
+        return next(iter(self.decodings.values()))
+
+    def best(self) -> Solution:
+        pick = max if self.sense == "max" else min
+        return pick(self.decodings.values(), key=lambda s: s.objective)
+
+    def ratio(self, value: float, baseline: float) -> float:
+        """``value / baseline`` (for minimisation too: below 1 is then better)."""
+        return value / baseline if baseline else float("nan")
+
+    def compare(self, value: float, baseline: float) -> str:
+        """A ratio for positive objectives, else the signed difference."""
+        if baseline > 0 and value >= 0:
+            return f"{self.ratio(value, baseline):.3f}"
+        return f"{value - baseline:+.3f}"
 
 
 def inference_env(config: RunConfig, graph: Graph, max_passes: int | None = None):
@@ -49,37 +74,77 @@ def evaluate(
     config: RunConfig,
     graphs: list[Graph],
     max_passes: int | None = None,
+    samples: int = 1,
     deterministic: bool = False,
+    polish: bool = False,
     seed: int = 0,
     commit_fraction: float = DEFAULT_COMMIT_FRACTION,
 ) -> list[EvalRow]:
-    """Run the policy and every baseline of the task on each graph."""
+    """Run the policy under each decoding and every baseline of the task on each graph.
+
+    Args:
+        samples: also report the best of this many sampled rollouts (seeds ``seed..``), when > 1.
+        deterministic: also report the deterministic decoding.
+        polish: also report the best decoding and every baseline after the task's local search.
+    """
     baselines = BASELINES.get(config.task, {}) if config.env is None else {}
+    polisher = POLISH.get(config.task) if polish and config.env is None else None
     rows = []
     for graph in graphs:
         env = inference_env(config, graph, max_passes)
-        solution = solve(policy, env, deterministic=deterministic, seed=seed, commit_fraction=commit_fraction)
-        rows.append(EvalRow(graph, solution, [_run_baseline(name, fn, env.unwrapped, graph) for name, fn in baselines.items()]))
+        sense = getattr(env.unwrapped, "sense", "max")
+        options = {"seed": seed, "commit_fraction": commit_fraction}
+        decodings = {"sampled": solve(policy, env, **options)}
+        if deterministic:
+            decodings["deterministic"] = solve(policy, env, deterministic=True, **options)
+        if samples > 1:
+            more = [solve(policy, env, seed=seed + i, commit_fraction=commit_fraction) for i in range(1, samples)]
+            rolls = [decodings["sampled"], *more]
+            decodings[f"best-of-{samples}"] = (max if sense == "max" else min)(rolls, key=lambda s: s.objective)
+        row = EvalRow(graph, decodings, [_run_baseline(name, fn, env.unwrapped, graph, polisher) for name, fn in baselines.items()], sense)
+        if polisher:
+            row.polished = env.unwrapped.objective(graph, polisher(graph, row.best().solution))
+        row.peak_rss_mib = peak_rss_mib()
+        rows.append(row)
     return rows
 
 
-def _run_baseline(name, fn, env, graph) -> BaselineResult:
+def _run_baseline(name, fn, env, graph, polisher) -> BaselineResult:
     started = time.perf_counter()
-    chosen = fn(graph)
-    return BaselineResult(name, env.objective(graph, chosen), time.perf_counter() - started)
+    solution = fn(graph)
+    result = BaselineResult(name, env.objective(graph, solution), time.perf_counter() - started)
+    if polisher:
+        result.polished = env.objective(graph, polisher(graph, solution))
+    return result
 
 
-def format_rows(rows: list[EvalRow], sense: str = "max") -> list[str]:
-    """A plain-text table, one line per graph."""
-    better = "higher" if sense == "max" else "lower"
+def format_rows(rows: list[EvalRow]) -> list[str]:
+    """A plain-text table: one line per graph and decoding, then the polished line if any."""
+    if not rows:
+        return []
+    better = "higher" if rows[0].sense == "max" else "lower"
     lines = [
-        f"{'graph':<24} {'nodes':>9} {'edges':>9} {'policy':>10} {'valid':>5} {'passes':>6} {'secs':>6}"
-        f"  baselines: objective (policy vs baseline; {better} objective is better)"
+        f"{'graph':<22} {'nodes':>8} {'edges':>9} {'decoding':<13} {'objective':>10} {'valid':>5} {'passes':>6} {'secs':>6}"
+        f"  vs baselines (policy/baseline; {better} objective is better)"
     ]
     for row in rows:
-        baselines = "  ".join(f"{b.name} {b.objective:.6g} ({row.compare(b)})" for b in row.baselines)
-        lines.append(
-            f"{row.graph.name[:24]:<24} {row.graph.num_nodes:>9} {row.graph.num_edges:>9} {row.policy.objective:>10.6g} "
-            f"{'yes' if row.policy.feasible else 'NO':>5} {row.policy.passes:>6} {row.policy.seconds:>6.2f}  {baselines}"
-        )
+        name = f"{row.graph.name[:22]:<22} {row.graph.num_nodes:>8} {row.graph.num_edges:>9}"
+        for label, solution in row.decodings.items():
+            versus = "  ".join(f"{b.name} {b.objective:.6g} ({row.compare(solution.objective, b.objective)})" for b in row.baselines)
+            lines.append(
+                f"{name} {label:<13} {solution.objective:>10.6g} {'yes' if solution.feasible else 'NO':>5} "
+                f"{solution.passes:>6} {solution.seconds:>6.2f}  {versus}"
+            )
+            name = " " * len(name)
+        if row.polished is not None:
+            versus = "  ".join(f"{b.name}+polish {b.polished:.6g} ({row.compare(row.polished, b.polished)})" for b in row.baselines)
+            lines.append(f"{name} {'polished':<13} {row.polished:>10.6g} {'yes':>5} {'':>6} {'':>6}  {versus}")
     return lines
+
+
+def evaluate_model(model: str | Path, graphs: str | Path, **options) -> tuple[RunConfig, list[EvalRow]]:
+    """Load the model folder ``model`` and :func:`evaluate` it on the graphs ``graphs`` names."""
+    checkpoint = read_checkpoint(model)
+    loaded = load_graphs(graphs)
+    policy, _ = load_policy(checkpoint, run_env(checkpoint.config, loaded))
+    return checkpoint.config, evaluate(policy, checkpoint.config, loaded, **options)

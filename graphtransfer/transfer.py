@@ -20,7 +20,6 @@ class TransferResult:
     config: RunConfig
     report: LoadReport
     rows: list[EvalRow]
-    sense: str
 
 
 def resolve_model(src: str | Path, task: str) -> Path:
@@ -51,7 +50,7 @@ def transfer(
     info = {k: v for k, v in checkpoint.meta.items() if k in ("trained_on", "training")}
     info["transferred"] = {"from": str(checkpoint.folder), "to": str(dst), "zero_shot": [_row_summary(row) for row in rows]}
     save_checkpoint(out, policy, config, info)
-    return TransferResult(checkpoint.folder, out, config, report, rows, getattr(env.unwrapped, "sense", "max"))
+    return TransferResult(checkpoint.folder, out, config, report, rows)
 
 
 def _row_summary(row: EvalRow) -> dict:

@@ -1,0 +1,74 @@
+"""Writing evaluation results for people and programs: JSON, and a plot of ratio against size."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from graphtransfer.evaluate import EvalRow
+
+
+def family(graph_name: str) -> str:
+    """The graph family a name starts with: ``er-60.txt`` and ``er-n2000-d8-s1`` → ``er``."""
+    return re.split(r"[-_.]", graph_name, maxsplit=1)[0] or graph_name
+
+
+def rows_to_json(rows: list[EvalRow]) -> list[dict]:
+    records = []
+    for row in rows:
+        record = {
+            "graph": row.graph.name,
+            "family": family(row.graph.name),
+            "nodes": row.graph.num_nodes,
+            "edges": row.graph.num_edges,
+            "sense": row.sense,
+            "decodings": {
+                label: {"objective": s.objective, "feasible": s.feasible, "passes": s.passes, "seconds": round(s.seconds, 4)}
+                for label, s in row.decodings.items()
+            },
+            "baselines": {
+                b.name: {"objective": b.objective, "seconds": round(b.seconds, 4), "polished": b.polished} for b in row.baselines
+            },
+            "ratios": {label: {b.name: row.ratio(s.objective, b.objective) for b in row.baselines} for label, s in row.decodings.items()},
+            "polished": row.polished,
+            "peak_rss_mib": round(row.peak_rss_mib, 1),
+        }
+        records.append(record)
+    return records
+
+
+def write_json(rows: list[EvalRow], path: str | Path) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(rows_to_json(rows), indent=2) + "\n")
+
+
+def plot_ratios(rows: list[EvalRow], path: str | Path, title: str) -> None:
+    """Policy / first baseline against graph size (log axis), one line per graph family and
+    decoding. Needs matplotlib."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    if not rows or not rows[0].baselines:
+        raise ValueError("nothing to plot: the task has no baseline to take ratios against")
+    baseline = rows[0].baselines[0].name
+    figure, axes = plt.subplots(figsize=(7, 4.5), dpi=120)
+    styles = ["-", "--", ":", "-."]
+    for colour, name in enumerate(sorted({family(r.graph.name) for r in rows})):
+        members = [r for r in rows if family(r.graph.name) == name]
+        for style, label in zip(styles, rows[0].decodings, strict=False):  # colour: family, line style: decoding
+            points = sorted((r.graph.num_nodes, r.ratio(r.decodings[label].objective, r.baselines[0].objective)) for r in members)
+            axes.plot(*zip(*points, strict=True), marker="o", color=f"C{colour}", linestyle=style, label=f"{name} ({label})")
+    axes.axhline(1.0, color="grey", linewidth=1, linestyle="--")
+    axes.set_xscale("log")
+    axes.set_xlabel("nodes (log scale)")
+    axes.set_ylabel(f"policy / {baseline}")
+    axes.set_title(title)
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    plt.close(figure)
