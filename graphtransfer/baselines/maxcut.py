@@ -61,12 +61,12 @@ def exact(graph: Graph, max_nodes: int = BRUTE_FORCE_MAX_NODES) -> ExactSolution
     check_size(graph, max_nodes, "maxcut exact", "'one-flip'")
     num_nodes = graph.num_nodes
     src, dst = graph.edge_index
-    once = src < dst  # every undirected edge is stored in both directions
-    edges = graph.edge_index[:, once].T.tolist()  # [[u, v], ...]
+    edges = graph.edge_index[:, src < dst].T.tolist()  # [[u, v], ...], each undirected edge once
     shifts = np.arange(num_nodes, dtype=np.int64)[:, None]
+    num_codes = 1 << max(num_nodes - 1, 0)
     best_cut, best_code = -1, 0
-    for start in range(0, 1 << max(num_nodes - 1, 0), _CHUNK):
-        codes = np.arange(start, min(start + _CHUNK, 1 << max(num_nodes - 1, 0)), dtype=np.int64)
+    for start in range(0, num_codes, _CHUNK):
+        codes = np.arange(start, min(start + _CHUNK, num_codes), dtype=np.int64)
         sides = ((codes >> shifts) & 1).astype(np.int8)  # (num_nodes, chunk)
         cut = np.zeros(codes.size, dtype=np.int32)
         for u, v in edges:
