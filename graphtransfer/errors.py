@@ -15,3 +15,7 @@ class GraphInputError(UsageError):
 
 class CheckpointError(UsageError):
     """A model folder that is missing, damaged, or cannot be loaded into this model."""
+
+
+class GraphTooLargeError(UsageError):
+    """A graph above the size an exact (exponential-time) solver accepts."""

@@ -1,17 +1,32 @@
 """Classical baselines per task, by name: each takes a graph and returns a solution that the
-task's ``objective`` scores."""
+task's ``objective`` scores.
+
+:data:`BASELINES` holds the fast solvers (and, for epidemic control, fixed rules), safe on graphs
+of a million nodes; evaluation runs all of them. :data:`EXACT` holds the exponential-time solvers
+for graphs of at most a few hundred nodes, which return an :class:`ExactSolution` and refuse
+larger graphs.
+"""
 
 from collections.abc import Callable
 
 import numpy as np
 
-from graphtransfer.baselines import epidemic
+from graphtransfer.baselines import epidemic, maxcut, mis, mvc
+from graphtransfer.baselines.exact import ExactSolution
 from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.graphs import Graph
 
 BASELINES: dict[str, dict[str, Callable[[Graph], np.ndarray]]] = {
-    "mis": {"greedy-min-degree": greedy_min_degree},
-    "epidemic": {"never": epidemic.never, "always-lockdown": epidemic.always_lockdown, "threshold-2%": epidemic.threshold},
+    "mis": {"greedy-min-degree": mis.greedy_min_degree, "random-greedy": mis.random_order_greedy},
+    "mvc": {"greedy-max-degree": mvc.greedy_max_degree, "matching-2approx": mvc.maximal_matching_2approx},
+    "maxcut": {"one-flip": maxcut.greedy_one_flip, "random-cut": maxcut.random_cut},
+    "epidemic": {"threshold-2%": epidemic.threshold, "never": epidemic.never, "always-lockdown": epidemic.always_lockdown},
 }
 
-__all__ = ["BASELINES", "greedy_min_degree"]
+EXACT: dict[str, dict[str, Callable[[Graph], ExactSolution]]] = {
+    "mis": {"milp": mis.exact_milp},
+    "mvc": {"milp": mvc.exact_milp},
+    "maxcut": {"brute-force": maxcut.exact},
+}
+
+__all__ = ["BASELINES", "EXACT", "ExactSolution", "greedy_min_degree"]
