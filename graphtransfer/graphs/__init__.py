@@ -1,13 +1,18 @@
-"""Graphs: the graph type, file readers and writers, seeded generators, sample sets."""
+"""Graphs: the graph type, file formats, seeded generators, sample sets."""
 
 from graphtransfer.graphs.catalog import load_graph, load_graphs, resolve
+from graphtransfer.graphs.formats import FORMATS, GraphFormat, detect_format, read_graph, write_graph
+from graphtransfer.graphs.formats.edgelist import read_edge_list, write_edge_list
+from graphtransfer.graphs.formats.npz import read_npz, write_npz
 from graphtransfer.graphs.generators import barabasi_albert, erdos_renyi, generate, random_geometric
 from graphtransfer.graphs.graph import Graph, from_edges
-from graphtransfer.graphs.io import read_edge_list, read_graph, read_npz, write_edge_list, write_npz
 
 __all__ = [
+    "FORMATS",
     "Graph",
+    "GraphFormat",
     "barabasi_albert",
+    "detect_format",
     "erdos_renyi",
     "from_edges",
     "generate",
@@ -19,5 +24,6 @@ __all__ = [
     "read_npz",
     "resolve",
     "write_edge_list",
+    "write_graph",
     "write_npz",
 ]
