@@ -48,7 +48,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="reads per format; the median is reported")
     args = parser.parse_args()
     graph = erdos_renyi(250_000, 8.0, seed=0)
-    print(f"graph: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges; {platform.processor() or platform.machine()}, {os.cpu_count()} cores")
+    print(
+        f"graph: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges; {platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+    )
     with tempfile.TemporaryDirectory() as folder:
         files = {}
         for name, graph_format in FORMATS.items():

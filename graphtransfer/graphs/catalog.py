@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 from graphtransfer.errors import GraphInputError
-from graphtransfer.graphs.graph import Graph
 from graphtransfer.graphs.formats import GRAPH_SUFFIXES, read_graph
+from graphtransfer.graphs.graph import Graph
 
 
 def sample_dirs() -> list[Path]:

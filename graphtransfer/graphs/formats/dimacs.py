@@ -10,7 +10,7 @@ import numpy as np
 
 from graphtransfer.errors import GraphFileError
 from graphtransfer.graphs.formats.common import build_graph, check_node_count, one_direction, read_bytes, write_atomically
-from graphtransfer.graphs.formats.text import Lines, blank_lines, check_ids, format_rows, parse_numbers, scan_lines
+from graphtransfer.graphs.formats.text import Lines, blank_lines, check_ids, format_rows, parse_numbers, plural, scan_lines
 from graphtransfer.graphs.graph import Graph
 
 EXTENSIONS = (".col", ".dimacs", ".clq")
@@ -32,11 +32,16 @@ def read_dimacs(path: str | Path) -> Graph:
         raise GraphFileError(path, f"an 'e' line before the 'p' line (line {problem_line + 1}); the 'p' line comes first", int(rows[0]) + 1)
     if rows.size != num_edges:
         raise GraphFileError(
-            path, f"the 'p' line declares {num_edges} edges but the file has {rows.size} 'e' lines; the file is truncated or M is wrong", problem_line + 1
+            path,
+            f"the 'p' line declares {num_edges} edges but the file has {plural(rows.size, 'edge line')}; "
+            "the file is truncated or M is wrong",
+            problem_line + 1,
         )
     short = rows[lines.counts[rows] != 3]
     if short.size:
-        raise GraphFileError(path, f"an 'e' line holds {lines.counts[short[0]] - 1} node ids; expected 'e u v'", int(short[0]) + 1)
+        raise GraphFileError(
+            path, f"an 'e' line holds {plural(int(lines.counts[short[0]]) - 1, 'node id')}; expected 'e u v'", int(short[0]) + 1
+        )
     body, lines = _edge_numbers_only(body, lines, edges)
     ends = parse_numbers(path, body, lines, np.int64, "an integer node id")
     check_ids(path, ends, lines, lambda k: k, 1, num_nodes, "node id")

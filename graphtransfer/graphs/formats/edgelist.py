@@ -8,7 +8,17 @@ import numpy as np
 
 from graphtransfer.errors import GraphFileError
 from graphtransfer.graphs.formats.common import build_graph, one_direction, read_bytes, write_atomically
-from graphtransfer.graphs.formats.text import blank_lines, check_ids, format_rows, parse_numbers, scan_lines
+from graphtransfer.graphs.formats.text import (
+    Lines,
+    blank_lines,
+    check_ids,
+    first_bad_token,
+    format_rows,
+    parse_numbers,
+    plural,
+    scan_lines,
+    show,
+)
 from graphtransfer.graphs.graph import Graph, sorted_unique
 
 EXTENSIONS = (".txt", ".edges", ".el", ".tsv", ".csv", ".edgelist")
@@ -26,8 +36,10 @@ def read_edge_list(path: str | Path) -> Graph:
     lines = scan_lines(body)
     comments = lines.starting_with(b"#%")
     body, lines = blank_lines(body, lines, comments), lines.without(comments)
-    columns = _columns(path, lines)
-    numbers = parse_numbers(path, body, lines, np.int64 if columns == 2 else np.float64, "an integer node id" if columns == 2 else "a number")
+    columns = _columns(path, body, lines)
+    numbers = parse_numbers(
+        path, body, lines, np.int64 if columns == 2 else np.float64, "an integer node id" if columns == 2 else "a number"
+    )
     ids = numbers.reshape(-1, columns)[:, :2].ravel()
     check_ids(path, ids, lines, lambda k: (k // 2) * columns + k % 2, 0, None, "node id")
     num_nodes, compact = _compact_ids(ids.astype(np.int64, copy=False))
@@ -44,7 +56,7 @@ def write_edge_list(graph: Graph, path: str | Path) -> None:
     write_atomically(Path(path), lambda tmp: tmp.write_text(text))
 
 
-def _columns(path: Path, lines) -> int:
+def _columns(path: Path, body: bytes, lines: Lines) -> int:
     """Values per line, the same on every line: 2, or more when weights follow the ids."""
     data = np.flatnonzero(lines.counts)
     if not data.size:
@@ -55,9 +67,13 @@ def _columns(path: Path, lines) -> int:
         raise GraphFileError(path, f"has a line with one value; expected {EXPECTED}", int(data[0]) + 1)
     if uneven.size:
         line = int(uneven[0])
+        bad = first_bad_token(body[lines.starts[line] : lines.ends[line]], np.float64)
+        if bad is not None:  # a damaged line is better named by what is wrong in it than by its length
+            raise GraphFileError(path, f"{show(bad)} is not an integer node id", line + 1)
         raise GraphFileError(
             path,
-            f"has {lines.counts[line]} values where line {data[0] + 1} has {columns}; every line needs the same columns ('u v' or 'u v weight')",
+            f"has {plural(int(lines.counts[line]), 'value')} where line {data[0] + 1} has {columns}; "
+            "every line needs the same columns ('u v' or 'u v weight')",
             line + 1,
         )
     return columns

@@ -14,6 +14,7 @@ import numpy as np
 
 from graphtransfer.errors import GraphFileError, GraphInputWarning
 from graphtransfer.graphs.formats.common import build_graph, check_node_count, one_direction, read_bytes, write_atomically
+from graphtransfer.graphs.formats.text import show
 from graphtransfer.graphs.graph import Graph
 
 EXTENSIONS = (".gml",)
@@ -80,7 +81,9 @@ def _tokens(path: Path, body: bytes) -> list[bytes]:
     times faster than any regular expression over a large file."""
     pieces = body.split(b'"')
     if len(pieces) % 2 == 0:
-        raise GraphFileError(path, "a string is not closed (an odd number of '\"'); the file is truncated or damaged", _line_at(body, body.rfind(b'"')))
+        raise GraphFileError(
+            path, "a string is not closed (an odd number of '\"'); the file is truncated or damaged", _line_at(body, body.rfind(b'"'))
+        )
     tokens: list[bytes] = []
     for i, piece in enumerate(pieces):
         if i % 2:
@@ -115,7 +118,7 @@ class _Walk:
                     if len(stack) == 1 and stack[0][0] == b"graph":
                         self.finish_item(closed, item, opened)
                 else:
-                    self.fail(f"{_show(token)} where a key was expected; {EXPECTED}", k)
+                    self.fail(f"{show(token)} where a key was expected; {EXPECTED}", k)
                 continue
             if token == b"[":
                 if not stack and key == b"graph":
@@ -126,7 +129,7 @@ class _Walk:
                     item = {}  # a node or edge begins; lists nested deeper (graphics) keep it
                 stack.append((key, k))
             elif token == b"]" or token[0] in _KEY_START:
-                self.fail(f"{_show(token)} where the value of {_show(key)} was expected; {EXPECTED}", k)
+                self.fail(f"{show(token)} where the value of {show(key)} was expected; {EXPECTED}", k)
             elif len(stack) == 2 and stack[0][0] == b"graph":
                 item[key] = token
             elif len(stack) == 1 and stack[0][0] == b"graph" and key == b"directed":
@@ -137,10 +140,10 @@ class _Walk:
 
     def check_complete(self, key: bytes | None, stack: list[tuple[bytes, int]], graphs: int, count: int) -> None:
         if key is not None:
-            self.fail(f"the file ends after the key {_show(key)} without its value; the file is truncated", count - 1)
+            self.fail(f"the file ends after the key {show(key)} without its value; the file is truncated", count - 1)
         if stack:
             opened = _line(self.body, stack[-1][1])
-            self.fail(f"the file ends inside the list {_show(stack[-1][0])} opened on line {opened}; the file is truncated", count - 1)
+            self.fail(f"the file ends inside the list {show(stack[-1][0])} opened on line {opened}; the file is truncated", count - 1)
         if not graphs:
             raise GraphFileError(self.path, f"has no top-level graph [ ... ]; expected {EXPECTED}")
 
@@ -161,7 +164,9 @@ class _Walk:
         if value is None:
             self.fail(f"a {kind} without {key.decode()}; expected {EXPECTED}", opened)
         if not _INTEGER.fullmatch(value):
-            self.fail(f"{kind} {key.decode()} {_show(value)} is not an integer node id (at most 18 digits)", opened)
+            self.fail(
+                f"{kind} {key.decode()} {value[:30].decode(errors='backslashreplace')} is not an integer of at most 18 digits", opened
+            )
         return int(value)
 
     def fail(self, cause: str, token: int) -> None:
@@ -176,7 +181,3 @@ def _line(body: bytes, token: int) -> int:
 
 def _line_at(body: bytes, offset: int) -> int:
     return body.count(b"\n", 0, max(offset, 0)) + 1
-
-
-def _show(text: bytes) -> str:
-    return repr(text[:30].decode(errors="backslashreplace"))

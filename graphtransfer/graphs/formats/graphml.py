@@ -87,7 +87,9 @@ def read_graphml(path: str | Path) -> Graph:
         with path.open("rb") as file:
             parser.ParseFile(file)
     except expat.ExpatError as err:
-        raise GraphFileError(path, f"is not well-formed XML ({expat.ErrorString(err.code)}); expected {EXPECTED}", err.lineno) from None
+        raise GraphFileError(
+            path, f"invalid XML ({expat.ErrorString(err.code)}); the file is truncated or not GraphML", err.lineno
+        ) from None
     except (OSError, ValueError, LookupError) as err:  # unreadable, or an unknown declared encoding
         raise GraphFileError(path, f"cannot be read as XML ({err}); expected {EXPECTED}") from None
     return _graph(path, collector)

@@ -11,7 +11,7 @@ import numpy as np
 
 from graphtransfer.errors import GraphFileError, GraphInputWarning
 from graphtransfer.graphs.formats.common import build_graph, check_node_count, read_bytes, write_atomically
-from graphtransfer.graphs.formats.text import Lines, blank_lines, check_ids, header_numbers, parse_numbers, scan_lines
+from graphtransfer.graphs.formats.text import Lines, blank_lines, check_ids, header_numbers, parse_numbers, plural, scan_lines
 from graphtransfer.graphs.graph import Graph
 
 EXTENSIONS = (".graph", ".metis")
@@ -37,7 +37,7 @@ def read_metis(path: str | Path) -> Graph:
     misshapen = (counts < prefix) | ((counts - prefix) % stride != 0)
     if misshapen.any():
         k = int(np.argmax(misshapen))
-        raise GraphFileError(path, f"node {k + 1} has {counts[k]} values; {layout.describe()}", int(rows[k]) + 1)
+        raise GraphFileError(path, f"node {k + 1} has {plural(int(counts[k]), 'value')}; {layout.describe()}", int(rows[k]) + 1)
     numbers = parse_numbers(path, body, lines, np.int64, "an integer")
     first_token = int(lines.counts[header_line])
     owner = np.repeat(np.arange(num_nodes), counts)  # (T,) the node whose line holds each token
@@ -67,7 +67,7 @@ def write_metis(graph: Graph, path: str | Path) -> None:
     """Write the header ``n m`` and one line of 1-based neighbours per node, atomically."""
     indptr, indices = graph.csr()
     names = list(map(str, (indices + 1).tolist()))
-    rows = (" ".join(names[a:b]) for a, b in zip(indptr[:-1].tolist(), indptr[1:].tolist()))
+    rows = (" ".join(names[a:b]) for a, b in zip(indptr[:-1].tolist(), indptr[1:].tolist(), strict=True))
     text = f"{graph.num_nodes} {graph.num_edges}\n" + "\n".join(rows) + "\n"
     write_atomically(Path(path), lambda tmp: tmp.write_text(text))
 
@@ -115,6 +115,8 @@ def _node_lines(path: Path, lines: Lines, comments: np.ndarray, header_line: int
     extra = after[num_nodes:][lines.counts[after[num_nodes:]] > 0]
     if extra.size:
         raise GraphFileError(
-            path, f"is past the {num_nodes} node lines the header (line {header_line + 1}) declares; n is wrong or lines were added", int(extra[0]) + 1
+            path,
+            f"is past the {num_nodes} node lines the header (line {header_line + 1}) declares; n is wrong or lines were added",
+            int(extra[0]) + 1,
         )
     return after[:num_nodes]

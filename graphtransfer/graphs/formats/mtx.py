@@ -9,7 +9,17 @@ import numpy as np
 
 from graphtransfer.errors import GraphFileError
 from graphtransfer.graphs.formats.common import build_graph, check_node_count, one_direction, read_bytes, write_atomically
-from graphtransfer.graphs.formats.text import Lines, blank_lines, check_ids, format_rows, header_numbers, parse_numbers, scan_lines
+from graphtransfer.graphs.formats.text import (
+    Lines,
+    blank_lines,
+    check_ids,
+    format_rows,
+    header_numbers,
+    parse_numbers,
+    plural,
+    scan_lines,
+    show,
+)
 from graphtransfer.graphs.graph import Graph
 
 EXTENSIONS = (".mtx",)
@@ -53,7 +63,9 @@ def read_mtx(path: str | Path) -> Graph:
 def write_mtx(graph: Graph, path: str | Path) -> None:
     """Write a ``pattern symmetric`` matrix: each edge once, in the lower triangle, atomically."""
     lower = one_direction(graph)[::-1].T + 1  # (|E|, 2) rows (hi + 1, lo + 1)
-    text = f"{BANNER.decode()} matrix coordinate pattern symmetric\n{graph.num_nodes} {graph.num_nodes} {graph.num_edges}\n" + format_rows(lower)
+    text = f"{BANNER.decode()} matrix coordinate pattern symmetric\n{graph.num_nodes} {graph.num_nodes} {graph.num_edges}\n" + format_rows(
+        lower
+    )
     write_atomically(Path(path), lambda tmp: tmp.write_text(text))
 
 
@@ -67,11 +79,11 @@ def _banner(path: Path, body: bytes, lines: Lines) -> tuple[bytes, int]:
         raise GraphFileError(path, f"the banner has {len(words)} words; expected {EXPECTED}", 1)
     layout, field, symmetry = words[2:]
     if layout != b"coordinate":
-        raise GraphFileError(path, f"{_show(layout)} layout is a dense matrix, not a graph; expected a 'coordinate' (sparse) matrix", 1)
+        raise GraphFileError(path, f"{show(layout)} layout is a dense matrix, not a graph; expected a 'coordinate' (sparse) matrix", 1)
     if field not in _COLUMNS:
-        raise GraphFileError(path, f"field {_show(field)} is not one of pattern, integer, real, complex", 1)
+        raise GraphFileError(path, f"field {show(field)} is not one of pattern, integer, real, complex", 1)
     if symmetry not in _SYMMETRIES:
-        raise GraphFileError(path, f"symmetry {_show(symmetry)} is not one of general, symmetric, skew-symmetric, hermitian", 1)
+        raise GraphFileError(path, f"symmetry {show(symmetry)} is not one of general, symmetric, skew-symmetric, hermitian", 1)
     return field, _COLUMNS[field]
 
 
@@ -80,16 +92,19 @@ def _check_entry_lines(path: Path, lines: Lines, rows: np.ndarray, expected: int
     if rows.size < expected:
         raise GraphFileError(
             path,
-            f"ends after {rows.size} of the {expected} entries the size line (line {size_line + 1}) declares; the file is truncated or the count is wrong",
+            f"ends after {rows.size} of the {expected} entries the size line (line {size_line + 1}) declares; "
+            "the file is truncated or the count is wrong",
             lines.counts.size,
         )
     if rows.size > expected:
-        raise GraphFileError(path, f"is past the {expected} entries the size line (line {size_line + 1}) declares; the count is wrong", int(rows[expected]) + 1)
+        raise GraphFileError(
+            path,
+            f"is past the {expected} entries the size line (line {size_line + 1}) declares; the count is wrong",
+            int(rows[expected]) + 1,
+        )
     misshapen = rows[lines.counts[rows] != columns]
     if misshapen.size:
         line = int(misshapen[0])
-        raise GraphFileError(path, f"an entry with {lines.counts[line]} values; a {field.decode()} matrix has {columns} per line", line + 1)
-
-
-def _show(word: bytes) -> str:
-    return repr(word[:30].decode(errors="backslashreplace"))
+        raise GraphFileError(
+            path, f"an entry with {plural(int(lines.counts[line]), 'value')}; a {field.decode()} matrix has {columns} per line", line + 1
+        )

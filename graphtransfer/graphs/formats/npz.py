@@ -52,7 +52,9 @@ def graph_from_arrays(path: Path, edge_index: np.ndarray, num_nodes: np.ndarray 
     if edge_index.ndim == 2 and edge_index.shape[1] == 2 and edge_index.shape[0] != 2:
         raise GraphFileError(path, f"edge_index has shape {edge_index.shape}; expected (2, E): transpose it")
     if edge_index.ndim != 2 or edge_index.shape[0] != 2 or edge_index.dtype.kind not in "iu":
-        raise GraphFileError(path, f"edge_index has shape {edge_index.shape} and dtype {edge_index.dtype}; expected integers of shape (2, E)")
+        raise GraphFileError(
+            path, f"edge_index has shape {edge_index.shape} and dtype {edge_index.dtype}; expected integers of shape (2, E)"
+        )
     edge_index = edge_index.astype(np.int64)
     if edge_index.size and edge_index.min() < 0:
         raise GraphFileError(path, f"edge_index holds the negative node id {edge_index.min()}; ids are 0..num_nodes-1")
@@ -80,7 +82,9 @@ def _read_member(path: Path, archive: zipfile.ZipFile, name: str) -> np.ndarray:
         size = math.prod(shape) * dtype.itemsize
         data = member.read(size)
     if len(data) != size:
-        raise GraphFileError(path, f"'{name}' declares shape {shape} ({size} bytes) but holds {len(data)}; the file is truncated or damaged")
+        raise GraphFileError(
+            path, f"'{name}' declares shape {shape} ({size} bytes) but holds {len(data)}; the file is truncated or damaged"
+        )
     return np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran_order else "C")
 
 

@@ -54,16 +54,16 @@ def _load(path: Path) -> object:
     unsafe = _unsafe_globals(path)
     if unsafe and set(unsafe) <= set(_PYG_DATA_CLASSES):
         return _load_pyg_data(path)
-    # The weights-only unpickler met a class it will not build (its message suggests trusting the
-    # file, which we never do, so it is not passed on).
-    if unsafe or type(first).__name__ == "UnpicklingError":
+    # The weights-only unpickler met a class it will not build. Its own message suggests trusting
+    # the file, which we never do, so it is not passed on.
+    if unsafe or "Unsupported global" in str(first):
         named = f" ({', '.join(sorted(unsafe)[:3])})" if unsafe else ""
         raise GraphFileError(
             path,
             f"holds Python objects{named} that only unpickling could load, which graphtransfer never does; "
             "save plain tensors instead: torch.save({'edge_index': data.edge_index, 'num_nodes': data.num_nodes}, path)",
         )
-    raise GraphFileError(path, f"is not a readable PyTorch file ({_reason(first)}); expected {EXPECTED}")
+    raise GraphFileError(path, f"is not a readable torch.save file (truncated, damaged, or another kind of file); expected {EXPECTED}")
 
 
 def _load_pyg_data(path: Path) -> object:
@@ -79,7 +79,7 @@ def _load_pyg_data(path: Path) -> object:
         with torch.serialization.safe_globals([Data, DataEdgeAttr, DataTensorAttr, GlobalStorage]):
             return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # as above: any failure here is a damaged file
-        raise GraphFileError(path, f"is not a readable PyG Data file ({_reason(err)}); expected {EXPECTED}") from None
+        raise GraphFileError(path, f"is not a readable PyG Data file ({type(err).__name__}); expected {EXPECTED}") from None
 
 
 def _unsafe_globals(path: Path) -> list[str]:
@@ -122,8 +122,3 @@ def _numpy(path: Path, what: str, tensor: object) -> np.ndarray:
         return tensor.detach().cpu().numpy()
     except (TypeError, RuntimeError):  # dtypes numpy lacks, such as bfloat16
         raise GraphFileError(path, f"{what} has dtype {tensor.dtype}; expected {EXPECTED}") from None
-
-
-def _reason(err: Exception) -> str:
-    text = str(err).strip().splitlines()
-    return text[0][:120] if text else type(err).__name__

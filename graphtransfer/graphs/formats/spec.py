@@ -55,7 +55,11 @@ def _store(graph: Graph, cache: Path) -> None:
     try:
         write_npz(graph, cache)
     except OSError as err:
-        warnings.warn(f"could not cache the generated graph at {cache} ({err.strerror}); set $GRAPHTRANSFER_CACHE to a writable folder", GraphInputWarning, stacklevel=3)
+        warnings.warn(
+            f"could not cache the generated graph at {cache} ({err.strerror}); set $GRAPHTRANSFER_CACHE to a writable folder",
+            GraphInputWarning,
+            stacklevel=3,
+        )
 
 
 def _cache_dir() -> Path:

@@ -101,8 +101,7 @@ def parse_numbers(path: Path, body: bytes, lines: Lines, dtype: type, what: str)
     if values is None or values.size != expected:
         line = _first_unreadable_line(body, lines, dtype)
         row = body[lines.starts[line] : lines.ends[line]]
-        bad = next((t for t in row.split() if not _parses(t, dtype, 1)), row.strip())
-        raise GraphFileError(path, f"{_show(bad)} is not {what}", line + 1)
+        raise GraphFileError(path, f"{show(first_bad_token(row, dtype) or row.strip())} is not {what}", line + 1)
     if dtype is np.int64 and values.max() == _INT_LIMIT:
         index = int(np.argmax(values == _INT_LIMIT))
         raise GraphFileError(path, f"{_token(body, lines, index)!r} is too large; expected {what}", lines.line_of_token(index))
@@ -140,10 +139,25 @@ def header_numbers(path: Path, body: bytes, lines: Lines, line: int, what: str) 
     tokens = body[lines.starts[line] : lines.ends[line]].split()
     for token in tokens:
         if not token.isdigit():
-            raise GraphFileError(path, f"{_show(token)} in the header is not a non-negative integer; expected {what}", line + 1)
+            raise GraphFileError(path, f"{show(token)} in the header is not a non-negative integer; expected {what}", line + 1)
         if len(token) > 18:
-            raise GraphFileError(path, f"{_show(token)} in the header is too large; expected {what}", line + 1)
+            raise GraphFileError(path, f"{show(token)} in the header is too large; expected {what}", line + 1)
     return [int(t) for t in tokens]
+
+
+def first_bad_token(row: bytes, dtype: type) -> bytes | None:
+    """The first token of ``row`` that numpy cannot read as ``dtype``, or None."""
+    return next((t for t in row.split() if not _parses(t, dtype, 1)), None)
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 value``, ``2 values``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def show(token: bytes) -> str:
+    """A token as it appears in a message: quoted, undecodable bytes escaped, cut at 30 bytes."""
+    return "'" + token[:30].decode(errors="backslashreplace") + "'"
 
 
 def _parses(chunk: bytes, dtype: type, expected: int) -> bool:
@@ -174,8 +188,3 @@ def _token(body: bytes, lines: Lines, index: int) -> str:
     line = lines.line_of_token(index) - 1
     before = int(lines.counts[:line].sum())
     return body[lines.starts[line] : lines.ends[line]].split()[index - before].decode(errors="backslashreplace")
-
-
-def _show(token: bytes) -> str:
-    """A token as it appears in a message: quoted, undecodable bytes escaped, cut at 30 bytes."""
-    return repr(token[:30].decode(errors="backslashreplace"))
