@@ -29,7 +29,10 @@ def read_metis(path: str | Path) -> Graph:
     lines = scan_lines(body)
     comments = lines.starting_with(b"%")
     body, lines = blank_lines(body, lines, comments), lines.without(comments)
-    header_line = int(np.flatnonzero(lines.counts)[0])  # read_bytes refused a file of only whitespace
+    filled = np.flatnonzero(lines.counts)
+    if not filled.size:
+        raise GraphFileError(path, f"has only comments; expected {EXPECTED}")
+    header_line = int(filled[0])
     layout = _layout(path, header_numbers(path, body, lines, header_line, "'n m [fmt [ncon]]'"), header_line)
     num_nodes, num_edges, prefix, stride = layout.num_nodes, layout.num_edges, layout.prefix, layout.stride
     rows = _node_lines(path, lines, comments, header_line, num_nodes)
