@@ -42,10 +42,10 @@ def test_edge_list_ignores_a_weight_column(tmp_path):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("", "no edge lines"),
+        ("", "is empty"),
         ("# only comments\n", "no edge lines"),
-        ("1 2\n3 x\n", "'x' is not an integer"),
-        ("1 2\n3 -4\n", "negative node id"),
+        ("1 2\n3 x\n", "line 2: 'x' is not an integer"),
+        ("1 2\n3 -4\n", "line 2: negative node id -4"),
     ],
 )
 def test_edge_list_errors_name_the_problem(tmp_path, text, message):
@@ -65,7 +65,7 @@ def test_npz_and_edge_list_round_trip(tmp_path):
 
 def test_npz_refuses_pickled_arrays(tmp_path):
     np.savez(tmp_path / "evil.npz", edge_index=np.array([object()], dtype=object))
-    with pytest.raises(GraphInputError, match="not a readable .npz"):
+    with pytest.raises(GraphInputError, match="holds Python objects"):
         read_npz(tmp_path / "evil.npz")
 
 
