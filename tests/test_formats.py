@@ -26,7 +26,9 @@ def write(tmp_path, name: str, text: str):
 
 def test_metis_with_comments_weights_and_an_isolated_node(tmp_path):
     # fmt 011: two node weights (ncon 2), then neighbour / edge-weight pairs; node 4 has no edges.
-    path = write(tmp_path, "g.graph", "% a triangle and a lone node\n4 3 011 2\n5 6 2 10 3 20\n7 8 1 10 3 30\n% inside\n9 9 1 20 2 30\n0 0\n")
+    path = write(
+        tmp_path, "g.graph", "% a triangle and a lone node\n4 3 011 2\n5 6 2 10 3 20\n7 8 1 10 3 30\n% inside\n9 9 1 20 2 30\n0 0\n"
+    )
     graph = read_graph(path)
     assert graph.num_nodes == 4
     assert edges(graph) == {(0, 1), (0, 2), (1, 2)}
@@ -152,7 +154,7 @@ def test_a_failed_write_leaves_the_old_file(tmp_path, path5, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr("pathlib.Path.write_text", broken)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(GraphInputError, match="g.mtx: cannot be written \\(disk full\\)"):
         write_graph(path5, target)
     monkeypatch.undo()
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["g.mtx"]

@@ -88,6 +88,19 @@ def generate(spec: dict) -> Graph:
         raise GraphInputError(f"generator {name!r}: {err}; see graphtransfer.graphs.generators.{name}") from None
 
 
+def spec_for(generator: str, num_nodes: int, seed: int, m: int | None = None, avg_degree: float | None = None) -> dict:
+    """A spec for :func:`generate` from a density given either way: ``m`` edges per new node
+    (Barabási–Albert) or an average degree, which is about ``2 m``."""
+    if m is not None and avg_degree is not None:
+        raise GraphInputError(f"m={m} and avg_degree={avg_degree} both set the density; give one of them")
+    spec = {"generator": generator, "num_nodes": num_nodes, "seed": seed}
+    if generator == "barabasi_albert":
+        spec["m"] = m if m is not None else max(1, round((avg_degree or 8.0) / 2))
+    else:
+        spec["avg_degree"] = avg_degree if avg_degree is not None else 2.0 * (m if m is not None else 4)
+    return spec
+
+
 # Generators take whole counts and a seed, and a positive real degree; anything else is refused
 # here rather than failing deep inside numpy.
 _WHOLE = {"num_nodes": (1, MAX_NODES), "m": (1, MAX_NODES), "seed": (0, 2**63 - 1)}

@@ -81,8 +81,22 @@ def write_graph(graph: Graph, path: str | Path, format: str | None = None) -> st
     chosen = get_format(name)
     if chosen.write is None:
         raise GraphInputError(f"format {name!r} can be read but not written; write one of {', '.join(writable())}")
-    chosen.write(graph, path)
+    try:
+        chosen.write(graph, path)
+    except OSError as err:
+        raise GraphInputError(
+            f"{path}: cannot be written ({err.strerror or err}); check that its folder is writable and has space"
+        ) from None
     return name
+
+
+def convert_graph(source: str | Path, target: str | Path, format: str | None = None, to: str | None = None) -> tuple[Graph, str, str]:
+    """Read ``source`` (in ``format`` or the detected one) and write it to ``target`` (in ``to`` or
+    the one its extension names). Returns the graph and both format names."""
+    source = Path(source)
+    read_as = format or detect_format(source)
+    graph = read_graph(source, read_as)
+    return graph, read_as, write_graph(graph, target, to)
 
 
 def writable() -> list[str]:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from graphtransfer.errors import GraphFileError
+from graphtransfer.errors import GraphFileError, GraphInputWarning
 from graphtransfer.graphs.formats.common import build_graph, one_direction, read_bytes, write_atomically
 from graphtransfer.graphs.formats.text import (
     Lines,
@@ -51,6 +52,11 @@ def write_edge_list(graph: Graph, path: str | Path) -> None:
 
     Isolated nodes have no line, so a graph that has them reads back with fewer nodes.
     """
+    isolated = int((graph.degrees() == 0).sum())
+    if isolated:
+        warnings.warn(
+            f"{path}: {isolated} isolated node(s) have no line in an edge list and will not read back", GraphInputWarning, stacklevel=3
+        )
     header = f"# {graph.name or 'graph'}\n# nodes: {graph.num_nodes} edges: {graph.num_edges}\n"
     text = header + format_rows(one_direction(graph).T)
     write_atomically(Path(path), lambda tmp: tmp.write_text(text))

@@ -41,6 +41,7 @@ def write_pyg(graph: Graph, path: str | Path) -> None:
     import torch  # a second or two to import; only PyTorch files need it
 
     content = {"edge_index": torch.from_numpy(graph.edge_index), "num_nodes": graph.num_nodes}
+
     def write(tmp: Path) -> None:
         with tmp.open("wb") as file:  # a file object: torch.save would name the archive's folder after tmp
             torch.save(content, file)
