@@ -102,7 +102,7 @@ def generate_graph(
     seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same graph.")] = 0,
     to: Annotated[str | None, typer.Option(help=f"Write OUT in this format: {_WRITE_FORMATS}.")] = None,
 ) -> None:
-    """Generate a seeded random graph and write it [default density: m 4, average degree 8].
+    """Generate a seeded random graph and write it (density by default: m = 4, or average degree 8).
 
     Example: graphtransfer graphs generate --generator barabasi_albert --nodes 250000 --m 4 --seed 7 ba.npz
     """
