@@ -117,7 +117,9 @@ def valid_files(tmp_path_factory) -> dict[str, bytes]:
     files = {}
     for name in FUZZED:
         path = folder / f"g{FORMATS[name].extensions[0]}"
-        write_graph(graph, path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # node 6 is isolated on purpose; the edge list alone cannot keep it
+            write_graph(graph, path)
         files[name] = path.read_bytes()
     files["metis"] = b"% comment\n" + files["metis"]
     return files

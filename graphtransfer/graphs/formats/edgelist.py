@@ -55,7 +55,7 @@ def write_edge_list(graph: Graph, path: str | Path) -> None:
     isolated = int((graph.degrees() == 0).sum())
     if isolated:
         warnings.warn(
-            f"{path}: {isolated} isolated node(s) have no line in an edge list and will not read back", GraphInputWarning, stacklevel=3
+            f"{path}: {isolated} isolated node(s) have no line in an edge list and will not read back", GraphInputWarning, stacklevel=2
         )
     header = f"# {graph.name or 'graph'}\n# nodes: {graph.num_nodes} edges: {graph.num_edges}\n"
     text = header + format_rows(one_direction(graph).T)
