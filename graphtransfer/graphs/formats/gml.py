@@ -1,5 +1,5 @@
-"""GML (Graph Modelling Language): ``graph [ node [ id 1 ] edge [ source 1 target 2 ] ]``, read by
-one regular expression and a small state machine; only node ids and edge endpoints of the
+"""GML (Graph Modelling Language): ``graph [ node [ id 1 ] edge [ source 1 target 2 ] ]``, split
+into tokens and walked by a small state machine; only node ids and edge endpoints of the
 top-level ``graph`` matter, every other key (labels, graphics, nested lists) is skipped."""
 
 from __future__ import annotations

@@ -43,9 +43,7 @@ def read_metis(path: str | Path) -> Graph:
         raise GraphFileError(path, f"node {k + 1} has {plural(int(counts[k]), 'value')}; {layout.describe()}", int(rows[k]) + 1)
     numbers = parse_numbers(path, body, lines, np.int64, "an integer")
     first_token = int(lines.counts[header_line])
-    owner = np.repeat(np.arange(num_nodes), counts)  # (T,) the node whose line holds each token
-    position = np.arange(owner.size) - np.repeat(np.cumsum(counts) - counts, counts)  # (T,) place on its line
-    is_neighbour = (position >= prefix) & ((position - prefix) % stride == 0)
+    owner, is_neighbour = _neighbour_entries(counts, prefix, stride)
     neighbours, token = numbers[first_token:][is_neighbour], np.flatnonzero(is_neighbour) + first_token
     check_ids(path, neighbours, lines, lambda k: int(token[k]), 1, num_nodes, "neighbour")
     if neighbours.size != 2 * num_edges:
@@ -101,6 +99,17 @@ def _layout(path: Path, header: list[int], line: int) -> _Layout:
     has_size, has_weights, has_edge_weights = (flag == "1" for flag in flags)
     node_weights = (header[3] if len(header) > 3 else 1) if has_weights else 0
     return _Layout(num_nodes, num_edges, flags, has_size + node_weights, 1 + has_edge_weights)
+
+
+def _neighbour_entries(counts: np.ndarray, prefix: int, stride: int) -> tuple[np.ndarray, np.ndarray]:
+    """Which values of the node lines are neighbours, given ``counts`` ``(n,)`` values per line.
+
+    Returns ``owner`` ``(T,)``, the node whose line holds each value, and ``(T,)`` bool marking the
+    neighbours: after ``prefix`` leading values, every ``stride``-th value.
+    """
+    owner = np.repeat(np.arange(counts.size), counts)
+    position = np.arange(owner.size) - np.repeat(np.cumsum(counts) - counts, counts)  # place on its line
+    return owner, (position >= prefix) & ((position - prefix) % stride == 0)
 
 
 def _node_lines(path: Path, lines: Lines, comments: np.ndarray, header_line: int, num_nodes: int) -> np.ndarray:

@@ -104,7 +104,7 @@ def parse_numbers(path: Path, body: bytes, lines: Lines, dtype: type, what: str)
         raise GraphFileError(path, f"{show(first_bad_token(row, dtype) or row.strip())} is not {what}", line + 1)
     if dtype is np.int64 and values.max() == _INT_LIMIT:
         index = int(np.argmax(values == _INT_LIMIT))
-        raise GraphFileError(path, f"{_token(body, lines, index)!r} is too large; expected {what}", lines.line_of_token(index))
+        raise GraphFileError(path, f"{show(_token(body, lines, index))} is too large; expected {what}", lines.line_of_token(index))
     return values
 
 
@@ -184,7 +184,8 @@ def _first_unreadable_line(body: bytes, lines: Lines, dtype: type) -> int:
     return good
 
 
-def _token(body: bytes, lines: Lines, index: int) -> str:
+def _token(body: bytes, lines: Lines, index: int) -> bytes:
+    """The ``index``-th token of the body."""
     line = lines.line_of_token(index) - 1
     before = int(lines.counts[:line].sum())
-    return body[lines.starts[line] : lines.ends[line]].split()[index - before].decode(errors="backslashreplace")
+    return body[lines.starts[line] : lines.ends[line]].split()[index - before]
