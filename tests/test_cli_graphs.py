@@ -62,10 +62,7 @@ def test_info_on_a_bad_file_is_one_line_and_exit_2(tmp_path):
     ("arguments", "message"),
     [
         (["info", "{tmp}/missing.txt"], "error: {tmp}/missing.txt: no such file; give a path to a graph file or a sample set name\n"),
-        (
-            ["info", "{tmp}"],
-            "error: {tmp}: is a folder, expected a graph file; name one file inside it, or pass the folder where a set of graphs is read\n",
-        ),
+        (["info", "{tmp}"], "error: {tmp}: is a folder, expected a graph file; name one of the files inside it\n"),
         (
             ["info", "{tmp}/g.mtx", "--format", "csv"],
             "error: format 'csv' is not known; choose one of edgelist, metis, dimacs, mtx, graphml, gml, npz, pyg, spec\n",

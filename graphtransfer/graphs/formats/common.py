@@ -17,9 +17,7 @@ from graphtransfer.graphs.graph import MAX_NODES, Graph, from_edges
 def check_is_file(path: Path) -> None:
     """Refuse a folder or a missing path before any reader touches it."""
     if path.is_dir():
-        raise GraphFileError(
-            path, "is a folder, expected a graph file; name one file inside it, or pass the folder where a set of graphs is read"
-        )
+        raise GraphFileError(path, "is a folder, expected a graph file; name one of the files inside it")
     if not path.is_file():
         raise GraphInputError(f"{path}: no such file; give a path to a graph file or a sample set name")
 
