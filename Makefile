@@ -25,7 +25,7 @@ test: install  ## the test suite (what CI runs)
 	$(BIN)/python -m pytest -q
 
 lint: install
-	$(BIN)/ruff check graphtransfer tests sample_graphs
+	$(BIN)/ruff check graphtransfer tests sample_graphs bench
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

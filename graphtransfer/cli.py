@@ -5,7 +5,6 @@ Bad user input exits 2 with one line on stderr; a runtime failure exits 1 with i
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
 import warnings
@@ -14,8 +13,11 @@ from typing import Annotated
 
 import typer
 
+from graphtransfer.cli_common import fail as _fail
+from graphtransfer.cli_common import friendly_errors
+from graphtransfer.cli_graphs import app as graphs_app
 from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
-from graphtransfer.errors import GraphTransferError, UsageError
+from graphtransfer.errors import UsageError
 from graphtransfer.evaluate import format_rows
 from graphtransfer.inference import DEFAULT_COMMIT_FRACTION
 from graphtransfer.nn import CONVS
@@ -26,32 +28,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Train a GNN policy on small graphs with PPO, transfer it to large graphs, predict there.",
 )
+app.add_typer(graphs_app, name="graphs")
 
 _DEFAULT_MODEL, _DEFAULT_PPO = ModelConfig(), PPOConfig()
-
-
-def _fail(message: str, code: int) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
-
-
-def friendly_errors(command):
-    """Turn the project's errors into one line and an exit code, never a traceback."""
-
-    @functools.wraps(command)
-    def wrapper(*args, **kwargs):
-        try:
-            return command(*args, **kwargs)
-        except UsageError as err:
-            _fail(str(err), 2)
-        except GraphTransferError as err:
-            _fail(str(err), 1)
-        except MemoryError:
-            _fail("ran out of memory; use smaller graphs or fewer parallel envs", 1)
-        except KeyboardInterrupt:
-            _fail("interrupted", 130)
-
-    return wrapper
 
 
 @app.command()

@@ -1,4 +1,4 @@
-"""The project's own exceptions: the CLI turns each into a one-line message and an exit code."""
+"""The project's own exceptions and warnings: the CLI turns each exception into a one-line message and an exit code."""
 
 
 class GraphTransferError(Exception):
@@ -19,3 +19,17 @@ class CheckpointError(UsageError):
 
 class GraphTooLargeError(UsageError):
     """A graph above the size an exact (exponential-time) solver accepts."""
+
+
+class GraphFileError(GraphInputError):
+    """A graph file that cannot be read. ``path``, ``line`` (1-based, or None where no line is to
+    blame, e.g. a binary archive) and ``cause`` are kept apart for callers that report them."""
+
+    def __init__(self, path: object, cause: str, line: int | None = None):
+        self.path, self.cause, self.line = str(path), cause, line
+        where = self.path if line is None else f"{self.path}, line {line}"
+        super().__init__(f"{where}: {cause}")
+
+
+class GraphInputWarning(UserWarning):
+    """A graph file was read, but something in it was dropped or repaired (self-loops, repeats)."""

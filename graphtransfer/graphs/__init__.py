@@ -1,13 +1,22 @@
-"""Graphs: the graph type, file readers and writers, seeded generators, sample sets."""
+"""Graphs: the graph type, file formats, seeded generators, sample sets."""
 
 from graphtransfer.graphs.catalog import load_graph, load_graphs, resolve
-from graphtransfer.graphs.generators import barabasi_albert, erdos_renyi, generate, random_geometric
+from graphtransfer.graphs.formats import FORMATS, GraphFormat, convert_graph, detect_format, read_graph, write_graph
+from graphtransfer.graphs.formats.edgelist import read_edge_list, write_edge_list
+from graphtransfer.graphs.formats.npz import read_npz, write_npz
+from graphtransfer.graphs.generators import GENERATORS, barabasi_albert, erdos_renyi, generate, random_geometric, spec_for
 from graphtransfer.graphs.graph import Graph, from_edges
-from graphtransfer.graphs.io import read_edge_list, read_graph, read_npz, write_edge_list, write_npz
+from graphtransfer.graphs.summary import GraphSummary, summarize_file
 
 __all__ = [
+    "FORMATS",
+    "GENERATORS",
     "Graph",
+    "GraphFormat",
+    "GraphSummary",
     "barabasi_albert",
+    "convert_graph",
+    "detect_format",
     "erdos_renyi",
     "from_edges",
     "generate",
@@ -18,6 +27,9 @@ __all__ = [
     "read_graph",
     "read_npz",
     "resolve",
+    "spec_for",
+    "summarize_file",
     "write_edge_list",
+    "write_graph",
     "write_npz",
 ]

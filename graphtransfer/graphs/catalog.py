@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 from graphtransfer.errors import GraphInputError
+from graphtransfer.graphs.formats import GRAPH_SUFFIXES, read_graph
 from graphtransfer.graphs.graph import Graph
-from graphtransfer.graphs.io import GRAPH_SUFFIXES, read_graph
 
 
 def sample_dirs() -> list[Path]:
@@ -33,20 +33,21 @@ def resolve(spec: str | Path) -> Path:
     raise GraphInputError(f"graphs {str(spec)!r}: no such file, folder or sample set; sample sets are {names}")
 
 
-def load_graphs(spec: str | Path) -> list[Graph]:
-    """All graphs that ``spec`` names, sorted by file name."""
+def load_graphs(spec: str | Path, format: str | None = None) -> list[Graph]:
+    """All graphs that ``spec`` names, sorted by file name, each read in ``format`` or the
+    format detected for it."""
     path = resolve(spec)
     if path.is_file():
-        return [read_graph(path)]
+        return [read_graph(path, format)]
     files = sorted(p for p in path.iterdir() if p.suffix in GRAPH_SUFFIXES)
     if not files:
         raise GraphInputError(f"{path}: folder holds no graph files; expected files ending in {', '.join(GRAPH_SUFFIXES)}")
-    return [read_graph(p) for p in files]
+    return [read_graph(p, format) for p in files]
 
 
-def load_graph(spec: str | Path) -> Graph:
+def load_graph(spec: str | Path, format: str | None = None) -> Graph:
     """Exactly one graph; a set of several is an error that says so."""
-    graphs = load_graphs(spec)
+    graphs = load_graphs(spec, format)
     if len(graphs) != 1:
         raise GraphInputError(f"graphs {str(spec)!r}: holds {len(graphs)} graphs, expected one; name a single file")
     return graphs[0]

@@ -6,7 +6,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from graphtransfer.errors import GraphInputError
-from graphtransfer.graphs.graph import Graph, from_edges, sorted_unique
+from graphtransfer.graphs.graph import MAX_NODES, Graph, from_edges, sorted_unique
 
 
 def erdos_renyi(num_nodes: int, avg_degree: float, seed: int) -> Graph:
@@ -80,10 +80,40 @@ def generate(spec: dict) -> Graph:
     name = spec.pop("generator", None)
     if name not in GENERATORS:
         raise GraphInputError(f"unknown generator {name!r}; expected one of {sorted(GENERATORS)}")
+    for key, value in spec.items():
+        _check_parameter(name, key, value)
     try:
         return GENERATORS[name](**spec)
     except TypeError as err:
         raise GraphInputError(f"generator {name!r}: {err}; see graphtransfer.graphs.generators.{name}") from None
+
+
+def spec_for(generator: str, num_nodes: int, seed: int, m: int | None = None, avg_degree: float | None = None) -> dict:
+    """A spec for :func:`generate` from a density given either way: ``m`` edges per new node
+    (Barabási–Albert) or an average degree, which is about ``2 m``."""
+    if m is not None and avg_degree is not None:
+        raise GraphInputError(f"m={m} and avg_degree={avg_degree} both set the density; give one of them")
+    spec = {"generator": generator, "num_nodes": num_nodes, "seed": seed}
+    if generator == "barabasi_albert":
+        spec["m"] = m if m is not None else max(1, round((avg_degree or 8.0) / 2))
+    else:
+        spec["avg_degree"] = avg_degree if avg_degree is not None else 2.0 * (m if m is not None else 4)
+    return spec
+
+
+# Generators take whole counts and a seed, and a positive real degree; anything else is refused
+# here rather than failing deep inside numpy.
+_WHOLE = {"num_nodes": (1, MAX_NODES), "m": (1, MAX_NODES), "seed": (0, 2**63 - 1)}
+
+
+def _check_parameter(name: str, key: str, value: object) -> None:
+    if key in _WHOLE:
+        low, high = _WHOLE[key]
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise GraphInputError(f"generator {name!r}: {key}={value!r}; expected an integer in {low}..{high:,}")
+    elif key == "avg_degree":
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
+            raise GraphInputError(f"generator {name!r}: avg_degree={value!r}; expected a positive number")
 
 
 def _check_size(num_nodes: int, minimum: int) -> None:

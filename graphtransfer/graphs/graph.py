@@ -8,6 +8,9 @@ import numpy as np
 
 from graphtransfer.errors import GraphInputError
 
+# Edges are deduplicated through the keys ``lo * num_nodes + hi``, which must stay inside int64.
+MAX_NODES = 2**31 - 1
+
 
 @dataclass(frozen=True)
 class Graph:
@@ -48,6 +51,8 @@ def from_edges(src: np.ndarray, dst: np.ndarray, num_nodes: int, name: str = "")
     Returns:
         The graph, the number of self-loops dropped and the number of duplicate edges dropped.
     """
+    if not 0 <= num_nodes <= MAX_NODES:
+        raise GraphInputError(f"{name or 'graph'}: {num_nodes} nodes; graphtransfer handles 0..{MAX_NODES:,} nodes")
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
     if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= num_nodes):

@@ -1,0 +1,79 @@
+"""What every format shares: opening a file with a clear error, writing one atomically, and
+turning parsed endpoints into a :class:`Graph` with warnings for what was dropped."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from graphtransfer.errors import GraphFileError, GraphInputError, GraphInputWarning
+from graphtransfer.graphs.graph import MAX_NODES, Graph, from_edges
+
+
+def check_is_file(path: Path) -> None:
+    """Refuse a folder or a missing path before any reader touches it."""
+    if path.is_dir():
+        raise GraphFileError(path, "is a folder, expected a graph file; name one of the files inside it")
+    if not path.is_file():
+        raise GraphInputError(f"{path}: no such file; give a path to a graph file or a sample set name")
+
+
+def read_bytes(path: Path, expected: str) -> bytes:
+    """The whole file, refused when it is empty (or only whitespace) or holds NUL bytes, which no
+    text format has: a binary file read as text would otherwise fail somewhere far less clear.
+
+    ``expected`` says what the format wants, e.g. ``"lines of 'u v' node id pairs"``.
+    """
+    check_is_file(path)
+    try:
+        body = path.read_bytes()
+    except OSError as err:
+        raise GraphFileError(path, f"cannot be read ({err.strerror}); check that it exists and is readable") from None
+    if not body.strip():
+        raise GraphFileError(path, f"is empty; expected {expected}")
+    nul = body.find(b"\x00")
+    if nul >= 0:
+        line = body.count(b"\n", 0, nul) + 1
+        raise GraphFileError(path, f"holds binary data (a NUL byte), not text; expected {expected}", line)
+    return body
+
+
+def check_node_count(path: Path, num_nodes: int, line: int | None = None) -> None:
+    """A declared node count must be one graphtransfer can hold."""
+    if num_nodes < 1:
+        raise GraphFileError(path, f"declares {num_nodes} nodes; a graph needs at least one", line)
+    if num_nodes > MAX_NODES:
+        raise GraphFileError(path, f"declares {num_nodes:,} nodes; graphtransfer handles at most {MAX_NODES:,}", line)
+
+
+def build_graph(path: Path, src: np.ndarray, dst: np.ndarray, num_nodes: int, *, repeats_expected: bool = False) -> Graph:
+    """The graph of these 0-based endpoints, warning about dropped self-loops, and about repeated
+    edges unless the format lists each edge in both directions anyway (``repeats_expected``)."""
+    graph, loops, repeats = from_edges(src, dst, num_nodes, path.name)
+    dropped = [f"{loops} self-loop(s)"] if loops else []
+    if repeats and not repeats_expected:
+        dropped.append(f"{repeats} duplicate edge(s)")
+    if dropped:
+        warnings.warn(f"{path}: dropped {' and '.join(dropped)}", GraphInputWarning, stacklevel=3)
+    return graph
+
+
+def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
+    """Run ``write`` on a temporary name beside ``path``, then rename: a failed write never leaves
+    a half-written graph where a good one was."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def one_direction(graph: Graph) -> np.ndarray:
+    """Each undirected edge once, ``lo < hi``: ``(2, |E|)``. :func:`from_edges` puts these first."""
+    return graph.edge_index[:, : graph.num_edges]

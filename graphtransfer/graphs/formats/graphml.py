@@ -1,0 +1,133 @@
+"""GraphML, read as a stream by the standard library's expat parser: only ``<node id>`` and
+``<edge source target>`` matter; keys, data and attributes are skipped.
+
+No third-party XML library is needed (networkx reads GraphML several times slower, holding the
+whole tree). A document type declaration is refused: GraphML needs none, and refusing it rules
+out entity-expansion attacks.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from xml.parsers import expat
+from xml.sax.saxutils import escape
+
+import numpy as np
+
+from graphtransfer.errors import GraphFileError, GraphInputWarning
+from graphtransfer.graphs.formats.common import build_graph, check_is_file, check_node_count, one_direction, write_atomically
+from graphtransfer.graphs.graph import Graph
+
+EXTENSIONS = (".graphml",)
+EXPECTED = "a GraphML document: <graphml><graph> with <node id=...> and <edge source=... target=...> elements"
+# Above this size a warning suggests converting once: GraphML parses at roughly 10 MB/s.
+SLOW_BYTES = 50 * 2**20
+
+
+class _Collector:
+    """Expat callbacks that keep node ids in document order and the endpoints of every edge."""
+
+    def __init__(self, path: Path, parser: expat.XMLParserType):
+        self.path, self.parser = path, parser
+        self.index: dict[str, int] = {}
+        self.sources: list[str] = []
+        self.targets: list[str] = []
+        self.edge_lines: list[int] = []
+        self.directed = False
+        self.root_seen = False
+
+    def start(self, name: str, attributes: dict[str, str]) -> None:
+        tag = name.rpartition(" ")[2]  # "namespace tag" -> tag
+        if not self.root_seen:
+            self.root_seen = True
+            if tag != "graphml":
+                self.fail(f"the root element is <{tag}>; expected {EXPECTED}")
+        if tag == "node":
+            self.node(attributes.get("id"))
+        elif tag == "edge":
+            self.edge(attributes.get("source"), attributes.get("target"))
+        elif tag == "graph":
+            self.directed |= attributes.get("edgedefault") == "directed"
+        elif tag == "hyperedge":
+            self.fail("a <hyperedge> joins more than two nodes; graphtransfer reads graphs of plain <edge> elements")
+
+    def node(self, node_id: str | None) -> None:
+        if node_id is None:
+            self.fail("a <node> without an id attribute")
+        if node_id in self.index:
+            self.fail(f"node id {node_id!r} appears a second time; every node needs its own id")
+        self.index[node_id] = len(self.index)
+
+    def edge(self, source: str | None, target: str | None) -> None:
+        if source is None or target is None:
+            self.fail("an <edge> without a source or target attribute")
+        self.sources.append(source)
+        self.targets.append(target)
+        self.edge_lines.append(self.parser.CurrentLineNumber)
+
+    def refuse_doctype(self, *_: object) -> None:
+        self.fail("a <!DOCTYPE> declaration; GraphML needs none, and graphtransfer refuses them (entity expansion)")
+
+    def fail(self, cause: str) -> None:
+        raise GraphFileError(self.path, cause, self.parser.CurrentLineNumber)
+
+
+def read_graphml(path: str | Path) -> Graph:
+    """Read a GraphML graph; ids are mapped to ``0..N-1`` in document order, and an edge to a node
+    that no ``<node>`` declares is an error."""
+    path = Path(path)
+    check_is_file(path)
+    _check_size(path)
+    parser = expat.ParserCreate(namespace_separator=" ")
+    collector = _Collector(path, parser)
+    parser.StartElementHandler = collector.start
+    parser.StartDoctypeDeclHandler = collector.refuse_doctype
+    try:
+        with path.open("rb") as file:
+            parser.ParseFile(file)
+    except expat.ExpatError as err:
+        raise GraphFileError(
+            path, f"invalid XML ({expat.ErrorString(err.code)}); the file is truncated or not GraphML", err.lineno
+        ) from None
+    except (OSError, ValueError, LookupError) as err:  # unreadable, or an unknown declared encoding
+        raise GraphFileError(path, f"cannot be read as XML ({err}); expected {EXPECTED}") from None
+    return _graph(path, collector)
+
+
+def write_graphml(graph: Graph, path: str | Path) -> None:
+    """Write an undirected GraphML graph with node ids ``n0..n{N-1}``, each edge once, atomically."""
+    nodes = '    <node id="n%d"/>\n' * graph.num_nodes % tuple(range(graph.num_nodes))
+    edges = '    <edge source="n%d" target="n%d"/>\n' * graph.num_edges % tuple(one_direction(graph).T.ravel().tolist())
+    text = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<graphml xmlns="http://graphml.graphdrawing.org/xmlns">\n'
+        f'  <graph id="{escape(graph.name or "G", {chr(34): "&quot;"})}" edgedefault="undirected">\n{nodes}{edges}  </graph>\n</graphml>\n'
+    )
+    write_atomically(Path(path), lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def _graph(path: Path, collector: _Collector) -> Graph:
+    check_node_count(path, len(collector.index))
+    index = collector.index
+    src = np.fromiter((index.get(s, -1) for s in collector.sources), dtype=np.int64, count=len(collector.sources))
+    dst = np.fromiter((index.get(t, -1) for t in collector.targets), dtype=np.int64, count=len(collector.targets))
+    unknown = (src < 0) | (dst < 0)
+    if unknown.any():
+        k = int(np.argmax(unknown))
+        name = collector.sources[k] if src[k] < 0 else collector.targets[k]
+        raise GraphFileError(path, f"an <edge> to node {name!r}, which no <node> declares; declare every node", collector.edge_lines[k])
+    return build_graph(path, src, dst, len(index), repeats_expected=collector.directed)
+
+
+def _check_size(path: Path) -> None:
+    """Refuse an empty file; warn before a long parse."""
+    size = path.stat().st_size
+    if size == 0:
+        raise GraphFileError(path, f"is empty; expected {EXPECTED}")
+    if size > SLOW_BYTES:
+        warnings.warn(
+            f"{path}: {size / 2**20:.0f} MiB of GraphML takes about {size / 10e6:.0f} s to parse; convert it once "
+            f"(graphtransfer graphs convert {path} {path.with_suffix('.npz')}) and read the .npz",
+            GraphInputWarning,
+            stacklevel=3,
+        )

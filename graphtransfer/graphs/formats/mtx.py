@@ -1,0 +1,110 @@
+"""Matrix Market coordinate files (``.mtx``, the SuiteSparse collection): entry ``(i, j)`` of a
+sparse matrix is an edge between nodes ``i`` and ``j``; values are ignored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from graphtransfer.errors import GraphFileError
+from graphtransfer.graphs.formats.common import build_graph, check_node_count, one_direction, read_bytes, write_atomically
+from graphtransfer.graphs.formats.text import (
+    Lines,
+    blank_lines,
+    check_ids,
+    format_rows,
+    header_numbers,
+    parse_numbers,
+    plural,
+    scan_lines,
+    show,
+)
+from graphtransfer.graphs.graph import Graph
+
+EXTENSIONS = (".mtx",)
+EXPECTED = "a '%%MatrixMarket matrix coordinate FIELD SYMMETRY' banner, a 'rows cols entries' line, then 'i j [value]' lines"
+BANNER = b"%%MatrixMarket"
+_COLUMNS = {b"pattern": 2, b"integer": 3, b"real": 3, b"complex": 4}  # values per entry line, by field
+_SYMMETRIES = (b"general", b"symmetric", b"skew-symmetric", b"hermitian")
+
+
+def read_mtx(path: str | Path) -> Graph:
+    """Read a Matrix Market coordinate matrix as an undirected graph of ``max(rows, cols)`` nodes.
+
+    Any symmetry is accepted (a ``general`` matrix's ``(i, j)`` and ``(j, i)`` are one edge); the
+    number of entries must match the size line; diagonal entries are dropped with a warning.
+    """
+    path = Path(path)
+    body = read_bytes(path, EXPECTED)
+    lines = scan_lines(body)
+    field, columns = _banner(path, body, lines)
+    comments = lines.starting_with(b"%")
+    body, lines = blank_lines(body, lines, comments), lines.without(comments)
+    filled = np.flatnonzero(lines.counts)
+    if not filled.size:
+        raise GraphFileError(path, f"has no 'rows cols entries' size line; expected {EXPECTED}")
+    size_line = int(filled[0])
+    sizes = header_numbers(path, body, lines, size_line, "'rows cols entries'")
+    if len(sizes) != 3:
+        raise GraphFileError(path, f"the size line has {len(sizes)} values; expected 'rows cols entries'", size_line + 1)
+    num_rows, num_cols, num_entries = sizes
+    check_node_count(path, max(num_rows, num_cols), size_line + 1)
+    _check_entry_lines(path, lines, filled[1:], num_entries, columns, field, size_line)
+    integers = columns == 2 or field == b"integer"
+    numbers = parse_numbers(path, body, lines, np.int64 if integers else np.float64, "an integer" if integers else "a number")
+    table = numbers[3:].reshape(-1, columns)
+    check_ids(path, table[:, 0], lines, lambda k: 3 + k * columns, 1, num_rows, "row")
+    check_ids(path, table[:, 1], lines, lambda k: 4 + k * columns, 1, num_cols, "column")
+    ends = table[:, :2].astype(np.int64) - 1
+    return build_graph(path, ends[:, 0], ends[:, 1], max(num_rows, num_cols), repeats_expected=True)
+
+
+def write_mtx(graph: Graph, path: str | Path) -> None:
+    """Write a ``pattern symmetric`` matrix: each edge once, in the lower triangle, atomically."""
+    lower = one_direction(graph)[::-1].T + 1  # (|E|, 2) rows (hi + 1, lo + 1)
+    text = f"{BANNER.decode()} matrix coordinate pattern symmetric\n{graph.num_nodes} {graph.num_nodes} {graph.num_edges}\n" + format_rows(
+        lower
+    )
+    write_atomically(Path(path), lambda tmp: tmp.write_text(text))
+
+
+def _banner(path: Path, body: bytes, lines: Lines) -> tuple[bytes, int]:
+    """``(field, values per entry line)`` from the first line."""
+    words = body[: lines.ends[0]].split()
+    if not words or words[0] != BANNER:
+        raise GraphFileError(path, f"the first line is not a Matrix Market banner; expected {EXPECTED}", 1)
+    words = [w.lower() for w in words]
+    if len(words) != 5 or words[1] != b"matrix":
+        raise GraphFileError(path, f"the banner has {len(words)} words; expected {EXPECTED}", 1)
+    layout, field, symmetry = words[2:]
+    if layout != b"coordinate":
+        raise GraphFileError(path, f"{show(layout)} layout is a dense matrix, not a graph; expected a 'coordinate' (sparse) matrix", 1)
+    if field not in _COLUMNS:
+        raise GraphFileError(path, f"field {show(field)} is not one of pattern, integer, real, complex", 1)
+    if symmetry not in _SYMMETRIES:
+        raise GraphFileError(path, f"symmetry {show(symmetry)} is not one of general, symmetric, skew-symmetric, hermitian", 1)
+    return field, _COLUMNS[field]
+
+
+def _check_entry_lines(path: Path, lines: Lines, rows: np.ndarray, expected: int, columns: int, field: bytes, size_line: int) -> None:
+    """As many entry lines as the size line declares, each with ``columns`` values."""
+    if rows.size < expected:
+        raise GraphFileError(
+            path,
+            f"ends after {rows.size} of the {expected} entries the size line (line {size_line + 1}) declares; "
+            "the file is truncated or the count is wrong",
+            lines.counts.size,
+        )
+    if rows.size > expected:
+        raise GraphFileError(
+            path,
+            f"is past the {expected} entries the size line (line {size_line + 1}) declares; the count is wrong",
+            int(rows[expected]) + 1,
+        )
+    misshapen = rows[lines.counts[rows] != columns]
+    if misshapen.size:
+        line = int(misshapen[0])
+        raise GraphFileError(
+            path, f"an entry with {plural(int(lines.counts[line]), 'value')}; a {field.decode()} matrix has {columns} per line", line + 1
+        )
