@@ -16,7 +16,7 @@ import typer
 from graphtransfer.cli_common import fail as _fail
 from graphtransfer.cli_common import friendly_errors
 from graphtransfer.cli_graphs import app as graphs_app
-from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
+from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, ppo_for_task
 from graphtransfer.errors import UsageError
 from graphtransfer.evaluate import format_rows
 from graphtransfer.inference import DEFAULT_COMMIT_FRACTION
@@ -72,7 +72,8 @@ def train(
         env=env,
         env_kwargs=_json_object(env_kwargs, "--env-kwargs"),
         model=ModelConfig(conv=conv, num_layers=layers, width=width),
-        ppo=PPOConfig(
+        ppo=ppo_for_task(
+            task if env is None else "",
             total_timesteps=steps,
             n_envs=n_envs,
             n_steps=n_steps,
