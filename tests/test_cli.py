@@ -1,5 +1,7 @@
 """The CLI driven through Typer's CliRunner: help, exit codes, error text, and one end-to-end run."""
 
+import json
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -78,6 +80,29 @@ def test_train_transfer_predict_end_to_end(tmp_path, monkeypatch, task):
         assert set(np.unique(rows[:, 1])) <= {0, 1}
     else:
         assert rows.shape[1] == 3 and set(np.unique(rows[:, 1])) <= {0, 1, 2}
+
+    evaluated = runner.invoke(
+        app,
+        [
+            "eval",
+            "--model",
+            f"runs/{task}/small",
+            "--graphs",
+            str(tmp_path / "big.txt"),
+            "--samples",
+            "2",
+            "--polish",
+            "--json",
+            "e.json",
+            "--plot",
+            "e.png",
+        ],
+    )
+    assert evaluated.exit_code == 0, evaluated.output
+    assert "best-of-2" in evaluated.output and "deterministic" in evaluated.output
+    record = json.loads((tmp_path / "e.json").read_text())[0]
+    assert record["nodes"] == 3000 and set(record["decodings"]) == {"sampled", "deterministic", "best-of-2"}
+    assert (tmp_path / "e.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_tasks_lists_every_task_with_head_and_baselines():

@@ -1,0 +1,49 @@
+import pytest
+
+from graphtransfer.config import ModelConfig, RunConfig
+from graphtransfer.evaluate import evaluate, format_rows
+from graphtransfer.graphs import barabasi_albert, erdos_renyi
+from graphtransfer.nn import build_policy
+from graphtransfer.report import family, rows_to_json
+from graphtransfer.train import run_env
+
+
+@pytest.fixture
+def rows():
+    graphs = [erdos_renyi(200, 4.0, 0), barabasi_albert(300, 3, 0)]
+    config = RunConfig(task="mis", head="node-wise", model=ModelConfig(width=16, head_width=16))
+    env = run_env(config, graphs)
+    policy = build_policy("node-wise", config.model, env.observation_space, env.action_space)
+    return evaluate(policy, config, graphs, samples=3, deterministic=True, polish=True)
+
+
+def test_every_decoding_and_baseline_is_reported_separately(rows):
+    for row in rows:
+        assert list(row.decodings) == ["sampled", "deterministic", "best-of-3"]
+        assert row.decodings["best-of-3"].objective >= row.decodings["sampled"].objective
+        assert [b.name for b in row.baselines] == ["greedy-min-degree", "random-greedy"]
+        assert all(s.feasible for s in row.decodings.values())
+
+
+def test_polish_is_applied_to_policy_and_baselines_alike(rows):
+    for row in rows:
+        assert row.polished >= row.best().objective  # completing a set never shrinks it
+        for baseline in row.baselines:
+            assert baseline.polished >= baseline.objective
+
+
+def test_table_and_json_carry_the_same_numbers(rows):
+    lines = format_rows(rows)
+    assert len(lines) == 1 + 2 * 4  # header, then three decodings and the polished line per graph
+    record = rows_to_json(rows)[0]
+    assert record["family"] == "er"
+    assert record["ratios"]["sampled"]["greedy-min-degree"] == pytest.approx(
+        rows[0].decodings["sampled"].objective / rows[0].baselines[0].objective
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"), [("er-60.txt", "er"), ("ba-n2000-m4-s1", "ba"), ("rgg_big.npz", "rgg"), ("karate", "karate")]
+)
+def test_family_is_the_name_prefix(name, expected):
+    assert family(name) == expected
