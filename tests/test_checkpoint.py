@@ -16,8 +16,8 @@ from graphtransfer.nn import build_policy
 def saved(tmp_path):
     env = MISEnv([erdos_renyi(12, 3.0, 0)])
     torch.manual_seed(1)
-    policy = build_policy(ModelConfig(width=16, head_width=16), env.observation_space, env.action_space)
-    config = RunConfig(model=ModelConfig(width=16, head_width=16))
+    policy = build_policy("node-wise", ModelConfig(width=16, head_width=16), env.observation_space, env.action_space)
+    config = RunConfig(head="node-wise", model=ModelConfig(width=16, head_width=16))
     return save_checkpoint(tmp_path / "model", policy, config), policy, config
 
 
@@ -68,7 +68,7 @@ def test_sb3_zip_is_refused_without_opening_it(tmp_path):
 def test_mismatched_architecture_names_tensors_and_shapes(saved):
     folder, _, _ = saved
     env = MISEnv([erdos_renyi(12, 3.0, 0)])
-    wider = build_policy(ModelConfig(width=32, head_width=16), env.observation_space, env.action_space)
+    wider = build_policy("node-wise", ModelConfig(width=32, head_width=16), env.observation_space, env.action_space)
     with pytest.raises(CheckpointError, match=r"features_extractor\.encode\.0\.weight: checkpoint \(16, 5\) vs model \(32, 5\)"):
         load_strict(wider, read_checkpoint(folder).tensors)
 

@@ -44,8 +44,8 @@ def test_same_weights_same_node_outputs_padded_to_5_or_50(conv):
     env50, obs50 = padded_batch([graph], max_nodes=50)
     assert obs50["x"].shape[1] == 50
     torch.manual_seed(0)
-    small = build_policy(ModelConfig(conv=conv), env5.observation_space, env5.action_space)
-    large = build_policy(ModelConfig(conv=conv), env50.observation_space, env50.action_space)
+    small = build_policy("node-wise", ModelConfig(conv=conv), env5.observation_space, env5.action_space)
+    large = build_policy("node-wise", ModelConfig(conv=conv), env50.observation_space, env50.action_space)
     large.load_state_dict(small.state_dict())
     with torch.no_grad():
         h5, _ = small.features_extractor.node_embeddings(obs5)
@@ -60,7 +60,7 @@ def test_no_parameter_shape_depends_on_node_count():
     shapes = []
     for n in (10, 1000):
         env = MISEnv([erdos_renyi(n, 3.0, 0)])
-        policy = build_policy(ModelConfig(), env.observation_space, env.action_space)
+        policy = build_policy("node-wise", ModelConfig(), env.observation_space, env.action_space)
         shapes.append({name: p.shape for name, p in policy.named_parameters()})
     assert shapes[0] == shapes[1]
 
@@ -96,7 +96,7 @@ def test_policy_on_active_subgraph_equals_policy_on_full_observation():
     obs, *_ = env.step(np.random.default_rng(0).integers(0, 3, 40))
     active = np.flatnonzero(env.active_nodes())
     assert 0 < active.size < 40
-    policy = build_policy(ModelConfig(), env.observation_space, env.action_space)
+    policy = build_policy("node-wise", ModelConfig(), env.observation_space, env.action_space)
     with torch.no_grad():
         full = policy.get_distribution(obs_to_tensors(obs, policy.device)).distribution.logits[0, active]
         part = policy.get_distribution(obs_to_tensors(active_subgraph(obs, active), policy.device)).distribution.logits[0]
