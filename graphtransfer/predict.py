@@ -10,6 +10,7 @@ from graphtransfer.checkpoint import load_policy, read_checkpoint
 from graphtransfer.evaluate import inference_env
 from graphtransfer.graphs import Graph, load_graph
 from graphtransfer.inference import DEFAULT_COMMIT_FRACTION, Solution, solve
+from graphtransfer.memory import check_memory
 
 
 def predict(
@@ -24,10 +25,12 @@ def predict(
     """Run the model in folder ``model`` on ``graph``; write the solution to ``out`` as CSV.
 
     By default actions are sampled from the policy (seeded, so runs repeat exactly); see
-    :func:`graphtransfer.inference.solve`.
+    :func:`graphtransfer.inference.solve`. A graph too large for the memory available is refused
+    before anything is built (:mod:`graphtransfer.memory`).
     """
     checkpoint = read_checkpoint(model)
     loaded = load_graph(graph)
+    check_memory(loaded.num_nodes, loaded.edge_index.shape[1], checkpoint.config.model, f"graph {loaded.name}")
     env = inference_env(checkpoint.config, loaded, max_passes)
     policy, _ = load_policy(checkpoint, env)
     solution = solve(policy, env, deterministic=deterministic, seed=seed, commit_fraction=commit_fraction)
