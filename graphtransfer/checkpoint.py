@@ -343,7 +343,7 @@ def _read_tensors(folder: Path, entry: dict[str, str]) -> dict[str, torch.Tensor
             raise CheckpointError(
                 f"{path}: is a {kind} file, not safetensors; such files can run code and are never loaded; retrain"
             ) from None
-        raise CheckpointError(f"{path}: unreadable safetensors file ({err})") from None
+        raise CheckpointError(f"{path}: unreadable safetensors file ({err}); the file is damaged, retrain or restore it") from None
 
 
 def _magic(path: Path) -> str:

@@ -22,7 +22,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 
-from graphtransfer.checkpoint import check_fits, load_optimizer_state, load_strict, read_checkpoint, save_checkpoint
+from graphtransfer.checkpoint import CONFIG, check_fits, load_optimizer_state, load_strict, read_checkpoint, save_checkpoint
 from graphtransfer.config import RunConfig
 from graphtransfer.envs.factory import head_of, make_env
 from graphtransfer.errors import UsageError
@@ -174,9 +174,11 @@ def resume(folder: str | Path, progress: bool = False, log: Callable[[str], None
     first run's episodes and is not bit-identical to an uninterrupted run.
     """
     checkpoint = read_checkpoint(folder)
-    config, done = checkpoint.config, checkpoint.meta.get("training", {})
-    steps, budget = done.get("steps", 0), config.ppo.total_timesteps
-    if done.get("complete", True):
+    config, done = checkpoint.config, checkpoint.meta.get("training")
+    if done is None:
+        raise UsageError(f"{folder}: holds no training run to resume (no training record in its {CONFIG}); train a new model instead")
+    steps, budget = done["steps"], config.ppo.total_timesteps
+    if done.get("complete", True):  # version 1 folders have no "complete": every run of theirs finished
         raise UsageError(f"{folder}: training is complete ({steps} of {budget} steps); nothing to resume, train a new model instead")
     graphs = load_graphs(config.graphs)
     model = _model(config, graphs, config.ppo.seed + steps)

@@ -27,7 +27,7 @@ class TransferResult:
 def resolve_model(src: str | Path, task: str) -> Path:
     """A model folder, or the name of the graph set a model of ``task`` was trained on."""
     path = Path(src)
-    if path.is_dir():
+    if path.exists() or path.suffix == ".zip":  # anything but a model folder: read_checkpoint explains what it is
         return path
     candidate = default_run_folder(RunConfig(task=task, graphs=str(src)))
     if candidate.is_dir():
@@ -50,7 +50,7 @@ def transfer(
     config = checkpoint.config
     if task is not None and task != config.name:
         raise CheckpointError(
-            f"{checkpoint.folder} holds a {config.name} model ({config.head} head), not a {task} one; "
+            f"{checkpoint.folder} holds a model of task {config.name} ({config.head} head), not of task {task}; "
             f"drop --task {task}, or pass a model trained with --task {task}"
         )
     graphs = load_graphs(dst)
