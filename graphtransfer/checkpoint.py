@@ -122,7 +122,7 @@ def save_checkpoint(
         versions={pkg: _version(pkg) for pkg in ("graphtransfer", "torch", "stable-baselines3", "torch-geometric")},
         **(info or {}),
     )
-    _atomic_write(folder / CONFIG, (json.dumps(meta, indent=2) + "\n").encode())
+    atomic_write(folder / CONFIG, (json.dumps(meta, indent=2) + "\n").encode())
     _sync_folder(folder)
     _remove_unnamed(folder, {entry["name"] for entry in files.values()})
     return folder
@@ -240,11 +240,11 @@ def _write_tensors(folder: Path, kind: str, tensors: dict[str, torch.Tensor]) ->
     data = save({name: t.detach().cpu().contiguous() for name, t in tensors.items()})
     digest = hashlib.sha256(data).hexdigest()
     name = f"{kind}-{digest[:16]}.safetensors"
-    _atomic_write(folder / name, data)
+    atomic_write(folder / name, data)
     return {"name": name, "sha256": digest}
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to a temporary file beside ``path``, flush it to disk, rename it over ``path``.
 
     The rename alone is atomic against a killed process; the flush makes it so across a power cut

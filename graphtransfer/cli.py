@@ -135,7 +135,9 @@ def transfer(
     dst: Annotated[str, typer.Option(help="Sample set name, graph file or folder to transfer to.")],
     task: Annotated[
         str | None,
-        typer.Option(help="Task of the source model; with a graph set name as --src, reads runs/TASK/SRC.  [default: mis]"),
+        typer.Option(
+            help="Task of the source model (checked); with a graph set name as --src, reads runs/TASK/SRC (TASK: mis if not given)."
+        ),
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Model folder to write [default: runs/TASK/DST].")] = None,
     max_passes: Annotated[int | None, typer.Option(help="Policy passes per graph before stopping [default: the task's].")] = None,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 
-from graphtransfer.checkpoint import load_policy, read_checkpoint
+from graphtransfer.checkpoint import atomic_write, load_policy, read_checkpoint
 from graphtransfer.evaluate import inference_env
 from graphtransfer.graphs import Graph, load_graph
 from graphtransfer.inference import DEFAULT_COMMIT_FRACTION, Solution, solve
@@ -47,6 +48,8 @@ def write_solution(path: str | Path, solution: np.ndarray, header: str) -> None:
     if header.startswith("node,"):
         rows = np.column_stack([np.arange(len(rows)), rows])
     integral = np.issubdtype(rows.dtype, np.integer) or rows.dtype == bool
+    text = io.StringIO()
     np.savetxt(
-        path, rows.astype(np.int64 if integral else np.float64), fmt="%d" if integral else "%.9g", delimiter=",", header=header, comments=""
+        text, rows.astype(np.int64 if integral else np.float64), fmt="%d" if integral else "%.9g", delimiter=",", header=header, comments=""
     )
+    atomic_write(path, text.getvalue().encode())  # a killed run leaves the previous CSV, never half of a new one
