@@ -226,11 +226,12 @@ def load_optimizer_state(optimizer: torch.optim.Optimizer, module: torch.nn.Modu
 
 
 def _parameter_names(optimizer: torch.optim.Optimizer, module: torch.nn.Module) -> list[str]:
-    names = [name for name, _ in module.named_parameters()]
-    held = sum(len(group["params"]) for group in optimizer.param_groups)
-    if held != len(names):
-        raise CheckpointError(f"the optimizer holds {held} parameters but the model has {len(names)}; it must be built from the model's")
-    return names
+    """The names of the optimizer's parameters, in its order; state_dict indexes them so."""
+    named = list(module.named_parameters())
+    held = [parameter for group in optimizer.param_groups for parameter in group["params"]]
+    if len(held) != len(named) or any(a is not b for a, (_, b) in zip(held, named, strict=False)):
+        raise ValueError("the optimizer must hold the module's parameters in named_parameters() order, as SB3's policies build it")
+    return [name for name, _ in named]
 
 
 def _write_tensors(folder: Path, kind: str, tensors: dict[str, torch.Tensor]) -> dict[str, str]:
@@ -311,6 +312,8 @@ def _read_meta(folder: Path) -> dict[str, Any]:
             f"{path}: format {found[0]!r} v{found[1]}; this graphtransfer reads {FORMAT!r} "
             f"v{' and v'.join(map(str, READABLE_VERSIONS))}: retrain, or use the graphtransfer version that wrote it"
         )
+    if not isinstance(meta.get("config"), dict):
+        raise CheckpointError(f"{path}: has no 'config' object; the folder is damaged, retrain or restore it")
     return meta
 
 

@@ -177,7 +177,7 @@ def resume(folder: str | Path, progress: bool = False, log: Callable[[str], None
     config, done = checkpoint.config, checkpoint.meta.get("training")
     if done is None:
         raise UsageError(f"{folder}: holds no training run to resume (no training record in its {CONFIG}); train a new model instead")
-    steps, budget = done["steps"], config.ppo.total_timesteps
+    steps, budget = done.get("steps", 0), config.ppo.total_timesteps
     if done.get("complete", True):  # version 1 folders have no "complete": every run of theirs finished
         raise UsageError(f"{folder}: training is complete ({steps} of {budget} steps); nothing to resume, train a new model instead")
     graphs = load_graphs(config.graphs)
