@@ -159,6 +159,7 @@ def _save_forever(folder, policies, config):
             save_checkpoint(folder, policy, config)
 
 
+@pytest.mark.slow
 def test_a_save_killed_at_any_moment_leaves_a_folder_that_loads(tmp_path):
     """kill -9 a process that keeps overwriting a model folder; after each kill the folder must
     load, verify, and hold one of the two models whole."""
