@@ -1,7 +1,21 @@
-"""Model folders: safetensors weights plus a JSON config, written atomically, loaded without pickle.
+"""Model folders: safetensors tensors plus a JSON config, loaded without pickle, replaced atomically.
 
-A folder holds ``model.safetensors`` and ``config.json`` (the :class:`RunConfig`, provenance,
-library versions and the sha256 of the weights file).
+A folder holds ``config.json`` (the :class:`RunConfig`, provenance, library versions, and the name
+and sha256 of every tensor file) and the tensor files it names: ``model-<sha>.safetensors`` (the
+policy) and, for a training run stopped before its budget, ``optimizer-<sha>.safetensors`` (Adam's
+moments, for ``train --resume``). Loading reads JSON and safetensors only; nothing is unpickled.
+
+Why tensor files carry their hash in their name: a save must never leave a folder that no longer
+loads. Two files cannot be replaced together atomically. Replacing ``model.safetensors`` and then
+``config.json`` in place leaves, if the process dies between the two renames, new weights beside a
+config naming the old sha256, and the previous model is lost. Here each tensor file is written to a
+temporary file, flushed to disk and renamed to a name derived from its content, which no current
+file uses (or an identical one does); ``config.json`` is replaced last the same way, and that one
+rename is the commit. Before it the folder holds the old model (plus files nothing names), after it
+the new one. Files that ``config.json`` no longer names are deleted after the commit, and each save
+also removes those a killed save left behind. We did not build a new folder and swap it in: a swap
+is two renames with a moment where no folder exists at all, and it would throw away files users
+keep beside their model (a solution CSV, say).
 """
 
 from __future__ import annotations
@@ -9,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -16,9 +31,10 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 from stable_baselines3.common.policies import ActorCriticPolicy
 
 from graphtransfer.config import RunConfig
@@ -26,8 +42,17 @@ from graphtransfer.envs.factory import head_of
 from graphtransfer.errors import CheckpointError
 from graphtransfer.nn import build_policy
 
-WEIGHTS, CONFIG = "model.safetensors", "config.json"
-FORMAT, FORMAT_VERSION = "graphtransfer-model", 1
+CONFIG = "config.json"
+FORMAT, FORMAT_VERSION = "graphtransfer-model", 2
+READABLE_VERSIONS = (1, 2)
+"""version 1 kept the weights in a fixed ``model.safetensors``, replaced in place"""
+ENCODER = "features_extractor.encode.0.weight"
+"""the first layer, ``(width, node features)``: its width is what an env must provide"""
+# what a save owns and may delete once config.json no longer names it: tensor files (version 1's
+# fixed name included) and the temporary files of saves that were killed
+_TENSOR_FILE = r"(?:model|optimizer)-[0-9a-f]{16}\.safetensors"
+_MANAGED = re.compile(rf"^(?:model\.safetensors|{_TENSOR_FILE}|\.(?:config\.json|{_TENSOR_FILE})\..+\.tmp)$")
+_ZIP_MAGIC, _PICKLE_PROTOCOLS = b"PK\x03\x04", range(2, 6)
 
 
 @dataclass
@@ -36,6 +61,8 @@ class Checkpoint:
     tensors: dict[str, torch.Tensor]
     meta: dict[str, Any]
     folder: Path
+    optimizer: dict[str, torch.Tensor] | None = None
+    """the optimizer's state tensors, only in checkpoints of interrupted training runs"""
 
 
 @dataclass
@@ -72,52 +99,42 @@ def state_tensors(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     return tensors
 
 
-def save_checkpoint(folder: str | Path, module: torch.nn.Module, config: RunConfig, info: dict[str, Any] | None = None) -> Path:
-    """Write weights, then the config that names their sha256; each file replaced atomically."""
+def save_checkpoint(
+    folder: str | Path,
+    module: torch.nn.Module,
+    config: RunConfig,
+    info: dict[str, Any] | None = None,
+    optimizer: torch.optim.Optimizer | None = None,
+) -> Path:
+    """Write the module's weights (and the optimizer's state), then commit them with one rename of
+    ``config.json``; see the module docstring for why a killed save cannot break the folder."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    tensors = {name: t.detach().cpu().contiguous() for name, t in state_tensors(module).items()}
-    weights = _atomic_write(folder / WEIGHTS, lambda path: save_file(tensors, path))
-    meta = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "config": config.to_dict(),
-        "weights_sha256": _sha256(weights),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "versions": {pkg: _version(pkg) for pkg in ("graphtransfer", "torch", "stable-baselines3", "torch-geometric")},
+    files = {"weights": _write_tensors(folder, "model", state_tensors(module))}
+    meta: dict[str, Any] = {"format": FORMAT, "format_version": FORMAT_VERSION, "config": config.to_dict()}
+    if optimizer is not None:
+        tensors, groups = optimizer_state(optimizer, module)
+        files["optimizer"] = _write_tensors(folder, "optimizer", tensors)
+        meta["optimizer_groups"] = groups
+    meta.update(
+        files=files,
+        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        versions={pkg: _version(pkg) for pkg in ("graphtransfer", "torch", "stable-baselines3", "torch-geometric")},
         **(info or {}),
-    }
-    _atomic_write(folder / CONFIG, lambda path: Path(path).write_text(json.dumps(meta, indent=2) + "\n"))
+    )
+    atomic_write(folder / CONFIG, (json.dumps(meta, indent=2) + "\n").encode())
+    _sync_folder(folder)
+    _remove_unnamed(folder, {entry["name"] for entry in files.values()})
     return folder
 
 
 def read_checkpoint(folder: str | Path) -> Checkpoint:
     """Read and verify a model folder. Nothing here unpickles: JSON and safetensors only."""
     folder = Path(folder)
-    if folder.suffix == ".zip":
-        raise CheckpointError(
-            f"{folder}: SB3 zip files are not loaded (their loader unpickles and can run code); pass a graphtransfer model folder"
-        )
-    if not (folder / CONFIG).is_file() or not (folder / WEIGHTS).is_file():
-        raise CheckpointError(f"{folder}: not a model folder (needs {CONFIG} and {WEIGHTS}); train one with 'graphtransfer train'")
-    try:
-        meta = json.loads((folder / CONFIG).read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise CheckpointError(f"{folder / CONFIG}: not valid JSON ({err})") from None
-    if meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
-        raise CheckpointError(
-            f"{folder / CONFIG}: format {meta.get('format')!r} v{meta.get('format_version')}; "
-            f"this graphtransfer reads {FORMAT!r} v{FORMAT_VERSION}"
-        )
-    if _sha256(folder / WEIGHTS) != meta.get("weights_sha256"):
-        raise CheckpointError(
-            f"{folder / WEIGHTS}: sha256 differs from {CONFIG}; the weights are damaged or were replaced, retrain or restore them"
-        )
-    try:
-        tensors = load_file(folder / WEIGHTS)
-    except SafetensorError as err:
-        raise CheckpointError(f"{folder / WEIGHTS}: unreadable safetensors file ({err})") from None
-    return Checkpoint(RunConfig.from_dict(meta["config"]), tensors, meta, folder)
+    _refuse_non_folder(folder)
+    meta = _read_meta(folder)
+    tensors = {role: _read_tensors(folder, entry) for role, entry in _named_files(folder, meta).items()}
+    return Checkpoint(RunConfig.from_dict(meta["config"]), tensors["weights"], meta, folder, tensors.get("optimizer"))
 
 
 def load_strict(module: torch.nn.Module, tensors: dict[str, torch.Tensor]) -> LoadReport:
@@ -146,16 +163,203 @@ def load_strict(module: torch.nn.Module, tensors: dict[str, torch.Tensor]) -> Lo
     return report
 
 
-def _atomic_write(path: Path, write) -> Path:
+def check_fits(checkpoint: Checkpoint, env: gym.Env) -> None:
+    """Refuse, before any model is built, a checkpoint whose head or node features ``env`` lacks."""
+    config, where = checkpoint.config, checkpoint.folder
+    head = head_of(env)
+    if config.head and head != config.head:  # folders written before heads were recorded have none
+        raise CheckpointError(
+            f"{where}: the model has a {config.head} head, but {config.name}'s env now needs a {head} head "
+            f"(its action space is {env.action_space}); the env's actions differ from training: "
+            "restore the env the model was trained with, or retrain"
+        )
+    encoder, width = checkpoint.tensors.get(ENCODER), env.observation_space["x"].shape[-1]
+    if encoder is not None and encoder.shape[1] != width:
+        raise CheckpointError(
+            f"{where}: {ENCODER} is {tuple(encoder.shape)} in the checkpoint but this env needs {(encoder.shape[0], width)}: "
+            f"the env's node features differ from training ({encoder.shape[1]} then, {width} now); "
+            "use the env and env settings the model was trained with, or retrain"
+        )
+
+
+def load_policy(checkpoint: Checkpoint, env: gym.Env) -> tuple[ActorCriticPolicy, LoadReport]:
+    """Build a policy for ``env``'s spaces from the checkpoint's config and load it strictly."""
+    check_fits(checkpoint, env)
+    config = checkpoint.config
+    policy = build_policy(config.head or head_of(env), config.model, env.observation_space, env.action_space)
+    return policy, load_strict(policy, checkpoint.tensors)
+
+
+def optimizer_state(optimizer: torch.optim.Optimizer, module: torch.nn.Module) -> tuple[dict[str, torch.Tensor], list[dict]]:
+    """The optimizer's state as named tensors (``<parameter name>.<state key>``) and its parameter
+    groups as JSON, so it can be stored in safetensors. The optimizer must hold the module's
+    parameters in ``named_parameters`` order, as SB3's policies build it."""
+    state = optimizer.state_dict()
+    names = _parameter_names(optimizer, module)
+    tensors = {
+        f"{names[index]}.{key}": torch.as_tensor(value).detach().cpu().contiguous()
+        for index, per_parameter in state["state"].items()
+        for key, value in per_parameter.items()
+    }
+    groups = [{key: value for key, value in group.items() if key != "params"} for group in state["param_groups"]]
+    return tensors, groups
+
+
+def load_optimizer_state(optimizer: torch.optim.Optimizer, module: torch.nn.Module, checkpoint: Checkpoint) -> None:
+    """Restore what :func:`optimizer_state` stored into ``optimizer`` (built for ``module``)."""
+    if checkpoint.optimizer is None:
+        raise CheckpointError(f"{checkpoint.folder}: holds no optimizer state; only an interrupted training run can be resumed")
+    names = _parameter_names(optimizer, module)
+    index_of = {name: index for index, name in enumerate(names)}
+    state: dict[int, dict[str, torch.Tensor]] = {}
+    for key, tensor in checkpoint.optimizer.items():
+        name, _, state_key = key.rpartition(".")
+        if name not in index_of:
+            raise CheckpointError(f"{checkpoint.folder}: optimizer state for {name!r}, which this model does not have; retrain")
+        state.setdefault(index_of[name], {})[state_key] = tensor
+    saved_groups = checkpoint.meta.get("optimizer_groups", [])
+    current = optimizer.state_dict()["param_groups"]
+    if len(saved_groups) != len(current):
+        raise CheckpointError(f"{checkpoint.folder}: {len(saved_groups)} optimizer parameter groups saved, the model has {len(current)}")
+    groups = [{**saved, "params": group["params"]} for saved, group in zip(saved_groups, current, strict=True)]
+    optimizer.load_state_dict({"state": state, "param_groups": groups})
+
+
+def _parameter_names(optimizer: torch.optim.Optimizer, module: torch.nn.Module) -> list[str]:
+    """The names of the optimizer's parameters, in its order; state_dict indexes them so."""
+    named = list(module.named_parameters())
+    held = [parameter for group in optimizer.param_groups for parameter in group["params"]]
+    if len(held) != len(named) or any(a is not b for a, (_, b) in zip(held, named, strict=False)):
+        raise ValueError("the optimizer must hold the module's parameters in named_parameters() order, as SB3's policies build it")
+    return [name for name, _ in named]
+
+
+def _write_tensors(folder: Path, kind: str, tensors: dict[str, torch.Tensor]) -> dict[str, str]:
+    """Save ``tensors`` as ``<kind>-<sha256 prefix>.safetensors``; returns its name and sha256."""
+    # serialised in memory rather than with save_file, which keeps temporary files of its own that a
+    # killed save would leave behind under names this module does not own
+    data = save({name: t.detach().cpu().contiguous() for name, t in tensors.items()})
+    digest = hashlib.sha256(data).hexdigest()
+    name = f"{kind}-{digest[:16]}.safetensors"
+    atomic_write(folder / name, data)
+    return {"name": name, "sha256": digest}
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, flush it to disk, rename it over ``path``.
+
+    The rename alone is atomic against a killed process; the flush makes it so across a power cut
+    too, where the filesystem honours fsync.
+    """
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
     try:
-        write(tmp)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    return path
+
+
+def _sync_folder(folder: Path) -> None:
+    if os.name == "posix":  # persists the renames themselves; Windows cannot open a folder for this
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _remove_unnamed(folder: Path, named: set[str]) -> None:
+    """Delete tensor files and temporary files of earlier saves that ``config.json`` no longer names."""
+    for path in folder.iterdir():
+        if _MANAGED.match(path.name) and path.name not in named:
+            path.unlink(missing_ok=True)
+
+
+def _refuse_non_folder(path: Path) -> None:
+    """Explain what a path that is not a model folder is, without ever unpickling it."""
+    if path.is_dir():
+        return
+    kind = _magic(path) if path.is_file() else ""
+    if path.suffix == ".zip" or kind == "zip":
+        raise CheckpointError(
+            f"{path}: SB3 zip files are not loaded (their loader unpickles and can run code); pass a graphtransfer model folder"
+        )
+    if kind == "pickle":
+        raise CheckpointError(
+            f"{path}: is a Python pickle (torch.save output?); pickles can run code and are never loaded; pass a model folder"
+        )
+    if kind == "safetensors":
+        raise CheckpointError(f"{path}: is a lone safetensors file; pass the model folder that holds it and its {CONFIG}")
+    what = "is a file" if path.exists() else "does not exist"
+    raise CheckpointError(f"{path}: {what}; expected a model folder written by 'graphtransfer train' or 'graphtransfer transfer'")
+
+
+def _read_meta(folder: Path) -> dict[str, Any]:
+    path = folder / CONFIG
+    if not path.is_file():
+        raise CheckpointError(f"{folder}: not a model folder (no {CONFIG}); train one with 'graphtransfer train'")
+    try:
+        meta = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise CheckpointError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("format_version") not in READABLE_VERSIONS:
+        found = (meta.get("format"), meta.get("format_version")) if isinstance(meta, dict) else (None, None)
+        raise CheckpointError(
+            f"{path}: format {found[0]!r} v{found[1]}; this graphtransfer reads {FORMAT!r} "
+            f"v{' and v'.join(map(str, READABLE_VERSIONS))}: retrain, or use the graphtransfer version that wrote it"
+        )
+    if not isinstance(meta.get("config"), dict):
+        raise CheckpointError(f"{path}: has no 'config' object; the folder is damaged, retrain or restore it")
+    return meta
+
+
+def _named_files(folder: Path, meta: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """The tensor files ``config.json`` names, each checked to be a plain file name in ``folder``."""
+    if meta["format_version"] == 1:
+        files = {"weights": {"name": "model.safetensors", "sha256": meta.get("weights_sha256")}}
+    else:
+        files = meta.get("files")
+    if not isinstance(files, dict) or "weights" not in files:
+        raise CheckpointError(f"{folder / CONFIG}: names no weights file; the folder is damaged, retrain or restore it")
+    for entry in files.values():
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or Path(name).name != name or not name.endswith(".safetensors"):
+            raise CheckpointError(f"{folder / CONFIG}: names {name!r}; expected a .safetensors file name inside the model folder")
+    return files
+
+
+def _read_tensors(folder: Path, entry: dict[str, str]) -> dict[str, torch.Tensor]:
+    path = folder / entry["name"]
+    if not path.is_file():
+        raise CheckpointError(f"{path}: missing, though {CONFIG} names it; the folder is incomplete, restore it or retrain")
+    if _sha256(path) != entry.get("sha256"):
+        raise CheckpointError(f"{path}: sha256 differs from {CONFIG}; the file is damaged or was replaced, retrain or restore it")
+    try:
+        return load_file(path)
+    except SafetensorError as err:
+        kind = _magic(path)  # to explain the failure; parsing it as safetensors cannot run code
+        if kind in ("zip", "pickle"):
+            raise CheckpointError(
+                f"{path}: is a {kind} file, not safetensors; such files can run code and are never loaded; retrain"
+            ) from None
+        raise CheckpointError(f"{path}: unreadable safetensors file ({err}); the file is damaged, retrain or restore it") from None
+
+
+def _magic(path: Path) -> str:
+    """``"safetensors"``, ``"zip"``, ``"pickle"`` or ``""``, from the first bytes only."""
+    with open(path, "rb") as handle:
+        head = handle.read(9)
+    if head[8:9] == b"{":  # an 8-byte header length, then the JSON header
+        return "safetensors"
+    if head[:4] == _ZIP_MAGIC:
+        return "zip"
+    if len(head) >= 2 and head[0] == 0x80 and head[1] in _PICKLE_PROTOCOLS:  # PROTO opcode, protocol 2-5
+        return "pickle"
+    return ""
 
 
 def _version(package: str) -> str:
@@ -171,16 +375,3 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-def load_policy(checkpoint: Checkpoint, env) -> tuple[ActorCriticPolicy, LoadReport]:
-    """Build a policy for ``env``'s spaces from the checkpoint's config and load it strictly."""
-    config = checkpoint.config
-    head = config.head or head_of(env)  # folders written before the head was recorded
-    if head != head_of(env):
-        raise CheckpointError(
-            f"{checkpoint.folder}: the model has a {head} head but this env needs {head_of(env)}; "
-            "transfer only between envs with the same kind of action space"
-        )
-    policy = build_policy(head, config.model, env.observation_space, env.action_space)
-    return policy, load_strict(policy, checkpoint.tensors)

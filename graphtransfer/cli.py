@@ -9,7 +9,7 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,6 +21,9 @@ from graphtransfer.errors import UsageError
 from graphtransfer.evaluate import format_rows
 from graphtransfer.inference import DEFAULT_COMMIT_FRACTION
 from graphtransfer.nn import CONVS
+
+if TYPE_CHECKING:
+    from graphtransfer.train import TrainResult
 
 app = typer.Typer(
     add_completion=False,
@@ -36,6 +39,7 @@ _DEFAULT_MODEL, _DEFAULT_PPO = ModelConfig(), PPOConfig()
 @app.command()
 @friendly_errors
 def train(
+    ctx: typer.Context,
     task: Annotated[str, typer.Option(help="Built-in task: mis, mvc, maxcut or epidemic (see 'graphtransfer tasks').")] = "mis",
     graphs: Annotated[str, typer.Option(help="Sample set name, graph file, or folder of graph files to train on.")] = "small",
     env: Annotated[str | None, typer.Option(help="Your own env instead of a task: 'package.module:Class' or a gymnasium id.")] = None,
@@ -54,13 +58,21 @@ def train(
     seed: Annotated[int, typer.Option(help="Random seed.")] = _DEFAULT_PPO.seed,
     threads: Annotated[int, typer.Option(help="Torch CPU threads.")] = _DEFAULT_PPO.threads,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    resume: Annotated[
+        Path | None,
+        typer.Option(help="Continue the run interrupted (Ctrl-C) in this model folder to its budget, with its config.json's settings."),
+    ] = None,
 ) -> None:
-    """Train a PPO policy on small graphs and save it.
+    """Train a PPO policy on small graphs and save it. Ctrl-C saves a checkpoint to resume from.
 
     Example: graphtransfer train --task mis --graphs small
     """
+    from graphtransfer.train import resume as resume_training
     from graphtransfer.train import train as run_training
 
+    if resume is not None:
+        _refuse_settings_beside_resume(ctx)
+        return _report_training(resume_training(resume, progress=progress and sys.stderr.isatty(), log=typer.echo))
     _check_positive(steps=steps, n_envs=n_envs, n_steps=n_steps, batch_size=batch_size, epochs=epochs)
     _check_positive(horizon=horizon or 1, layers=layers, width=width, threads=threads)
     if conv not in CONVS:
@@ -84,7 +96,25 @@ def train(
             threads=threads,
         ),
     )
-    result = run_training(config, out, progress=progress and sys.stderr.isatty(), log=typer.echo)
+    _report_training(run_training(config, out, progress=progress and sys.stderr.isatty(), log=typer.echo))
+
+
+def _refuse_settings_beside_resume(ctx: typer.Context) -> None:
+    """A resumed run keeps its own settings; an option given beside --resume would be silently ignored."""
+    typed = [name for name in ctx.params if name not in ("resume", "progress") and ctx.get_parameter_source(name).name == "COMMANDLINE"]
+    if typed:
+        options = ", ".join("--" + name.replace("_", "-") for name in typed)
+        raise UsageError(f"--resume takes every setting from the folder's config.json; drop {options}")
+
+
+def _report_training(result: TrainResult) -> None:
+    if result.interrupted:
+        typer.echo(
+            f"interrupted at step {result.steps} of {result.budget}; saved {result.folder}; "
+            f"resume with: graphtransfer train --resume {result.folder}",
+            err=True,
+        )
+        raise typer.Exit(130)
     typer.echo(
         f"trained {result.steps} steps in {result.seconds:.1f} s: rollout {result.rollout_seconds:.1f} s, "
         f"update {result.update_seconds:.1f} s, {result.steps_per_second:.0f} env steps/s"
@@ -97,7 +127,12 @@ def train(
 def transfer(
     src: Annotated[str, typer.Option(help="Trained model folder, or the graph set name it was trained on.")],
     dst: Annotated[str, typer.Option(help="Sample set name, graph file or folder to transfer to.")],
-    task: Annotated[str, typer.Option(help="Task of the source model when --src is a graph set name.")] = "mis",
+    task: Annotated[
+        str | None,
+        typer.Option(
+            help="Task of the source model (checked); with a graph set name as --src, reads runs/TASK/SRC (TASK: mis if not given)."
+        ),
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Model folder to write [default: runs/TASK/DST].")] = None,
     max_passes: Annotated[int | None, typer.Option(help="Policy passes per graph before stopping [default: the task's].")] = None,
 ) -> None:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 
-from graphtransfer.checkpoint import load_policy, read_checkpoint
+from graphtransfer.checkpoint import atomic_write, load_policy, read_checkpoint
 from graphtransfer.evaluate import inference_env
 from graphtransfer.graphs import Graph, load_graph
 from graphtransfer.inference import DEFAULT_COMMIT_FRACTION, Solution, solve
+from graphtransfer.memory import check_memory
 
 
 def predict(
@@ -24,10 +26,12 @@ def predict(
     """Run the model in folder ``model`` on ``graph``; write the solution to ``out`` as CSV.
 
     By default actions are sampled from the policy (seeded, so runs repeat exactly); see
-    :func:`graphtransfer.inference.solve`.
+    :func:`graphtransfer.inference.solve`. A graph too large for the memory available is refused
+    before anything is built (:mod:`graphtransfer.memory`).
     """
     checkpoint = read_checkpoint(model)
     loaded = load_graph(graph)
+    check_memory(loaded.num_nodes, loaded.edge_index.shape[1], checkpoint.config.model, f"graph {loaded.name}")
     env = inference_env(checkpoint.config, loaded, max_passes)
     policy, _ = load_policy(checkpoint, env)
     solution = solve(policy, env, deterministic=deterministic, seed=seed, commit_fraction=commit_fraction)
@@ -44,6 +48,8 @@ def write_solution(path: str | Path, solution: np.ndarray, header: str) -> None:
     if header.startswith("node,"):
         rows = np.column_stack([np.arange(len(rows)), rows])
     integral = np.issubdtype(rows.dtype, np.integer) or rows.dtype == bool
+    text = io.StringIO()
     np.savetxt(
-        path, rows.astype(np.int64 if integral else np.float64), fmt="%d" if integral else "%.9g", delimiter=",", header=header, comments=""
+        text, rows.astype(np.int64 if integral else np.float64), fmt="%d" if integral else "%.9g", delimiter=",", header=header, comments=""
     )
+    atomic_write(path, text.getvalue().encode())  # a killed run leaves the previous CSV, never half of a new one

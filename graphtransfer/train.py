@@ -1,12 +1,20 @@
-"""Training a GNN policy with Stable-Baselines3's PPO (MaskablePPO for node choice) on small graphs."""
+"""Training a GNN policy with Stable-Baselines3's PPO (MaskablePPO for node choice) on small graphs.
+
+Ctrl-C stops a run between env steps and saves a resumable checkpoint; :func:`resume` continues it
+to the same budget. With the same seed, ``threads=1`` and the CPU, a run repeats bit for bit.
+"""
 
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -17,7 +25,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 
-from graphtransfer.checkpoint import save_checkpoint
+from graphtransfer.checkpoint import CONFIG, check_fits, load_optimizer_state, load_strict, read_checkpoint, save_checkpoint
 from graphtransfer.config import RunConfig
 from graphtransfer.envs.factory import head_of, make_env
 from graphtransfer.errors import UsageError
@@ -32,6 +40,9 @@ class TrainResult:
     seconds: float
     rollout_seconds: float
     update_seconds: float
+    budget: int
+    interrupted: bool = False
+    """stopped by Ctrl-C before the budget; the folder then holds a checkpoint to resume"""
 
     @property
     def steps_per_second(self) -> float:
@@ -44,24 +55,67 @@ class PhaseTimer(BaseCallback):
     def __init__(self):
         super().__init__()
         self.rollout = self.update = 0.0
-        self._mark: float | None = None
+        self._phase: str | None = None
+        self._mark = 0.0
 
     def _on_rollout_start(self) -> None:
-        now = time.perf_counter()
-        if self._mark is not None:
-            self.update += now - self._mark
-        self._mark = now
+        self._switch("rollout")
 
     def _on_rollout_end(self) -> None:
-        now = time.perf_counter()
-        self.rollout += now - self._mark
-        self._mark = now
+        self._switch("update")
 
     def _on_training_end(self) -> None:
-        self._on_rollout_start()
+        self._switch(None)
 
     def _on_step(self) -> bool:
         return True
+
+    def _switch(self, phase: str | None) -> None:
+        """Charge the time since the last switch to the phase that was running."""
+        now = time.perf_counter()
+        if self._phase == "rollout":
+            self.rollout += now - self._mark
+        elif self._phase == "update":
+            self.update += now - self._mark
+        self._phase, self._mark = phase, now
+
+
+class StopOnInterrupt(BaseCallback):
+    """Ctrl-C asks PPO to stop at its next env step, so a save never lands inside an update.
+
+    The rollout in progress is dropped, so :attr:`completed_steps` (the env steps of every rollout
+    that went into an update) is the model's real progress.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.requested = self.stopped = False
+        self.completed_steps = 0
+
+    def _on_rollout_start(self) -> None:
+        self.completed_steps = self.model.num_timesteps
+
+    def _on_step(self) -> bool:
+        self.stopped = self.requested
+        return not self.requested
+
+    @contextmanager
+    def listening(self) -> Iterator[None]:
+        """Inside, the first SIGINT only sets :attr:`requested`; a second one interrupts at once."""
+        if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+            yield
+            return
+        previous = signal.getsignal(signal.SIGINT)
+
+        def request(signum, frame) -> None:
+            self.requested = True
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+        signal.signal(signal.SIGINT, request)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
 
 def default_run_folder(config: RunConfig) -> Path:
@@ -74,7 +128,7 @@ def run_env(config: RunConfig, graphs: list[Graph]):
     return make_env(config.task, config.env, config.env_kwargs, graphs, config.horizon)
 
 
-def build_model(config: RunConfig, envs: VecEnv) -> PPO:
+def build_model(config: RunConfig, envs: VecEnv, seed: int | None = None) -> PPO:
     """The SB3 algorithm for ``config.head`` on ``envs``: PPO, or MaskablePPO for node choice."""
     if config.head == "node-choice" and not hasattr(envs.envs[0].unwrapped, "action_masks"):
         raise UsageError(f"{config.name}: a node-choice env (Discrete(max_nodes) actions) needs an action_masks() method for MaskablePPO")
@@ -93,7 +147,7 @@ def build_model(config: RunConfig, envs: VecEnv) -> PPO:
         clip_range=ppo.clip_range,
         ent_coef=ppo.ent_coef,
         target_kl=ppo.target_kl,
-        seed=ppo.seed,
+        seed=ppo.seed if seed is None else seed,
         device=ppo.device,
         verbose=0,
     )
@@ -134,7 +188,7 @@ def available_memory_bytes() -> int:
 
 def train(config: RunConfig, folder: str | Path | None = None, progress: bool = False, log: Callable[[str], None] = print) -> TrainResult:
     """Train on ``config.graphs`` and save the policy to ``folder`` (default
-    :func:`default_run_folder`)."""
+    :func:`default_run_folder`). Ctrl-C stops it early with a checkpoint for :func:`resume`."""
     graphs = load_graphs(config.graphs)
     ppo = config.ppo
     if ppo.batch_size > ppo.n_steps * ppo.n_envs:
@@ -142,26 +196,76 @@ def train(config: RunConfig, folder: str | Path | None = None, progress: bool = 
     probe = run_env(config, graphs)
     config = replace(config, head=head_of(probe))
     check_buffer_fits(config, probe, log)
-    torch.set_num_threads(ppo.threads)
-    envs = make_vec_env(lambda: run_env(config, graphs), n_envs=ppo.n_envs, seed=ppo.seed)
-    model = build_model(config, envs)
+    model = _model(config, graphs, ppo.seed)
     sizes = [g.num_nodes for g in graphs]
     what = f"{config.name} ({config.head} head, {type(model).__name__})"
     log(f"training {what} on {len(graphs)} graphs of {min(sizes)}-{max(sizes)} nodes for {ppo.total_timesteps} steps")
-    timer = PhaseTimer()
+    return _learn(model, config, graphs, Path(folder or default_run_folder(config)), progress)
+
+
+def resume(folder: str | Path, progress: bool = False, log: Callable[[str], None] = print) -> TrainResult:
+    """Continue an interrupted run in ``folder`` to its budget, with the folder's config.
+
+    Restored: the policy's weights, Adam's moments and step counts, and the env-step count (which
+    drives the schedules). Not restored: the RNG streams and the envs' episodes in progress; the
+    resumed run starts fresh episodes, seeded ``seed + steps done``, so it does not repeat the
+    first run's episodes and is not bit-identical to an uninterrupted run.
+    """
+    checkpoint = read_checkpoint(folder)
+    config, done = checkpoint.config, checkpoint.meta.get("training")
+    if done is None:
+        raise UsageError(f"{folder}: holds no training run to resume (no training record in its {CONFIG}); train a new model instead")
+    steps, budget = done.get("steps", 0), config.ppo.total_timesteps
+    if done.get("complete", True):  # version 1 folders have no "complete": every run of theirs finished
+        raise UsageError(f"{folder}: training is complete ({steps} of {budget} steps); nothing to resume, train a new model instead")
+    graphs = load_graphs(config.graphs)
+    model = _model(config, graphs, config.ppo.seed + steps)
+    check_fits(checkpoint, model.env.envs[0])
+    load_strict(model.policy, checkpoint.tensors)
+    load_optimizer_state(model.policy.optimizer, model.policy, checkpoint)
+    model.num_timesteps = steps
+    log(f"resuming {config.name} ({config.head} head) from {folder} at step {steps} of {budget}")
+    return _learn(model, config, graphs, Path(folder), progress, done)
+
+
+def _model(config: RunConfig, graphs: list[Graph], seed: int) -> PPO:
+    torch.set_num_threads(config.ppo.threads)
+    envs = make_vec_env(lambda: run_env(config, graphs), n_envs=config.ppo.n_envs, seed=seed)
+    return build_model(config, envs, seed)
+
+
+def _learn(
+    model: PPO, config: RunConfig, graphs: list[Graph], folder: Path, progress: bool, earlier: dict[str, Any] | None = None
+) -> TrainResult:
+    """Run PPO up to the budget (or Ctrl-C) and save; ``earlier`` is the interrupted run's training info."""
+    timer, stop = PhaseTimer(), StopOnInterrupt()
+    budget = config.ppo.total_timesteps
     started = time.perf_counter()
-    model.learn(ppo.total_timesteps, callback=timer, progress_bar=progress)
+    with stop.listening():
+        model.learn(budget - model.num_timesteps, callback=[timer, stop], progress_bar=progress, reset_num_timesteps=False)
+    if stop.stopped:
+        model.num_timesteps = stop.completed_steps
+    earlier = earlier or {}
     result = TrainResult(
-        Path(folder or default_run_folder(config)), model.num_timesteps, time.perf_counter() - started, timer.rollout, timer.update
+        folder,
+        model.num_timesteps,
+        earlier.get("seconds", 0.0) + time.perf_counter() - started,
+        earlier.get("rollout_seconds", 0.0) + timer.rollout,
+        earlier.get("update_seconds", 0.0) + timer.update,
+        budget,
+        stop.stopped,
     )
+    sizes = [g.num_nodes for g in graphs]
     info = {
         "trained_on": {"graphs": config.graphs, "num_graphs": len(graphs), "min_nodes": min(sizes), "max_nodes": max(sizes)},
         "training": {
             "steps": result.steps,
+            "budget": budget,
+            "complete": not result.interrupted,
             "seconds": round(result.seconds, 2),
             "rollout_seconds": round(result.rollout_seconds, 2),
             "update_seconds": round(result.update_seconds, 2),
         },
     }
-    save_checkpoint(result.folder, model.policy, config, info)
+    save_checkpoint(folder, model.policy, config, info, optimizer=model.policy.optimizer if result.interrupted else None)
     return result

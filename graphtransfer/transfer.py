@@ -10,6 +10,7 @@ from graphtransfer.config import RunConfig
 from graphtransfer.errors import CheckpointError
 from graphtransfer.evaluate import EvalRow, evaluate
 from graphtransfer.graphs import load_graphs
+from graphtransfer.memory import check_memory
 from graphtransfer.train import default_run_folder, run_env
 
 
@@ -25,7 +26,7 @@ class TransferResult:
 def resolve_model(src: str | Path, task: str) -> Path:
     """A model folder, or the name of the graph set a model of ``task`` was trained on."""
     path = Path(src)
-    if path.is_dir():
+    if path.exists() or path.suffix == ".zip":  # anything but a model folder: read_checkpoint explains what it is
         return path
     candidate = default_run_folder(RunConfig(task=task, graphs=str(src)))
     if candidate.is_dir():
@@ -36,13 +37,24 @@ def resolve_model(src: str | Path, task: str) -> Path:
 
 
 def transfer(
-    src: str | Path, dst: str | Path, task: str = "mis", folder: str | Path | None = None, max_passes: int | None = None
+    src: str | Path, dst: str | Path, task: str | None = None, folder: str | Path | None = None, max_passes: int | None = None
 ) -> TransferResult:
     """Load the model ``src`` into a model for the graphs ``dst``, evaluate zero-shot there
-    against the baselines, and save it (default ``runs/<task>/<dst name>``)."""
-    checkpoint = read_checkpoint(resolve_model(src, task))
+    against the baselines, and save it (default ``runs/<task>/<dst name>``).
+
+    ``task`` (default ``"mis"``) finds ``runs/<task>/<src>`` when ``src`` names a graph set; when
+    given, the model must be one of that task.
+    """
+    checkpoint = read_checkpoint(resolve_model(src, task or "mis"))
     config = checkpoint.config
+    if task is not None and task != config.name:
+        raise CheckpointError(
+            f"{checkpoint.folder} holds a model of task {config.name} ({config.head} head), not of task {task}; "
+            f"drop --task {task}, or pass a model trained with --task {task}"
+        )
     graphs = load_graphs(dst)
+    for graph in graphs:
+        check_memory(graph.num_nodes, graph.edge_index.shape[1], config.model, f"graph {graph.name}")
     env = run_env(config, graphs)
     policy, report = load_policy(checkpoint, env)
     rows = evaluate(policy, config, graphs, max_passes)

@@ -62,7 +62,7 @@ def test_train_transfer_predict_end_to_end(tmp_path, monkeypatch, task):
     trained = runner.invoke(app, ["train", "--task", task, "--graphs", "small", "--steps", "256", "--n-envs", "4", "--no-progress"])
     assert trained.exit_code == 0, trained.output
     assert "env steps/s" in trained.output and "rollout" in trained.output
-    assert (tmp_path / f"runs/{task}/small/model.safetensors").is_file()
+    assert (tmp_path / f"runs/{task}/small/config.json").is_file()
 
     moved = runner.invoke(app, ["transfer", "--task", task, "--src", "small", "--dst", str(tmp_path / "big.txt")])
     assert moved.exit_code == 0, moved.output

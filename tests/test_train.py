@@ -1,0 +1,114 @@
+"""Training runs: bit-identical repeats, Ctrl-C with a resumable checkpoint, and --resume."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from graphtransfer.checkpoint import CONFIG, read_checkpoint
+from graphtransfer.cli import app
+from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
+from graphtransfer.train import train
+
+runner = CliRunner()
+
+# An MIS env that, after `after` env steps in its process, touches ./progress and waits for ./go:
+# the test's Ctrl-C then arrives at a known step, with no race against the clock.
+GATED_ENV = """
+import time
+from pathlib import Path
+
+from graphtransfer.envs.mis import MISEnv
+
+
+class GatedMIS(MISEnv):
+    steps_taken = 0  # over every copy of the env in this process
+
+    def __init__(self, graphs, after=300):
+        super().__init__(graphs)
+        self.after = after
+
+    def step(self, action):
+        GatedMIS.steps_taken += 1
+        if GatedMIS.steps_taken == self.after:
+            Path("progress").touch()
+            while not Path("go").exists():
+                time.sleep(0.01)
+        return super().step(action)
+"""
+
+
+def tiny_run(seed: int) -> RunConfig:
+    return RunConfig(
+        task="mis",
+        graphs="small",
+        model=ModelConfig(width=16, head_width=16, num_layers=2),
+        ppo=PPOConfig(total_timesteps=256, n_envs=2, seed=seed, threads=1, device="cpu"),
+    )
+
+
+@pytest.mark.slow
+def test_the_same_seed_gives_bit_identical_weights(tmp_path):
+    weights = {}
+    for name, seed in (("first", 0), ("again", 0), ("other", 1)):
+        train(tiny_run(seed), tmp_path / name, log=lambda line: None)
+        weights[name] = read_checkpoint(tmp_path / name).tensors
+    assert weights["first"].keys() == weights["again"].keys()
+    assert all(torch.equal(weights["first"][n], weights["again"][n]) for n in weights["first"])
+    assert not all(torch.equal(weights["first"][n], weights["other"][n]) for n in weights["first"])
+
+
+@pytest.mark.slow
+def test_ctrl_c_saves_a_checkpoint_that_resume_trains_to_the_budget(tmp_path, monkeypatch):
+    (tmp_path / "gated.py").write_text(GATED_ENV)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    command = [sys.executable, "-c", "from graphtransfer.cli import main; main()", "train", "--env", "gated:GatedMIS"]
+    command += ["--steps", "512", "--n-envs", "2", "--width", "16", "--layers", "1", "--out", "model"]
+    process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(tmp_path / "progress", process)
+        process.send_signal(signal.SIGINT)
+        (tmp_path / "go").touch()
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    # 300 env steps is inside the fifth rollout of 2 x 32: four went into updates, the fifth is dropped
+    assert process.returncode == 130, stderr
+    assert stderr == "interrupted at step 256 of 512; saved model; resume with: graphtransfer train --resume model\n"
+    assert stdout.startswith("training gatedmis (node-wise head, PPO)")
+    interrupted = read_checkpoint(tmp_path / "model")
+    assert interrupted.meta["training"]["steps"] == 256 and interrupted.meta["training"]["complete"] is False
+    assert interrupted.optimizer is not None
+
+    resumed = runner.invoke(app, ["train", "--resume", "model", "--no-progress"])
+    assert resumed.exit_code == 0, resumed.output
+    assert resumed.output.startswith("resuming gatedmis (node-wise head) from model at step 256 of 512\n")
+    meta = json.loads((tmp_path / "model" / CONFIG).read_text())
+    assert meta["training"]["steps"] == meta["training"]["budget"] == meta["config"]["ppo"]["total_timesteps"] == 512
+    assert meta["training"]["complete"] is True and "optimizer" not in meta["files"]
+
+    again = runner.invoke(app, ["train", "--resume", "model"])
+    assert again.exit_code == 2
+    assert again.stderr == "error: model: training is complete (512 of 512 steps); nothing to resume, train a new model instead\n"
+
+
+def test_resume_refuses_settings_it_would_ignore(tmp_path):
+    result = runner.invoke(app, ["train", "--resume", str(tmp_path), "--steps", "100", "--seed", "3"])
+    assert result.exit_code == 2
+    assert result.stderr == "error: --resume takes every setting from the folder's config.json; drop --steps, --seed\n"
+
+
+def _wait_for(path, process, timeout=120.0):
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if process.poll() is not None:
+            raise AssertionError(f"training exited ({process.returncode}) before {path.name}: {process.stderr.read()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {path.name} after {timeout} s")
+        time.sleep(0.05)
