@@ -2,8 +2,13 @@
 
 import numpy as np
 import pytest
+import torch
 
 from graphtransfer.graphs import Graph, from_edges
+
+# The suite runs in one process on CI's 2 cores; one torch thread avoids oversubscription, which
+# made small-graph tests several times slower, and matches the training default.
+torch.set_num_threads(1)
 
 
 def graph_from_pairs(pairs, num_nodes, name="hand") -> Graph:

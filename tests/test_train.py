@@ -81,7 +81,7 @@ def test_ctrl_c_saves_a_checkpoint_that_resume_trains_to_the_budget(tmp_path, mo
     # 300 env steps is inside the fifth rollout of 2 x 32: four went into updates, the fifth is dropped
     assert process.returncode == 130, stderr
     assert stderr == "interrupted at step 256 of 512; saved model; resume with: graphtransfer train --resume model\n"
-    assert stdout.startswith("training gatedmis (node-wise head, PPO)")
+    assert "\ntraining gatedmis (node-wise head, PPO)" in stdout
     interrupted = read_checkpoint(tmp_path / "model")
     assert interrupted.meta["training"]["steps"] == 256 and interrupted.meta["training"]["complete"] is False
     assert interrupted.optimizer is not None
