@@ -135,6 +135,9 @@ def transfer(
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Model folder to write [default: runs/TASK/DST].")] = None,
     max_passes: Annotated[int | None, typer.Option(help="Policy passes per graph before stopping [default: the task's].")] = None,
+    threads: Annotated[
+        int, typer.Option(help="Torch CPU threads; 1 is fastest on a shared 2-core machine, raise it on a dedicated one.")
+    ] = _DEFAULT_PPO.threads,
 ) -> None:
     """Load a trained policy into a model for other graphs, report, evaluate zero-shot, save.
 
@@ -142,7 +145,8 @@ def transfer(
     """
     from graphtransfer.transfer import transfer as run_transfer
 
-    _check_positive(max_passes=max_passes or 1)
+    _check_positive(max_passes=max_passes or 1, threads=threads)
+    _use_threads(threads)
     result = run_transfer(src, dst, task=task, folder=out, max_passes=max_passes)
     typer.echo(f"source {result.source}: {result.report.summary()}")
     typer.echo(f"zero-shot on the destination graphs ({result.config.name}, {result.config.head} head):")
@@ -163,6 +167,9 @@ def predict(
     commit_fraction: Annotated[
         float, typer.Option(help="Node-choice tasks (mvc): share of the valid nodes committed per pass, best first.")
     ] = DEFAULT_COMMIT_FRACTION,
+    threads: Annotated[
+        int, typer.Option(help="Torch CPU threads; 1 is fastest on a shared 2-core machine, raise it on a dedicated one.")
+    ] = _DEFAULT_PPO.threads,
 ) -> None:
     """Run a saved policy on a graph and write its solution.
 
@@ -170,7 +177,8 @@ def predict(
     """
     from graphtransfer.predict import predict as run_predict
 
-    _check_positive(max_passes=max_passes or 1)
+    _check_positive(max_passes=max_passes or 1, threads=threads)
+    _use_threads(threads)
     if not 0 < commit_fraction <= 1:
         raise UsageError(f"--commit-fraction {commit_fraction} must be in (0, 1]")
     loaded, solution = run_predict(
@@ -200,6 +208,9 @@ def evaluate(
     commit_fraction: Annotated[
         float, typer.Option(help="Node-choice tasks: share of valid nodes committed per pass.")
     ] = DEFAULT_COMMIT_FRACTION,
+    threads: Annotated[
+        int, typer.Option(help="Torch CPU threads; 1 is fastest on a shared 2-core machine, raise it on a dedicated one.")
+    ] = _DEFAULT_PPO.threads,
 ) -> None:
     """Evaluate a saved policy against the task's baselines on a set of graphs.
 
@@ -208,7 +219,8 @@ def evaluate(
     from graphtransfer.evaluate import evaluate_model
     from graphtransfer.report import plot_ratios, write_json
 
-    _check_positive(samples=samples, max_passes=max_passes or 1)
+    _check_positive(samples=samples, max_passes=max_passes or 1, threads=threads)
+    _use_threads(threads)
     options = {"samples": samples, "deterministic": deterministic, "polish": polish, "commit_fraction": commit_fraction}
     config, rows = evaluate_model(model, graphs, max_passes=max_passes, **options)
     for line in format_rows(rows):
@@ -235,6 +247,12 @@ def tasks() -> None:
         sense = "maximise" if env_class.sense == "max" else "minimise"
         typer.echo(f"{name:<9} {env_class.head:<12} {sense} {env_class.objective_name}")
         typer.echo(f"{'':<9} gymnasium id {GYM_IDS[name]}; baselines: {', '.join(BASELINES.get(name, {})) or 'none yet'}")
+
+
+def _use_threads(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
 
 
 def _json_object(text: str, option: str) -> dict:
