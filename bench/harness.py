@@ -80,9 +80,9 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> 
 
 
 def verdict(ratio: float, target: float, higher_is_better: bool = True) -> str:
-    """``yes``/``no`` against a target ratio, with the margin as a factor."""
+    """Whether ``ratio`` meets ``target``, and by what factor it clears or misses it."""
     margin = ratio / target if higher_is_better else target / ratio
-    return f"{'yes' if margin >= 1 else 'no'} ({margin:.2f}× the target)"
+    return f"yes, {margin:.1f}× margin" if margin >= 1 else f"no, {1 / margin:.1f}× short"
 
 
 def cpu_model() -> str:
