@@ -67,7 +67,8 @@ def compare_at(num_nodes: int) -> list[object]:
     expected = sb3_request(models["plain"].observation_space, 1)
     if plain != expected:
         raise RuntimeError(f"plain buffer holds {plain} bytes per step, the shape rule says {expected}: fix sb3_request")
-    edge_share = models["plain"].rollout_buffer.observations["edge_index"].nbytes / (plain * config.ppo.n_steps)
+    plain_buffer = models["plain"].rollout_buffer
+    edge_share = plain_buffer.observations["edge_index"].nbytes / observation_bytes(plain_buffer)
     ratio = ours / plain
     target = verdict(ratio, TARGET, higher_is_better=False) if num_nodes == max(SIZES) else ""
     return [f"{num_nodes:,}", f"{plain / 1024:,.1f} KiB", f"{ours / 1024:,.1f} KiB", f"**{ratio:.3f}**", target, f"{edge_share:.0%}"]
