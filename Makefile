@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # A local CPU build of torch is installed first; an unpinned torch would pull GBs of CUDA packages.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install demo test lint clean
+.PHONY: install demo test bench lint clean
 
 install: $(VENV)/.installed
 
@@ -23,6 +23,11 @@ demo: install  ## train on sample_graphs/small, transfer to the 250k-node graph,
 
 test: install  ## the test suite (what CI runs)
 	$(BIN)/python -m pytest -q
+
+bench: install  ## ratios against the plain SB3 + PyG recipe (about 16 minutes on 2 cores; not part of test)
+	$(BIN)/python -m bench.storage
+	$(BIN)/python -m bench.training_speed
+	$(BIN)/python -m bench.inference
 
 lint: install
 	$(BIN)/ruff check graphtransfer tests sample_graphs bench
