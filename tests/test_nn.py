@@ -101,3 +101,18 @@ def test_policy_on_active_subgraph_equals_policy_on_full_observation():
         full = policy.get_distribution(obs_to_tensors(obs, policy.device)).distribution.logits[0, active]
         part = policy.get_distribution(obs_to_tensors(active_subgraph(obs, active), policy.device)).distribution.logits[0]
     assert torch.allclose(full, part, atol=1e-6)
+
+
+@pytest.mark.parametrize("conv", ["sage", "gcn", "gin"])
+@pytest.mark.parametrize("aggr", ["max", "mean"])
+def test_sparse_inference_path_matches_gather_scatter(conv, aggr, monkeypatch):
+    from graphtransfer.nn import extractor
+
+    env = MISEnv([erdos_renyi(300, 6.0, 3)])
+    obs = {k: torch.as_tensor(v)[None] for k, v in env.reset(seed=0)[0].items()}
+    policy = build_policy("node-wise", ModelConfig(conv=conv, aggr=aggr), env.observation_space, env.action_space)
+    with torch.no_grad():
+        dense, _ = policy.features_extractor.node_embeddings(obs)
+        monkeypatch.setattr(extractor, "CSR_MIN_EDGES", 1)
+        sparse, _ = policy.features_extractor.node_embeddings(obs)
+    assert torch.allclose(dense, sparse, atol=1e-5)

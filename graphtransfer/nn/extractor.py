@@ -12,9 +12,10 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 from torch_geometric.nn import GCNConv, GINConv, SAGEConv, global_max_pool, global_mean_pool
 
-from graphtransfer.nn.batching import DisjointGraph, to_disjoint
+from graphtransfer.nn.batching import DisjointGraph, to_csr_adjacency, to_disjoint
 
 CONVS = ("sage", "gcn", "gin")
+CSR_MIN_EDGES = 1 << 16  # below this, building the CSR adjacency costs more than it saves
 
 
 def make_conv(kind: str, width: int, aggr: str) -> nn.Module:
@@ -52,11 +53,19 @@ class GNNExtractor(BaseFeaturesExtractor):
         self.convs = nn.ModuleList(make_conv(conv, width, aggr) for _ in range(num_layers))
 
     def node_embeddings(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, DisjointGraph]:
-        """Embeddings of every real node of the batch, and the disjoint graph they belong to."""
+        """Embeddings of every real node of the batch, and the disjoint graph they belong to.
+
+        Without gradients, on the CPU and from :data:`CSR_MIN_EDGES` edges up, messages pass
+        over a sparse CSR adjacency instead of gathered edge tensors: the same numbers (tested
+        to 1e-5) in far less memory.
+        """
         graph = to_disjoint(obs)
         h = self.encode(graph.x)
+        edges = graph.edge_index
+        if not torch.is_grad_enabled() and h.device.type == "cpu" and edges.shape[1] >= CSR_MIN_EDGES:
+            edges = to_csr_adjacency(edges, h.shape[0])
         for conv in self.convs:
-            h = h + torch.relu(conv(h, graph.edge_index))
+            h = h + torch.relu(conv(h, edges))
         return h, graph
 
     def pool(self, h: torch.Tensor, graph: DisjointGraph) -> torch.Tensor:
