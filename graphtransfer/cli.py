@@ -138,6 +138,9 @@ def transfer(
     threads: Annotated[
         int, typer.Option(help="Torch CPU threads; 1 is fastest on a shared 2-core machine, raise it on a dedicated one.")
     ] = _DEFAULT_PPO.threads,
+    finetune_steps: Annotated[
+        int, typer.Option(help="Fine-tune on the destination graphs for this many env steps after the zero-shot report.")
+    ] = 0,
 ) -> None:
     """Load a trained policy into a model for other graphs, report, evaluate zero-shot, save.
 
@@ -147,11 +150,19 @@ def transfer(
 
     _check_positive(max_passes=max_passes or 1, threads=threads)
     _use_threads(threads)
-    result = run_transfer(src, dst, task=task, folder=out, max_passes=max_passes)
+    if finetune_steps < 0:
+        raise UsageError(f"--finetune-steps {finetune_steps} must be 0 (no fine-tuning) or more")
+    result = run_transfer(src, dst, task=task, folder=out, max_passes=max_passes, finetune_steps=finetune_steps, log=typer.echo)
     typer.echo(f"source {result.source}: {result.report.summary()}")
     typer.echo(f"zero-shot on the destination graphs ({result.config.name}, {result.config.head} head):")
     for line in format_rows(result.rows):
         typer.echo("  " + line)
+    if result.finetune:
+        tuned = result.finetune
+        phases = f"rollout {tuned.rollout_seconds:.1f} s, update {tuned.update_seconds:.1f} s"
+        typer.echo(f"fine-tuned {tuned.steps} steps in {tuned.seconds:.1f} s ({phases}), then:")
+        for line in format_rows(result.finetuned_rows):
+            typer.echo("  " + line)
     typer.echo(f"saved {result.folder}")
 
 

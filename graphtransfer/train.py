@@ -228,6 +228,30 @@ def resume(folder: str | Path, progress: bool = False, log: Callable[[str], None
     return _learn(model, config, graphs, Path(folder), progress, done)
 
 
+FINETUNE_NODES_PER_MINIBATCH = 300_000  # one 250k-node observation per minibatch: ~4 GiB of activations
+
+
+def finetune(policy, config: RunConfig, graphs: list[Graph], steps: int, log: Callable[[str], None] = print) -> TrainResult:
+    """A few PPO iterations of ``policy`` on ``graphs`` (the transfer destination), in place.
+
+    Rollouts are short and minibatches hold at most :data:`FINETUNE_NODES_PER_MINIBATCH` nodes,
+    so that graphs of 10^5-10^6 nodes fit in memory; the rollout buffer is checked first.
+    """
+    max_nodes = max(g.num_nodes for g in graphs)
+    n_steps = max(2, min(config.ppo.n_steps, steps))
+    batch_size = max(1, min(n_steps, FINETUNE_NODES_PER_MINIBATCH // max_nodes))
+    tuned = replace(config, ppo=replace(config.ppo, n_envs=1, n_steps=n_steps, batch_size=batch_size, n_epochs=1, total_timesteps=steps))
+    probe = run_env(tuned, graphs)
+    check_buffer_fits(tuned, probe, log)
+    model = _model(tuned, graphs, tuned.ppo.seed)
+    model.policy.load_state_dict(policy.state_dict())
+    timer = PhaseTimer()
+    started = time.perf_counter()
+    model.learn(steps, callback=timer)
+    policy.load_state_dict(model.policy.state_dict())
+    return TrainResult(Path(), model.num_timesteps, time.perf_counter() - started, timer.rollout, timer.update, steps)
+
+
 def _model(config: RunConfig, graphs: list[Graph], seed: int) -> PPO:
     torch.set_num_threads(config.ppo.threads)
     envs = make_vec_env(lambda: run_env(config, graphs), n_envs=config.ppo.n_envs, seed=seed)

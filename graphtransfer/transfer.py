@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from graphtransfer.errors import CheckpointError
 from graphtransfer.evaluate import EvalRow, evaluate
 from graphtransfer.graphs import load_graphs
 from graphtransfer.memory import check_memory
-from graphtransfer.train import default_run_folder, run_env
+from graphtransfer.train import TrainResult, default_run_folder, finetune, run_env
 
 
 @dataclass
@@ -21,6 +22,8 @@ class TransferResult:
     config: RunConfig
     report: LoadReport
     rows: list[EvalRow]
+    finetune: TrainResult | None = None
+    finetuned_rows: list[EvalRow] | None = None
 
 
 def resolve_model(src: str | Path, task: str) -> Path:
@@ -37,10 +40,17 @@ def resolve_model(src: str | Path, task: str) -> Path:
 
 
 def transfer(
-    src: str | Path, dst: str | Path, task: str | None = None, folder: str | Path | None = None, max_passes: int | None = None
+    src: str | Path,
+    dst: str | Path,
+    task: str | None = None,
+    folder: str | Path | None = None,
+    max_passes: int | None = None,
+    finetune_steps: int = 0,
+    log: Callable[[str], None] = print,
 ) -> TransferResult:
     """Load the model ``src`` into a model for the graphs ``dst``, evaluate zero-shot there
-    against the baselines, and save it (default ``runs/<task>/<dst name>``).
+    against the baselines, optionally fine-tune there for ``finetune_steps`` env steps (and
+    evaluate again), and save it (default ``runs/<task>/<dst name>``).
 
     ``task`` (default ``"mis"``) finds ``runs/<task>/<src>`` when ``src`` names a graph set; when
     given, the model must be one of that task.
@@ -61,8 +71,17 @@ def transfer(
     out = Path(folder or default_run_folder(RunConfig(task=config.task, env=config.env, graphs=str(dst))))
     info = {k: v for k, v in checkpoint.meta.items() if k in ("trained_on", "training")}
     info["transferred"] = {"from": str(checkpoint.folder), "to": str(dst), "zero_shot": [_row_summary(row) for row in rows]}
+    result = TransferResult(checkpoint.folder, out, config, report, rows)
+    if finetune_steps:
+        result.finetune = finetune(policy, config, graphs, finetune_steps, log)
+        result.finetuned_rows = evaluate(policy, config, graphs, max_passes)
+        info["transferred"]["finetune"] = {
+            "steps": result.finetune.steps,
+            "seconds": round(result.finetune.seconds, 2),
+            "after": [_row_summary(row) for row in result.finetuned_rows],
+        }
     save_checkpoint(out, policy, config, info)
-    return TransferResult(checkpoint.folder, out, config, report, rows)
+    return result
 
 
 def _row_summary(row: EvalRow) -> dict:
