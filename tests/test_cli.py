@@ -119,3 +119,15 @@ def test_a_rollout_buffer_that_cannot_fit_is_refused_with_an_n_steps_that_fits(t
     assert result.exit_code == 2
     assert "the rollout buffer needs" in result.stderr and "use n_steps=" in result.stderr
     assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.slow
+def test_transfer_can_fine_tune_on_the_destination(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_edge_list(barabasi_albert(1500, 3, seed=2), tmp_path / "big.txt")
+    assert runner.invoke(app, ["train", "--graphs", "small", "--steps", "128", "--n-envs", "4", "--no-progress"]).exit_code == 0
+    moved = runner.invoke(app, ["transfer", "--src", "small", "--dst", str(tmp_path / "big.txt"), "--finetune-steps", "8"])
+    assert moved.exit_code == 0, moved.output
+    assert "fine-tuned 8 steps" in moved.output
+    meta = json.loads((tmp_path / "runs/mis/big/config.json").read_text())
+    assert meta["transferred"]["finetune"]["steps"] == 8
