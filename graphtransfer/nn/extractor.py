@@ -6,6 +6,8 @@ no weight depends on the number of nodes, so one set of weights runs on any grap
 
 from __future__ import annotations
 
+import warnings
+
 import gymnasium as gym
 import torch
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
@@ -62,10 +64,14 @@ class GNNExtractor(BaseFeaturesExtractor):
         graph = to_disjoint(obs)
         h = self.encode(graph.x)
         edges = graph.edge_index
-        if not torch.is_grad_enabled() and h.device.type == "cpu" and edges.shape[1] >= CSR_MIN_EDGES:
+        sparse = not torch.is_grad_enabled() and h.device.type == "cpu" and edges.shape[1] >= CSR_MIN_EDGES
+        if sparse:
             edges = to_csr_adjacency(edges, h.shape[0])
-        for conv in self.convs:
-            h = h + torch.relu(conv(h, edges))
+        with warnings.catch_warnings():
+            if sparse:  # PyG's GCN path re-wraps the CSR tensor and torch warns that it is beta
+                warnings.simplefilter("ignore", UserWarning)
+            for conv in self.convs:
+                h = h + torch.relu(conv(h, edges))
         return h, graph
 
     def pool(self, h: torch.Tensor, graph: DisjointGraph) -> torch.Tensor:
