@@ -170,7 +170,7 @@ def transfer(
 @friendly_errors
 def predict(
     model: Annotated[Path, typer.Option(help="Model folder written by train or transfer.")],
-    graph: Annotated[str, typer.Option(help="Graph file (edge list, .npz or generator .json) or sample name.")],
+    graph: Annotated[str, typer.Option(help="Graph file in any supported format (see 'graphtransfer graphs info'), or a sample name.")],
     out: Annotated[Path, typer.Option(help="CSV to write: one 'node,decision' row per node, or one row per step for graph-level tasks.")],
     max_passes: Annotated[int | None, typer.Option(help="Policy passes before stopping [default: the task's].")] = None,
     deterministic: Annotated[bool, typer.Option(help="Take the most likely actions instead of sampling (seeded) from the policy.")] = False,
