@@ -242,6 +242,7 @@ def finetune(policy, config: RunConfig, graphs: list[Graph], steps: int, log: Ca
     batch_size = max(1, min(n_steps, FINETUNE_NODES_PER_MINIBATCH // max_nodes))
     tuned = replace(config, ppo=replace(config.ppo, n_envs=1, n_steps=n_steps, batch_size=batch_size, n_epochs=1, total_timesteps=steps))
     probe = run_env(tuned, graphs)
+    tuned = replace(tuned, head=head_of(probe))  # folders from before heads were recorded have none
     check_buffer_fits(tuned, probe, log)
     model = _model(tuned, graphs, tuned.ppo.seed)
     model.policy.load_state_dict(policy.state_dict())
