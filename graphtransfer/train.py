@@ -228,7 +228,7 @@ def resume(folder: str | Path, progress: bool = False, log: Callable[[str], None
     return _learn(model, config, graphs, Path(folder), progress, done)
 
 
-FINETUNE_NODES_PER_MINIBATCH = 300_000  # one 250k-node observation per minibatch: ~4 GiB of activations
+FINETUNE_NODES_PER_MINIBATCH = 600_000  # two 250k-node observations (SB3's PPO needs at least two)
 
 
 def finetune(policy, config: RunConfig, graphs: list[Graph], steps: int, log: Callable[[str], None] = print) -> TrainResult:
@@ -239,7 +239,7 @@ def finetune(policy, config: RunConfig, graphs: list[Graph], steps: int, log: Ca
     """
     max_nodes = max(g.num_nodes for g in graphs)
     n_steps = max(2, min(config.ppo.n_steps, steps))
-    batch_size = max(1, min(n_steps, FINETUNE_NODES_PER_MINIBATCH // max_nodes))
+    batch_size = max(2, min(n_steps, FINETUNE_NODES_PER_MINIBATCH // max_nodes))
     tuned = replace(config, ppo=replace(config.ppo, n_envs=1, n_steps=n_steps, batch_size=batch_size, n_epochs=1, total_timesteps=steps))
     probe = run_env(tuned, graphs)
     tuned = replace(tuned, head=head_of(probe))  # folders from before heads were recorded have none
