@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from graphtransfer.checkpoint import LoadReport, load_policy, read_checkpoint, save_checkpoint
 from graphtransfer.config import RunConfig
+from graphtransfer.envs.factory import head_of
 from graphtransfer.errors import CheckpointError
 from graphtransfer.evaluate import EvalRow, evaluate
 from graphtransfer.graphs import load_graphs
@@ -67,6 +68,7 @@ def transfer(
         check_memory(graph.num_nodes, graph.edge_index.shape[1], config.model, f"graph {graph.name}")
     env = run_env(config, graphs)
     policy, report = load_policy(checkpoint, env)
+    config = replace(config, head=head_of(env))  # folders from before heads were recorded have none
     rows = evaluate(policy, config, graphs, max_passes)
     out = Path(folder or default_run_folder(RunConfig(task=config.task, env=config.env, graphs=str(dst))))
     info = {k: v for k, v in checkpoint.meta.items() if k in ("trained_on", "training")}
