@@ -30,7 +30,7 @@ bench: install  ## ratios against the plain SB3 + PyG recipe (about 16 minutes o
 	$(BIN)/python -m bench.inference
 
 lint: install
-	$(BIN)/ruff check graphtransfer tests sample_graphs bench
+	$(BIN)/ruff check graphtransfer tests sample_graphs bench examples
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
