@@ -1,0 +1,145 @@
+"""Zero-shot transfer quality: a policy trained only on graphs of at most 60 nodes, run unchanged
+on Erdős–Rényi, Barabási–Albert and random geometric graphs of 10^3 to 2.5×10^5 nodes and
+compared with the task's classical baseline run on the same graph; for MIS also with the exact
+optimum of 100-300 node graphs. Prints Markdown tables, one row at a time.
+
+    .venv/bin/python bench/transfer_quality.py [--task mis] [--sizes 1000,10000] [--reuse] [--out runs/transfer-quality]
+
+Each task trains into ``OUT/<task>``; ``--reuse`` loads the model already there instead, so a run
+can be split into parts (train once, then evaluate a few sizes at a time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from graphtransfer.baselines import EXACT
+from graphtransfer.checkpoint import load_policy, read_checkpoint
+from graphtransfer.config import RunConfig, ppo_for_task
+from graphtransfer.evaluate import EvalRow, evaluate
+from graphtransfer.graphs import Graph, barabasi_albert, erdos_renyi, random_geometric
+from graphtransfer.train import run_env, train
+
+FAMILIES: dict[str, Callable[[int, int], Graph]] = {
+    "er": lambda n, seed: erdos_renyi(n, 8.0, seed),
+    "ba": lambda n, seed: barabasi_albert(n, 4, seed),
+    "rgg": lambda n, seed: random_geometric(n, 8.0, seed),
+}
+SEED = 0  # of every evaluation graph; the settings were tuned on graphs of seed 1
+BASELINE = {"mis": "greedy-min-degree", "mvc": "greedy-max-degree", "maxcut": "one-flip"}
+SIZES = {"mis": (1_000, 10_000, 100_000, 250_000), "mvc": (1_000, 10_000, 100_000), "maxcut": (1_000, 10_000, 100_000)}
+EXACT_SIZES = (100, 200, 300)
+
+
+def training_config(task: str, steps: int | None) -> RunConfig:
+    """The run each task is trained with: the task's defaults from ``graphtransfer.config``."""
+    ppo = ppo_for_task(task) if steps is None else ppo_for_task(task, total_timesteps=steps)
+    return RunConfig(task=task, graphs="small", ppo=ppo)
+
+
+def trained_model(task: str, folder: Path, reuse: bool, steps: int | None) -> float:
+    """Train ``task`` into ``folder`` (or keep the model there with ``reuse``); return the
+    training's wall time in seconds, as recorded in the model folder."""
+    if not (reuse and (folder / "config.json").is_file()):
+        train(training_config(task, steps), folder, log=lambda line: print(line, file=sys.stderr))
+    checkpoint = read_checkpoint(folder)
+    training = checkpoint.meta["training"]
+    print(
+        f"{task}: {folder} trained {training['steps']} steps on {checkpoint.config.graphs} in {training['seconds']:.0f} s "
+        f"(rollout {training['rollout_seconds']:.0f} s, update {training['update_seconds']:.0f} s)",
+        file=sys.stderr,
+    )
+    return training["seconds"]
+
+
+def transferred_rows(folder: Path, graphs: list[Graph], samples: int) -> list[EvalRow]:
+    """Load the model strictly into a model for each graph and evaluate every decoding there."""
+    checkpoint = read_checkpoint(folder)
+    rows = []
+    for graph in graphs:
+        policy, _ = load_policy(checkpoint, run_env(checkpoint.config, [graph]))
+        rows += evaluate(policy, checkpoint.config, [graph], samples=samples, deterministic=True)
+    return rows
+
+
+def quality_header(samples: int) -> list[str]:
+    return [
+        f"| task | graph | nodes | edges | baseline | baseline objective | sampled | deterministic | best of {samples} "
+        "| passes (sampled / det.) | policy s (sampled) | baseline s |",
+        "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+
+
+def quality_line(task: str, row: EvalRow) -> str:
+    """One graph: each decoding's objective over the task's main baseline."""
+    baseline = next(b for b in row.baselines if b.name == BASELINE[task])
+    ratios = " | ".join(f"{row.ratio(s.objective, baseline.objective):.3f}" for s in row.decodings.values())
+    sampled, deterministic = row.decodings["sampled"], row.decodings["deterministic"]
+    return (
+        f"| {task} | {row.graph.name} | {row.graph.num_nodes} | {row.graph.num_edges} | {baseline.name} | {baseline.objective:.0f} | "
+        f"{ratios} | {sampled.passes} / {deterministic.passes} | {sampled.seconds:.1f} | {baseline.seconds:.1f} |"
+    )
+
+
+def exact_header(samples: int) -> list[str]:
+    return [
+        f"| graph | nodes | edges | best set | proven optimal | MILP s | greedy | sampled | deterministic | best of {samples} |",
+        "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|",
+    ]
+
+
+def exact_line(row: EvalRow, time_limit: float) -> str:
+    """One small graph: every decoding and greedy over the MILP's best independent set."""
+    started = time.perf_counter()
+    exact = EXACT["mis"]["milp"](row.graph, time_limit=time_limit)
+    seconds = time.perf_counter() - started
+    best = float(exact.solution.sum())
+    greedy = next(b.objective for b in row.baselines if b.name == BASELINE["mis"])
+    ratios = " | ".join(f"{s.objective / best:.3f}" for s in [*row.decodings.values()])
+    return (
+        f"| {row.graph.name} | {row.graph.num_nodes} | {row.graph.num_edges} | {best:.0f} | {'yes' if exact.optimal else 'no'} | "
+        f"{seconds:.1f} | {greedy / best:.3f} | {ratios} |"
+    )
+
+
+def graphs_of(sizes: list[int]) -> list[Graph]:
+    return [make(n, SEED) for n in sizes for make in FAMILIES.values()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", action="append", choices=sorted(SIZES), help="task to run (repeatable) [default: all three]")
+    parser.add_argument("--sizes", help="comma-separated node counts [default: the task's, 1000 up to 250000 for mis]")
+    parser.add_argument(
+        "--exact-sizes", default=",".join(map(str, EXACT_SIZES)), help="mis: node counts for the exact comparison ('' skips it)"
+    )
+    parser.add_argument("--exact-time-limit", type=float, default=60.0, help="seconds the MILP may take per graph")
+    parser.add_argument("--samples", type=int, default=4, help="k of the best-of-k sampled decoding")
+    parser.add_argument("--steps", type=int, help="training steps instead of the task's default")
+    parser.add_argument("--out", type=Path, default=Path("runs/transfer-quality"), help="model folders are OUT/<task>")
+    parser.add_argument("--reuse", action="store_true", help="evaluate the model already in OUT/<task> instead of training")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    tasks = args.task or list(SIZES)
+    seconds = {task: trained_model(task, args.out / task, args.reuse, args.steps) for task in tasks}
+    print("\n".join(quality_header(args.samples)), flush=True)
+    for task in tasks:
+        sizes = [int(n) for n in args.sizes.split(",")] if args.sizes else SIZES[task]
+        for graph in graphs_of(sizes):
+            for row in transferred_rows(args.out / task, [graph], args.samples):
+                print(quality_line(task, row), flush=True)
+    if "mis" in tasks and args.exact_sizes:
+        print("\n" + "\n".join(exact_header(args.samples)), flush=True)
+        for row in transferred_rows(args.out / "mis", graphs_of([int(n) for n in args.exact_sizes.split(",")]), args.samples):
+            print(exact_line(row, args.exact_time_limit), flush=True)
+    print("\ntraining wall time: " + ", ".join(f"{task} {s:.0f} s" for task, s in seconds.items()), flush=True)
+
+
+if __name__ == "__main__":
+    main()
