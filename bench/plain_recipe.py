@@ -16,6 +16,7 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.nn import GCNConv, global_mean_pool
 
 from graphtransfer.config import PPOConfig
+from graphtransfer.train import sb3_kwargs
 
 
 class PlainGCNExtractor(BaseFeaturesExtractor):
@@ -47,20 +48,5 @@ def _sample_graph(obs: dict[str, torch.Tensor], i: int) -> Data:
 
 def plain_model(env, ppo: PPOConfig, width: int = 64) -> PPO:
     """SB3 PPO with ``MultiInputPolicy`` and :class:`PlainGCNExtractor`, with ``ppo``'s settings."""
-    return PPO(
-        "MultiInputPolicy",
-        env,
-        policy_kwargs={"features_extractor_class": PlainGCNExtractor, "features_extractor_kwargs": {"width": width}},
-        n_steps=ppo.n_steps,
-        batch_size=ppo.batch_size,
-        n_epochs=ppo.n_epochs,
-        learning_rate=ppo.learning_rate,
-        gamma=ppo.gamma,
-        gae_lambda=ppo.gae_lambda,
-        clip_range=ppo.clip_range,
-        ent_coef=ppo.ent_coef,
-        target_kl=ppo.target_kl,
-        seed=ppo.seed,
-        device=ppo.device,
-        verbose=0,
-    )
+    extractor = {"features_extractor_class": PlainGCNExtractor, "features_extractor_kwargs": {"width": width}}
+    return PPO("MultiInputPolicy", env, policy_kwargs=extractor, **sb3_kwargs(ppo))

@@ -26,7 +26,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 
 from graphtransfer.checkpoint import CONFIG, check_fits, load_optimizer_state, load_strict, read_checkpoint, save_checkpoint
-from graphtransfer.config import RunConfig
+from graphtransfer.config import PPOConfig, RunConfig
 from graphtransfer.envs.factory import head_of, make_env
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, load_graphs
@@ -132,25 +132,27 @@ def build_model(config: RunConfig, envs: VecEnv, seed: int | None = None) -> PPO
     """The SB3 algorithm for ``config.head`` on ``envs``: PPO, or MaskablePPO for node choice."""
     if config.head == "node-choice" and not hasattr(envs.envs[0].unwrapped, "action_masks"):
         raise UsageError(f"{config.name}: a node-choice env (Discrete(max_nodes) actions) needs an action_masks() method for MaskablePPO")
-    ppo = config.ppo
     algorithm = MaskablePPO if config.head == "node-choice" else PPO
-    return algorithm(
-        POLICIES[config.head],
-        envs,
-        policy_kwargs=policy_kwargs(config.head, config.model),
-        n_steps=ppo.n_steps,
-        batch_size=ppo.batch_size,
-        n_epochs=ppo.n_epochs,
-        learning_rate=ppo.learning_rate,
-        gamma=ppo.gamma,
-        gae_lambda=ppo.gae_lambda,
-        clip_range=ppo.clip_range,
-        ent_coef=ppo.ent_coef,
-        target_kl=ppo.target_kl,
-        seed=ppo.seed if seed is None else seed,
-        device=ppo.device,
-        verbose=0,
+    kwargs = {**sb3_kwargs(config.ppo), "seed": config.ppo.seed if seed is None else seed}
+    return algorithm(POLICIES[config.head], envs, policy_kwargs=policy_kwargs(config.head, config.model), **kwargs)
+
+
+def sb3_kwargs(ppo: PPOConfig) -> dict[str, Any]:
+    """The arguments of SB3's ``PPO`` that :class:`PPOConfig` sets."""
+    names = (
+        "n_steps",
+        "batch_size",
+        "n_epochs",
+        "learning_rate",
+        "gamma",
+        "gae_lambda",
+        "clip_range",
+        "ent_coef",
+        "target_kl",
+        "seed",
+        "device",
     )
+    return {name: getattr(ppo, name) for name in names} | {"verbose": 0}
 
 
 def rollout_buffer_bytes(observation_space: spaces.Dict, action_space: spaces.Space, n_steps: int, n_envs: int) -> int:
