@@ -1,5 +1,4 @@
 import json
-import time
 
 import numpy as np
 import pytest
@@ -88,15 +87,13 @@ def test_barabasi_albert_has_hubs():
     assert graph.degrees().max() > 20 * graph.degrees().mean() / 3
 
 
-def test_million_edge_list_parses_fast(tmp_path):
+def test_million_edge_list_round_trips(tmp_path):
+    """Correctness at the size the bulk parser is for; its speed is measured in bench/parse_speed.py."""
     graph = erdos_renyi(250_000, 8.0, seed=0)
     with pytest.warns(GraphInputWarning, match="81 isolated node"):
         write_edge_list(graph, tmp_path / "big.txt")
-    started = time.perf_counter()
     parsed = read_edge_list(tmp_path / "big.txt")
-    assert parsed.num_edges == 1_000_000
-    # Generous bound for a shared machine; bench/ measures the real number.
-    assert time.perf_counter() - started < 10
+    assert parsed.num_edges == 1_000_000 and parsed.num_nodes == 250_000 - 81
 
 
 def test_sample_set_names_resolve():
