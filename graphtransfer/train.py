@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import torch
 from gymnasium import spaces
-from sb3_contrib import MaskablePPO
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
@@ -31,6 +30,7 @@ from graphtransfer.envs.factory import head_of, make_env
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, load_graphs
 from graphtransfer.nn import POLICIES, policy_kwargs
+from graphtransfer.ppo import BudgetMaskablePPO, BudgetPPO
 
 
 @dataclass
@@ -129,11 +129,13 @@ def run_env(config: RunConfig, graphs: list[Graph]):
 
 
 def build_model(config: RunConfig, envs: VecEnv, seed: int | None = None) -> PPO:
-    """The SB3 algorithm for ``config.head`` on ``envs``: PPO, or MaskablePPO for node choice."""
+    """The SB3 algorithm for ``config.head`` on ``envs``: PPO, or MaskablePPO for node choice,
+    each with the run's node budget and mixed-precision setting (SB3's own update without a budget)."""
     if config.head == "node-choice" and not hasattr(envs.envs[0].unwrapped, "action_masks"):
         raise UsageError(f"{config.name}: a node-choice env (Discrete(max_nodes) actions) needs an action_masks() method for MaskablePPO")
-    algorithm = MaskablePPO if config.head == "node-choice" else PPO
+    algorithm = BudgetMaskablePPO if config.head == "node-choice" else BudgetPPO
     kwargs = {**sb3_kwargs(config.ppo), "seed": config.ppo.seed if seed is None else seed}
+    kwargs |= {"max_nodes_per_batch": config.ppo.max_nodes_per_batch, "mixed_precision": config.ppo.mixed_precision}
     return algorithm(POLICIES[config.head], envs, policy_kwargs=policy_kwargs(config.head, config.model), **kwargs)
 
 
