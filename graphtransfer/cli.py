@@ -255,7 +255,7 @@ def evaluate(
 ) -> None:
     """Evaluate a saved policy against the task's baselines on a set of graphs.
 
-    Example: graphtransfer eval --model runs/mis/small --graphs large --samples 4 --json eval.json --plot eval.png --max-nodes-per-batch 50000
+    Example: graphtransfer eval --model runs/mis/small --graphs large --samples 4 --json eval.json --max-nodes-per-batch 50000
     """
     from graphtransfer.evaluate import evaluate_model
     from graphtransfer.report import plot_ratios, write_json

@@ -88,9 +88,7 @@ def available_bytes() -> tuple[int, str] | None:
     return min(found, key=lambda figure: figure[0]) if found else None
 
 
-def check_memory(
-    num_nodes: int, destination: np.ndarray, model: ModelConfig, what: str, max_nodes_per_batch: int | None = None
-) -> None:
+def check_memory(num_nodes: int, destination: np.ndarray, model: ModelConfig, what: str, max_nodes_per_batch: int | None = None) -> None:
     """Refuse, with the estimate and the fix, a graph whose inference would not fit in memory.
 
     ``destination``: ``(E,)``, the target node of each directed edge.

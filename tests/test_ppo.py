@@ -19,7 +19,13 @@ class KeepRollout(BaseCallback):
     def _on_rollout_end(self) -> None:
         model = self.model
         self.state = copy.deepcopy(
-            (model.policy.state_dict(), model.policy.optimizer.state_dict(), model.rollout_buffer, np.random.get_state(), torch.get_rng_state())
+            (
+                model.policy.state_dict(),
+                model.policy.optimizer.state_dict(),
+                model.rollout_buffer,
+                np.random.get_state(),
+                torch.get_rng_state(),
+            )
         )
 
     def _on_step(self) -> bool:
