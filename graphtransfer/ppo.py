@@ -156,10 +156,14 @@ class NodeBudgetUpdate:
 class BudgetPPO(NodeBudgetUpdate, PPO):
     """SB3's PPO with an optional node budget (``max_nodes_per_batch``) for its update."""
 
+    algorithm_name = "PPO"  # what the user is told runs: the update is PPO's
+
 
 class BudgetMaskablePPO(NodeBudgetUpdate, MaskablePPO):
     """sb3-contrib's MaskablePPO with an optional node budget for its update; masks are split
     with the observations."""
+
+    algorithm_name = "MaskablePPO"
 
     def _evaluate(self, samples, actions: torch.Tensor):
         return self.policy.evaluate_actions(samples.observations, actions, action_masks=samples.action_masks)

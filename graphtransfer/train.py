@@ -202,7 +202,7 @@ def train(config: RunConfig, folder: str | Path | None = None, progress: bool = 
     check_buffer_fits(config, probe, log)
     model = _model(config, graphs, ppo.seed)
     sizes = [g.num_nodes for g in graphs]
-    what = f"{config.name} ({config.head} head, {type(model).__name__})"
+    what = f"{config.name} ({config.head} head, {model.algorithm_name})"
     log(f"training {what} on {len(graphs)} graphs of {min(sizes)}-{max(sizes)} nodes for {ppo.total_timesteps} steps")
     return _learn(model, config, graphs, Path(folder or default_run_folder(config)), progress)
 
