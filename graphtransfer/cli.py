@@ -35,6 +35,16 @@ app.add_typer(graphs_app, name="graphs")
 
 _DEFAULT_MODEL, _DEFAULT_PPO = ModelConfig(), PPOConfig()
 
+MaxNodesOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="NODES",
+        help="Most graph nodes one pass of the GNN spans; larger batches and graphs run in chunks with the same results, "
+        "in less memory (e.g. --max-nodes-per-batch 50000). [default: no limit]",
+    ),
+]
+MixedPrecisionOption = Annotated[bool, typer.Option(help="bfloat16 message passing on CUDA (autocast); ignored on the CPU.")]
+
 
 @app.command()
 @friendly_errors
@@ -57,6 +67,8 @@ def train(
     width: Annotated[int, typer.Option(help="Hidden channels.")] = _DEFAULT_MODEL.width,
     seed: Annotated[int, typer.Option(help="Random seed.")] = _DEFAULT_PPO.seed,
     threads: Annotated[int, typer.Option(help="Torch CPU threads.")] = _DEFAULT_PPO.threads,
+    max_nodes_per_batch: MaxNodesOption = None,
+    mixed_precision: MixedPrecisionOption = False,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     resume: Annotated[
         Path | None,
@@ -65,16 +77,19 @@ def train(
 ) -> None:
     """Train a PPO policy on small graphs and save it. Ctrl-C saves a checkpoint to resume from.
 
-    Example: graphtransfer train --task mis --graphs small
+    Example: graphtransfer train --task mis --graphs small [--max-nodes-per-batch 50000]
     """
     from graphtransfer.train import resume as resume_training
     from graphtransfer.train import train as run_training
 
     if resume is not None:
         _refuse_settings_beside_resume(ctx)
-        return _report_training(resume_training(resume, progress=progress and sys.stderr.isatty(), log=typer.echo))
+        typed = ctx.get_parameter_source("mixed_precision").name == "COMMANDLINE"
+        runtime = {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision if typed else None}
+        return _report_training(resume_training(resume, progress=progress and sys.stderr.isatty(), log=typer.echo, **runtime))
     _check_positive(steps=steps, n_envs=n_envs, n_steps=n_steps, batch_size=batch_size, epochs=epochs)
     _check_positive(horizon=horizon or 1, layers=layers, width=width, threads=threads)
+    budget = _node_budget(max_nodes_per_batch)
     if conv not in CONVS:
         raise UsageError(f"--conv {conv!r} is not known; choose one of {', '.join(CONVS)}")
     config = RunConfig(
@@ -94,14 +109,18 @@ def train(
             target_kl=target_kl,
             seed=seed,
             threads=threads,
+            max_nodes_per_batch=budget,
+            mixed_precision=mixed_precision,
         ),
     )
     _report_training(run_training(config, out, progress=progress and sys.stderr.isatty(), log=typer.echo))
 
 
 def _refuse_settings_beside_resume(ctx: typer.Context) -> None:
-    """A resumed run keeps its own settings; an option given beside --resume would be silently ignored."""
-    typed = [name for name in ctx.params if name not in ("resume", "progress") and ctx.get_parameter_source(name).name == "COMMANDLINE"]
+    """A resumed run keeps its own settings; an option given beside --resume would be silently ignored.
+    The runtime options (progress bar, node budget, mixed precision) change how it runs, not what it learns: they stay."""
+    runtime = ("resume", "progress", "max_nodes_per_batch", "mixed_precision")
+    typed = [name for name in ctx.params if name not in runtime and ctx.get_parameter_source(name).name == "COMMANDLINE"]
     if typed:
         options = ", ".join("--" + name.replace("_", "-") for name in typed)
         raise UsageError(f"--resume takes every setting from the folder's config.json; drop {options}")
@@ -139,12 +158,17 @@ def transfer(
         int, typer.Option(help="Torch CPU threads; 1 is fastest on a shared 2-core machine, raise it on a dedicated one.")
     ] = _DEFAULT_PPO.threads,
     finetune_steps: Annotated[
-        int, typer.Option(help="Fine-tune on the destination graphs for this many env steps after the zero-shot report.")
+        int,
+        typer.Option(
+            help="Fine-tune on the destination graphs for this many env steps after the zero-shot report "
+            "(backward passes of at most --max-nodes-per-batch nodes, default 600000)."
+        ),
     ] = 0,
+    max_nodes_per_batch: MaxNodesOption = None,
 ) -> None:
     """Load a trained policy into a model for other graphs, report, evaluate zero-shot, save.
 
-    Example: graphtransfer transfer --src small --dst large
+    Example: graphtransfer transfer --src small --dst large --finetune-steps 16 --max-nodes-per-batch 250000
     """
     from graphtransfer.transfer import transfer as run_transfer
 
@@ -152,7 +176,8 @@ def transfer(
     _use_threads(threads)
     if finetune_steps < 0:
         raise UsageError(f"--finetune-steps {finetune_steps} must be 0 (no fine-tuning) or more")
-    result = run_transfer(src, dst, task=task, folder=out, max_passes=max_passes, finetune_steps=finetune_steps, log=typer.echo)
+    options = {"max_passes": max_passes, "finetune_steps": finetune_steps, "max_nodes_per_batch": _node_budget(max_nodes_per_batch)}
+    result = run_transfer(src, dst, task=task, folder=out, log=typer.echo, **options)
     typer.echo(f"source {result.source}: {result.report.summary()}")
     typer.echo(f"zero-shot on the destination graphs ({result.config.name}, {result.config.head} head):")
     for line in format_rows(result.rows):
@@ -181,10 +206,12 @@ def predict(
     threads: Annotated[
         int, typer.Option(help="Torch CPU threads; 1 is fastest on a shared 2-core machine, raise it on a dedicated one.")
     ] = _DEFAULT_PPO.threads,
+    max_nodes_per_batch: MaxNodesOption = None,
+    mixed_precision: MixedPrecisionOption = False,
 ) -> None:
     """Run a saved policy on a graph and write its solution.
 
-    Example: graphtransfer predict --model runs/mis/large --graph large --out solution.csv
+    Example: graphtransfer predict --model runs/mis/large --graph large --out solution.csv [--max-nodes-per-batch 50000]
     """
     from graphtransfer.predict import predict as run_predict
 
@@ -192,8 +219,9 @@ def predict(
     _use_threads(threads)
     if not 0 < commit_fraction <= 1:
         raise UsageError(f"--commit-fraction {commit_fraction} must be in (0, 1]")
+    runtime = {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision}
     loaded, solution = run_predict(
-        model, graph, out, max_passes=max_passes, deterministic=deterministic, seed=seed, commit_fraction=commit_fraction
+        model, graph, out, max_passes=max_passes, deterministic=deterministic, seed=seed, commit_fraction=commit_fraction, **runtime
     )
     typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges")
     typer.echo(
@@ -222,10 +250,12 @@ def evaluate(
     threads: Annotated[
         int, typer.Option(help="Torch CPU threads; 1 is fastest on a shared 2-core machine, raise it on a dedicated one.")
     ] = _DEFAULT_PPO.threads,
+    max_nodes_per_batch: MaxNodesOption = None,
+    mixed_precision: MixedPrecisionOption = False,
 ) -> None:
     """Evaluate a saved policy against the task's baselines on a set of graphs.
 
-    Example: graphtransfer eval --model runs/mis/small --graphs large --samples 4 --json eval.json --plot eval.png
+    Example: graphtransfer eval --model runs/mis/small --graphs large --samples 4 --json eval.json --max-nodes-per-batch 50000
     """
     from graphtransfer.evaluate import evaluate_model
     from graphtransfer.report import plot_ratios, write_json
@@ -233,6 +263,7 @@ def evaluate(
     _check_positive(samples=samples, max_passes=max_passes or 1, threads=threads)
     _use_threads(threads)
     options = {"samples": samples, "deterministic": deterministic, "polish": polish, "commit_fraction": commit_fraction}
+    options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision}
     config, rows = evaluate_model(model, graphs, max_passes=max_passes, **options)
     for line in format_rows(rows):
         typer.echo(line)
@@ -273,6 +304,19 @@ def _json_object(text: str, option: str) -> dict:
         raise UsageError(f"{option} {text!r} is not JSON ({err.msg}); pass an object such as '{{\"horizon\": 16}}'") from None
     if not isinstance(value, dict):
         raise UsageError(f"{option} {text!r} is not a JSON object; pass an object such as '{{\"horizon\": 16}}'")
+    return value
+
+
+def _node_budget(text: str | None) -> int | None:
+    """``--max-nodes-per-batch``: a whole number of nodes, at least 1 (``50_000`` is accepted)."""
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UsageError(f"--max-nodes-per-batch {text!r} must be a whole number of nodes, at least 1, e.g. --max-nodes-per-batch 50000")
     return value
 
 

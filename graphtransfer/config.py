@@ -50,6 +50,10 @@ class PPOConfig:
     """torch CPU threads; one is fastest for small graphs on 2 cores"""
     device: str = "auto"
     """cpu, cuda or auto"""
+    max_nodes_per_batch: int | None = None
+    """runtime: most graph nodes one forward or backward pass spans; larger batches run in chunks with the same results (None: no limit)"""
+    mixed_precision: bool = False
+    """runtime: bfloat16 autocast of the GNN's message passing on CUDA (ignored on the CPU)"""
 
 
 # Per-task departures from the PPO defaults, and why.

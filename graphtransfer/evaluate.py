@@ -17,6 +17,7 @@ from graphtransfer.checkpoint import load_policy, read_checkpoint
 from graphtransfer.config import RunConfig
 from graphtransfer.graphs import Graph, load_graphs
 from graphtransfer.inference import DEFAULT_COMMIT_FRACTION, Solution, peak_rss_mib, solve
+from graphtransfer.nn import configure_runtime
 from graphtransfer.train import run_env
 
 
@@ -142,9 +143,13 @@ def format_rows(rows: list[EvalRow]) -> list[str]:
     return lines
 
 
-def evaluate_model(model: str | Path, graphs: str | Path, **options) -> tuple[RunConfig, list[EvalRow]]:
-    """Load the model folder ``model`` and :func:`evaluate` it on the graphs ``graphs`` names."""
+def evaluate_model(
+    model: str | Path, graphs: str | Path, max_nodes_per_batch: int | None = None, mixed_precision: bool = False, **options
+) -> tuple[RunConfig, list[EvalRow]]:
+    """Load the model folder ``model`` and :func:`evaluate` it on the graphs ``graphs`` names,
+    its layers in chunks of ``max_nodes_per_batch`` nodes if given (the same numbers)."""
     checkpoint = read_checkpoint(model)
     loaded = load_graphs(graphs)
     policy, _ = load_policy(checkpoint, run_env(checkpoint.config, loaded))
+    configure_runtime(policy, max_nodes_per_batch, mixed_precision)
     return checkpoint.config, evaluate(policy, checkpoint.config, loaded, **options)

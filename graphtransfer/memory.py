@@ -15,12 +15,19 @@ process's resident size before predicting (``predict --max-passes 3``, untrained
     200,000   1,599,652      sage  128        1191         1260
     100,000   1,997,896      sage   64         803          875
     200,000   1,599,652      gcn    64        1313         1288
+
+Under a node budget (``--max-nodes-per-batch``) layers run for chunks of target nodes, so the
+messages span only the edges into one chunk; the guard counts those exactly from the graph's
+in-degrees (hubs make some chunks heavier than the average), and when a graph does not fit
+whole, it suggests the largest power-of-two fraction of the graph as a budget that does.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+import numpy as np
 
 from graphtransfer.config import ModelConfig
 from graphtransfer.errors import UsageError
@@ -38,19 +45,31 @@ _CGROUP_FILES = (
 )
 
 
-def estimate_peak_bytes(num_nodes: int, num_edges: int, model: ModelConfig) -> int:
+def estimate_peak_bytes(
+    num_nodes: int, num_edges: int, model: ModelConfig, chunk_nodes: int | None = None, chunk_edges: int | None = None
+) -> int:
     """Peak memory, in bytes, of one policy pass over a whole graph, beyond what is resident before.
 
     Args:
         num_nodes: N, the graph's nodes.
         num_edges: E, directed edges (both directions of each undirected edge).
         model: the policy's architecture; ``width``, ``head_width`` and ``conv`` matter.
+        chunk_nodes, chunk_edges: under a node budget, the chunk's nodes and the most edges into
+            one chunk (:func:`most_edges_into_a_chunk`); the messages span only those.
     """
-    messages = _MESSAGES.get(model.conv, 2)
-    edges = num_edges + (num_nodes if model.conv == "gcn" else 0)  # GCN adds a self-loop per node
-    per_edge = _BYTES_PER_EDGE + messages * 4 * model.width
+    gcn = model.conv == "gcn"  # GCN adds a self-loop per node
+    edges = num_edges + (num_nodes if gcn else 0)
+    message_edges = edges if chunk_edges is None else chunk_edges + (min(chunk_nodes or num_nodes, num_nodes) if gcn else 0)
+    message_bytes = _MESSAGES.get(model.conv, 2) * 4 * model.width
     per_node = 4 * (model.width + model.head_width)  # fitted: about one (N, width) tensor and the head's hidden layer
-    return _FIXED + edges * per_edge + num_nodes * per_node
+    return _FIXED + edges * _BYTES_PER_EDGE + message_edges * message_bytes + num_nodes * per_node
+
+
+def most_edges_into_a_chunk(destination: np.ndarray, num_nodes: int, chunk_nodes: int) -> int:
+    """The most edges into any chunk of ``chunk_nodes`` consecutive node ids, as the layers
+    chunk them. ``destination``: ``(E,)``, the target of each directed edge."""
+    in_degree = np.bincount(destination, minlength=num_nodes)
+    return int(np.add.reduceat(in_degree, np.arange(0, num_nodes, chunk_nodes)).max()) if num_nodes else 0
 
 
 def available_bytes() -> tuple[int, str] | None:
@@ -69,17 +88,39 @@ def available_bytes() -> tuple[int, str] | None:
     return min(found, key=lambda figure: figure[0]) if found else None
 
 
-def check_memory(num_nodes: int, num_edges: int, model: ModelConfig, what: str) -> None:
-    """Refuse, with the estimate and the fix, a graph whose inference would not fit in memory."""
+def check_memory(num_nodes: int, destination: np.ndarray, model: ModelConfig, what: str, max_nodes_per_batch: int | None = None) -> None:
+    """Refuse, with the estimate and the fix, a graph whose inference would not fit in memory.
+
+    ``destination``: ``(E,)``, the target node of each directed edge.
+    """
     available = available_bytes()
-    needed = estimate_peak_bytes(num_nodes, num_edges, model)
+    needed = _estimate(num_nodes, destination, model, max_nodes_per_batch)
     if available is None or needed <= available[0]:
         return
+    budget = f" under --max-nodes-per-batch {max_nodes_per_batch}" if max_nodes_per_batch and max_nodes_per_batch < num_nodes else ""
+    fits = _budget_that_fits(num_nodes, destination, model, available[0])
+    fix = f"pass --max-nodes-per-batch {fits}" if fits else "use a smaller graph or a machine with more memory"
     raise UsageError(
-        f"{what}: running the policy needs about {needed / MIB:.0f} MiB ({num_nodes} nodes, {num_edges} directed edges, "
-        f"width {model.width}), but {available[0] / MIB:.0f} MiB is available ({available[1]}); "
-        "use a smaller graph or a machine with more memory"
+        f"{what}: running the policy needs about {needed / MIB:.0f} MiB{budget} ({num_nodes} nodes, {destination.size} directed edges, "
+        f"width {model.width}), but {available[0] / MIB:.0f} MiB is available ({available[1]}); {fix}"
     )
+
+
+def _estimate(num_nodes: int, destination: np.ndarray, model: ModelConfig, budget: int | None) -> int:
+    if budget is None or budget >= num_nodes:
+        return estimate_peak_bytes(num_nodes, destination.size, model)
+    return estimate_peak_bytes(num_nodes, destination.size, model, budget, most_edges_into_a_chunk(destination, num_nodes, budget))
+
+
+def _budget_that_fits(num_nodes: int, destination: np.ndarray, model: ModelConfig, available: int) -> int | None:
+    """The largest of N/2, N/4, ... (down to 1,000 nodes) whose estimate fits, rounded down to a thousand."""
+    budget = num_nodes // 2
+    while budget >= 1000:
+        rounded = budget // 1000 * 1000
+        if _estimate(num_nodes, destination, model, rounded) <= available:
+            return rounded
+        budget //= 2
+    return None
 
 
 def _mem_available() -> tuple[int, str] | None:

@@ -12,6 +12,7 @@ from graphtransfer.evaluate import inference_env
 from graphtransfer.graphs import Graph, load_graph
 from graphtransfer.inference import DEFAULT_COMMIT_FRACTION, Solution, solve
 from graphtransfer.memory import check_memory
+from graphtransfer.nn import configure_runtime
 
 
 def predict(
@@ -22,18 +23,23 @@ def predict(
     deterministic: bool = False,
     seed: int = 0,
     commit_fraction: float = DEFAULT_COMMIT_FRACTION,
+    max_nodes_per_batch: int | None = None,
+    mixed_precision: bool = False,
 ) -> tuple[Graph, Solution]:
     """Run the model in folder ``model`` on ``graph``; write the solution to ``out`` as CSV.
 
     By default actions are sampled from the policy (seeded, so runs repeat exactly); see
     :func:`graphtransfer.inference.solve`. A graph too large for the memory available is refused
-    before anything is built (:mod:`graphtransfer.memory`).
+    before anything is built (:mod:`graphtransfer.memory`). ``max_nodes_per_batch`` runs the
+    layers in chunks of that many nodes (same solution, less memory); ``mixed_precision``,
+    bfloat16 message passing on CUDA.
     """
     checkpoint = read_checkpoint(model)
     loaded = load_graph(graph)
-    check_memory(loaded.num_nodes, loaded.edge_index.shape[1], checkpoint.config.model, f"graph {loaded.name}")
+    check_memory(loaded.num_nodes, loaded.edge_index[1], checkpoint.config.model, f"graph {loaded.name}", max_nodes_per_batch)
     env = inference_env(checkpoint.config, loaded, max_passes)
     policy, _ = load_policy(checkpoint, env)
+    configure_runtime(policy, max_nodes_per_batch, mixed_precision)
     solution = solve(policy, env, deterministic=deterministic, seed=seed, commit_fraction=commit_fraction)
     if out is not None:
         write_solution(out, solution.solution, getattr(env.unwrapped, "solution_header", "step,reward"))

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import torch
 from gymnasium import spaces
-from sb3_contrib import MaskablePPO
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
@@ -31,6 +30,7 @@ from graphtransfer.envs.factory import head_of, make_env
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, load_graphs
 from graphtransfer.nn import POLICIES, policy_kwargs
+from graphtransfer.ppo import BudgetMaskablePPO, BudgetPPO
 
 
 @dataclass
@@ -129,11 +129,13 @@ def run_env(config: RunConfig, graphs: list[Graph]):
 
 
 def build_model(config: RunConfig, envs: VecEnv, seed: int | None = None) -> PPO:
-    """The SB3 algorithm for ``config.head`` on ``envs``: PPO, or MaskablePPO for node choice."""
+    """The SB3 algorithm for ``config.head`` on ``envs``: PPO, or MaskablePPO for node choice,
+    each with the run's node budget and mixed-precision setting (SB3's own update without a budget)."""
     if config.head == "node-choice" and not hasattr(envs.envs[0].unwrapped, "action_masks"):
         raise UsageError(f"{config.name}: a node-choice env (Discrete(max_nodes) actions) needs an action_masks() method for MaskablePPO")
-    algorithm = MaskablePPO if config.head == "node-choice" else PPO
+    algorithm = BudgetMaskablePPO if config.head == "node-choice" else BudgetPPO
     kwargs = {**sb3_kwargs(config.ppo), "seed": config.ppo.seed if seed is None else seed}
+    kwargs |= {"max_nodes_per_batch": config.ppo.max_nodes_per_batch, "mixed_precision": config.ppo.mixed_precision}
     return algorithm(POLICIES[config.head], envs, policy_kwargs=policy_kwargs(config.head, config.model), **kwargs)
 
 
@@ -200,13 +202,20 @@ def train(config: RunConfig, folder: str | Path | None = None, progress: bool = 
     check_buffer_fits(config, probe, log)
     model = _model(config, graphs, ppo.seed)
     sizes = [g.num_nodes for g in graphs]
-    what = f"{config.name} ({config.head} head, {type(model).__name__})"
+    what = f"{config.name} ({config.head} head, {model.algorithm_name})"
     log(f"training {what} on {len(graphs)} graphs of {min(sizes)}-{max(sizes)} nodes for {ppo.total_timesteps} steps")
     return _learn(model, config, graphs, Path(folder or default_run_folder(config)), progress)
 
 
-def resume(folder: str | Path, progress: bool = False, log: Callable[[str], None] = print) -> TrainResult:
-    """Continue an interrupted run in ``folder`` to its budget, with the folder's config.
+def resume(
+    folder: str | Path,
+    progress: bool = False,
+    log: Callable[[str], None] = print,
+    max_nodes_per_batch: int | None = None,
+    mixed_precision: bool | None = None,
+) -> TrainResult:
+    """Continue an interrupted run in ``folder`` to its budget, with the folder's config; the
+    runtime settings ``max_nodes_per_batch`` and ``mixed_precision`` override the folder's when given.
 
     Restored: the policy's weights, Adam's moments and step counts, and the env-step count (which
     drives the schedules). Not restored: the RNG streams and the envs' episodes in progress; the
@@ -220,6 +229,7 @@ def resume(folder: str | Path, progress: bool = False, log: Callable[[str], None
     steps, budget = done.get("steps", 0), config.ppo.total_timesteps
     if done.get("complete", True):  # version 1 folders have no "complete": every run of theirs finished
         raise UsageError(f"{folder}: training is complete ({steps} of {budget} steps); nothing to resume, train a new model instead")
+    config = replace(config, ppo=_with_runtime(config.ppo, max_nodes_per_batch, mixed_precision))
     graphs = load_graphs(config.graphs)
     model = _model(config, graphs, config.ppo.seed + steps)
     check_fits(checkpoint, model.env.envs[0])
@@ -230,19 +240,35 @@ def resume(folder: str | Path, progress: bool = False, log: Callable[[str], None
     return _learn(model, config, graphs, Path(folder), progress, done)
 
 
-FINETUNE_NODES_PER_MINIBATCH = 600_000  # two 250k-node observations (SB3's PPO needs at least two)
+def _with_runtime(ppo: PPOConfig, max_nodes_per_batch: int | None, mixed_precision: bool | None) -> PPOConfig:
+    if max_nodes_per_batch is not None:
+        ppo = replace(ppo, max_nodes_per_batch=max_nodes_per_batch)
+    return ppo if mixed_precision is None else replace(ppo, mixed_precision=mixed_precision)
 
 
-def finetune(policy, config: RunConfig, graphs: list[Graph], steps: int, log: Callable[[str], None] = print) -> TrainResult:
+FINETUNE_MAX_NODES_PER_BATCH = 600_000  # the default node budget of fine-tuning: two 250k-node observations per backward pass
+
+
+def finetune(
+    policy,
+    config: RunConfig,
+    graphs: list[Graph],
+    steps: int,
+    log: Callable[[str], None] = print,
+    max_nodes_per_batch: int | None = None,
+) -> TrainResult:
     """A few PPO iterations of ``policy`` on ``graphs`` (the transfer destination), in place.
 
-    Rollouts are short and minibatches hold at most :data:`FINETUNE_NODES_PER_MINIBATCH` nodes,
-    so that graphs of 10^5-10^6 nodes fit in memory; the rollout buffer is checked first.
+    Rollouts are short and one epoch long. Memory is bounded by the node budget
+    ``max_nodes_per_batch`` (default :data:`FINETUNE_MAX_NODES_PER_BATCH`): minibatches keep the
+    run's ``batch_size`` (at most the rollout), so the optimisation does not change with the graphs'
+    size, and each is backpropagated in groups of observations within the budget. The rollout
+    buffer is checked first.
     """
-    max_nodes = max(g.num_nodes for g in graphs)
     n_steps = max(2, min(config.ppo.n_steps, steps))
-    batch_size = max(2, min(n_steps, FINETUNE_NODES_PER_MINIBATCH // max_nodes))
-    tuned = replace(config, ppo=replace(config.ppo, n_envs=1, n_steps=n_steps, batch_size=batch_size, n_epochs=1, total_timesteps=steps))
+    budget = max_nodes_per_batch or FINETUNE_MAX_NODES_PER_BATCH
+    ppo = replace(config.ppo, n_envs=1, n_steps=n_steps, batch_size=max(2, min(n_steps, config.ppo.batch_size)), n_epochs=1)
+    tuned = replace(config, ppo=replace(ppo, total_timesteps=steps, max_nodes_per_batch=budget))
     probe = run_env(tuned, graphs)
     tuned = replace(tuned, head=head_of(probe))  # folders from before heads were recorded have none
     check_buffer_fits(tuned, probe, log)

@@ -13,6 +13,7 @@ from graphtransfer.errors import CheckpointError
 from graphtransfer.evaluate import EvalRow, evaluate
 from graphtransfer.graphs import load_graphs
 from graphtransfer.memory import check_memory
+from graphtransfer.nn import configure_runtime
 from graphtransfer.train import TrainResult, default_run_folder, finetune, run_env
 
 
@@ -48,13 +49,15 @@ def transfer(
     max_passes: int | None = None,
     finetune_steps: int = 0,
     log: Callable[[str], None] = print,
+    max_nodes_per_batch: int | None = None,
 ) -> TransferResult:
     """Load the model ``src`` into a model for the graphs ``dst``, evaluate zero-shot there
     against the baselines, optionally fine-tune there for ``finetune_steps`` env steps (and
     evaluate again), and save it (default ``runs/<task>/<dst name>``).
 
     ``task`` (default ``"mis"``) finds ``runs/<task>/<src>`` when ``src`` names a graph set; when
-    given, the model must be one of that task.
+    given, the model must be one of that task. ``max_nodes_per_batch`` bounds the nodes of one
+    pass, in the evaluations and the fine-tuning alike (see :func:`graphtransfer.train.finetune`).
     """
     checkpoint = read_checkpoint(resolve_model(src, task or "mis"))
     config = checkpoint.config
@@ -65,9 +68,10 @@ def transfer(
         )
     graphs = load_graphs(dst)
     for graph in graphs:
-        check_memory(graph.num_nodes, graph.edge_index.shape[1], config.model, f"graph {graph.name}")
+        check_memory(graph.num_nodes, graph.edge_index[1], config.model, f"graph {graph.name}", max_nodes_per_batch)
     env = run_env(config, graphs)
     policy, report = load_policy(checkpoint, env)
+    configure_runtime(policy, max_nodes_per_batch)
     config = replace(config, head=head_of(env))  # folders from before heads were recorded have none
     rows = evaluate(policy, config, graphs, max_passes)
     out = Path(folder or default_run_folder(RunConfig(task=config.task, env=config.env, graphs=str(dst))))
@@ -75,7 +79,7 @@ def transfer(
     info["transferred"] = {"from": str(checkpoint.folder), "to": str(dst), "zero_shot": [_row_summary(row) for row in rows]}
     result = TransferResult(checkpoint.folder, out, config, report, rows)
     if finetune_steps:
-        result.finetune = finetune(policy, config, graphs, finetune_steps, log)
+        result.finetune = finetune(policy, config, graphs, finetune_steps, log, max_nodes_per_batch)
         result.finetuned_rows = evaluate(policy, config, graphs, max_passes)
         info["transferred"]["finetune"] = {
             "steps": result.finetune.steps,

@@ -131,3 +131,53 @@ def test_transfer_can_fine_tune_on_the_destination(tmp_path, monkeypatch):
     assert "fine-tuned 8 steps" in moved.output
     meta = json.loads((tmp_path / "runs/mis/big/config.json").read_text())
     assert meta["transferred"]["finetune"]["steps"] == 8
+
+
+@pytest.mark.parametrize("command", ["train", "transfer", "predict", "eval"])
+def test_max_nodes_per_batch_has_help_with_an_example(command):
+    result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "400"})
+    assert result.exit_code == 0
+    assert "same results, in less memory (e.g. --max-nodes-per-batch 50000)" in result.output
+    example = next(line for line in result.output.splitlines() if "Example:" in line)
+    assert f"graphtransfer {command} " in example and "--max-nodes-per-batch" in example
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "lots", "2.5"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["train", "--graphs", "small"],
+        ["transfer", "--src", "small", "--dst", "large"],
+        ["predict", "--model", "m", "--graph", "small", "--out", "o.csv"],
+        ["eval", "--model", "m", "--graphs", "small"],
+    ],
+)
+def test_a_bad_max_nodes_per_batch_is_a_one_line_error(command, value, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, [*command, "--max-nodes-per-batch", value])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: --max-nodes-per-batch {value!r} must be a whole number of nodes, at least 1, e.g. --max-nodes-per-batch 50000\n"
+    )
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow
+def test_a_node_budget_changes_no_prediction_and_bounds_fine_tuning(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_edge_list(barabasi_albert(3000, 3, seed=5), tmp_path / "big.txt")
+    trained = runner.invoke(
+        app, ["train", "--graphs", "small", "--steps", "128", "--n-envs", "2", "--width", "16", "--max-nodes-per-batch", "100"]
+    )
+    assert trained.exit_code == 0, trained.output
+    assert json.loads((tmp_path / "runs/mis/small/config.json").read_text())["config"]["ppo"]["max_nodes_per_batch"] == 100
+    solutions = []
+    for budget in ([], ["--max-nodes-per-batch", "700"]):
+        out = tmp_path / f"s{len(solutions)}.csv"
+        predicted = runner.invoke(app, ["predict", "--model", "runs/mis/small", "--graph", "big.txt", "--out", str(out), *budget])
+        assert predicted.exit_code == 0, predicted.output
+        solutions.append(out.read_text())
+    assert solutions[0] == solutions[1]
+    moved = runner.invoke(app, ["transfer", "--src", "small", "--dst", "big.txt", "--finetune-steps", "4", "--max-nodes-per-batch", "1000"])
+    assert moved.exit_code == 0, moved.output
+    assert "fine-tuned 4 steps" in moved.output

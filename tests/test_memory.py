@@ -1,11 +1,12 @@
 """The memory guard: the estimate against measured peaks, where available memory comes from, the refusal."""
 
+import numpy as np
 import pytest
 
 from graphtransfer import memory
 from graphtransfer.config import ModelConfig
 from graphtransfer.errors import UsageError
-from graphtransfer.memory import MIB, available_bytes, check_memory, estimate_peak_bytes
+from graphtransfer.memory import MIB, available_bytes, check_memory, estimate_peak_bytes, most_edges_into_a_chunk
 
 # (nodes, directed edges, conv, width, measured MiB): the table in graphtransfer/memory.py's docstring
 MEASURED = [
@@ -58,10 +59,29 @@ def test_the_smaller_of_meminfo_and_the_cgroup_room_wins(tmp_path, monkeypatch):
 
 def test_check_memory_refuses_with_the_estimate_and_the_fix(monkeypatch):
     monkeypatch.setattr(memory, "available_bytes", lambda: (500 * MIB, "MemAvailable in /proc/meminfo"))
-    check_memory(10_000, 80_000, ModelConfig(), "graph small.txt")  # fits: no error
+    check_memory(10_000, np.arange(80_000) % 10_000, ModelConfig(), "graph small.txt")  # fits: no error
+    eight_each = np.arange(2_000_000) % 250_000  # every node has 8 incoming edges
     with pytest.raises(UsageError) as refused:
-        check_memory(250_000, 2_000_000, ModelConfig(), "graph large.json")
+        check_memory(250_000, eight_each, ModelConfig(), "graph large.json")
     assert str(refused.value) == (
         "graph large.json: running the policy needs about 949 MiB (250000 nodes, 2000000 directed edges, width 64), "
-        "but 500 MiB is available (MemAvailable in /proc/meminfo); use a smaller graph or a machine with more memory"
+        "but 500 MiB is available (MemAvailable in /proc/meminfo); pass --max-nodes-per-batch 15000"
     )
+    check_memory(250_000, eight_each, ModelConfig(), "graph large.json", max_nodes_per_batch=15_000)  # the suggestion fits
+    with pytest.raises(UsageError, match=r"needs about 582 MiB under --max-nodes-per-batch 62000 .*; pass --max-nodes-per-batch 15000$"):
+        check_memory(250_000, eight_each, ModelConfig(), "graph large.json", max_nodes_per_batch=62_000)
+
+
+def test_without_room_for_any_budget_the_fix_is_more_memory(monkeypatch):
+    monkeypatch.setattr(memory, "available_bytes", lambda: (100 * MIB, "$GRAPHTRANSFER_MEMORY_LIMIT_MB"))
+    with pytest.raises(UsageError, match="; use a smaller graph or a machine with more memory$"):
+        check_memory(250_000, np.arange(2_000_000) % 250_000, ModelConfig(), "graph large.json")
+
+
+def test_a_chunk_counts_the_edges_into_its_nodes_so_hubs_weigh_in():
+    destination = np.array([0, 0, 0, 0, 1, 2, 3, 4, 5, 5])  # node 0 is a hub
+    assert most_edges_into_a_chunk(destination, 6, 2) == 5  # nodes 0-1
+    assert most_edges_into_a_chunk(destination, 6, 6) == 10
+    model = ModelConfig()
+    whole = estimate_peak_bytes(6, 10, model)
+    assert estimate_peak_bytes(6, 10, model, 2, 5) == whole - 5 * 4 * model.width

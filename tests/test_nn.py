@@ -116,3 +116,70 @@ def test_sparse_inference_path_matches_gather_scatter(conv, aggr, monkeypatch):
         monkeypatch.setattr(extractor, "CSR_MIN_EDGES", 1)
         sparse, _ = policy.features_extractor.node_embeddings(obs)
     assert torch.allclose(dense, sparse, atol=1e-5)
+
+
+def three_graph_batch():
+    """Graphs of 37, 80 and 23 nodes padded to 80: a budget of 17 splits every one of them."""
+    return padded_batch([erdos_renyi(n, 5.0, n) for n in (37, 80, 23)])
+
+
+@pytest.mark.parametrize(("conv", "aggr"), [("sage", "max"), ("sage", "mean"), ("sage", "sum"), ("gcn", "sum"), ("gin", "sum")])
+@pytest.mark.parametrize("route", ["gather", "csr"])
+def test_layers_in_chunks_equal_the_whole_graph(conv, aggr, route, monkeypatch):
+    from graphtransfer.nn import configure_runtime, extractor
+
+    env, obs = three_graph_batch()
+    policy = build_policy("node-wise", ModelConfig(conv=conv, aggr=aggr), env.observation_space, env.action_space)
+    monkeypatch.setattr(extractor, "CSR_MIN_EDGES", 1 if route == "csr" else 1 << 40)
+    with torch.no_grad():
+        whole, _ = policy.features_extractor.node_embeddings(obs)
+        configure_runtime(policy, max_nodes_per_batch=17)
+        chunked, _ = policy.features_extractor.node_embeddings(obs)
+    assert whole.shape == chunked.shape == (140, 64)
+    assert torch.allclose(whole, chunked, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("conv", ["sage", "gcn", "gin"])
+def test_layers_in_chunks_give_the_same_gradients(conv):
+    from graphtransfer.nn import configure_runtime
+
+    env, obs = three_graph_batch()
+    policy = build_policy("node-wise", ModelConfig(conv=conv), env.observation_space, env.action_space)
+    gradients = []
+    for budget in (None, 17):
+        configure_runtime(policy, max_nodes_per_batch=budget)
+        policy.zero_grad()
+        policy.predict_values(obs).sum().backward()
+        gradients.append([p.grad.clone() for p in policy.features_extractor.parameters()])
+    for whole, chunked in zip(*gradients, strict=True):
+        assert torch.allclose(whole, chunked, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("head", ["node-wise", "node-choice"])
+def test_log_probs_and_values_under_a_budget_equal_the_whole_batch(head):
+    from graphtransfer.envs import MVCEnv
+    from graphtransfer.nn import configure_runtime
+
+    graphs = [erdos_renyi(n, 4.0, n) for n in (30, 45, 22, 60)]
+    env = MISEnv(graphs) if head == "node-wise" else MVCEnv(graphs)
+    observations = [env.reset(seed=0, options={"graph_index": i})[0] for i in range(len(graphs))]
+    obs = {k: torch.as_tensor(np.stack([o[k] for o in observations])) for k in observations[0]}
+    policy = build_policy(head, ModelConfig(), env.observation_space, env.action_space)
+    actions = policy.get_distribution(obs).sample()
+    results = []
+    for budget in (None, 50):
+        configure_runtime(policy, max_nodes_per_batch=budget)
+        with torch.no_grad():
+            results.append((*policy.evaluate_actions(obs, actions), policy.predict_values(obs)))
+    for whole, chunked in zip(*results, strict=True):
+        assert torch.allclose(whole, chunked, atol=1e-6, rtol=0)
+
+
+def test_a_bad_node_budget_is_refused():
+    from graphtransfer.nn import configure_runtime
+
+    env, _ = three_graph_batch()
+    policy = build_policy("node-wise", ModelConfig(), env.observation_space, env.action_space)
+    for bad in (0, -5, 2.5, True):
+        with pytest.raises(ValueError, match="must be a whole number of nodes, at least 1"):
+            configure_runtime(policy, max_nodes_per_batch=bad)

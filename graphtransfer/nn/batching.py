@@ -55,6 +55,58 @@ def to_disjoint(obs: dict[str, torch.Tensor]) -> DisjointGraph:
     return DisjointGraph(x[node_mask], shifted.transpose(0, 1)[:, edge_mask], batch, node_mask)
 
 
+class IncomingEdges(NamedTuple):
+    """The edges of a graph sorted by destination, so that the edges into any range of nodes
+    ``start..stop`` are one contiguous slice: what layer-wise chunked message passing reads.
+
+    Shapes:
+        source: ``(E,)`` int64, the source of each edge, grouped by destination.
+        row_starts: ``(N + 1,)`` int64, edges into node ``i`` are ``row_starts[i]:row_starts[i + 1]``.
+        weight: ``(E,)`` float edge weights (GCN's normalisation), or ``None`` for all ones.
+    """
+
+    source: torch.Tensor
+    row_starts: torch.Tensor
+    weight: torch.Tensor | None
+
+    @property
+    def num_nodes(self) -> int:
+        return self.row_starts.shape[0] - 1
+
+    def edges_into(self, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The edges into nodes ``start..stop`` with destinations renumbered from 0, as PyG's
+        bipartite layers take them (``size=(N, stop - start)``), and their weights."""
+        first, last = int(self.row_starts[start]), int(self.row_starts[stop])
+        counts = torch.diff(self.row_starts[start : stop + 1])
+        destination = torch.repeat_interleave(torch.arange(stop - start, device=counts.device), counts)
+        weight = None if self.weight is None else self.weight[first:last]
+        return torch.stack([self.source[first:last], destination]), weight
+
+    def csr_into(self, start: int, stop: int) -> torch.Tensor:
+        """Rows ``start..stop`` of the transposed adjacency as a sparse CSR tensor
+        ``(stop - start, N)``: the same edges as :meth:`edges_into`, for ``torch.sparse.mm``."""
+        first, last = int(self.row_starts[start]), int(self.row_starts[stop])
+        source = self.source[first:last]
+        values = torch.ones(source.numel(), device=source.device) if self.weight is None else self.weight[first:last]
+        with warnings.catch_warnings():  # torch calls CSR support beta; the layers used here are tested
+            warnings.simplefilter("ignore", UserWarning)
+            return torch.sparse_csr_tensor(
+                self.row_starts[start : stop + 1] - first, source, values, (stop - start, self.num_nodes), check_invariants=False
+            )
+
+
+def incoming_edges(edge_index: torch.Tensor, num_nodes: int, weight: torch.Tensor | None = None) -> IncomingEdges:
+    """Sort ``edge_index`` by destination (stably, so each node's edges keep their order).
+
+    Shapes:
+        edge_index: ``(2, E)``; weight: ``(E,)`` or ``None``.
+    """
+    destination, order = torch.sort(edge_index[1], stable=True)
+    row_starts = torch.zeros(num_nodes + 1, dtype=torch.long, device=edge_index.device)
+    row_starts[1:] = torch.cumsum(torch.bincount(destination, minlength=num_nodes), 0)
+    return IncomingEdges(edge_index[0][order], row_starts, None if weight is None else weight[order])
+
+
 def to_csr_adjacency(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
     """The transposed adjacency as a sparse CSR tensor: row ``i`` lists the sources of the
     edges into ``i``, which is the layout PyG's layers aggregate over.
@@ -67,11 +119,4 @@ def to_csr_adjacency(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
     Shapes:
         edge_index: ``(2, E)``; returns ``(num_nodes, num_nodes)`` with ``E`` stored entries.
     """
-    destination, order = torch.sort(edge_index[1], stable=True)
-    source = edge_index[0][order]
-    row_starts = torch.zeros(num_nodes + 1, dtype=torch.long, device=edge_index.device)
-    row_starts[1:] = torch.cumsum(torch.bincount(destination, minlength=num_nodes), 0)
-    values = torch.ones(source.numel(), device=edge_index.device)
-    with warnings.catch_warnings():  # torch calls CSR support beta; the layers used here are tested
-        warnings.simplefilter("ignore", UserWarning)
-        return torch.sparse_csr_tensor(row_starts, source, values, (num_nodes, num_nodes), check_invariants=False)
+    return incoming_edges(edge_index, num_nodes).csr_into(0, num_nodes)

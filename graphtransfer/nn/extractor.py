@@ -7,14 +7,16 @@ no weight depends on the number of nodes, so one set of weights runs on any grap
 from __future__ import annotations
 
 import warnings
+from contextlib import nullcontext
 
 import gymnasium as gym
 import torch
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 from torch_geometric.nn import GCNConv, GINConv, SAGEConv, global_max_pool, global_mean_pool
+from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
-from graphtransfer.nn.batching import DisjointGraph, to_csr_adjacency, to_disjoint
+from graphtransfer.nn.batching import DisjointGraph, IncomingEdges, incoming_edges, to_csr_adjacency, to_disjoint
 
 CONVS = ("sage", "gcn", "gin")
 CSR_MIN_EDGES = 1 << 16  # below this, building the CSR adjacency costs more than it saves
@@ -31,10 +33,27 @@ def make_conv(kind: str, width: int, aggr: str) -> nn.Module:
     raise ValueError(f"conv={kind!r} is not known; choose one of {CONVS}")
 
 
+def check_node_budget(value: int | None) -> int | None:
+    """``None`` (no budget) or a positive number of nodes; anything else is a ``ValueError``."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"max_nodes_per_batch={value!r} must be a whole number of nodes, at least 1, or None for no budget")
+    return value
+
+
 class GNNExtractor(BaseFeaturesExtractor):
     """Input projection, ``num_layers`` residual message-passing layers, mean+max pooling.
 
     .. math:: h^{(0)} = W_0 x, \\qquad h^{(l+1)} = h^{(l)} + \\mathrm{ReLU}(\\mathrm{conv}_l(h^{(l)}, A))
+
+    Two runtime settings, attributes rather than constructor arguments because they change how
+    the numbers are computed, not what they are, and are never saved with the weights (set them
+    with :func:`configure_runtime`):
+
+    - ``max_nodes_per_batch``: above this many nodes in a batch, each layer runs for that many
+      target nodes at a time (layer-wise, from the previous layer's full ``(N, width)`` matrix),
+      so the ``(E, width)`` messages of a layer are never built for more than the budget's edges.
+    - ``mixed_precision``: on CUDA, message passing runs under bfloat16 autocast; embeddings come
+      back as float32. Ignored on the CPU.
 
     Args:
         observation_space: a ``Dict`` space following the observation contract.
@@ -46,6 +65,9 @@ class GNNExtractor(BaseFeaturesExtractor):
     Shapes:
         node embeddings ``(total_nodes, width)``; forward output ``(B, 2 * width)``.
     """
+
+    max_nodes_per_batch: int | None = None
+    mixed_precision: bool = False
 
     def __init__(self, observation_space: gym.spaces.Dict, conv: str = "sage", num_layers: int = 3, width: int = 64, aggr: str = "max"):
         super().__init__(observation_space, features_dim=2 * width)
@@ -59,20 +81,51 @@ class GNNExtractor(BaseFeaturesExtractor):
 
         Without gradients, on the CPU and from :data:`CSR_MIN_EDGES` edges up, messages pass
         over a sparse CSR adjacency instead of gathered edge tensors: the same numbers (tested
-        to 1e-5) in far less memory.
+        to 1e-5) in far less memory. Above ``max_nodes_per_batch`` nodes, layers run in chunks
+        of target nodes (:meth:`_layers_in_chunks`): the same numbers (tested to 1e-6).
         """
         graph = to_disjoint(obs)
-        h = self.encode(graph.x)
-        edges = graph.edge_index
-        sparse = not torch.is_grad_enabled() and h.device.type == "cpu" and edges.shape[1] >= CSR_MIN_EDGES
-        if sparse:
-            edges = to_csr_adjacency(edges, h.shape[0])
-        with warnings.catch_warnings():
-            if sparse:  # PyG's GCN path re-wraps the CSR tensor and torch warns that it is beta
-                warnings.simplefilter("ignore", UserWarning)
-            for conv in self.convs:
-                h = h + torch.relu(conv(h, edges))
-        return h, graph
+        with self._autocast(graph.x.device):
+            h = self.encode(graph.x)
+            num_nodes, edges = h.shape[0], graph.edge_index
+            sparse = not torch.is_grad_enabled() and h.device.type == "cpu" and edges.shape[1] >= CSR_MIN_EDGES
+            budget = self.max_nodes_per_batch
+            with warnings.catch_warnings():
+                if sparse:  # PyG's GCN path re-wraps the CSR tensor and torch warns that it is beta
+                    warnings.simplefilter("ignore", UserWarning)
+                if budget is not None and num_nodes > budget:
+                    h = self._layers_in_chunks(h, edges, budget, sparse)
+                else:
+                    adjacency = to_csr_adjacency(edges, num_nodes) if sparse else edges
+                    for conv in self.convs:
+                        h = h + torch.relu(conv(h, adjacency))
+        return h.float(), graph
+
+    def _layers_in_chunks(self, h: torch.Tensor, edge_index: torch.Tensor, budget: int, sparse: bool) -> torch.Tensor:
+        """Every layer for ``budget`` target nodes at a time, reading the previous layer's whole
+        node matrix: exact (each node aggregates the same edges), and a layer's per-edge work
+        never spans more than the edges into ``budget`` nodes. GCN's normalisation (self-loops,
+        degrees) is computed once for the whole graph, as the unchunked layer computes it."""
+        num_nodes = h.shape[0]
+        weight = None
+        if isinstance(self.convs[0], GCNConv):
+            conv = self.convs[0]
+            edge_index, weight = gcn_norm(edge_index, None, num_nodes, conv.improved, conv.add_self_loops, conv.flow, h.dtype)
+        incoming = incoming_edges(edge_index, num_nodes, weight)
+        for conv in self.convs:
+            source = conv.lin(h) if isinstance(conv, GCNConv) else h  # GCN transforms before it aggregates
+            out = torch.empty_like(h)
+            for start in range(0, num_nodes, budget):
+                stop = min(start + budget, num_nodes)
+                out[start:stop] = h[start:stop] + torch.relu(_conv_rows(conv, h, source, incoming, start, stop, sparse))
+            h = out
+        return h
+
+    def _autocast(self, device: torch.device):
+        """bfloat16 autocast on CUDA when ``mixed_precision`` is set; nothing otherwise."""
+        if self.mixed_precision and device.type == "cuda":
+            return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+        return nullcontext()
 
     def pool(self, h: torch.Tensor, graph: DisjointGraph) -> torch.Tensor:
         """Mean and max over each sample's real nodes, ``(B, 2 * width)``."""
@@ -82,3 +135,35 @@ class GNNExtractor(BaseFeaturesExtractor):
     def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         h, graph = self.node_embeddings(obs)
         return self.pool(h, graph)
+
+
+def _conv_rows(
+    conv: nn.Module, h: torch.Tensor, source: torch.Tensor, incoming: IncomingEdges, start: int, stop: int, sparse: bool
+) -> torch.Tensor:
+    """One layer's output for target nodes ``start..stop``, ``(stop - start, width)``.
+
+    GraphSAGE and GIN take the bipartite pair (all nodes as sources, the chunk as targets);
+    GCN, which has no bipartite form, aggregates its pre-transformed ``source`` with the
+    precomputed normalised weights and adds its bias, as its own forward does.
+    """
+    size = (incoming.num_nodes, stop - start)
+    if sparse:
+        adjacency, weight, size = incoming.csr_into(start, stop), None, None  # the weights are the CSR values
+    else:
+        adjacency, weight = incoming.edges_into(start, stop)
+    if isinstance(conv, GCNConv):
+        out = conv.propagate(adjacency, x=source, edge_weight=weight, size=size)
+        return out if conv.bias is None else out + conv.bias
+    return conv((h, h[start:stop]), adjacency, size=size)
+
+
+def configure_runtime(module: nn.Module, max_nodes_per_batch: int | None = None, mixed_precision: bool = False) -> None:
+    """Set the runtime settings of every :class:`GNNExtractor` in ``module`` (a policy, say).
+
+    They are plain attributes, not parameters or buffers: a model folder never stores them, and
+    the same weights run with or without them.
+    """
+    check_node_budget(max_nodes_per_batch)
+    for extractor in module.modules():
+        if isinstance(extractor, GNNExtractor):
+            extractor.max_nodes_per_batch, extractor.mixed_precision = max_nodes_per_batch, mixed_precision

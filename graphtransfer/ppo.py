@@ -1,0 +1,169 @@
+"""PPO and MaskablePPO whose update can bound how many graph nodes one backward pass spans.
+
+With ``max_nodes_per_batch`` set, each minibatch is split into groups of observations whose
+real nodes sum to at most the budget (an observation larger than the budget is a group of its
+own); each group's loss is scaled by its share of the minibatch and backpropagated, and the
+optimizer steps once on the accumulated gradient. That is the minibatch's gradient (to float
+rounding: tested to 1e-6 on the parameters after an update), with the memory of one group.
+Advantages are normalised over the whole minibatch first and the gradient norm is clipped after
+accumulation, as SB3 does for the unsplit minibatch; the same ``train/*`` values are logged.
+Without a budget, :meth:`train` is SB3's own, untouched.
+
+The budget also reaches the policy's :class:`~graphtransfer.nn.GNNExtractor`, so rollout steps
+and value bootstraps over many (or large) observations run layer-wise in chunks.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from gymnasium import spaces
+from sb3_contrib import MaskablePPO
+from stable_baselines3 import PPO
+from stable_baselines3.common.utils import explained_variance
+
+from graphtransfer.nn import check_node_budget, configure_runtime
+
+
+def node_budget_groups(num_nodes: list[int], budget: int) -> list[slice]:
+    """Consecutive groups of observations whose node counts sum to at most ``budget``; an
+    observation above the budget is a group of its own."""
+    groups, start, total = [], 0, 0
+    for index, nodes in enumerate(num_nodes):
+        if index > start and total + nodes > budget:
+            groups.append(slice(start, index))
+            start, total = index, 0
+        total += nodes
+    groups.append(slice(start, len(num_nodes)))
+    return groups
+
+
+def take(samples: NamedTuple, rows: slice) -> NamedTuple:
+    """The rows ``rows`` of every field of SB3's rollout samples (observation dicts key by key)."""
+    fields = [None if f is None else {k: v[rows] for k, v in f.items()} if isinstance(f, dict) else f[rows] for f in samples]
+    return type(samples)(*fields)
+
+
+class NodeBudgetUpdate:
+    """The split-and-accumulate update, mixed into SB3's PPO or sb3-contrib's MaskablePPO."""
+
+    def __init__(self, *args: Any, max_nodes_per_batch: int | None = None, mixed_precision: bool = False, **kwargs: Any):
+        self.max_nodes_per_batch = check_node_budget(max_nodes_per_batch)
+        self.mixed_precision = mixed_precision
+        super().__init__(*args, **kwargs)
+
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        configure_runtime(self.policy, self.max_nodes_per_batch, self.mixed_precision)
+
+    def set_max_nodes_per_batch(self, budget: int | None) -> None:
+        """Change the budget of the update and of the policy's extractor."""
+        self.max_nodes_per_batch = check_node_budget(budget)
+        configure_runtime(self.policy, budget, self.mixed_precision)
+
+    def _evaluate(self, samples, actions: torch.Tensor):
+        return self.policy.evaluate_actions(samples.observations, actions)
+
+    def train(self) -> None:
+        if self.max_nodes_per_batch is None:
+            return super().train()
+        self.policy.set_training_mode(True)
+        self._update_learning_rate(self.policy.optimizer)
+        clip_range = self.clip_range(self._current_progress_remaining)
+        clip_range_vf = None if self.clip_range_vf is None else self.clip_range_vf(self._current_progress_remaining)
+        logged: dict[str, list[float]] = {"entropy_loss": [], "policy_gradient_loss": [], "value_loss": [], "clip_fraction": []}
+        continue_training, loss = True, 0.0
+        for _epoch in range(self.n_epochs):
+            approx_kl_divs = []
+            for samples in self.rollout_buffer.get(self.batch_size):
+                self.policy.optimizer.zero_grad()
+                terms = self._accumulate_minibatch(samples, clip_range, clip_range_vf)
+                for name in logged:
+                    logged[name].append(terms[name])
+                loss = terms["loss"]
+                approx_kl_divs.append(terms["approx_kl"])
+                if self.target_kl is not None and terms["approx_kl"] > 1.5 * self.target_kl:
+                    continue_training = False  # as SB3: this minibatch's step is not taken
+                    break
+                torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+                self.policy.optimizer.step()
+            self._n_updates += 1
+            if not continue_training:
+                break
+        self._log_update(logged, approx_kl_divs, loss, clip_range, clip_range_vf)
+
+    def _accumulate_minibatch(self, samples, clip_range: float, clip_range_vf: float | None) -> dict[str, float]:
+        """Backpropagate the minibatch's PPO loss group by group; return its logged terms."""
+        advantages = samples.advantages
+        if self.normalize_advantage and len(advantages) > 1:  # over the whole minibatch, before splitting
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        samples = samples._replace(advantages=advantages)
+        num_nodes = samples.observations["num_nodes"].reshape(-1).long().tolist()
+        sums = dict.fromkeys(("loss", "policy_gradient_loss", "value_loss", "entropy_loss", "clip_fraction", "approx_kl"), 0.0)
+        for rows in node_budget_groups(num_nodes, self.max_nodes_per_batch):
+            group = take(samples, rows)
+            share = (rows.stop - rows.start) / len(num_nodes)  # each term is a mean: a group weighs its share
+            terms = self._group_loss(group, clip_range, clip_range_vf)
+            (share * terms["loss"]).backward()
+            for name, value in terms.items():
+                sums[name] += share * float(value.detach())
+        return sums
+
+    def _group_loss(self, group, clip_range: float, clip_range_vf: float | None) -> dict[str, torch.Tensor]:
+        """PPO's clipped loss on one group, with the values SB3 logs (means over the group)."""
+        actions = group.actions.long().flatten() if isinstance(self.action_space, spaces.Discrete) else group.actions
+        values, log_prob, entropy = self._evaluate(group, actions)
+        values = values.flatten()
+        ratio = torch.exp(log_prob - group.old_log_prob)
+        surrogate = torch.min(group.advantages * ratio, group.advantages * torch.clamp(ratio, 1 - clip_range, 1 + clip_range))
+        policy_loss = -surrogate.mean()
+        if clip_range_vf is not None:
+            values = group.old_values + torch.clamp(values - group.old_values, -clip_range_vf, clip_range_vf)
+        value_loss = F.mse_loss(group.returns, values)
+        entropy_loss = -torch.mean(-log_prob) if entropy is None else -torch.mean(entropy)
+        with torch.no_grad():
+            log_ratio = log_prob - group.old_log_prob
+            approx_kl = torch.mean((torch.exp(log_ratio) - 1) - log_ratio)
+            clip_fraction = torch.mean((torch.abs(ratio - 1) > clip_range).float())
+        return {
+            "loss": policy_loss + self.ent_coef * entropy_loss + self.vf_coef * value_loss,
+            "policy_gradient_loss": policy_loss.detach(),
+            "value_loss": value_loss.detach(),
+            "entropy_loss": entropy_loss.detach(),
+            "clip_fraction": clip_fraction,
+            "approx_kl": approx_kl,
+        }
+
+    def _log_update(self, logged: dict[str, list[float]], approx_kl_divs: list[float], loss: float, clip_range, clip_range_vf) -> None:
+        """The keys and values SB3's ``PPO.train`` records."""
+        for name, values in logged.items():
+            self.logger.record(f"train/{name}", np.mean(values))
+        self.logger.record("train/approx_kl", np.mean(approx_kl_divs))
+        self.logger.record("train/loss", loss)
+        buffer = self.rollout_buffer
+        self.logger.record("train/explained_variance", explained_variance(buffer.values.flatten(), buffer.returns.flatten()))
+        if hasattr(self.policy, "log_std"):
+            self.logger.record("train/std", torch.exp(self.policy.log_std).mean().item())
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/clip_range", clip_range)
+        if clip_range_vf is not None:
+            self.logger.record("train/clip_range_vf", clip_range_vf)
+
+
+class BudgetPPO(NodeBudgetUpdate, PPO):
+    """SB3's PPO with an optional node budget (``max_nodes_per_batch``) for its update."""
+
+    algorithm_name = "PPO"  # what the user is told runs: the update is PPO's
+
+
+class BudgetMaskablePPO(NodeBudgetUpdate, MaskablePPO):
+    """sb3-contrib's MaskablePPO with an optional node budget for its update; masks are split
+    with the observations."""
+
+    algorithm_name = "MaskablePPO"
+
+    def _evaluate(self, samples, actions: torch.Tensor):
+        return self.policy.evaluate_actions(samples.observations, actions, action_masks=samples.action_masks)

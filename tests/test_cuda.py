@@ -1,0 +1,68 @@
+"""Mixed precision: bfloat16 autocast of message passing on CUDA; on the CPU it changes nothing.
+
+The CUDA tests run where a GPU is present and are skipped elsewhere (CI has none).
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
+from graphtransfer.envs.mis import MISEnv
+from graphtransfer.graphs import erdos_renyi
+from graphtransfer.nn import build_policy, configure_runtime
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def batch_on(device: str, conv: str = "sage"):
+    graphs = [erdos_renyi(n, 5.0, n) for n in (37, 80, 23)]
+    env = MISEnv(graphs)
+    observations = [env.reset(seed=0, options={"graph_index": i})[0] for i in range(len(graphs))]
+    obs = {k: torch.as_tensor(np.stack([o[k] for o in observations]), device=device) for k in observations[0]}
+    torch.manual_seed(0)
+    return build_policy("node-wise", ModelConfig(conv=conv), env.observation_space, env.action_space, device=device), obs
+
+
+def test_mixed_precision_changes_nothing_on_the_cpu():
+    policy, obs = batch_on("cpu")
+    with torch.no_grad():
+        full, _ = policy.features_extractor.node_embeddings(obs)
+        configure_runtime(policy, mixed_precision=True)
+        mixed, _ = policy.features_extractor.node_embeddings(obs)
+    assert torch.equal(full, mixed)
+
+
+@needs_cuda
+@pytest.mark.parametrize("conv", ["sage", "gcn", "gin"])
+@pytest.mark.parametrize("budget", [None, 17])
+def test_mixed_precision_passes_messages_in_bfloat16_and_returns_float32(conv, budget):
+    policy, obs = batch_on("cuda", conv)
+    seen = []
+    policy.features_extractor.encode[0].register_forward_hook(lambda module, inputs, output: seen.append(output.dtype))
+    configure_runtime(policy, max_nodes_per_batch=budget)
+    with torch.no_grad():
+        full, _ = policy.features_extractor.node_embeddings(obs)
+        configure_runtime(policy, max_nodes_per_batch=budget, mixed_precision=True)
+        mixed, _ = policy.features_extractor.node_embeddings(obs)
+        values = policy.predict_values(obs)
+    assert seen[:2] == [torch.float32, torch.bfloat16]  # the first linear layer, without and with autocast
+    assert mixed.dtype == torch.float32 and values.dtype == torch.float32
+    assert not torch.equal(full, mixed)
+    assert torch.allclose(full, mixed, atol=0.1, rtol=0.05)  # bfloat16 keeps about 3 significant digits
+
+
+@needs_cuda
+def test_a_mixed_precision_ppo_run_on_cuda_updates_finite_weights(tmp_path):
+    from graphtransfer.checkpoint import read_checkpoint
+    from graphtransfer.train import train
+
+    config = RunConfig(
+        task="mis",
+        graphs="small",
+        model=ModelConfig(width=16, head_width=16, num_layers=2),
+        ppo=PPOConfig(total_timesteps=128, n_envs=2, seed=0, device="cuda", mixed_precision=True, max_nodes_per_batch=200),
+    )
+    train(config, tmp_path / "m", log=lambda line: None)
+    weights = read_checkpoint(tmp_path / "m").tensors
+    assert all(torch.isfinite(w).all() for w in weights.values())

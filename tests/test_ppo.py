@@ -1,0 +1,94 @@
+"""The node-budget PPO update: split minibatches, accumulated gradients, the same update."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from stable_baselines3.common.callbacks import BaseCallback
+
+from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
+from graphtransfer.graphs import load_graphs
+from graphtransfer.ppo import BudgetMaskablePPO, BudgetPPO, node_budget_groups
+from graphtransfer.train import _model
+
+
+class KeepRollout(BaseCallback):
+    """Keeps a copy of everything the first update starts from: weights, Adam, buffer, RNGs."""
+
+    def _on_rollout_end(self) -> None:
+        model = self.model
+        self.state = copy.deepcopy(
+            (
+                model.policy.state_dict(),
+                model.policy.optimizer.state_dict(),
+                model.rollout_buffer,
+                np.random.get_state(),
+                torch.get_rng_state(),
+            )
+        )
+
+    def _on_step(self) -> bool:
+        return True
+
+    def restore(self, model) -> None:
+        weights, adam, buffer, numpy_rng, torch_rng = copy.deepcopy(self.state)
+        model.policy.load_state_dict(weights)
+        model.policy.optimizer.load_state_dict(adam)
+        model.rollout_buffer = buffer
+        np.random.set_state(numpy_rng)
+        torch.set_rng_state(torch_rng)
+
+
+def batch_sizes_seen(policy) -> list[int]:
+    """Record the number of observations of every evaluate_actions call."""
+    seen, evaluate = [], policy.evaluate_actions
+
+    def spy(obs, *args, **kwargs):
+        seen.append(int(obs["num_nodes"].shape[0]))
+        return evaluate(obs, *args, **kwargs)
+
+    policy.evaluate_actions = spy
+    return seen
+
+
+def test_groups_hold_the_budget_and_a_large_observation_alone():
+    assert node_budget_groups([30, 40, 50, 10, 200, 5], 100) == [slice(0, 2), slice(2, 4), slice(4, 5), slice(5, 6)]
+    assert node_budget_groups([7], 3) == [slice(0, 1)]
+
+
+@pytest.mark.parametrize(("task", "head", "algorithm"), [("mis", "node-wise", BudgetPPO), ("mvc", "node-choice", BudgetMaskablePPO)])
+@pytest.mark.parametrize("budget", [150, 25])
+def test_split_update_equals_the_unsplit_update(task, head, algorithm, budget):
+    """One rollout, two updates from the same state: SB3's, and split by a node budget.
+
+    The 20-60-node training graphs in minibatches of 16 observations: budget 150 groups a few
+    observations; budget 25 puts each alone and runs the larger ones layer-wise in chunks.
+    """
+    config = RunConfig(
+        task=task,
+        graphs="small",
+        head=head,
+        model=ModelConfig(width=16, head_width=16, num_layers=2),
+        ppo=PPOConfig(n_envs=2, n_steps=16, batch_size=16, n_epochs=2, target_kl=None, seed=3, device="cpu"),
+    )
+    model = _model(config, load_graphs("small")[:6], 3)
+    assert type(model) is algorithm and model.max_nodes_per_batch is None
+    keep = KeepRollout()
+    model.learn(32, callback=keep)
+    unsplit = {name: p.detach().clone() for name, p in model.policy.named_parameters()}
+    logged = {k: v for k, v in model.logger.name_to_value.items() if k.startswith("train/")}
+
+    keep.restore(model)
+    model.set_max_nodes_per_batch(budget)
+    seen = batch_sizes_seen(model.policy)
+    model.train()
+    assert len(seen) > 4 and max(seen) < 16  # 2 epochs x 2 minibatches of 16, each split
+    for name, parameter in model.policy.named_parameters():
+        assert torch.allclose(parameter, unsplit[name], atol=1e-6, rtol=0), name
+    assert not all(torch.equal(p, keep.state[0][n]) for n, p in model.policy.named_parameters())  # it did update
+    split_logged = {k: v for k, v in model.logger.name_to_value.items() if k.startswith("train/")}
+    assert split_logged.keys() == logged.keys()
+    for key, value in logged.items():
+        expected = value + (2 if key == "train/n_updates" else 0)  # the second train() counts on
+        assert split_logged[key] == pytest.approx(expected, abs=1e-6), key
