@@ -16,7 +16,7 @@ from graphtransfer.baselines.polish import POLISH
 from graphtransfer.checkpoint import load_policy, read_checkpoint
 from graphtransfer.config import RunConfig
 from graphtransfer.graphs import Graph, load_graphs
-from graphtransfer.inference import DEFAULT_COMMIT_FRACTION, Solution, peak_rss_mib, solve
+from graphtransfer.inference import Solution, peak_rss_mib, solve
 from graphtransfer.nn import configure_runtime
 from graphtransfer.train import run_env
 
@@ -79,7 +79,7 @@ def evaluate(
     deterministic: bool = False,
     polish: bool = False,
     seed: int = 0,
-    commit_fraction: float = DEFAULT_COMMIT_FRACTION,
+    commit_fraction: float | None = None,
 ) -> list[EvalRow]:
     """Run the policy under each decoding and every baseline of the task on each graph.
 

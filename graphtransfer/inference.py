@@ -1,8 +1,9 @@
 """Running a policy on one graph until the task is solved: no gradients, no SB3 predict detour.
 
-Each head decodes differently: node-wise policies act on every active node at once;
-node-choice policies commit the top-scoring valid nodes of each pass (a fraction of them);
-graph-level policies take one action per step from the pooled embedding.
+Each head decodes differently: node-wise policies act on every active node at once (or, with a
+commit fraction, only the most confident ones commit); node-choice policies commit the
+top-scoring valid nodes of each pass (a fraction of them); graph-level policies take one action
+per step from the pooled embedding.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.utils import to_dense_batch
 
 from graphtransfer.envs.factory import head_of
+from graphtransfer.errors import UsageError
 
 DEFAULT_COMMIT_FRACTION = 0.1
+"""node-choice heads' default; node-wise heads commit every node's action by default (1.0)"""
 
 
 @dataclass
@@ -40,7 +43,7 @@ def obs_to_tensors(obs: dict[str, np.ndarray], device: torch.device) -> dict[str
     return {key: torch.from_numpy(np.ascontiguousarray(value)).unsqueeze(0).to(device) for key, value in obs.items()}
 
 
-def solve(policy, env: gym.Env, deterministic: bool = False, seed: int = 0, commit_fraction: float = DEFAULT_COMMIT_FRACTION) -> Solution:
+def solve(policy, env: gym.Env, deterministic: bool = False, seed: int = 0, commit_fraction: float | None = None) -> Solution:
     """Run ``policy`` on the env's single graph until the episode ends (solved or horizon).
 
     Actions are sampled from the policy by default, seeded by ``seed`` so a run repeats exactly.
@@ -49,15 +52,21 @@ def solve(policy, env: gym.Env, deterministic: bool = False, seed: int = 0, comm
     pass limit (see the README's decoding table).
 
     Args:
-        commit_fraction: node-choice heads only: the share of the currently valid nodes that one
-            pass commits (at least one), best scores first.
+        commit_fraction: the share of the nodes that one pass may commit, most confident first
+            (at least one); ``None`` is the head's default. Node-choice heads: the share of the
+            valid nodes committed (default :data:`DEFAULT_COMMIT_FRACTION`). Node-wise tasks that
+            name a ``commit_action`` and a ``defer_action`` (MIS: include and defer): only the
+            active nodes with the highest probability of the commit action may take it, everyone
+            else defers (default 1.0: every node acts as drawn); see :func:`patient_actions`.
     """
     started = time.perf_counter()
     policy.set_training_mode(False)
     obs, _ = env.reset(seed=seed)
     generator = torch.Generator(device=policy.device).manual_seed(seed)
     torch.manual_seed(seed)
-    act = {"node-wise": _node_wise_step, "node-choice": _node_choice_step, "graph-level": _graph_level_step}[head_of(env)]
+    head = head_of(env)
+    act = {"node-wise": _node_wise_step, "node-choice": _node_choice_step, "graph-level": _graph_level_step}[head]
+    commit_fraction = check_commit_fraction(env, head, commit_fraction)
     done, passes, rewards = False, 0, []
     with torch.inference_mode():
         while not done:
@@ -73,13 +82,55 @@ def solve(policy, env: gym.Env, deterministic: bool = False, seed: int = 0, comm
     return Solution(solution, objective, feasible, passes, time.perf_counter() - started, peak_rss_mib())
 
 
+def check_commit_fraction(env: gym.Env, head: str, commit_fraction: float | None) -> float:
+    """The fraction to decode with: ``commit_fraction`` or the head's default; a fraction below 1
+    for a node-wise env that names no commit and defer actions is a usage error."""
+    if commit_fraction is None:
+        return DEFAULT_COMMIT_FRACTION if head == "node-choice" else 1.0
+    if not 0 < commit_fraction <= 1:
+        raise UsageError(f"commit fraction {commit_fraction} must be in (0, 1]")
+    task = env.unwrapped
+    if head == "node-wise" and commit_fraction < 1 and not (hasattr(task, "commit_action") and hasattr(task, "defer_action")):
+        raise UsageError(
+            f"{type(task).__name__} names no commit_action and defer_action, so a node-wise commit fraction below 1 "
+            "has no meaning for it; leave --commit-fraction at its default"
+        )
+    return commit_fraction
+
+
 def _node_wise_step(policy, env, obs, deterministic, generator, commit_fraction):
     active = _active_nodes(env, obs)
     actions = np.zeros(obs["x"].shape[0], dtype=np.int64)
     if active.size:
         compact = obs_to_tensors(active_subgraph(obs, active), policy.device)
-        actions[active] = policy._predict(compact, deterministic=deterministic)[0].cpu().numpy()
+        if commit_fraction < 1:
+            task = env.unwrapped
+            distribution = policy.get_distribution(compact)
+            drawn = distribution.get_actions(deterministic=deterministic)[0]
+            confidence = distribution.distribution.probs[0, :, task.commit_action]
+            chosen = patient_actions(drawn, confidence, commit_fraction, task.commit_action, task.defer_action)
+        else:
+            chosen = policy._predict(compact, deterministic=deterministic)[0]
+        actions[active] = chosen.cpu().numpy()
     return env.step(actions)
+
+
+def patient_actions(drawn: torch.Tensor, confidence: torch.Tensor, fraction: float, commit: int, defer: int) -> torch.Tensor:
+    """Node-wise actions where only the ``fraction`` of nodes most likely to ``commit`` may do so.
+
+    Those nodes keep a drawn ``commit``; every other node, and every other drawn action, becomes
+    ``defer``, so nothing is decided by anything but a commit (in MIS a node leaves only when a
+    neighbour joins). Deciding the surest nodes first and letting the rest see the result is what
+    makes sequential greedy strong; the policy's own probabilities pick who goes first. If no
+    allowed node drew ``commit``, the pass keeps every drawn action, so decoding never stalls.
+    """
+    count = max(1, math.ceil(fraction * drawn.numel()))
+    allowed = torch.zeros_like(drawn, dtype=torch.bool)
+    allowed[torch.topk(confidence, min(count, drawn.numel())).indices] = True
+    commits = allowed & (drawn == commit)
+    if not commits.any():
+        return drawn
+    return torch.where(commits, drawn, torch.full_like(drawn, defer))
 
 
 def _node_choice_step(policy, env, obs, deterministic, generator, commit_fraction):

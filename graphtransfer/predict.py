@@ -10,7 +10,7 @@ import numpy as np
 from graphtransfer.checkpoint import atomic_write, load_policy, read_checkpoint
 from graphtransfer.evaluate import inference_env
 from graphtransfer.graphs import Graph, load_graph
-from graphtransfer.inference import DEFAULT_COMMIT_FRACTION, Solution, solve
+from graphtransfer.inference import Solution, solve
 from graphtransfer.memory import check_memory
 from graphtransfer.nn import configure_runtime
 
@@ -22,7 +22,7 @@ def predict(
     max_passes: int | None = None,
     deterministic: bool = False,
     seed: int = 0,
-    commit_fraction: float = DEFAULT_COMMIT_FRACTION,
+    commit_fraction: float | None = None,
     max_nodes_per_batch: int | None = None,
     mixed_precision: bool = False,
 ) -> tuple[Graph, Solution]:

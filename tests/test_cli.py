@@ -80,6 +80,10 @@ def test_train_transfer_predict_end_to_end(tmp_path, monkeypatch, task):
         assert set(np.unique(rows[:, 1])) <= {0, 1}
     else:
         assert rows.shape[1] == 3 and set(np.unique(rows[:, 1])) <= {0, 1, 2}
+    if task in FEASIBLE:  # the patient decoding (MIS) and the commit fraction (MVC) give valid solutions too
+        patient_args = ["--model", f"runs/{task}/big", "--graph", "big.txt", "--out", "p.csv", "--commit-fraction", "0.05"]
+        patient = runner.invoke(app, ["predict", *patient_args])
+        assert patient.exit_code == 0 and "valid solution: yes" in patient.output, patient.output
 
     evaluated = runner.invoke(
         app,

@@ -1,0 +1,53 @@
+"""Patient decoding of node-wise policies: with a commit fraction below 1 only the surest nodes commit."""
+
+import pytest
+import torch
+
+from graphtransfer.config import ModelConfig, RunConfig
+from graphtransfer.envs.mis import DEFER, EXCLUDE, INCLUDE, UNDECIDED
+from graphtransfer.errors import UsageError
+from graphtransfer.evaluate import inference_env
+from graphtransfer.graphs import erdos_renyi
+from graphtransfer.inference import patient_actions, solve
+from graphtransfer.nn import build_policy
+
+
+def test_only_the_surest_nodes_may_commit_and_nothing_else_is_decided():
+    drawn = torch.tensor([INCLUDE, INCLUDE, EXCLUDE, INCLUDE, EXCLUDE])
+    confidence = torch.tensor([0.9, 0.1, 0.8, 0.7, 0.2])
+    # 40% of 5 nodes: the two surest (0 and 2) may commit; node 2 drew EXCLUDE, so it waits too
+    got = patient_actions(drawn, confidence, 0.4, INCLUDE, DEFER)
+    assert got.tolist() == [INCLUDE, DEFER, DEFER, DEFER, DEFER]
+
+
+def test_a_pass_where_no_allowed_node_commits_keeps_every_drawn_action():
+    drawn = torch.tensor([EXCLUDE, INCLUDE, DEFER])
+    confidence = torch.tensor([0.9, 0.1, 0.2])
+    assert patient_actions(drawn, confidence, 0.2, INCLUDE, DEFER).tolist() == drawn.tolist()
+
+
+def _mis_policy_and_env(graph):
+    config = RunConfig(task="mis", head="node-wise", model=ModelConfig(width=16, head_width=16))
+    env = inference_env(config, graph)
+    return build_policy("node-wise", config.model, env.observation_space, env.action_space), env, config
+
+
+def test_patient_decoding_decides_every_node_in_more_passes():
+    graph = erdos_renyi(300, 4.0, 0)
+    policy, env, _ = _mis_policy_and_env(graph)
+    hasty = solve(policy, env, seed=0)
+    patient = solve(policy, env, seed=0, commit_fraction=0.05)
+    assert patient.feasible and not (env.unwrapped.status == UNDECIDED).any()
+    assert patient.passes > hasty.passes
+
+
+def test_a_commit_fraction_is_refused_where_it_means_nothing():
+    graph = erdos_renyi(60, 4.0, 0)
+    config = RunConfig(task="maxcut", head="node-wise", model=ModelConfig(width=16, head_width=16))
+    env = inference_env(config, graph)
+    policy = build_policy("node-wise", config.model, env.observation_space, env.action_space)
+    with pytest.raises(UsageError, match="MaxCutEnv names no commit_action"):
+        solve(policy, env, commit_fraction=0.5)
+    policy, env, _ = _mis_policy_and_env(graph)
+    with pytest.raises(UsageError, match=r"must be in \(0, 1\]"):
+        solve(policy, env, commit_fraction=0.0)
