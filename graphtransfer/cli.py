@@ -16,7 +16,7 @@ import typer
 from graphtransfer.cli_common import fail as _fail
 from graphtransfer.cli_common import friendly_errors
 from graphtransfer.cli_graphs import app as graphs_app
-from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, ppo_for_task
+from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
 from graphtransfer.errors import UsageError
 from graphtransfer.evaluate import format_rows
 from graphtransfer.inference import DEFAULT_COMMIT_FRACTION
@@ -36,10 +36,51 @@ app.add_typer(graphs_app, name="graphs")
 _DEFAULT_MODEL, _DEFAULT_PPO = ModelConfig(), PPOConfig()
 
 
+# train's options that set a config key, by parameter name; only those typed on the command line
+# are applied, so a --config file's values are not overwritten by the options' defaults
+TRAIN_OPTION_KEYS = {
+    "task": "task",
+    "graphs": "graphs",
+    "env": "env",
+    "env_kwargs": "env_kwargs",
+    "horizon": "horizon",
+    "steps": "ppo.total_timesteps",
+    "n_envs": "ppo.n_envs",
+    "vec_env": "ppo.vec_env",
+    "n_steps": "ppo.n_steps",
+    "batch_size": "ppo.batch_size",
+    "epochs": "ppo.n_epochs",
+    "target_kl": "ppo.target_kl",
+    "seed": "ppo.seed",
+    "threads": "ppo.threads",
+    "device": "ppo.device",
+    "conv": "model.conv",
+    "layers": "model.num_layers",
+    "width": "model.width",
+    "verbose": "log.stdout",
+    "tensorboard": "log.tensorboard",
+    "eval_graphs": "log.eval_graphs",
+    "eval_every": "log.eval_every",
+    "checkpoint_every": "log.checkpoint_every",
+}
+
+
 @app.command()
 @friendly_errors
 def train(
     ctx: typer.Context,
+    config_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="YAML file of settings (a run folder's config.yaml repeats that run); options and --set override it.",
+        ),
+    ] = None,
+    set_values: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override one setting by its dotted key, e.g. --set ppo.gamma=0.995 --set model.width=128."),
+    ] = None,
+    print_config: Annotated[bool, typer.Option(help="Print the resolved settings as YAML and exit without training.")] = False,
     task: Annotated[str, typer.Option(help="Built-in task: mis, mvc, maxcut or epidemic (see 'graphtransfer tasks').")] = "mis",
     graphs: Annotated[str, typer.Option(help="Sample set name, graph file, or folder of graph files to train on.")] = "small",
     env: Annotated[str | None, typer.Option(help="Your own env instead of a task: 'package.module:Class' or a gymnasium id.")] = None,
@@ -47,6 +88,9 @@ def train(
     out: Annotated[Path | None, typer.Option(help="Model folder to write [default: runs/TASK/GRAPHS].")] = None,
     steps: Annotated[int, typer.Option(help="Total env steps of PPO.")] = _DEFAULT_PPO.total_timesteps,
     n_envs: Annotated[int, typer.Option(help="Parallel envs.")] = _DEFAULT_PPO.n_envs,
+    vec_env: Annotated[
+        str, typer.Option(help="dummy: all envs in this process; subproc: one process per env (for slow envs on many cores).")
+    ] = _DEFAULT_PPO.vec_env,
     n_steps: Annotated[int, typer.Option(help="Steps per env between PPO updates.")] = _DEFAULT_PPO.n_steps,
     batch_size: Annotated[int, typer.Option(help="Observations per PPO minibatch.")] = _DEFAULT_PPO.batch_size,
     epochs: Annotated[int, typer.Option(help="PPO passes over each rollout.")] = _DEFAULT_PPO.n_epochs,
@@ -57,6 +101,14 @@ def train(
     width: Annotated[int, typer.Option(help="Hidden channels.")] = _DEFAULT_MODEL.width,
     seed: Annotated[int, typer.Option(help="Random seed.")] = _DEFAULT_PPO.seed,
     threads: Annotated[int, typer.Option(help="Torch CPU threads.")] = _DEFAULT_PPO.threads,
+    device: Annotated[str, typer.Option(help="auto, cpu or cuda (cuda where torch sees no GPU is an error).")] = _DEFAULT_PPO.device,
+    eval_graphs: Annotated[
+        str | None, typer.Option(help="Held-out graphs to evaluate on during training; the best model is kept in OUT/best/.")
+    ] = None,
+    eval_every: Annotated[int, typer.Option(help="Evaluate every N env steps [default: 0, only at the end].")] = 0,
+    checkpoint_every: Annotated[int, typer.Option(help="Save a resumable checkpoint to OUT/checkpoints/step-N/ every N env steps.")] = 0,
+    verbose: Annotated[bool, typer.Option(help="Print SB3's table of training statistics after every rollout.")] = False,
+    tensorboard: Annotated[bool, typer.Option(help="Also log to OUT/tensorboard/ (pip install 'graphtransfer[tensorboard]').")] = False,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     resume: Annotated[
         Path | None,
@@ -65,7 +117,17 @@ def train(
 ) -> None:
     """Train a PPO policy on small graphs and save it. Ctrl-C saves a checkpoint to resume from.
 
-    Example: graphtransfer train --task mis --graphs small
+    Settings come from the defaults, the task's graphtransfer/hyperparams/TASK.yml, --config FILE,
+    the options typed here, then --set, each later one winning. The run folder gets the model,
+    config.yaml (what 'train --config' needs to repeat the run) and progress.csv (for 'graphtransfer plot').
+
+    Examples:
+
+      graphtransfer train --task mis --graphs small
+
+      graphtransfer train --config runs/mis/small/config.yaml --out runs/mis/again
+
+      graphtransfer train --set ppo.learning_rate=lin_3e-4 --eval-graphs evalset/ --eval-every 5000 --checkpoint-every 10000
     """
     from graphtransfer.train import resume as resume_training
     from graphtransfer.train import train as run_training
@@ -73,30 +135,35 @@ def train(
     if resume is not None:
         _refuse_settings_beside_resume(ctx)
         return _report_training(resume_training(resume, progress=progress and sys.stderr.isatty(), log=typer.echo))
-    _check_positive(steps=steps, n_envs=n_envs, n_steps=n_steps, batch_size=batch_size, epochs=epochs)
-    _check_positive(horizon=horizon or 1, layers=layers, width=width, threads=threads)
-    if conv not in CONVS:
-        raise UsageError(f"--conv {conv!r} is not known; choose one of {', '.join(CONVS)}")
-    config = RunConfig(
-        task=task,
-        graphs=graphs,
-        horizon=horizon,
-        env=env,
-        env_kwargs=_json_object(env_kwargs, "--env-kwargs"),
-        model=ModelConfig(conv=conv, num_layers=layers, width=width),
-        ppo=ppo_for_task(
-            task if env is None else "",
-            total_timesteps=steps,
-            n_envs=n_envs,
-            n_steps=n_steps,
-            batch_size=batch_size,
-            n_epochs=epochs,
-            target_kl=target_kl,
-            seed=seed,
-            threads=threads,
-        ),
-    )
+    typed = {name: value for name, value in ctx.params.items() if name in TRAIN_OPTION_KEYS and _typed(ctx, name)}
+    config = _train_config(config_file, typed, set_values or [])
+    if print_config:
+        typer.echo(config.to_yaml(), nl=False)
+        return None
     _report_training(run_training(config, out, progress=progress and sys.stderr.isatty(), log=typer.echo))
+
+
+def _typed(ctx: typer.Context, name: str) -> bool:
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+
+def _train_config(config_file: Path | None, typed: dict, set_values: list[str]) -> RunConfig:
+    """The run's settings from the layers, in order; every layer is checked where it comes from."""
+    from graphtransfer.configfile import option_layer, parse_sets, read_file, resolve
+
+    if "env_kwargs" in typed:
+        typed["env_kwargs"] = _json_object(typed["env_kwargs"], "--env-kwargs")
+    _check_positive(**{name: typed[name] for name in _POSITIVE_OPTIONS if typed.get(name) is not None})
+    layers = [read_file(config_file)] if config_file else []
+    layers += [option_layer({TRAIN_OPTION_KEYS[name]: value for name, value in typed.items()}), parse_sets(set_values)]
+    config = resolve(layers)
+    if config.model.conv not in CONVS:
+        raise UsageError(f"model.conv {config.model.conv!r} is not known; choose one of {', '.join(CONVS)}")
+    return config
+
+
+_POSITIVE_OPTIONS = ("steps", "n_envs", "n_steps", "batch_size", "epochs", "horizon", "layers", "width", "threads")
 
 
 def _refuse_settings_beside_resume(ctx: typer.Context) -> None:
