@@ -313,6 +313,22 @@ def evaluate(
 
 
 @app.command()
+@friendly_errors
+def plot(
+    run: Annotated[Path, typer.Argument(help="Run folder written by 'graphtransfer train' (it holds progress.csv).")],
+    out: Annotated[Path | None, typer.Option(help="PNG to write [default: RUN/progress.png].")] = None,
+) -> None:
+    """Draw a run's training curve (episode reward and held-out evaluation against env steps) and
+    its rollout and update seconds per PPO iteration, from RUN/progress.csv, to a PNG.
+
+    Example: graphtransfer plot runs/mis/small --out curve.png
+    """
+    from graphtransfer.curves import plot_run
+
+    typer.echo(f"wrote {plot_run(run, out)}")
+
+
+@app.command()
 def tasks() -> None:
     """List the built-in tasks with their head, objective and baselines.
 
