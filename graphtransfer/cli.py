@@ -85,7 +85,7 @@ def train(
     graphs: Annotated[str, typer.Option(help="Sample set name, graph file, or folder of graph files to train on.")] = "small",
     env: Annotated[str | None, typer.Option(help="Your own env instead of a task: 'package.module:Class' or a gymnasium id.")] = None,
     env_kwargs: Annotated[str, typer.Option(help="JSON object of extra env constructor arguments.")] = "{}",
-    out: Annotated[Path | None, typer.Option(help="Model folder to write [default: runs/TASK/GRAPHS].")] = None,
+    out: Annotated[Path | None, typer.Option(help="Model folder to write (default: runs/TASK/GRAPHS).")] = None,
     steps: Annotated[int, typer.Option(help="Total env steps of PPO.")] = _DEFAULT_PPO.total_timesteps,
     n_envs: Annotated[int, typer.Option(help="Parallel envs.")] = _DEFAULT_PPO.n_envs,
     vec_env: Annotated[
@@ -95,7 +95,7 @@ def train(
     batch_size: Annotated[int, typer.Option(help="Observations per PPO minibatch.")] = _DEFAULT_PPO.batch_size,
     epochs: Annotated[int, typer.Option(help="PPO passes over each rollout.")] = _DEFAULT_PPO.n_epochs,
     target_kl: Annotated[float | None, typer.Option(help="Stop an update's epochs early above this KL to the old policy.")] = None,
-    horizon: Annotated[int | None, typer.Option(help="Env steps before an episode is cut off [default: the task's].")] = None,
+    horizon: Annotated[int | None, typer.Option(help="Env steps before an episode is cut off (default: the task's).")] = None,
     conv: Annotated[str, typer.Option(help="Message-passing layer: sage, gcn or gin.")] = _DEFAULT_MODEL.conv,
     layers: Annotated[int, typer.Option(help="Message-passing layers.")] = _DEFAULT_MODEL.num_layers,
     width: Annotated[int, typer.Option(help="Hidden channels.")] = _DEFAULT_MODEL.width,
@@ -105,7 +105,7 @@ def train(
     eval_graphs: Annotated[
         str | None, typer.Option(help="Held-out graphs to evaluate on during training; the best model is kept in OUT/best/.")
     ] = None,
-    eval_every: Annotated[int, typer.Option(help="Evaluate every N env steps [default: 0, only at the end].")] = 0,
+    eval_every: Annotated[int, typer.Option(help="Evaluate every N env steps (0: only at the end).")] = 0,
     checkpoint_every: Annotated[int, typer.Option(help="Save a resumable checkpoint to OUT/checkpoints/step-N/ every N env steps.")] = 0,
     verbose: Annotated[bool, typer.Option(help="Print SB3's table of training statistics after every rollout.")] = False,
     tensorboard: Annotated[bool, typer.Option(help="Also log to OUT/tensorboard/ (pip install 'graphtransfer[tensorboard]').")] = False,
@@ -316,7 +316,7 @@ def evaluate(
 @friendly_errors
 def plot(
     run: Annotated[Path, typer.Argument(help="Run folder written by 'graphtransfer train' (it holds progress.csv).")],
-    out: Annotated[Path | None, typer.Option(help="PNG to write [default: RUN/progress.png].")] = None,
+    out: Annotated[Path | None, typer.Option(help="PNG to write (default: RUN/progress.png).")] = None,
 ) -> None:
     """Draw a run's training curve (episode reward and held-out evaluation against env steps) and
     its rollout and update seconds per PPO iteration, from RUN/progress.csv, to a PNG.

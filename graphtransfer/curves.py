@@ -62,7 +62,7 @@ def _draw_rewards(axis, columns: dict[str, np.ndarray], steps: np.ndarray) -> No
     if reward is not None and np.isfinite(reward).any():
         kept = np.isfinite(reward)
         lines += axis.plot(steps[kept], reward[kept], color="tab:blue", label="episode reward (mean of the last 100 episodes)")
-    axis.set_ylabel("episode reward (return)")
+    axis.set_ylabel("episode reward (return)", color="tab:blue")
     axis.grid(alpha=0.3)
     score = _eval_column(columns)
     if score is not None:
@@ -71,7 +71,8 @@ def _draw_rewards(axis, columns: dict[str, np.ndarray], steps: np.ndarray) -> No
         twin = axis.twinx()
         label = "held-out eval: " + (f"policy / {name.removeprefix('eval/vs_')}" if name.startswith("eval/vs_") else "objective")
         lines += twin.plot(steps[kept], values[kept], "o-", color="tab:orange", label=label)
-        twin.set_ylabel("policy / baseline (mean over graphs)" if name.startswith("eval/vs_") else "objective (mean over graphs)")
+        unit = "policy / baseline (mean over graphs)" if name.startswith("eval/vs_") else "objective (mean over graphs)"
+        twin.set_ylabel(unit, color="tab:orange")
     if lines:
         axis.legend(lines, [line.get_label() for line in lines], loc="lower left", bbox_to_anchor=(0, 1), frameon=False)
     else:
