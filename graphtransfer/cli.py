@@ -168,9 +168,10 @@ _POSITIVE_OPTIONS = ("steps", "n_envs", "n_steps", "batch_size", "epochs", "hori
 
 def _refuse_settings_beside_resume(ctx: typer.Context) -> None:
     """A resumed run keeps its own settings; an option given beside --resume would be silently ignored."""
+    flags = {param.name: param.opts[0] for param in ctx.command.params}
     typed = [name for name in ctx.params if name not in ("resume", "progress") and ctx.get_parameter_source(name).name == "COMMANDLINE"]
     if typed:
-        options = ", ".join("--" + name.replace("_", "-") for name in typed)
+        options = ", ".join(flags[name] for name in typed)
         raise UsageError(f"--resume takes every setting from the folder's config.json; drop {options}")
 
 

@@ -102,9 +102,9 @@ def test_ctrl_c_saves_a_checkpoint_that_resume_trains_to_the_budget(tmp_path, mo
 
 
 def test_resume_refuses_settings_it_would_ignore(tmp_path):
-    result = runner.invoke(app, ["train", "--resume", str(tmp_path), "--steps", "100", "--seed", "3"])
+    result = runner.invoke(app, ["train", "--resume", str(tmp_path), "--steps", "100", "--seed", "3", "--config", "c.yaml", "--set", "x=1"])
     assert result.exit_code == 2
-    assert result.stderr == "error: --resume takes every setting from the folder's config.json; drop --steps, --seed\n"
+    assert result.stderr == "error: --resume takes every setting from the folder's config.json; drop --steps, --seed, --config, --set\n"
 
 
 def _wait_for(path, process, timeout=120.0):
