@@ -4,6 +4,8 @@ A folder holds ``config.json`` (the :class:`RunConfig`, provenance, library vers
 and sha256 of every tensor file) and the tensor files it names: ``model-<sha>.safetensors`` (the
 policy) and, for a training run stopped before its budget, ``optimizer-<sha>.safetensors`` (Adam's
 moments, for ``train --resume``). Loading reads JSON and safetensors only; nothing is unpickled.
+``config.yaml`` repeats the config for people and ``train --config``; it is written just before
+the commit, and config.json stays the record that loading reads.
 
 Why tensor files carry their hash in their name: a save must never leave a folder that no longer
 loads. Two files cannot be replaced together atomically. Replacing ``model.safetensors`` and then
@@ -43,6 +45,8 @@ from graphtransfer.errors import CheckpointError
 from graphtransfer.nn import build_policy
 
 CONFIG = "config.json"
+CONFIG_YAML = "config.yaml"
+"""the same RunConfig for people and for ``train --config``; written just before config.json commits"""
 FORMAT, FORMAT_VERSION = "graphtransfer-model", 2
 READABLE_VERSIONS = (1, 2)
 """version 1 kept the weights in a fixed ``model.safetensors``, replaced in place"""
@@ -51,7 +55,7 @@ ENCODER = "features_extractor.encode.0.weight"
 # what a save owns and may delete once config.json no longer names it: tensor files (version 1's
 # fixed name included) and the temporary files of saves that were killed
 _TENSOR_FILE = r"(?:model|optimizer)-[0-9a-f]{16}\.safetensors"
-_MANAGED = re.compile(rf"^(?:model\.safetensors|{_TENSOR_FILE}|\.(?:config\.json|{_TENSOR_FILE})\..+\.tmp)$")
+_MANAGED = re.compile(rf"^(?:model\.safetensors|{_TENSOR_FILE}|\.(?:config\.json|config\.yaml|{_TENSOR_FILE})\..+\.tmp)$")
 _ZIP_MAGIC, _PICKLE_PROTOCOLS = b"PK\x03\x04", range(2, 6)
 
 
@@ -122,6 +126,7 @@ def save_checkpoint(
         versions={pkg: _version(pkg) for pkg in ("graphtransfer", "torch", "stable-baselines3", "torch-geometric")},
         **(info or {}),
     )
+    atomic_write(folder / CONFIG_YAML, config.to_yaml().encode())
     atomic_write(folder / CONFIG, (json.dumps(meta, indent=2) + "\n").encode())
     _sync_folder(folder)
     _remove_unnamed(folder, {entry["name"] for entry in files.values()})

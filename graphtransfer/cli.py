@@ -16,7 +16,7 @@ import typer
 from graphtransfer.cli_common import fail as _fail
 from graphtransfer.cli_common import friendly_errors
 from graphtransfer.cli_graphs import app as graphs_app
-from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, ppo_for_task
+from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
 from graphtransfer.errors import UsageError
 from graphtransfer.evaluate import format_rows
 from graphtransfer.inference import DEFAULT_COMMIT_FRACTION
@@ -54,22 +54,68 @@ CommitFractionOption = Annotated[
 MixedPrecisionOption = Annotated[bool, typer.Option(help="bfloat16 message passing on CUDA (autocast); ignored on the CPU.")]
 
 
+# train's options that set a config key, by parameter name; only those typed on the command line
+# are applied, so a --config file's values are not overwritten by the options' defaults
+TRAIN_OPTION_KEYS = {
+    "task": "task",
+    "graphs": "graphs",
+    "env": "env",
+    "env_kwargs": "env_kwargs",
+    "horizon": "horizon",
+    "steps": "ppo.total_timesteps",
+    "n_envs": "ppo.n_envs",
+    "vec_env": "ppo.vec_env",
+    "n_steps": "ppo.n_steps",
+    "batch_size": "ppo.batch_size",
+    "epochs": "ppo.n_epochs",
+    "target_kl": "ppo.target_kl",
+    "seed": "ppo.seed",
+    "threads": "ppo.threads",
+    "max_nodes_per_batch": "ppo.max_nodes_per_batch",
+    "mixed_precision": "ppo.mixed_precision",
+    "device": "ppo.device",
+    "conv": "model.conv",
+    "layers": "model.num_layers",
+    "width": "model.width",
+    "verbose": "log.stdout",
+    "tensorboard": "log.tensorboard",
+    "eval_graphs": "log.eval_graphs",
+    "eval_every": "log.eval_every",
+    "checkpoint_every": "log.checkpoint_every",
+}
+
+
 @app.command()
 @friendly_errors
 def train(
     ctx: typer.Context,
+    config_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="YAML file of settings (a run folder's config.yaml repeats that run); options and --set override it.",
+        ),
+    ] = None,
+    set_values: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override one setting by its dotted key, e.g. --set ppo.gamma=0.995 --set model.width=128."),
+    ] = None,
+    print_config: Annotated[bool, typer.Option(help="Print the resolved settings as YAML and exit without training.")] = False,
     task: Annotated[str, typer.Option(help="Built-in task: mis, mvc, maxcut or epidemic (see 'graphtransfer tasks').")] = "mis",
     graphs: Annotated[str, typer.Option(help="Sample set name, graph file, or folder of graph files to train on.")] = "small",
     env: Annotated[str | None, typer.Option(help="Your own env instead of a task: 'package.module:Class' or a gymnasium id.")] = None,
     env_kwargs: Annotated[str, typer.Option(help="JSON object of extra env constructor arguments.")] = "{}",
-    out: Annotated[Path | None, typer.Option(help="Model folder to write [default: runs/TASK/GRAPHS].")] = None,
+    out: Annotated[Path | None, typer.Option(help="Model folder to write (default: runs/TASK/GRAPHS).")] = None,
     steps: Annotated[int, typer.Option(help="Total env steps of PPO.")] = _DEFAULT_PPO.total_timesteps,
     n_envs: Annotated[int, typer.Option(help="Parallel envs.")] = _DEFAULT_PPO.n_envs,
+    vec_env: Annotated[
+        str, typer.Option(help="dummy: all envs in this process; subproc: one process per env (for slow envs on many cores).")
+    ] = _DEFAULT_PPO.vec_env,
     n_steps: Annotated[int, typer.Option(help="Steps per env between PPO updates.")] = _DEFAULT_PPO.n_steps,
     batch_size: Annotated[int, typer.Option(help="Observations per PPO minibatch.")] = _DEFAULT_PPO.batch_size,
     epochs: Annotated[int, typer.Option(help="PPO passes over each rollout.")] = _DEFAULT_PPO.n_epochs,
     target_kl: Annotated[float | None, typer.Option(help="Stop an update's epochs early above this KL to the old policy.")] = None,
-    horizon: Annotated[int | None, typer.Option(help="Env steps before an episode is cut off [default: the task's].")] = None,
+    horizon: Annotated[int | None, typer.Option(help="Env steps before an episode is cut off (default: the task's).")] = None,
     conv: Annotated[str, typer.Option(help="Message-passing layer: sage, gcn or gin.")] = _DEFAULT_MODEL.conv,
     layers: Annotated[int, typer.Option(help="Message-passing layers.")] = _DEFAULT_MODEL.num_layers,
     width: Annotated[int, typer.Option(help="Hidden channels.")] = _DEFAULT_MODEL.width,
@@ -77,6 +123,14 @@ def train(
     threads: Annotated[int, typer.Option(help="Torch CPU threads.")] = _DEFAULT_PPO.threads,
     max_nodes_per_batch: MaxNodesOption = None,
     mixed_precision: MixedPrecisionOption = False,
+    device: Annotated[str, typer.Option(help="auto, cpu or cuda (cuda where torch sees no GPU is an error).")] = _DEFAULT_PPO.device,
+    eval_graphs: Annotated[
+        str | None, typer.Option(help="Held-out graphs to evaluate on during training; the best model is kept in OUT/best/.")
+    ] = None,
+    eval_every: Annotated[int, typer.Option(help="Evaluate every N env steps (0: only at the end).")] = 0,
+    checkpoint_every: Annotated[int, typer.Option(help="Save a resumable checkpoint to OUT/checkpoints/step-N/ every N env steps.")] = 0,
+    verbose: Annotated[bool, typer.Option(help="Print SB3's table of training statistics after every rollout.")] = False,
+    tensorboard: Annotated[bool, typer.Option(help="Also log to OUT/tensorboard/ (pip install 'graphtransfer[tensorboard]').")] = False,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     resume: Annotated[
         Path | None,
@@ -85,7 +139,19 @@ def train(
 ) -> None:
     """Train a PPO policy on small graphs and save it. Ctrl-C saves a checkpoint to resume from.
 
-    Example: graphtransfer train --task mis --graphs small [--max-nodes-per-batch 50000]
+    Settings come from the defaults, the task's graphtransfer/hyperparams/TASK.yml, --config FILE,
+    the options typed here, then --set, each later one winning. The run folder gets the model,
+    config.yaml (what 'train --config' needs to repeat the run) and progress.csv (for 'graphtransfer plot').
+
+    Examples:
+
+      graphtransfer train --task mis --graphs small
+
+      graphtransfer train --config runs/mis/small/config.yaml --out runs/mis/again
+
+      graphtransfer train --task mis --graphs small --max-nodes-per-batch 50000
+
+      graphtransfer train --set ppo.learning_rate=lin_3e-4 --eval-graphs evalset/ --eval-every 5000 --checkpoint-every 10000
     """
     from graphtransfer.train import resume as resume_training
     from graphtransfer.train import train as run_training
@@ -95,42 +161,47 @@ def train(
         typed = ctx.get_parameter_source("mixed_precision").name == "COMMANDLINE"
         runtime = {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision if typed else None}
         return _report_training(resume_training(resume, progress=progress and sys.stderr.isatty(), log=typer.echo, **runtime))
-    _check_positive(steps=steps, n_envs=n_envs, n_steps=n_steps, batch_size=batch_size, epochs=epochs)
-    _check_positive(horizon=horizon or 1, layers=layers, width=width, threads=threads)
-    budget = _node_budget(max_nodes_per_batch)
-    if conv not in CONVS:
-        raise UsageError(f"--conv {conv!r} is not known; choose one of {', '.join(CONVS)}")
-    config = RunConfig(
-        task=task,
-        graphs=graphs,
-        horizon=horizon,
-        env=env,
-        env_kwargs=_json_object(env_kwargs, "--env-kwargs"),
-        model=ModelConfig(conv=conv, num_layers=layers, width=width),
-        ppo=ppo_for_task(
-            task if env is None else "",
-            total_timesteps=steps,
-            n_envs=n_envs,
-            n_steps=n_steps,
-            batch_size=batch_size,
-            n_epochs=epochs,
-            target_kl=target_kl,
-            seed=seed,
-            threads=threads,
-            max_nodes_per_batch=budget,
-            mixed_precision=mixed_precision,
-        ),
-    )
+    typed = {name: value for name, value in ctx.params.items() if name in TRAIN_OPTION_KEYS and _typed(ctx, name)}
+    config = _train_config(config_file, typed, set_values or [])
+    if print_config:
+        typer.echo(config.to_yaml(), nl=False)
+        return None
     _report_training(run_training(config, out, progress=progress and sys.stderr.isatty(), log=typer.echo))
+
+
+def _typed(ctx: typer.Context, name: str) -> bool:
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+
+def _train_config(config_file: Path | None, typed: dict, set_values: list[str]) -> RunConfig:
+    """The run's settings from the layers, in order; every layer is checked where it comes from."""
+    from graphtransfer.configfile import option_layer, parse_sets, read_file, resolve
+
+    if "env_kwargs" in typed:
+        typed["env_kwargs"] = _json_object(typed["env_kwargs"], "--env-kwargs")
+    if "max_nodes_per_batch" in typed:
+        typed["max_nodes_per_batch"] = _node_budget(typed["max_nodes_per_batch"])
+    _check_positive(**{name: typed[name] for name in _POSITIVE_OPTIONS if typed.get(name) is not None})
+    layers = [read_file(config_file)] if config_file else []
+    layers += [option_layer({TRAIN_OPTION_KEYS[name]: value for name, value in typed.items()}), parse_sets(set_values)]
+    config = resolve(layers)
+    if config.model.conv not in CONVS:
+        raise UsageError(f"model.conv {config.model.conv!r} is not known; choose one of {', '.join(CONVS)}")
+    return config
+
+
+_POSITIVE_OPTIONS = ("steps", "n_envs", "n_steps", "batch_size", "epochs", "horizon", "layers", "width", "threads")
 
 
 def _refuse_settings_beside_resume(ctx: typer.Context) -> None:
     """A resumed run keeps its own settings; an option given beside --resume would be silently ignored.
     The runtime options (progress bar, node budget, mixed precision) change how it runs, not what it learns: they stay."""
+    flags = {param.name: param.opts[0] for param in ctx.command.params}
     runtime = ("resume", "progress", "max_nodes_per_batch", "mixed_precision")
     typed = [name for name in ctx.params if name not in runtime and ctx.get_parameter_source(name).name == "COMMANDLINE"]
     if typed:
-        options = ", ".join("--" + name.replace("_", "-") for name in typed)
+        options = ", ".join(flags[name] for name in typed)
         raise UsageError(f"--resume takes every setting from the folder's config.json; drop {options}")
 
 
@@ -276,6 +347,22 @@ def evaluate(
     if plot:
         plot_ratios(rows, plot, f"{config.name}: model {model}")
         typer.echo(f"wrote {plot}")
+
+
+@app.command()
+@friendly_errors
+def plot(
+    run: Annotated[Path, typer.Argument(help="Run folder written by 'graphtransfer train' (it holds progress.csv).")],
+    out: Annotated[Path | None, typer.Option(help="PNG to write (default: RUN/progress.png).")] = None,
+) -> None:
+    """Draw a run's training curve (episode reward and held-out evaluation against env steps) and
+    its rollout and update seconds per PPO iteration, from RUN/progress.csv, to a PNG.
+
+    Example: graphtransfer plot runs/mis/small --out curve.png
+    """
+    from graphtransfer.curves import plot_run
+
+    typer.echo(f"wrote {plot_run(run, out)}")
 
 
 @app.command()

@@ -1,12 +1,20 @@
-"""Every default in one place: typed settings for the model, PPO and a run.
+"""Every default in one place: typed settings for the model, PPO, a run's logs, and a run.
 
-A run's :class:`RunConfig` is saved beside its weights and is enough to rebuild the model.
+A run's :class:`RunConfig` is saved beside its weights (``config.json``, and ``config.yaml`` for
+people) and is enough to rebuild the model and to repeat the run. The dataclass defaults below
+are the base; each task's departures from them live in ``graphtransfer/hyperparams/<task>.yml``
+and nowhere else. Reading YAML, ``--set`` overrides and their checks are in
+:mod:`graphtransfer.configfile`.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field, fields
+from importlib import resources
 from typing import Any
+
+import yaml
 
 from graphtransfer.errors import CheckpointError
 
@@ -31,16 +39,20 @@ class PPOConfig:
     """env steps to train for (summed over parallel envs)"""
     n_envs: int = 8
     """parallel copies of the env, each sampling its own graphs"""
+    vec_env: str = "dummy"
+    """dummy (every env in this process) or subproc (one process per env); dummy measured faster on 2 cores"""
     n_steps: int = 32
     """steps per env between updates"""
     batch_size: int = 64
     """observations per minibatch"""
     n_epochs: int = 4
     """passes over each rollout"""
-    learning_rate: float = 3e-4
+    learning_rate: float | str = 3e-4
+    """a number, or 'lin_<start>': linear decay from start to 0 over the run"""
     gamma: float = 0.99
     gae_lambda: float = 0.95
-    clip_range: float = 0.2
+    clip_range: float | str = 0.2
+    """a number, or 'lin_<start>' like learning_rate"""
     ent_coef: float = 0.0
     """entropy bonus, per real node (size-invariant)"""
     target_kl: float | None = None
@@ -56,19 +68,57 @@ class PPOConfig:
     """runtime: bfloat16 autocast of the GNN's message passing on CUDA (ignored on the CPU)"""
 
 
-# Per-task departures from the PPO defaults, and why.
-TASK_PPO_DEFAULTS: dict[str, dict[str, Any]] = {
-    # Each MaxCut step's reward is that step's own cut change. With gamma 0.99 the credit for
-    # ~40 simultaneous flips was too noisy and PPO learned to stop flipping (0.50 of edges cut
-    # on 2,000-node graphs after 30k steps); with a short horizon of credit it reached 0.70-0.72,
-    # above one-flip local search.
-    "maxcut": {"gamma": 0.5, "gae_lambda": 0.5},
-}
+@dataclass
+class LogConfig:
+    """What a training run writes besides its model, all inside the run folder."""
+
+    stdout: bool = False
+    """print SB3's table of training statistics after every rollout (progress.csv is always written)"""
+    tensorboard: bool = False
+    """also write TensorBoard event files to tensorboard/ (needs graphtransfer[tensorboard])"""
+    eval_graphs: str | None = None
+    """held-out graphs (set name, file or folder) to evaluate the policy on; the best model goes to best/"""
+    eval_every: int = 0
+    """evaluate every this many env steps (0: only once training ends)"""
+    checkpoint_every: int = 0
+    """save a resumable checkpoint to checkpoints/step-<N>/ every this many env steps (0: none)"""
+
+
+SCHEDULE = re.compile(r"^lin_(?P<start>[0-9.eE+-]+)$")
+
+
+def schedule_start(value: float | str) -> float:
+    """The starting value of a learning-rate or clip-range setting: the number itself, or
+    ``start`` in ``lin_<start>``. Raises ValueError for anything else."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    match = SCHEDULE.match(value)
+    if match is None:
+        raise ValueError(value)
+    return float(match["start"])
+
+
+def schedule(value: float | str):
+    """What SB3 takes for ``learning_rate`` / ``clip_range``: the number, or for ``lin_<start>`` a
+    function of the remaining progress (1 at the start of the run, 0 at its end)."""
+    if isinstance(value, str):
+        start = schedule_start(value)
+        return lambda progress_remaining: progress_remaining * start
+    return value
+
+
+def task_defaults(task: str) -> dict[str, Any]:
+    """The task's departures from the defaults, from its packaged ``hyperparams/<task>.yml``
+    (an empty dict for a task without one, such as a user's env)."""
+    file = resources.files("graphtransfer") / "hyperparams" / f"{task}.yml"
+    if not task or not file.is_file():
+        return {}
+    return yaml.safe_load(file.read_text()) or {}
 
 
 def ppo_for_task(task: str, **values: Any) -> PPOConfig:
-    """PPO settings for ``task``: its defaults from :data:`TASK_PPO_DEFAULTS`, then ``values``."""
-    return PPOConfig(**{**TASK_PPO_DEFAULTS.get(task, {}), **values})
+    """PPO settings for ``task``: its defaults from :func:`task_defaults`, then ``values``."""
+    return PPOConfig(**{**task_defaults(task).get("ppo", {}), **values})
 
 
 @dataclass
@@ -87,6 +137,7 @@ class RunConfig:
     """policy head, filled in from the env at training time: node-wise, node-choice or graph-level"""
     model: ModelConfig = field(default_factory=ModelConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
+    log: LogConfig = field(default_factory=LogConfig)
 
     @property
     def name(self) -> str:
@@ -96,13 +147,21 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def to_yaml(self) -> str:
+        """The whole config as YAML that ``train --config`` reads back to the same config."""
+        header = "# graphtransfer run config: 'graphtransfer train --config THIS_FILE' repeats the run\n"
+        return header + yaml.safe_dump(self.to_dict(), sort_keys=False)
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:
         """Inverse of :meth:`to_dict`; an unknown key is an error that names it."""
         data = dict(data)
-        model = _build(ModelConfig, data.pop("model", {}), "model")
-        ppo = _build(PPOConfig, data.pop("ppo", {}), "ppo")
-        return _build(cls, {**data, "model": model, "ppo": ppo}, "run")
+        sections = {name: _build(kind, data.pop(name, {}), name) for name, kind in SECTIONS.items()}
+        return _build(cls, {**data, **sections}, "run")
+
+
+SECTIONS: dict[str, type] = {"model": ModelConfig, "ppo": PPOConfig, "log": LogConfig}
+"""RunConfig's nested sections, by key"""
 
 
 def _build(kind: type, values: dict[str, Any], section: str):

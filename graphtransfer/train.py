@@ -1,7 +1,9 @@
 """Training a GNN policy with Stable-Baselines3's PPO (MaskablePPO for node choice) on small graphs.
 
 Ctrl-C stops a run between env steps and saves a resumable checkpoint; :func:`resume` continues it
-to the same budget. With the same seed, ``threads=1`` and the CPU, a run repeats bit for bit.
+to the same budget. With the same seed, ``threads=1`` and the CPU, a run repeats bit for bit, with
+or without evaluations and checkpoints on the way (:mod:`graphtransfer.monitor` writes those and
+the logs).
 """
 
 from __future__ import annotations
@@ -22,15 +24,18 @@ from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from graphtransfer.checkpoint import CONFIG, check_fits, load_optimizer_state, load_strict, read_checkpoint, save_checkpoint
-from graphtransfer.config import PPOConfig, RunConfig
+from graphtransfer.config import PPOConfig, RunConfig, schedule
 from graphtransfer.envs.factory import head_of, make_env
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, load_graphs
+from graphtransfer.monitor import EvalOnGraphs, SaveCheckpoints, check_log_settings, make_logger
 from graphtransfer.nn import POLICIES, policy_kwargs
 from graphtransfer.ppo import BudgetMaskablePPO, BudgetPPO
+
+VEC_ENVS = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv}
 
 
 @dataclass
@@ -50,11 +55,15 @@ class TrainResult:
 
 
 class PhaseTimer(BaseCallback):
-    """Splits wall time into rollout collection and PPO updates."""
+    """Splits wall time into rollout collection and PPO updates, and logs both running totals
+    (``time/rollout_seconds``, ``time/update_seconds``) after every rollout.
 
-    def __init__(self):
+    A resumed run starts from the seconds of its earlier part.
+    """
+
+    def __init__(self, rollout: float = 0.0, update: float = 0.0):
         super().__init__()
-        self.rollout = self.update = 0.0
+        self.rollout, self.update = rollout, update
         self._phase: str | None = None
         self._mark = 0.0
 
@@ -63,6 +72,18 @@ class PhaseTimer(BaseCallback):
 
     def _on_rollout_end(self) -> None:
         self._switch("update")
+        self.logger.record("time/rollout_seconds", round(self.rollout, 3))
+        self.logger.record("time/update_seconds", round(self.update, 3))
+
+    @contextmanager
+    def aside(self) -> Iterator[None]:
+        """Time inside (evaluations, checkpoint saves) is charged to neither phase."""
+        phase = self._phase
+        self._switch(None)
+        try:
+            yield
+        finally:
+            self._switch(phase)
 
     def _on_training_end(self) -> None:
         self._switch(None)
@@ -131,7 +152,7 @@ def run_env(config: RunConfig, graphs: list[Graph]):
 def build_model(config: RunConfig, envs: VecEnv, seed: int | None = None) -> PPO:
     """The SB3 algorithm for ``config.head`` on ``envs``: PPO, or MaskablePPO for node choice,
     each with the run's node budget and mixed-precision setting (SB3's own update without a budget)."""
-    if config.head == "node-choice" and not hasattr(envs.envs[0].unwrapped, "action_masks"):
+    if config.head == "node-choice" and not envs.has_attr("action_masks"):
         raise UsageError(f"{config.name}: a node-choice env (Discrete(max_nodes) actions) needs an action_masks() method for MaskablePPO")
     algorithm = BudgetMaskablePPO if config.head == "node-choice" else BudgetPPO
     kwargs = {**sb3_kwargs(config.ppo), "seed": config.ppo.seed if seed is None else seed}
@@ -154,7 +175,8 @@ def sb3_kwargs(ppo: PPOConfig) -> dict[str, Any]:
         "seed",
         "device",
     )
-    return {name: getattr(ppo, name) for name in names} | {"verbose": 0}
+    kwargs = {name: getattr(ppo, name) for name in names} | {"verbose": 0}
+    return kwargs | {"learning_rate": schedule(ppo.learning_rate), "clip_range": schedule(ppo.clip_range)}
 
 
 def rollout_buffer_bytes(observation_space: spaces.Dict, action_space: spaces.Space, n_steps: int, n_envs: int) -> int:
@@ -192,11 +214,14 @@ def available_memory_bytes() -> int:
 
 def train(config: RunConfig, folder: str | Path | None = None, progress: bool = False, log: Callable[[str], None] = print) -> TrainResult:
     """Train on ``config.graphs`` and save the policy to ``folder`` (default
-    :func:`default_run_folder`). Ctrl-C stops it early with a checkpoint for :func:`resume`."""
+    :func:`default_run_folder`), with ``config.log``'s logs, evaluations and checkpoints there.
+    Ctrl-C stops it early with a checkpoint for :func:`resume`."""
     graphs = load_graphs(config.graphs)
     ppo = config.ppo
     if ppo.batch_size > ppo.n_steps * ppo.n_envs:
         raise UsageError(f"batch_size={ppo.batch_size} exceeds n_steps * n_envs = {ppo.n_steps * ppo.n_envs}; lower it or raise n_steps")
+    check_device(ppo.device)
+    eval_graphs = check_log_settings(config.log)
     probe = run_env(config, graphs)
     config = replace(config, head=head_of(probe))
     check_buffer_fits(config, probe, log)
@@ -204,7 +229,13 @@ def train(config: RunConfig, folder: str | Path | None = None, progress: bool = 
     sizes = [g.num_nodes for g in graphs]
     what = f"{config.name} ({config.head} head, {model.algorithm_name})"
     log(f"training {what} on {len(graphs)} graphs of {min(sizes)}-{max(sizes)} nodes for {ppo.total_timesteps} steps")
-    return _learn(model, config, graphs, Path(folder or default_run_folder(config)), progress)
+    return _learn(model, config, graphs, eval_graphs, Path(folder or default_run_folder(config)), progress)
+
+
+def check_device(device: str) -> None:
+    """Refuse a CUDA run where torch sees no GPU, before anything is built."""
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UsageError(f"device cuda: torch {torch.__version__} sees no CUDA GPU on this machine; use --device cpu or auto")
 
 
 def resume(
@@ -231,13 +262,15 @@ def resume(
         raise UsageError(f"{folder}: training is complete ({steps} of {budget} steps); nothing to resume, train a new model instead")
     config = replace(config, ppo=_with_runtime(config.ppo, max_nodes_per_batch, mixed_precision))
     graphs = load_graphs(config.graphs)
+    check_device(config.ppo.device)
+    eval_graphs = check_log_settings(config.log)
+    check_fits(checkpoint, run_env(config, graphs))
     model = _model(config, graphs, config.ppo.seed + steps)
-    check_fits(checkpoint, model.env.envs[0])
     load_strict(model.policy, checkpoint.tensors)
     load_optimizer_state(model.policy.optimizer, model.policy, checkpoint)
     model.num_timesteps = steps
     log(f"resuming {config.name} ({config.head} head) from {folder} at step {steps} of {budget}")
-    return _learn(model, config, graphs, Path(folder), progress, done)
+    return _learn(model, config, graphs, eval_graphs, Path(folder), progress, done)
 
 
 def _with_runtime(ppo: PPOConfig, max_nodes_per_batch: int | None, mixed_precision: bool | None) -> PPOConfig:
@@ -267,8 +300,9 @@ def finetune(
     """
     n_steps = max(2, min(config.ppo.n_steps, steps))
     budget = max_nodes_per_batch or FINETUNE_MAX_NODES_PER_BATCH
-    ppo = replace(config.ppo, n_envs=1, n_steps=n_steps, batch_size=max(2, min(n_steps, config.ppo.batch_size)), n_epochs=1)
-    tuned = replace(config, ppo=replace(ppo, total_timesteps=steps, max_nodes_per_batch=budget))
+    batch_size = max(2, min(n_steps, config.ppo.batch_size))
+    ppo = replace(config.ppo, n_envs=1, vec_env="dummy", n_steps=n_steps, batch_size=batch_size, n_epochs=1, total_timesteps=steps)
+    tuned = replace(config, ppo=replace(ppo, max_nodes_per_batch=budget))
     probe = run_env(tuned, graphs)
     tuned = replace(tuned, head=head_of(probe))  # folders from before heads were recorded have none
     check_buffer_fits(tuned, probe, log)
@@ -277,48 +311,73 @@ def finetune(
     timer = PhaseTimer()
     started = time.perf_counter()
     model.learn(steps, callback=timer)
+    model.env.close()
     policy.load_state_dict(model.policy.state_dict())
     return TrainResult(Path(), model.num_timesteps, time.perf_counter() - started, timer.rollout, timer.update, steps)
 
 
 def _model(config: RunConfig, graphs: list[Graph], seed: int) -> PPO:
     torch.set_num_threads(config.ppo.threads)
-    envs = make_vec_env(lambda: run_env(config, graphs), n_envs=config.ppo.n_envs, seed=seed)
-    return build_model(config, envs, seed)
+    ppo = config.ppo
+    envs = make_vec_env(lambda: run_env(config, graphs), n_envs=ppo.n_envs, seed=seed, vec_env_cls=VEC_ENVS[ppo.vec_env])
+    try:
+        return build_model(config, envs, seed)
+    except BaseException:
+        envs.close()  # subprocess envs would outlive the error
+        raise
 
 
 def _learn(
-    model: PPO, config: RunConfig, graphs: list[Graph], folder: Path, progress: bool, earlier: dict[str, Any] | None = None
+    model: PPO,
+    config: RunConfig,
+    graphs: list[Graph],
+    eval_graphs: list[Graph],
+    folder: Path,
+    progress: bool,
+    earlier: dict[str, Any] | None = None,
 ) -> TrainResult:
-    """Run PPO up to the budget (or Ctrl-C) and save; ``earlier`` is the interrupted run's training info."""
-    timer, stop = PhaseTimer(), StopOnInterrupt()
-    budget = config.ppo.total_timesteps
-    started = time.perf_counter()
-    with stop.listening():
-        model.learn(budget - model.num_timesteps, callback=[timer, stop], progress_bar=progress, reset_num_timesteps=False)
-    if stop.stopped:
-        model.num_timesteps = stop.completed_steps
+    """Run PPO up to the budget (or Ctrl-C) with the run's logs, evaluations and checkpoints, and
+    save; ``earlier`` is the interrupted run's training record."""
     earlier = earlier or {}
-    result = TrainResult(
-        folder,
-        model.num_timesteps,
-        earlier.get("seconds", 0.0) + time.perf_counter() - started,
-        earlier.get("rollout_seconds", 0.0) + timer.rollout,
-        earlier.get("update_seconds", 0.0) + timer.update,
-        budget,
-        stop.stopped,
-    )
-    sizes = [g.num_nodes for g in graphs]
-    info = {
-        "trained_on": {"graphs": config.graphs, "num_graphs": len(graphs), "min_nodes": min(sizes), "max_nodes": max(sizes)},
-        "training": {
-            "steps": result.steps,
-            "budget": budget,
-            "complete": not result.interrupted,
-            "seconds": round(result.seconds, 2),
-            "rollout_seconds": round(result.rollout_seconds, 2),
-            "update_seconds": round(result.update_seconds, 2),
-        },
-    }
+    budget = config.ppo.total_timesteps
+    timer, stop = PhaseTimer(earlier.get("rollout_seconds", 0.0), earlier.get("update_seconds", 0.0)), StopOnInterrupt()
+    started = time.perf_counter() - earlier.get("seconds", 0.0)
+
+    def record(steps: int, complete: bool) -> dict[str, Any]:
+        seconds = {"seconds": time.perf_counter() - started, "rollout_seconds": timer.rollout, "update_seconds": timer.update}
+        return training_record(config, graphs, steps, complete, seconds)
+
+    periodic = [SaveCheckpoints(config, folder, lambda steps: record(steps, False), timer.aside)]
+    if eval_graphs:
+        periodic.append(EvalOnGraphs(config, eval_graphs, folder, timer.aside))
+    model.set_logger(make_logger(folder, config.log, keep_rows=bool(earlier)))
+    try:
+        with stop.listening():
+            model.learn(budget - model.num_timesteps, callback=[timer, stop, *periodic], progress_bar=progress, reset_num_timesteps=False)
+        if stop.stopped:
+            model.num_timesteps = stop.completed_steps
+        else:
+            for callback in periodic:
+                callback.at_end()
+    finally:
+        model.env.close()
+        model.logger.close()
+    result = TrainResult(folder, model.num_timesteps, time.perf_counter() - started, timer.rollout, timer.update, budget, stop.stopped)
+    info = record(result.steps, not result.interrupted)
     save_checkpoint(folder, model.policy, config, info, optimizer=model.policy.optimizer if result.interrupted else None)
     return result
+
+
+def training_record(config: RunConfig, graphs: list[Graph], steps: int, complete: bool, seconds: dict[str, float]) -> dict[str, Any]:
+    """What a model folder's config.json says about the training behind it; ``complete`` is false
+    for a run stopped before its budget (which ``train --resume`` continues)."""
+    sizes = [g.num_nodes for g in graphs]
+    return {
+        "trained_on": {"graphs": config.graphs, "num_graphs": len(graphs), "min_nodes": min(sizes), "max_nodes": max(sizes)},
+        "training": {
+            "steps": steps,
+            "budget": config.ppo.total_timesteps,
+            "complete": complete,
+            **{name: round(value, 2) for name, value in seconds.items()},
+        },
+    }

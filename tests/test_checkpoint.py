@@ -8,10 +8,12 @@ import zipfile
 
 import pytest
 import torch
+import yaml
 from safetensors.torch import save_file
 
 from graphtransfer.checkpoint import (
     CONFIG,
+    CONFIG_YAML,
     load_optimizer_state,
     load_policy,
     load_strict,
@@ -94,7 +96,12 @@ def test_mismatched_architecture_names_tensors_and_shapes(saved):
 
 def test_save_leaves_no_temporary_files(saved):
     folder, _, _ = saved
-    assert sorted(p.name for p in folder.iterdir()) == sorted([CONFIG, weights_file(folder).name])
+    assert sorted(p.name for p in folder.iterdir()) == sorted([CONFIG, CONFIG_YAML, weights_file(folder).name])
+
+
+def test_config_yaml_holds_the_same_config_as_config_json(saved):
+    folder, _, config = saved
+    assert RunConfig.from_dict(yaml.safe_load((folder / CONFIG_YAML).read_text())) == config == read_checkpoint(folder).config
 
 
 def test_saving_again_replaces_the_weights_file_and_keeps_the_users_files(saved):
@@ -105,7 +112,7 @@ def test_saving_again_replaces_the_weights_file_and_keeps_the_users_files(saved)
         next(policy.parameters()).add_(1.0)
     save_checkpoint(folder, policy, config)
     assert not old.exists() and weights_file(folder) != old
-    assert sorted(p.name for p in folder.iterdir()) == sorted([CONFIG, weights_file(folder).name, "solution.csv"])
+    assert sorted(p.name for p in folder.iterdir()) == sorted([CONFIG, CONFIG_YAML, weights_file(folder).name, "solution.csv"])
     assert torch.equal(
         read_checkpoint(folder).tensors["features_extractor.encode.0.weight"], state_tensors(policy)["features_extractor.encode.0.weight"]
     )
@@ -121,7 +128,7 @@ def test_a_version_1_folder_still_loads_and_is_upgraded_by_the_next_save(saved):
     (v1 / CONFIG).write_text(json.dumps(meta))
     assert read_checkpoint(v1).config == config
     save_checkpoint(v1, policy, config)
-    assert sorted(p.name for p in v1.iterdir()) == sorted([CONFIG, weights_file(folder).name])
+    assert sorted(p.name for p in v1.iterdir()) == sorted([CONFIG, CONFIG_YAML, weights_file(folder).name])
 
 
 def test_a_file_named_outside_the_folder_is_refused(saved):
@@ -185,4 +192,4 @@ def test_a_save_killed_at_any_moment_leaves_a_folder_that_loads(tmp_path):
         assert any(torch.equal(got, w) for w in wanted)
         load_policy(checkpoint, env)
     save_checkpoint(folder, policies[0], config)
-    assert sorted(p.name for p in folder.iterdir()) == sorted([CONFIG, weights_file(folder).name])
+    assert sorted(p.name for p in folder.iterdir()) == sorted([CONFIG, CONFIG_YAML, weights_file(folder).name])

@@ -1,5 +1,6 @@
 """Training runs: bit-identical repeats, Ctrl-C with a resumable checkpoint, and --resume."""
 
+import csv
 import json
 import signal
 import subprocess
@@ -92,6 +93,8 @@ def test_ctrl_c_saves_a_checkpoint_that_resume_trains_to_the_budget(tmp_path, mo
     meta = json.loads((tmp_path / "model" / CONFIG).read_text())
     assert meta["training"]["steps"] == meta["training"]["budget"] == meta["config"]["ppo"]["total_timesteps"] == 512
     assert meta["training"]["complete"] is True and "optimizer" not in meta["files"]
+    with open(tmp_path / "model" / "progress.csv", newline="") as handle:  # both parts, the dropped rollout in neither
+        assert [int(row["time/total_timesteps"]) for row in csv.DictReader(handle)] == list(range(64, 513, 64))
 
     again = runner.invoke(app, ["train", "--resume", "model"])
     assert again.exit_code == 2
@@ -99,9 +102,9 @@ def test_ctrl_c_saves_a_checkpoint_that_resume_trains_to_the_budget(tmp_path, mo
 
 
 def test_resume_refuses_settings_it_would_ignore(tmp_path):
-    result = runner.invoke(app, ["train", "--resume", str(tmp_path), "--steps", "100", "--seed", "3"])
+    result = runner.invoke(app, ["train", "--resume", str(tmp_path), "--steps", "100", "--seed", "3", "--config", "c.yaml", "--set", "x=1"])
     assert result.exit_code == 2
-    assert result.stderr == "error: --resume takes every setting from the folder's config.json; drop --steps, --seed\n"
+    assert result.stderr == "error: --resume takes every setting from the folder's config.json; drop --steps, --seed, --config, --set\n"
 
 
 def _wait_for(path, process, timeout=120.0):
