@@ -17,6 +17,7 @@ from graphtransfer.cli_common import fail as _fail
 from graphtransfer.cli_common import friendly_errors
 from graphtransfer.cli_graphs import app as graphs_app
 from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, ppo_for_task
+from graphtransfer.draw import MAX_DRAW_NODES
 from graphtransfer.errors import UsageError
 from graphtransfer.evaluate import format_rows
 from graphtransfer.inference import DEFAULT_COMMIT_FRACTION
@@ -34,6 +35,8 @@ app = typer.Typer(
 app.add_typer(graphs_app, name="graphs")
 
 _DEFAULT_MODEL, _DEFAULT_PPO = ModelConfig(), PPOConfig()
+_WORKERS_HELP = "With a folder of graphs: local worker processes, one torch thread each [default: 1; with --ray-address, one per CPU]."
+_RAY_HELP = "With a folder of graphs: run on this Ray cluster ('auto', 'local' starts one here, or host:port); needs graphtransfer[ray]."
 
 
 @app.command()
@@ -181,20 +184,35 @@ def predict(
     threads: Annotated[
         int, typer.Option(help="Torch CPU threads; 1 is fastest on a shared 2-core machine, raise it on a dedicated one.")
     ] = _DEFAULT_PPO.threads,
+    draw: Annotated[
+        Path | None, typer.Option(help=f"Draw the graph coloured by the decisions to this PNG (up to {MAX_DRAW_NODES:,} nodes).")
+    ] = None,
+    workers: Annotated[int | None, typer.Option(help=_WORKERS_HELP)] = None,
+    ray_address: Annotated[str | None, typer.Option(help=_RAY_HELP)] = None,
 ) -> None:
-    """Run a saved policy on a graph and write its solution.
+    """Run a saved policy on a graph and write its solution; on a folder of graphs, one CSV per graph into --out.
 
     Example: graphtransfer predict --model runs/mis/large --graph large --out solution.csv
+    Example: graphtransfer predict --model runs/mis/small --graph graphs/ --out solutions/ --workers 2
     """
+    from graphtransfer.checkpoint import read_checkpoint
+    from graphtransfer.draw import check_drawable, draw_solution
+    from graphtransfer.graphs import load_graph, resolve
     from graphtransfer.predict import predict as run_predict
 
-    _check_positive(max_passes=max_passes or 1, threads=threads)
+    _check_positive(max_passes=max_passes or 1, threads=threads, workers=workers or 1)
     _use_threads(threads)
     if not 0 < commit_fraction <= 1:
         raise UsageError(f"--commit-fraction {commit_fraction} must be in (0, 1]")
-    loaded, solution = run_predict(
-        model, graph, out, max_passes=max_passes, deterministic=deterministic, seed=seed, commit_fraction=commit_fraction
-    )
+    options = {"max_passes": max_passes, "deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction}
+    if resolve(graph).is_dir():
+        return _predict_folder(model, graph, out, draw, workers, ray_address, options)
+    if workers is not None or ray_address is not None:
+        raise UsageError("--workers and --ray-address spread a folder of graphs over workers; --graph names a single graph")
+    if draw is not None:
+        loaded = load_graph(graph)
+        check_drawable(loaded)  # before the policy runs, not after
+    loaded, solution = run_predict(model, loaded if draw is not None else graph, out, **options)
     typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges")
     typer.echo(
         f"objective {solution.objective:.6g} in {solution.passes} passes, {solution.seconds:.2f} s, "
@@ -203,6 +221,25 @@ def predict(
     if not solution.feasible:
         _fail("the solution is not feasible (constraint violated); this is a bug, please report it", 1)
     typer.echo(f"valid solution: yes; wrote {out}")
+    if draw is not None:
+        draw_solution(loaded, solution, read_checkpoint(model).config, draw)
+        typer.echo(f"wrote {draw}")
+
+
+def _predict_folder(model: Path, graphs: str, out: Path, draw: Path | None, workers: int | None, ray_address: str | None, options) -> None:
+    from graphtransfer.parallel import predict_many
+
+    if draw is not None:
+        raise UsageError("--draw draws one graph; name a single graph file with --graph, not a folder")
+    results = predict_many(model, graphs, out, workers=workers, ray_address=ray_address, **options)
+    for graph, solution, path in results:
+        valid = "yes" if solution.feasible else "NO"
+        typer.echo(
+            f"{graph.name}: {graph.num_nodes} nodes, objective {solution.objective:.6g} in {solution.passes} passes, "
+            f"{solution.seconds:.2f} s, valid {valid}; wrote {path}"
+        )
+    if not all(solution.feasible for _, solution, _ in results):
+        _fail("a solution is not feasible (constraint violated); this is a bug, please report it", 1)
 
 
 @app.command(name="eval")
@@ -222,18 +259,21 @@ def evaluate(
     threads: Annotated[
         int, typer.Option(help="Torch CPU threads; 1 is fastest on a shared 2-core machine, raise it on a dedicated one.")
     ] = _DEFAULT_PPO.threads,
+    workers: Annotated[int | None, typer.Option(help=_WORKERS_HELP)] = None,
+    ray_address: Annotated[str | None, typer.Option(help=_RAY_HELP)] = None,
 ) -> None:
     """Evaluate a saved policy against the task's baselines on a set of graphs.
 
     Example: graphtransfer eval --model runs/mis/small --graphs large --samples 4 --json eval.json --plot eval.png
+    Example: graphtransfer eval --model runs/mis/small --graphs evalset/ --workers 2
     """
-    from graphtransfer.evaluate import evaluate_model
+    from graphtransfer.parallel import evaluate_many
     from graphtransfer.report import plot_ratios, write_json
 
-    _check_positive(samples=samples, max_passes=max_passes or 1, threads=threads)
+    _check_positive(samples=samples, max_passes=max_passes or 1, threads=threads, workers=workers or 1)
     _use_threads(threads)
     options = {"samples": samples, "deterministic": deterministic, "polish": polish, "commit_fraction": commit_fraction}
-    config, rows = evaluate_model(model, graphs, max_passes=max_passes, **options)
+    config, rows = evaluate_many(model, graphs, workers=workers, ray_address=ray_address, max_passes=max_passes, **options)
     for line in format_rows(rows):
         typer.echo(line)
     typer.echo(f"peak memory {max(r.peak_rss_mib for r in rows):.0f} MiB (process RSS)")

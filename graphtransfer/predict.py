@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphtransfer.checkpoint import atomic_write, load_policy, read_checkpoint
+from graphtransfer.checkpoint import Checkpoint, atomic_write, load_policy, read_checkpoint
 from graphtransfer.evaluate import inference_env
 from graphtransfer.graphs import Graph, load_graph
 from graphtransfer.inference import DEFAULT_COMMIT_FRACTION, Solution, solve
@@ -16,28 +16,39 @@ from graphtransfer.memory import check_memory
 
 def predict(
     model: str | Path,
-    graph: str | Path,
+    graph: str | Path | Graph,
     out: str | Path | None = None,
     max_passes: int | None = None,
     deterministic: bool = False,
     seed: int = 0,
     commit_fraction: float = DEFAULT_COMMIT_FRACTION,
 ) -> tuple[Graph, Solution]:
-    """Run the model in folder ``model`` on ``graph``; write the solution to ``out`` as CSV.
+    """Run the model in folder ``model`` on ``graph`` (a :class:`Graph` or what names one); write
+    the solution to ``out`` as CSV.
 
     By default actions are sampled from the policy (seeded, so runs repeat exactly); see
     :func:`graphtransfer.inference.solve`. A graph too large for the memory available is refused
     before anything is built (:mod:`graphtransfer.memory`).
     """
-    checkpoint = read_checkpoint(model)
-    loaded = load_graph(graph)
-    check_memory(loaded.num_nodes, loaded.edge_index.shape[1], checkpoint.config.model, f"graph {loaded.name}")
-    env = inference_env(checkpoint.config, loaded, max_passes)
-    policy, _ = load_policy(checkpoint, env)
-    solution = solve(policy, env, deterministic=deterministic, seed=seed, commit_fraction=commit_fraction)
+    loaded = graph if isinstance(graph, Graph) else load_graph(graph)
+    solution, header = predict_graph(
+        read_checkpoint(model), loaded, max_passes=max_passes, deterministic=deterministic, seed=seed, commit_fraction=commit_fraction
+    )
     if out is not None:
-        write_solution(out, solution.solution, getattr(env.unwrapped, "solution_header", "step,reward"))
+        write_solution(out, solution.solution, header)
     return loaded, solution
+
+
+def predict_graph(checkpoint: Checkpoint, graph: Graph, max_passes: int | None = None, **options) -> tuple[Solution, str]:
+    """The policy of a checkpoint already read, on one graph: the solution and its CSV header.
+
+    One graph's run depends only on the checkpoint, the graph and ``options`` (those of
+    :func:`graphtransfer.inference.solve`), so workers that each call this give what a serial loop gives.
+    """
+    check_memory(graph.num_nodes, graph.edge_index.shape[1], checkpoint.config.model, f"graph {graph.name}")
+    env = inference_env(checkpoint.config, graph, max_passes)
+    policy, _ = load_policy(checkpoint, env)
+    return solve(policy, env, **options), getattr(env.unwrapped, "solution_header", "step,reward")
 
 
 def write_solution(path: str | Path, solution: np.ndarray, header: str) -> None:
