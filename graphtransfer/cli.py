@@ -286,6 +286,25 @@ def evaluate(
 
 
 @app.command()
+@friendly_errors
+def export(
+    model: Annotated[Path, typer.Argument(help="Model folder written by train or transfer.")],
+    sb3: Annotated[Path, typer.Option(help="SB3 zip to write, for PPO.load (MaskablePPO.load: node choice). Trusted-only: holds pickles.")],
+    graphs: Annotated[
+        str | None, typer.Option(help="Graphs whose env the zip's spaces are sized for [default: those the model was trained on].")
+    ] = None,
+) -> None:
+    """Write a model as a Stable-Baselines3 zip. Load it only yourself: SB3 zips hold pickles, which can run code.
+
+    Example: graphtransfer export runs/mis/small --sb3 mis.zip
+    """
+    from graphtransfer.export import export_sb3
+
+    algorithm = export_sb3(model, sb3, graphs)
+    typer.echo(f"wrote {sb3}: load it with {algorithm}.load({str(sb3)!r}, env=...) and the run's env on the same graphs")
+
+
+@app.command()
 def tasks() -> None:
     """List the built-in tasks with their head, objective and baselines.
 
