@@ -88,7 +88,7 @@ def draw_solution(graph: Graph, solution: Solution, config: RunConfig, path: str
         what = f"{config.name}, {config.head or 'policy'} decisions"
     else:
         axes.scatter(pos[:, 0], pos[:, 1], s=size, c=_COLOURS[2], edgecolors="white", linewidths=0.4, zorder=2)
-        what = f"{config.name}: {_actions_summary(rows, config.name)}"
+        what = f"{config.name}: {actions_summary(rows, config.name)}"
     valid = "valid" if solution.feasible else "NOT valid"
     axes.set_title(
         f"{graph.name}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges\n{what}; objective {solution.objective:.6g} ({valid})",
@@ -124,7 +124,7 @@ def _draw_decisions(axes, pos: np.ndarray, decisions: np.ndarray, task: str, siz
     axes.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, fontsize=10, frameon=False, markerscale=max(1.0, 60 / size) ** 0.5)
 
 
-def _actions_summary(rows: np.ndarray, task: str) -> str:
+def actions_summary(rows: np.ndarray, task: str) -> str:
     """Graph-level episodes: the action of each step, counted (``lockdown x12, none x3``)."""
     if rows.ndim != 2 or rows.shape[1] < 2 or not len(rows):
         return "graph-level policy"
