@@ -48,7 +48,20 @@ def tiny_model(tmp_path_factory):
     def trained(task: str):
         if task not in folders:
             folder = tmp_path_factory.mktemp(f"model-{task}")
-            command = ["train", "--task", task, "--graphs", "small", "--steps", "256", "--n-envs", "4", "--no-progress", "--out", str(folder)]
+            command = [
+                "train",
+                "--task",
+                task,
+                "--graphs",
+                "small",
+                "--steps",
+                "256",
+                "--n-envs",
+                "4",
+                "--no-progress",
+                "--out",
+                str(folder),
+            ]
             result = CliRunner().invoke(app, command)
             assert result.exit_code == 0, result.output
             folders[task] = folder

@@ -77,7 +77,9 @@ def test_export_refuses_a_name_that_is_not_a_zip(tiny_model, tmp_path):
 
 def test_graphtransfer_never_loads_the_zip_it_exported(tiny_model, tmp_path):
     zipped, _ = export(tiny_model("mis"), tmp_path)
-    result = runner.invoke(app, ["predict", "--model", str(zipped), "--graph", str(_one_graph_file(tmp_path)), "--out", str(tmp_path / "s.csv")])
+    result = runner.invoke(
+        app, ["predict", "--model", str(zipped), "--graph", str(_one_graph_file(tmp_path)), "--out", str(tmp_path / "s.csv")]
+    )
     assert result.exit_code == 2 and "SB3 zip files are not loaded" in result.stderr
 
 
