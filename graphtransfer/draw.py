@@ -19,6 +19,8 @@ from graphtransfer.graphs import Graph
 from graphtransfer.inference import Solution
 
 MAX_DRAW_NODES = 3000
+GRAVITY = 2.0
+"""pull towards the centre, of the order of the repulsion a node feels at distance 0.5"""
 # what a per-node decision means, by task; other per-node solutions are labelled by their value
 DECISIONS = {
     "mis": {0: "not in the set", 1: "in the independent set"},
@@ -41,7 +43,8 @@ def check_drawable(graph: Graph) -> None:
 
 def spring_layout(graph: Graph, iterations: int = 150, seed: int = 0) -> np.ndarray:
     """Node positions ``(num_nodes, 2)`` in ``[0, 1]^2``: nodes repel each other, edges pull their
-    ends together, and the step size cools linearly to zero (Fruchterman and Reingold, 1991).
+    ends together, a weak gravity holds the parts together, and the step size cools linearly to
+    zero (Fruchterman and Reingold, 1991).
 
     Repulsion is summed for all pairs with matrix products, ``O(N^2)`` memory and time per step.
     """
@@ -60,6 +63,7 @@ def spring_layout(graph: Graph, iterations: int = 150, seed: int = 0) -> np.ndar
         delta = pos[src] - pos[dst]  # (2|E|, 2), both directions of every edge
         pull = delta * (np.linalg.norm(delta, axis=1, keepdims=True) / k)  # attraction d^2 / k along the edge
         move -= np.stack([np.bincount(src, pull[:, c], n) for c in range(2)], axis=1)
+        move -= GRAVITY * (pos - pos.mean(0))  # keeps small components and lone nodes from drifting off
         length = np.maximum(np.linalg.norm(move, axis=1, keepdims=True), 1e-9)
         temperature = 0.1 * (1 - step / iterations)
         pos += move / length * np.minimum(length, temperature)
