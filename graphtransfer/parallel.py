@@ -9,6 +9,7 @@ the seed, so the numbers are those of the serial path.
 from __future__ import annotations
 
 import multiprocessing
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -26,6 +27,10 @@ from graphtransfer.predict import predict_graph, write_solution
 from graphtransfer.train import run_env
 
 RAY_INSTALL = "pip install 'graphtransfer[ray]'"
+# Fork on Linux, as torch's DataLoader does: a worker starts in milliseconds, where a spawned one
+# re-imports torch, SB3 and PyG (7 s of CPU each on our 2-core machine, more than many evaluations
+# take). torch re-creates its thread pools in a forked child. Spawn elsewhere (macOS cannot fork safely).
+START_METHOD = "fork" if sys.platform == "linux" else "spawn"
 Result = TypeVar("Result")
 Job = Callable[[Checkpoint, Graph, dict[str, Any]], Result]
 
@@ -85,8 +90,7 @@ def map_graphs(
         return _map_on_ray(job, checkpoint, graphs, options, workers, ray_address)
     if (workers or 1) == 1:
         return [job(checkpoint, graph, options) for graph in graphs]
-    # spawn, not fork: a forked child of a process whose OpenMP threads have run can deadlock
-    context = multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context(START_METHOD)
     pool = ProcessPoolExecutor(min(workers, len(graphs)), mp_context=context, initializer=_start_worker, initargs=(checkpoint,))
     try:
         return list(pool.map(_run_job, [job] * len(graphs), graphs, [options] * len(graphs)))
