@@ -28,6 +28,7 @@ bench: install  ## ratios against the plain SB3 + PyG recipe (about 16 minutes o
 	$(BIN)/python -m bench.storage
 	$(BIN)/python -m bench.training_speed
 	$(BIN)/python -m bench.inference
+	$(BIN)/python -m bench.workers
 
 lint: install
 	$(BIN)/ruff check graphtransfer tests sample_graphs bench examples

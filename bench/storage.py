@@ -104,9 +104,11 @@ def main() -> None:
     rows.append(large_row())
     headers = ["N", "plain", "ours", "ours / plain", f"target ≤{TARGET} met", "plain: edge_index share"]
     print(markdown_table(headers, rows))
-    print(f"\nMIS env, 3 Erdős–Rényi graphs of average degree 4 per N; n_steps {BENCH_PPO.n_steps}, 1 env. "
-          "Bytes: every observation array the rollout buffer holds / (n_steps × n_envs). "
-          "Last row: SB3's request from the observation shapes (plain) vs ours extrapolated from 2- and 4-step buffers.")
+    print(
+        f"\nMIS env, 3 Erdős–Rényi graphs of average degree 4 per N; n_steps {BENCH_PPO.n_steps}, 1 env. "
+        "Bytes: every observation array the rollout buffer holds / (n_steps × n_envs). "
+        "Last row: SB3's request from the observation shapes (plain) vs ours extrapolated from 2- and 4-step buffers."
+    )
 
 
 if __name__ == "__main__":

@@ -99,8 +99,10 @@ def main() -> None:
     headers += ["update phase: plain s / ours s", "plain rollout / update s", "ours rollout / update s"]
     print()
     print(markdown_table(headers, rows))
-    print("\nMIS on 3 Erdős–Rényi graphs, average degree 4 (≈4N directed edges); 2-layer GCN, width 64; "
-          "PPO n_steps 64, batch 32, 2 epochs, 1 env. Ratios: medians of paired repeats; seconds: per repeat.")
+    print(
+        "\nMIS on 3 Erdős–Rényi graphs, average degree 4 (≈4N directed edges); 2-layer GCN, width 64; "
+        "PPO n_steps 64, batch 32, 2 epochs, 1 env. Ratios: medians of paired repeats; seconds: per repeat."
+    )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from graphtransfer.cli_common import fail as _fail
 from graphtransfer.cli_common import friendly_errors
 from graphtransfer.cli_graphs import app as graphs_app
 from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
+from graphtransfer.draw import MAX_DRAW_NODES
 from graphtransfer.errors import UsageError
 from graphtransfer.evaluate import format_rows
 from graphtransfer.inference import DEFAULT_COMMIT_FRACTION
@@ -34,6 +35,8 @@ app = typer.Typer(
 app.add_typer(graphs_app, name="graphs")
 
 _DEFAULT_MODEL, _DEFAULT_PPO = ModelConfig(), PPOConfig()
+_WORKERS_HELP = "With a folder of graphs: local worker processes, one torch thread each (default: 1; with --ray-address, one per CPU)."
+_RAY_HELP = "With a folder of graphs: run on this Ray cluster ('auto', 'local' starts one here, or host:port); needs pip install 'graphtransfer\\[ray]'."
 
 MaxNodesOption = Annotated[
     str | None,
@@ -130,7 +133,7 @@ def train(
     eval_every: Annotated[int, typer.Option(help="Evaluate every N env steps (0: only at the end).")] = 0,
     checkpoint_every: Annotated[int, typer.Option(help="Save a resumable checkpoint to OUT/checkpoints/step-N/ every N env steps.")] = 0,
     verbose: Annotated[bool, typer.Option(help="Print SB3's table of training statistics after every rollout.")] = False,
-    tensorboard: Annotated[bool, typer.Option(help="Also log to OUT/tensorboard/ (pip install 'graphtransfer[tensorboard]').")] = False,
+    tensorboard: Annotated[bool, typer.Option(help="Also log to OUT/tensorboard/ (pip install 'graphtransfer\\[tensorboard]').")] = False,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     resume: Annotated[
         Path | None,
@@ -231,8 +234,8 @@ def transfer(
             help="Task of the source model (checked); with a graph set name as --src, reads runs/TASK/SRC (TASK: mis if not given)."
         ),
     ] = None,
-    out: Annotated[Path | None, typer.Option(help="Model folder to write [default: runs/TASK/DST].")] = None,
-    max_passes: Annotated[int | None, typer.Option(help="Policy passes per graph before stopping [default: the task's].")] = None,
+    out: Annotated[Path | None, typer.Option(help="Model folder to write (default: runs/TASK/DST).")] = None,
+    max_passes: Annotated[int | None, typer.Option(help="Policy passes per graph before stopping (default: the task's).")] = None,
     threads: Annotated[
         int, typer.Option(help="Torch CPU threads; 1 is fastest on a shared 2-core machine, raise it on a dedicated one.")
     ] = _DEFAULT_PPO.threads,
@@ -276,7 +279,7 @@ def predict(
     model: Annotated[Path, typer.Option(help="Model folder written by train or transfer.")],
     graph: Annotated[str, typer.Option(help="Graph file in any supported format (see 'graphtransfer graphs info'), or a sample name.")],
     out: Annotated[Path, typer.Option(help="CSV to write: one 'node,decision' row per node, or one row per step for graph-level tasks.")],
-    max_passes: Annotated[int | None, typer.Option(help="Policy passes before stopping [default: the task's].")] = None,
+    max_passes: Annotated[int | None, typer.Option(help="Policy passes before stopping (default: the task's).")] = None,
     deterministic: Annotated[bool, typer.Option(help="Take the most likely actions instead of sampling (seeded) from the policy.")] = False,
     seed: Annotated[int, typer.Option(help="Seed for the sampled actions.")] = 0,
     commit_fraction: CommitFractionOption = None,
@@ -285,19 +288,34 @@ def predict(
     ] = _DEFAULT_PPO.threads,
     max_nodes_per_batch: MaxNodesOption = None,
     mixed_precision: MixedPrecisionOption = False,
+    draw: Annotated[
+        Path | None, typer.Option(help=f"Draw the graph coloured by the decisions to this PNG (up to {MAX_DRAW_NODES:,} nodes).")
+    ] = None,
+    workers: Annotated[int | None, typer.Option(help=_WORKERS_HELP)] = None,
+    ray_address: Annotated[str | None, typer.Option(help=_RAY_HELP)] = None,
 ) -> None:
-    """Run a saved policy on a graph and write its solution.
+    """Run a saved policy on a graph and write its solution; on a folder of graphs, one CSV per graph into --out.
 
     Example: graphtransfer predict --model runs/mis/large --graph large --out solution.csv [--max-nodes-per-batch 50000]
+    Example: graphtransfer predict --model runs/mis/small --graph graphs/ --out solutions/ --workers 2
     """
+    from graphtransfer.checkpoint import read_checkpoint
+    from graphtransfer.draw import check_drawable, draw_solution
+    from graphtransfer.graphs import load_graph, resolve
     from graphtransfer.predict import predict as run_predict
 
-    _check_positive(max_passes=max_passes or 1, threads=threads)
+    _check_positive(max_passes=max_passes or 1, threads=threads, workers=workers or 1)
     _use_threads(threads)
-    runtime = {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision}
-    loaded, solution = run_predict(
-        model, graph, out, max_passes=max_passes, deterministic=deterministic, seed=seed, commit_fraction=commit_fraction, **runtime
-    )
+    options = {"max_passes": max_passes, "deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction}
+    options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision}
+    if resolve(graph).is_dir():
+        return _predict_folder(model, graph, out, draw, workers, ray_address, options)
+    if workers is not None or ray_address is not None:
+        raise UsageError("--workers and --ray-address spread a folder of graphs over workers; --graph names a single graph")
+    if draw is not None:
+        loaded = load_graph(graph)
+        check_drawable(loaded)  # before the policy runs, not after
+    loaded, solution = run_predict(model, loaded if draw is not None else graph, out, **options)
     typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges")
     typer.echo(
         f"objective {solution.objective:.6g} in {solution.passes} passes, {solution.seconds:.2f} s, "
@@ -306,6 +324,25 @@ def predict(
     if not solution.feasible:
         _fail("the solution is not feasible (constraint violated); this is a bug, please report it", 1)
     typer.echo(f"valid solution: yes; wrote {out}")
+    if draw is not None:
+        draw_solution(loaded, solution, read_checkpoint(model).config, draw)
+        typer.echo(f"wrote {draw}")
+
+
+def _predict_folder(model: Path, graphs: str, out: Path, draw: Path | None, workers: int | None, ray_address: str | None, options) -> None:
+    from graphtransfer.parallel import predict_many
+
+    if draw is not None:
+        raise UsageError("--draw draws one graph; name a single graph file with --graph, not a folder")
+    results = predict_many(model, graphs, out, workers=workers, ray_address=ray_address, **options)
+    for graph, solution, path in results:
+        valid = "yes" if solution.feasible else "NO"
+        typer.echo(
+            f"{graph.name}: {graph.num_nodes} nodes, objective {solution.objective:.6g} in {solution.passes} passes, "
+            f"{solution.seconds:.2f} s, valid {valid}; wrote {path}"
+        )
+    if not all(solution.feasible for _, solution, _ in results):
+        _fail("a solution is not feasible (constraint violated); this is a bug, please report it", 1)
 
 
 @app.command(name="eval")
@@ -318,26 +355,29 @@ def evaluate(
     polish: Annotated[bool, typer.Option(help="Also report the best decoding and every baseline after the same local search.")] = False,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON to this file.")] = None,
     plot: Annotated[Path | None, typer.Option(help="Draw policy/baseline against graph size to this PNG.")] = None,
-    max_passes: Annotated[int | None, typer.Option(help="Policy passes per graph before stopping [default: the task's].")] = None,
+    max_passes: Annotated[int | None, typer.Option(help="Policy passes per graph before stopping (default: the task's).")] = None,
     commit_fraction: CommitFractionOption = None,
     threads: Annotated[
         int, typer.Option(help="Torch CPU threads; 1 is fastest on a shared 2-core machine, raise it on a dedicated one.")
     ] = _DEFAULT_PPO.threads,
     max_nodes_per_batch: MaxNodesOption = None,
     mixed_precision: MixedPrecisionOption = False,
+    workers: Annotated[int | None, typer.Option(help=_WORKERS_HELP)] = None,
+    ray_address: Annotated[str | None, typer.Option(help=_RAY_HELP)] = None,
 ) -> None:
     """Evaluate a saved policy against the task's baselines on a set of graphs.
 
-    Example: graphtransfer eval --model runs/mis/small --graphs large --samples 4 --json eval.json --max-nodes-per-batch 50000
+    Example: graphtransfer eval --model runs/mis/small --graphs large --samples 4 --json eval.json --plot eval.png
+    Example: graphtransfer eval --model runs/mis/small --graphs evalset/ --workers 2 --max-nodes-per-batch 50000
     """
-    from graphtransfer.evaluate import evaluate_model
+    from graphtransfer.parallel import evaluate_many
     from graphtransfer.report import plot_ratios, write_json
 
-    _check_positive(samples=samples, max_passes=max_passes or 1, threads=threads)
+    _check_positive(samples=samples, max_passes=max_passes or 1, threads=threads, workers=workers or 1)
     _use_threads(threads)
     options = {"samples": samples, "deterministic": deterministic, "polish": polish, "commit_fraction": commit_fraction}
     options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision}
-    config, rows = evaluate_model(model, graphs, max_passes=max_passes, **options)
+    config, rows = evaluate_many(model, graphs, workers=workers, ray_address=ray_address, max_passes=max_passes, **options)
     for line in format_rows(rows):
         typer.echo(line)
     typer.echo(f"peak memory {max(r.peak_rss_mib for r in rows):.0f} MiB (process RSS)")
@@ -363,6 +403,25 @@ def plot(
     from graphtransfer.curves import plot_run
 
     typer.echo(f"wrote {plot_run(run, out)}")
+
+
+@app.command()
+@friendly_errors
+def export(
+    model: Annotated[Path, typer.Argument(help="Model folder written by train or transfer.")],
+    sb3: Annotated[Path, typer.Option(help="SB3 zip to write, for PPO.load (MaskablePPO.load: node choice). Trusted-only: holds pickles.")],
+    graphs: Annotated[
+        str | None, typer.Option(help="Graphs whose env the zip's spaces are sized for (default: those the model was trained on).")
+    ] = None,
+) -> None:
+    """Write a model as a Stable-Baselines3 zip. Load it only yourself: SB3 zips hold pickles, which can run code.
+
+    Example: graphtransfer export runs/mis/small --sb3 mis.zip
+    """
+    from graphtransfer.export import export_sb3
+
+    algorithm = export_sb3(model, sb3, graphs)
+    typer.echo(f"wrote {sb3}: load it with {algorithm}.load({str(sb3)!r}, env=...) and the run's env on the same graphs")
 
 
 @app.command()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphtransfer.checkpoint import atomic_write, load_policy, read_checkpoint
+from graphtransfer.checkpoint import Checkpoint, atomic_write, load_policy, read_checkpoint
 from graphtransfer.evaluate import inference_env
 from graphtransfer.graphs import Graph, load_graph
 from graphtransfer.inference import Solution, solve
@@ -17,7 +17,7 @@ from graphtransfer.nn import configure_runtime
 
 def predict(
     model: str | Path,
-    graph: str | Path,
+    graph: str | Path | Graph,
     out: str | Path | None = None,
     max_passes: int | None = None,
     deterministic: bool = False,
@@ -26,7 +26,8 @@ def predict(
     max_nodes_per_batch: int | None = None,
     mixed_precision: bool = False,
 ) -> tuple[Graph, Solution]:
-    """Run the model in folder ``model`` on ``graph``; write the solution to ``out`` as CSV.
+    """Run the model in folder ``model`` on ``graph`` (a :class:`Graph` or what names one); write
+    the solution to ``out`` as CSV.
 
     By default actions are sampled from the policy (seeded, so runs repeat exactly); see
     :func:`graphtransfer.inference.solve`. A graph too large for the memory available is refused
@@ -34,16 +35,33 @@ def predict(
     layers in chunks of that many nodes (same solution, less memory); ``mixed_precision``,
     bfloat16 message passing on CUDA.
     """
-    checkpoint = read_checkpoint(model)
-    loaded = load_graph(graph)
-    check_memory(loaded.num_nodes, loaded.edge_index[1], checkpoint.config.model, f"graph {loaded.name}", max_nodes_per_batch)
-    env = inference_env(checkpoint.config, loaded, max_passes)
+    loaded = graph if isinstance(graph, Graph) else load_graph(graph)
+    options = {"deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction}
+    runtime = {"max_nodes_per_batch": max_nodes_per_batch, "mixed_precision": mixed_precision}
+    solution, header = predict_graph(read_checkpoint(model), loaded, max_passes=max_passes, **options, **runtime)
+    if out is not None:
+        write_solution(out, solution.solution, header)
+    return loaded, solution
+
+
+def predict_graph(
+    checkpoint: Checkpoint,
+    graph: Graph,
+    max_passes: int | None = None,
+    max_nodes_per_batch: int | None = None,
+    mixed_precision: bool = False,
+    **options,
+) -> tuple[Solution, str]:
+    """The policy of a checkpoint already read, on one graph: the solution and its CSV header.
+
+    One graph's run depends only on the checkpoint, the graph and ``options`` (those of
+    :func:`graphtransfer.inference.solve`), so workers that each call this give what a serial loop gives.
+    """
+    check_memory(graph.num_nodes, graph.edge_index[1], checkpoint.config.model, f"graph {graph.name}", max_nodes_per_batch)
+    env = inference_env(checkpoint.config, graph, max_passes)
     policy, _ = load_policy(checkpoint, env)
     configure_runtime(policy, max_nodes_per_batch, mixed_precision)
-    solution = solve(policy, env, deterministic=deterministic, seed=seed, commit_fraction=commit_fraction)
-    if out is not None:
-        write_solution(out, solution.solution, getattr(env.unwrapped, "solution_header", "step,reward"))
-    return loaded, solution
+    return solve(policy, env, **options), getattr(env.unwrapped, "solution_header", "step,reward")
 
 
 def write_solution(path: str | Path, solution: np.ndarray, header: str) -> None:

@@ -33,3 +33,38 @@ def star5() -> Graph:
 def isolated_cache(tmp_path, monkeypatch):
     """Generated graphs are cached under the test's own folder, never the user's."""
     monkeypatch.setenv("GRAPHTRANSFER_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    """``tiny_model(task)``: the folder of a model of ``task`` trained briefly by the real CLI on the
+    sample graphs, trained once per session and shared by the tests that only read it."""
+    from typer.testing import CliRunner
+
+    from graphtransfer.cli import app
+
+    folders = {}
+
+    def trained(task: str):
+        if task not in folders:
+            folder = tmp_path_factory.mktemp(f"model-{task}")
+            command = [
+                "train",
+                "--task",
+                task,
+                "--graphs",
+                "small",
+                "--steps",
+                "256",
+                "--n-envs",
+                "4",
+                "--no-progress",
+                "--out",
+                str(folder),
+            ]
+            result = CliRunner().invoke(app, command)
+            assert result.exit_code == 0, result.output
+            folders[task] = folder
+        return folders[task]
+
+    return trained

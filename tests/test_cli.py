@@ -13,7 +13,7 @@ from graphtransfer.graphs import barabasi_albert, read_graph, write_edge_list
 runner = CliRunner()
 
 
-@pytest.mark.parametrize("command", ["train", "transfer", "predict", "tasks", "plot"])
+@pytest.mark.parametrize("command", ["train", "transfer", "predict", "eval", "tasks", "plot", "export"])
 def test_every_command_has_help_with_an_example(command):
     result = runner.invoke(app, [command, "--help"])
     assert result.exit_code == 0
@@ -185,3 +185,29 @@ def test_a_node_budget_changes_no_prediction_and_bounds_fine_tuning(tmp_path, mo
     moved = runner.invoke(app, ["transfer", "--src", "small", "--dst", "big.txt", "--finetune-steps", "4", "--max-nodes-per-batch", "1000"])
     assert moved.exit_code == 0, moved.output
     assert "fine-tuned 4 steps" in moved.output
+
+
+def _commands(group):
+    """(path, click command) for every command of the Typer app, subcommands included."""
+    import typer.main
+
+    root = typer.main.get_command(group)
+    stack = [((), root)]
+    while stack:
+        path, command = stack.pop()
+        children = getattr(command, "commands", None)
+        if children:
+            stack += [((*path, name), child) for name, child in children.items()]
+        else:
+            yield path, command
+
+
+@pytest.mark.parametrize("path,command", list(_commands(app)), ids=lambda p: " ".join(p) if isinstance(p, tuple) else "")
+def test_every_option_help_is_shown_whole(path, command):
+    """Rich reads [brackets] in help text as markup and drops them (write \\[ for a bracket); every help must survive intact."""
+    result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "2000"})
+    assert result.exit_code == 0
+    shown = " ".join(result.output.replace("│", " ").split())
+    for param in command.params:
+        if getattr(param, "help", None):
+            assert " ".join(param.help.replace("\\[", "[").split()) in shown, f"{' '.join(path)} {param.name}"

@@ -1,0 +1,158 @@
+"""Running a saved policy over many graphs on local worker processes or a Ray cluster.
+
+Each worker receives the model once (the checkpoint's config and tensors, in memory, so no shared
+filesystem is needed) and takes one torch thread; the graphs then go out one at a time and the
+results come back in the graphs' order. One graph's run depends only on the model, the graph and
+the seed, so the numbers are those of the serial path.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import torch
+
+from graphtransfer.checkpoint import Checkpoint, load_policy, read_checkpoint
+from graphtransfer.config import RunConfig
+from graphtransfer.errors import UsageError
+from graphtransfer.evaluate import EvalRow, evaluate, evaluate_model
+from graphtransfer.graphs import Graph, load_graphs
+from graphtransfer.inference import Solution
+from graphtransfer.nn import configure_runtime
+from graphtransfer.predict import predict_graph, write_solution
+from graphtransfer.train import run_env
+
+RAY_INSTALL = "pip install 'graphtransfer[ray]'"
+# Fork on Linux, as torch's DataLoader does: a worker starts in milliseconds, where a spawned one
+# re-imports torch, SB3 and PyG (7 s of CPU each on our 2-core machine, more than many evaluations
+# take). torch re-creates its thread pools in a forked child. Spawn elsewhere (macOS cannot fork safely).
+START_METHOD = "fork" if sys.platform == "linux" else "spawn"
+Result = TypeVar("Result")
+Job = Callable[[Checkpoint, Graph, dict[str, Any]], Result]
+
+
+def evaluate_many(
+    model: str | Path, graphs: str | Path, workers: int | None = None, ray_address: str | None = None, **options: Any
+) -> tuple[RunConfig, list[EvalRow]]:
+    """:func:`graphtransfer.evaluate.evaluate_model` on ``workers`` processes, or on the Ray cluster
+    at ``ray_address`` (``"auto"``, ``"local"`` or ``host:port``; ``workers`` actors, default one per
+    CPU there). One worker and no Ray: the serial path itself."""
+    if (workers or 1) == 1 and ray_address is None:
+        return evaluate_model(model, graphs, **options)
+    checkpoint = read_checkpoint(model)
+    return checkpoint.config, map_graphs(evaluate_graph, checkpoint, load_graphs(graphs), options, workers, ray_address)
+
+
+def predict_many(
+    model: str | Path, graphs: str | Path, out: str | Path, workers: int | None = None, ray_address: str | None = None, **options: Any
+) -> list[tuple[Graph, Solution, Path]]:
+    """:func:`graphtransfer.predict.predict` on every graph that ``graphs`` names; each solution is
+    written to ``out/<graph file stem>.csv`` by this process, as its result arrives, in order."""
+    loaded = load_graphs(graphs)
+    folder = Path(out)
+    paths = [folder / f"{Path(graph.name).stem}.csv" for graph in loaded]
+    clashes = sorted({p.name for p in paths if paths.count(p) > 1})
+    if clashes:
+        raise UsageError(f"graphs {str(graphs)!r}: several graphs would write {clashes[0]}; give them distinct file names")
+    if folder.is_file():
+        raise UsageError(f"--out {folder} is a file; with a folder of graphs, --out names the folder that gets one CSV per graph")
+    results = map_graphs(solve_graph, read_checkpoint(model), loaded, options, workers, ray_address)
+    for path, (solution, header) in zip(paths, results, strict=True):
+        write_solution(path, solution.solution, header)
+    return [(graph, solution, path) for graph, (solution, _), path in zip(loaded, results, paths, strict=True)]
+
+
+def evaluate_graph(checkpoint: Checkpoint, graph: Graph, options: dict[str, Any]) -> EvalRow:
+    """One graph's evaluation row; what :func:`graphtransfer.evaluate.evaluate` gives for it."""
+    options = dict(options)
+    runtime = options.pop("max_nodes_per_batch", None), options.pop("mixed_precision", False)
+    policy, _ = load_policy(checkpoint, run_env(checkpoint.config, [graph]))
+    configure_runtime(policy, *runtime)
+    return evaluate(policy, checkpoint.config, [graph], **options)[0]
+
+
+def solve_graph(checkpoint: Checkpoint, graph: Graph, options: dict[str, Any]) -> tuple[Solution, str]:
+    """One graph's solution and CSV header; see :func:`graphtransfer.predict.predict_graph`."""
+    return predict_graph(checkpoint, graph, **options)
+
+
+def map_graphs(
+    job: Job,
+    checkpoint: Checkpoint,
+    graphs: Sequence[Graph],
+    options: dict[str, Any],
+    workers: int | None = None,
+    ray_address: str | None = None,
+) -> list:
+    """``[job(checkpoint, g, options) for g in graphs]``, on ``workers`` local processes or on Ray."""
+    if ray_address is not None:
+        return _map_on_ray(job, checkpoint, graphs, options, workers, ray_address)
+    if (workers or 1) == 1:
+        return [job(checkpoint, graph, options) for graph in graphs]
+    context = multiprocessing.get_context(START_METHOD)
+    pool = ProcessPoolExecutor(min(workers, len(graphs)), mp_context=context, initializer=_start_worker, initargs=(checkpoint,))
+    try:
+        return list(pool.map(_run_job, [job] * len(graphs), graphs, [options] * len(graphs)))
+    finally:
+        pool.shutdown(cancel_futures=True)
+
+
+_worker_checkpoint: Checkpoint | None = None
+
+
+def _start_worker(checkpoint: Checkpoint) -> None:
+    """Runs once in each worker process: one torch thread, and the model kept for every graph."""
+    global _worker_checkpoint
+    torch.set_num_threads(1)
+    _worker_checkpoint = checkpoint
+
+
+def _run_job(job: Job, graph: Graph, options: dict[str, Any]):
+    return job(_worker_checkpoint, graph, options)
+
+
+class RayWorker:
+    """A Ray actor holding the model; :func:`_map_on_ray` makes it remote (Ray is optional)."""
+
+    def __init__(self, checkpoint: Checkpoint):
+        _start_worker(checkpoint)
+
+    def run(self, job: Job, graph: Graph, options: dict[str, Any]):
+        return _run_job(job, graph, options)
+
+
+def _map_on_ray(
+    job: Job, checkpoint: Checkpoint, graphs: Sequence[Graph], options: dict[str, Any], workers: int | None, address: str
+) -> list:
+    """One actor per worker (default: one per CPU of the cluster); results in the graphs' order."""
+    ray = import_ray()
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address=address, **({"include_dashboard": False} if address == "local" else {}), log_to_driver=False)
+    try:
+        count = workers or int(ray.cluster_resources().get("CPU", 1))
+        model, actor = ray.put(checkpoint), ray.remote(num_cpus=1)(RayWorker)
+        actors = [actor.remote(model) for _ in range(max(1, min(count, len(graphs))))]
+        pool = ray.util.ActorPool(actors)
+        try:
+            return list(pool.map(lambda actor, graph: actor.run.remote(job, graph, options), graphs))
+        except ray.exceptions.RayTaskError as err:  # the worker's own error, not Ray's wrapper with its traceback
+            raise err.cause from None
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def import_ray():
+    """The ``ray`` module, or a usage error that says how to install it."""
+    try:
+        import ray
+        import ray.util
+    except ImportError:
+        raise UsageError(f"--ray-address needs Ray, which is not installed; install it with: {RAY_INSTALL}") from None
+    return ray
