@@ -24,6 +24,7 @@ from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from graphtransfer.checkpoint import CONFIG, check_fits, load_optimizer_state, load_strict, read_checkpoint, save_checkpoint
@@ -317,11 +318,15 @@ def finetune(
 
 
 def _model(config: RunConfig, graphs: list[Graph], seed: int) -> PPO:
+    """The run's algorithm on its vector env, with a logger that writes nothing (without one, SB3's
+    ``learn`` makes an empty folder in the temp dir every call); :func:`_learn` sets the run's own."""
     torch.set_num_threads(config.ppo.threads)
     ppo = config.ppo
     envs = make_vec_env(lambda: run_env(config, graphs), n_envs=ppo.n_envs, seed=seed, vec_env_cls=VEC_ENVS[ppo.vec_env])
     try:
-        return build_model(config, envs, seed)
+        model = build_model(config, envs, seed)
+        model.set_logger(Logger(None, []))
+        return model
     except BaseException:
         envs.close()  # subprocess envs would outlive the error
         raise

@@ -1,6 +1,7 @@
 """The CLI driven through Typer's CliRunner: help, exit codes, error text, and one end-to-end run."""
 
 import json
+import tempfile
 
 import numpy as np
 import pytest
@@ -128,6 +129,9 @@ def test_a_rollout_buffer_that_cannot_fit_is_refused_with_an_n_steps_that_fits(t
 @pytest.mark.slow
 def test_transfer_can_fine_tune_on_the_destination(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))  # SB3 without a logger of ours litters the temp dir
     write_edge_list(barabasi_albert(1500, 3, seed=2), tmp_path / "big.txt")
     assert runner.invoke(app, ["train", "--graphs", "small", "--steps", "128", "--n-envs", "4", "--no-progress"]).exit_code == 0
     moved = runner.invoke(app, ["transfer", "--src", "small", "--dst", str(tmp_path / "big.txt"), "--finetune-steps", "8"])
@@ -135,6 +139,7 @@ def test_transfer_can_fine_tune_on_the_destination(tmp_path, monkeypatch):
     assert "fine-tuned 8 steps" in moved.output
     meta = json.loads((tmp_path / "runs/mis/big/config.json").read_text())
     assert meta["transferred"]["finetune"]["steps"] == 8
+    assert not list(temp.glob("SB3-*"))
 
 
 @pytest.mark.parametrize("command", ["train", "transfer", "predict", "eval"])
