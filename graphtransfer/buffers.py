@@ -328,3 +328,42 @@ class CompactDictRolloutBuffer(CompactStorage, DictRolloutBuffer):
 
 class CompactMaskableDictRolloutBuffer(CompactStorage, MaskableDictRolloutBuffer):
     """sb3-contrib's ``MaskableDictRolloutBuffer`` for graph observations, stored compactly."""
+
+
+class RolloutEstimate(NamedTuple):
+    """A compact buffer's size: the edge-set table, kept once, plus a part per env step."""
+
+    table_bytes: int
+    step_bytes: float
+
+    def total(self, n_steps: int, n_envs: int) -> int:
+        return int(self.table_bytes + self.step_bytes * n_steps * n_envs)
+
+    def steps_that_fit(self, budget: int, n_envs: int) -> int:
+        return int((budget - self.table_bytes) // max(self.step_bytes * n_envs, 1))
+
+
+def estimate_rollout_bytes(buffer_class: type[CompactStorage], env: gym.Env, probe_steps: int = 16) -> RolloutEstimate:
+    """What ``buffer_class`` will hold, measured by filling one with ``probe_steps`` steps of
+    ``env`` under random actions (masked where the env has ``action_masks``), as an untrained
+    policy acts. Steps are averaged, since residual graphs shrink within an episode; the table is
+    counted once per graph in ``env.graphs`` (one graph for envs without that list), at the size
+    of the largest edge set the probe met. ``env`` is reset and stepped.
+    """
+    buffer = buffer_class(probe_steps, env.observation_space, env.action_space, device="cpu", n_envs=1)
+    obs, _ = env.reset(seed=0)
+    env.action_space.seed(0)
+    masks = getattr(env.unwrapped, "action_masks", None)
+    for _ in range(probe_steps):
+        mask = masks() if masks is not None else None
+        action = env.action_space.sample(mask=mask.astype(np.int8)) if mask is not None and mask.any() else env.action_space.sample()
+        extra = {"action_masks": mask} if mask is not None and hasattr(buffer, "action_masks") else {}
+        batch = {key: np.asarray(value)[None] for key, value in obs.items()}
+        buffer.add(batch, np.asarray(action), np.zeros(1), np.zeros(1), torch.zeros(1), torch.zeros(1), **extra)
+        obs, _, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            obs, _ = env.reset()
+    table = buffer.edges.table_bytes()
+    largest_set = max(held_bytes(edge_set) for edge_set in buffer.edges.sets.values())
+    graphs = len(getattr(env.unwrapped, "graphs", ())) or 1
+    return RolloutEstimate(largest_set * graphs, (held_bytes(buffer) - table) / probe_steps)
