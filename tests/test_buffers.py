@@ -112,9 +112,10 @@ def test_samples_equal_sb3_buffers_samples_bit_for_bit(task):
         for mine, reference in zip(ours, theirs, strict=True):
             assert mine._fields == reference._fields
             for name, value, expected in zip(mine._fields, mine, reference, strict=True):
-                pairs = [(f"{name}.{k}", value[k], expected[k]) for k in expected] if isinstance(expected, dict) else [(name, value, expected)]
+                pairs = [(name, value, expected)]
                 if isinstance(expected, dict):
                     assert list(value) == list(expected)
+                    pairs = [(f"{name}.{key}", value[key], expected[key]) for key in expected]
                 for what, got, want in pairs:
                     assert got.dtype == want.dtype and got.shape == want.shape, what
                     assert torch.equal(got, want), what
