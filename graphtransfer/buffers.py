@@ -85,12 +85,17 @@ class EdgeSet(NamedTuple):
     def size(self) -> int:
         return self.keys.size
 
+    def listed_keys(self) -> np.ndarray:
+        """``(E,)`` the keys in the order the observation listed the edges."""
+        if self.order is None:
+            return self.keys
+        keys = np.empty_like(self.keys)
+        keys[self.order] = self.keys
+        return keys
+
     def edges(self) -> np.ndarray:
         """``(2, E)`` int64, in the order the observation listed them."""
-        keys = self.keys
-        if self.order is not None:
-            keys = np.empty_like(self.keys)
-            keys[self.order] = self.keys
+        keys = self.listed_keys()
         return np.stack([keys >> NODE_BITS, keys & ((1 << NODE_BITS) - 1)])
 
     def positions(self, keys: np.ndarray) -> np.ndarray | None:
@@ -152,7 +157,7 @@ class EdgeStore:
         """The id of the set listing exactly ``keys``, added to the table when new."""
         digest = hashlib.blake2b(keys.tobytes(), digest_size=16).digest()
         known = self.by_digest.get(digest)
-        if known is not None and np.array_equal(self.sets[known].edges(), np.stack([keys >> NODE_BITS, keys & ((1 << NODE_BITS) - 1)])):
+        if known is not None and np.array_equal(self.sets[known].listed_keys(), keys):
             return known
         set_id, self.next_id = self.next_id, self.next_id + 1
         self.sets[set_id] = EdgeSet.of(keys)
@@ -170,9 +175,12 @@ class EdgeStore:
             rows = np.flatnonzero(ids == set_id)
             edge_set = self.sets[int(set_id)]
             chosen = np.unpackbits(self.bits[steps[rows], envs[rows]], axis=1, count=edge_set.size).view(bool)  # (rows, E)
-            row, edge = np.nonzero(chosen)
-            column = (np.cumsum(chosen, axis=1) - 1)[row, edge]
-            out[rows[row], :, column] = edge_set.edges()[:, edge].T
+            row, edge = np.nonzero(chosen)  # row by row, edges in listing order
+            counts = chosen.sum(axis=1)
+            column = np.arange(row.size) - np.repeat(np.cumsum(counts) - counts, counts)  # rank within the row
+            edges = edge_set.edges()
+            for end in (0, 1):
+                out[:, end][rows[row], column] = edges[end, edge]
         return out
 
 
