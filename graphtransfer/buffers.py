@@ -196,7 +196,7 @@ class ValueColumn:
         self.count = 0
 
     def append(self, values: np.ndarray) -> None:
-        if self.dtype is None and _same_bits(values, np.ones_like(values)):
+        if self.dtype is None and bool((values == 1).all()):  # one has a single bit pattern in every dtype
             self.count += values.size
             return
         if self.dtype is None or not holds_exactly(values, self.dtype):
