@@ -47,7 +47,9 @@ def train(
     out: Annotated[Path | None, typer.Option(help="Model folder to write [default: runs/TASK/GRAPHS].")] = None,
     steps: Annotated[int, typer.Option(help="Total env steps of PPO.")] = _DEFAULT_PPO.total_timesteps,
     n_envs: Annotated[int, typer.Option(help="Parallel envs.")] = _DEFAULT_PPO.n_envs,
-    n_steps: Annotated[int, typer.Option(help="Steps per env between PPO updates.")] = _DEFAULT_PPO.n_steps,
+    n_steps: Annotated[
+        int, typer.Option(help="Steps per env between PPO updates; more than fit in memory are refused with a count that fits.")
+    ] = _DEFAULT_PPO.n_steps,
     batch_size: Annotated[int, typer.Option(help="Observations per PPO minibatch.")] = _DEFAULT_PPO.batch_size,
     epochs: Annotated[int, typer.Option(help="PPO passes over each rollout.")] = _DEFAULT_PPO.n_epochs,
     target_kl: Annotated[float | None, typer.Option(help="Stop an update's epochs early above this KL to the old policy.")] = None,
