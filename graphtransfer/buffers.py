@@ -56,6 +56,13 @@ def holds_exactly(values: np.ndarray, dtype: np.dtype) -> bool:
         return _same_bits(values.astype(dtype).astype(values.dtype), values)
 
 
+def nonzero_bits(array: np.ndarray) -> np.ndarray:
+    """Which elements of a contiguous ``array`` have any bit set (``-0.0`` does, ``0.0`` not)."""
+    if array.dtype.itemsize in (1, 2, 4, 8):
+        return array.view(f"u{array.dtype.itemsize}") != 0
+    return array.view(np.uint8).reshape(*array.shape, array.dtype.itemsize).any(axis=-1)
+
+
 def edge_keys(edges: np.ndarray) -> np.ndarray:
     """``(2, E)`` node ids → ``(E,)`` int64 keys ``u << 31 | v``, sorted as the pairs are."""
     if edges.size and (edges.min() < 0 or edges.max() >= 1 << NODE_BITS):
@@ -199,9 +206,9 @@ class ValueColumn:
         if self.dtype is None and bool((values == 1).all()):  # one has a single bit pattern in every dtype
             self.count += values.size
             return
-        if self.dtype is None or not holds_exactly(values, self.dtype):
+        if self.dtype is None or (self.dtype != self.original and not holds_exactly(values, self.dtype)):
             self._widen(values)
-        self.chunks.append(values.astype(self.dtype))
+        self.chunks.append(values.astype(self.dtype, copy=False))  # values is already a copy: a mask picked it
         self.count += values.size
 
     def _widen(self, values: np.ndarray) -> None:
@@ -238,7 +245,7 @@ class ValueStore:
 
     def add(self, pos: int, env: int, array: np.ndarray) -> None:
         table = np.ascontiguousarray(array).reshape(-1, self.num_columns)  # (rows, columns)
-        nonzero = table.view(np.uint8).reshape(*table.shape, self.dtype.itemsize).any(axis=2)
+        nonzero = nonzero_bits(table)
         self.bits[pos, env] = np.packbits(nonzero)
         self.counts[pos, env] = nonzero.sum(axis=0)
         for column, values in enumerate(self.columns):
@@ -290,7 +297,7 @@ class CompactStorage:
     def reset(self) -> None:
         self.obs_shape = {}  # SB3's reset then allocates no observation arrays: they live in the stores
         super().reset()
-        shapes = get_obs_shape(self.observation_space)
+        self.observation_shapes = shapes = get_obs_shape(self.observation_space)
         self.actions = self.actions.astype(narrow_action_dtype(self.action_space))
         if hasattr(self, "action_masks"):
             self.action_masks = self.action_masks.astype(bool)  # MaskablePPO's masks are 0/1
@@ -304,7 +311,7 @@ class CompactStorage:
     def add(self, obs: dict[str, np.ndarray], *args, **kwargs) -> None:
         for key, space in self.observation_space.spaces.items():
             # SB3 casts into the space's dtype on storing; so do we, before compressing.
-            arrays = np.asarray(obs[key]).astype(space.dtype, copy=False).reshape(self.n_envs, *get_obs_shape(space))
+            arrays = np.asarray(obs[key]).astype(space.dtype, copy=False).reshape(self.n_envs, *self.observation_shapes[key])
             store = self.edges if key == EDGE_KEY else self.stores[key]
             for env in range(self.n_envs):
                 store.add(self.pos, env, arrays[env])
