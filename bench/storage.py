@@ -1,14 +1,14 @@
 """Rollout storage, plain SB3 + PyG recipe vs graphtransfer: observation bytes kept per env step.
 
-Measured on the buffers the two models really allocate (same env, same PPO settings), and
-extrapolated to SB3's default ``n_steps=2048`` on a 250,151-node graph, where the plain recipe's
-request follows from the observation shapes alone and is never allocated.
+Measured on the buffers the two models really use (same env, same PPO settings): the plain
+recipe's preallocated arrays, and ours after a real rollout has filled it (what it keeps depends
+on what the steps held). Extrapolated to SB3's default ``n_steps=2048`` on a 250,151-node graph,
+where the plain recipe's request follows from the observation shapes alone and is never allocated.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
 from dataclasses import replace
 
 import numpy as np
@@ -16,35 +16,28 @@ import torch
 from gymnasium import spaces
 
 from bench.harness import BENCH_PPO, SIDES, bench_config, er_graphs, large_graph, markdown_table, print_preamble, vec_env, verdict
+from graphtransfer.buffers import held_bytes
 from graphtransfer.train import build_model
 
 SIZES = (50, 1000, 10000)
 TARGET = 0.1  # ours / plain at N=10,000 (issue 5)
 SB3_DEFAULT_N_STEPS = 2048
+PROBE_STEPS = 8  # steps of the real rollout the 250k-node row extrapolates from
 # What SB3's rollout buffers keep per step besides the observation; anything else is observation storage.
 NOT_OBSERVATIONS = {"actions", "rewards", "returns", "episode_starts", "values", "log_probs", "advantages", "action_masks"}
 GIB = 2**30
 
 
-def _arrays(value) -> Iterator[np.ndarray | torch.Tensor]:
-    if isinstance(value, np.ndarray | torch.Tensor):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _arrays(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _arrays(item)
-
-
-def _nbytes(array: np.ndarray | torch.Tensor) -> int:
-    return array.nbytes if isinstance(array, np.ndarray) else array.element_size() * array.nelement()
-
-
 def observation_bytes(buffer) -> int:
     """Bytes of every array the rollout buffer holds for observations, however it stores them
     (SB3's per-key arrays, or a separate store of graph structure)."""
-    return sum(_nbytes(a) for name, value in vars(buffer).items() if name not in NOT_OBSERVATIONS for a in _arrays(value))
+    return sum(held_bytes(value) for name, value in vars(buffer).items() if name not in NOT_OBSERVATIONS)
+
+
+def fill(model) -> None:
+    """One real rollout into the model's buffer."""
+    _, callback = model._setup_learn(model.n_steps * model.n_envs, None)
+    model.collect_rollouts(model.env, callback, model.rollout_buffer, model.n_steps)
 
 
 def bytes_per_step(model) -> float:
@@ -63,6 +56,7 @@ def compare_at(num_nodes: int) -> list[object]:
     graphs = er_graphs(num_nodes)
     config = bench_config(graphs)
     models = {side: build(config, vec_env(config, graphs)) for side, build in SIDES.items()}
+    fill(models["ours"])  # the plain buffer's size does not depend on its contents: SB3 preallocates it
     plain, ours = bytes_per_step(models["plain"]), bytes_per_step(models["ours"])
     expected = sb3_request(models["plain"].observation_space, 1)
     if plain != expected:
@@ -75,14 +69,13 @@ def compare_at(num_nodes: int) -> list[object]:
 
 
 def ours_at_default_n_steps(config, graphs) -> float:
-    """Our buffer's bytes at ``n_steps=2048``, extrapolated linearly from real buffers of 2 and 4
-    steps, so that storage kept once per graph (not per step) is counted once."""
-    sizes = {}
-    for n_steps in (2, 4):
-        small = replace(config, ppo=replace(config.ppo, n_steps=n_steps, batch_size=n_steps))
-        sizes[n_steps] = observation_bytes(build_model(small, vec_env(small, graphs)).rollout_buffer)
-    per_step = (sizes[4] - sizes[2]) / 2
-    return sizes[2] + per_step * (SB3_DEFAULT_N_STEPS - 2)
+    """Our buffer's bytes at ``n_steps=2048``, extrapolated from a real 8-step rollout: the
+    edge-set table once, plus the mean of the rest per step."""
+    small = replace(config, ppo=replace(config.ppo, n_steps=PROBE_STEPS, batch_size=PROBE_STEPS))
+    model = build_model(small, vec_env(small, graphs))
+    fill(model)
+    table = model.rollout_buffer.edges.table_bytes()
+    return table + (observation_bytes(model.rollout_buffer) - table) / PROBE_STEPS * SB3_DEFAULT_N_STEPS
 
 
 def large_row() -> list[object]:
@@ -105,9 +98,9 @@ def main() -> None:
     headers = ["N", "plain", "ours", "ours / plain", f"target ≤{TARGET} met", "plain: edge_index share"]
     print(markdown_table(headers, rows))
     print(
-        f"\nMIS env, 3 Erdős–Rényi graphs of average degree 4 per N; n_steps {BENCH_PPO.n_steps}, 1 env. "
-        "Bytes: every observation array the rollout buffer holds / (n_steps × n_envs). "
-        "Last row: SB3's request from the observation shapes (plain) vs ours extrapolated from 2- and 4-step buffers."
+        f"\nMIS env, 3 Erdős–Rényi graphs of average degree 4 per N; n_steps {BENCH_PPO.n_steps}, 1 env; ours after one rollout "
+        "of the untrained policy. Bytes: every observation array the rollout buffer holds / (n_steps × n_envs). Last row: SB3's "
+        f"request from the observation shapes (plain) vs ours extrapolated from a {PROBE_STEPS}-step rollout."
     )
 
 

@@ -36,7 +36,10 @@ app.add_typer(graphs_app, name="graphs")
 
 _DEFAULT_MODEL, _DEFAULT_PPO = ModelConfig(), PPOConfig()
 _WORKERS_HELP = "With a folder of graphs: local worker processes, one torch thread each (default: 1; with --ray-address, one per CPU)."
-_RAY_HELP = "With a folder of graphs: run on this Ray cluster ('auto', 'local' starts one here, or host:port); needs pip install 'graphtransfer\\[ray]'."
+_RAY_HELP = (
+    "With a folder of graphs: run on this Ray cluster ('auto', 'local' starts one here, or host:port); "
+    "needs pip install 'graphtransfer\\[ray]'."
+)
 
 MaxNodesOption = Annotated[
     str | None,
@@ -114,7 +117,9 @@ def train(
     vec_env: Annotated[
         str, typer.Option(help="dummy: all envs in this process; subproc: one process per env (for slow envs on many cores).")
     ] = _DEFAULT_PPO.vec_env,
-    n_steps: Annotated[int, typer.Option(help="Steps per env between PPO updates.")] = _DEFAULT_PPO.n_steps,
+    n_steps: Annotated[
+        int, typer.Option(help="Steps per env between PPO updates; more than fit in memory are refused with a count that fits.")
+    ] = _DEFAULT_PPO.n_steps,
     batch_size: Annotated[int, typer.Option(help="Observations per PPO minibatch.")] = _DEFAULT_PPO.batch_size,
     epochs: Annotated[int, typer.Option(help="PPO passes over each rollout.")] = _DEFAULT_PPO.n_epochs,
     target_kl: Annotated[float | None, typer.Option(help="Stop an update's epochs early above this KL to the old policy.")] = None,

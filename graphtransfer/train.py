@@ -18,15 +18,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
-from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
+from graphtransfer.buffers import CompactDictRolloutBuffer, CompactMaskableDictRolloutBuffer, estimate_rollout_bytes
 from graphtransfer.checkpoint import CONFIG, check_fits, load_optimizer_state, load_strict, read_checkpoint, save_checkpoint
 from graphtransfer.config import PPOConfig, RunConfig, schedule
 from graphtransfer.envs.factory import head_of, make_env
@@ -158,7 +157,13 @@ def build_model(config: RunConfig, envs: VecEnv, seed: int | None = None) -> PPO
     algorithm = BudgetMaskablePPO if config.head == "node-choice" else BudgetPPO
     kwargs = {**sb3_kwargs(config.ppo), "seed": config.ppo.seed if seed is None else seed}
     kwargs |= {"max_nodes_per_batch": config.ppo.max_nodes_per_batch, "mixed_precision": config.ppo.mixed_precision}
+    kwargs["rollout_buffer_class"] = buffer_class(config.head)
     return algorithm(POLICIES[config.head], envs, policy_kwargs=policy_kwargs(config.head, config.model), **kwargs)
+
+
+def buffer_class(head: str) -> type[CompactDictRolloutBuffer | CompactMaskableDictRolloutBuffer]:
+    """The compact rollout buffer for ``head``'s algorithm (MaskablePPO's keeps action masks)."""
+    return CompactMaskableDictRolloutBuffer if head == "node-choice" else CompactDictRolloutBuffer
 
 
 def sb3_kwargs(ppo: PPOConfig) -> dict[str, Any]:
@@ -180,22 +185,16 @@ def sb3_kwargs(ppo: PPOConfig) -> dict[str, Any]:
     return kwargs | {"learning_rate": schedule(ppo.learning_rate), "clip_range": schedule(ppo.clip_range)}
 
 
-def rollout_buffer_bytes(observation_space: spaces.Dict, action_space: spaces.Space, n_steps: int, n_envs: int) -> int:
-    """What SB3's rollout buffer allocates: every observation key and the actions as float32 for
-    each of ``n_steps * n_envs`` steps, plus six float32 scalars per step (rewards, returns, ...)."""
-    per_step = sum(int(np.prod(space.shape)) for space in observation_space.spaces.values())
-    per_step += int(np.prod(action_space.shape or (1,))) + 6
-    return 4 * per_step * n_steps * n_envs
-
-
 def check_buffer_fits(config: RunConfig, env, log: Callable[[str], None]) -> None:
-    """Print the rollout buffer's size; refuse, with an n_steps that fits, when it would not."""
+    """Print the rollout buffer's estimated size; refuse, with an n_steps that fits, when it
+    would not. The estimate fills a real buffer with a short probe of ``env`` (which it steps)."""
     ppo = config.ppo
-    needed = rollout_buffer_bytes(env.observation_space, env.action_space, ppo.n_steps, ppo.n_envs)
+    estimate = estimate_rollout_bytes(buffer_class(config.head), env)
+    needed = estimate.total(ppo.n_steps, ppo.n_envs)
     budget = available_memory_bytes() // 2  # leave room for the model, activations and the envs
-    log(f"rollout buffer: {needed / 2**20:.1f} MiB for {ppo.n_steps} steps x {ppo.n_envs} envs")
+    log(f"rollout buffer: {needed / 2**20:.1f} MiB for {ppo.n_steps} steps x {ppo.n_envs} envs (estimated from a 16-step probe)")
     if needed > budget:
-        fits = max(1, budget * ppo.n_steps // needed)
+        fits = max(1, estimate.steps_that_fit(budget, ppo.n_envs))
         raise UsageError(
             f"the rollout buffer needs {needed / 2**30:.1f} GiB but {budget / 2**30:.1f} GiB is half of the available memory; "
             f"use n_steps={fits} or fewer (or fewer envs, or smaller graphs)"
