@@ -158,3 +158,21 @@ def test_a_failed_write_leaves_the_old_file(tmp_path, path5, monkeypatch):
         write_graph(path5, target)
     monkeypatch.undo()
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["g.mtx"]
+
+
+@pytest.mark.parametrize("name", ["damaged.pt", "damaged.npz", "damaged.bin"])
+def test_a_zip_whose_directory_claims_an_unknown_version_is_a_graph_input_error(tmp_path, name):
+    """Found by the fuzz test: zipfile raises NotImplementedError ("zip file version 6.4") for it."""
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("edges.npy", b"not really numpy")
+    data = bytearray(buffer.getvalue())
+    directory = data.index(b"PK\x01\x02")
+    data[directory + 6 : directory + 8] = (64).to_bytes(2, "little")  # version needed to extract: 6.4
+    path = tmp_path / name
+    path.write_bytes(bytes(data))
+    with pytest.raises(GraphInputError):
+        read_graph(path)

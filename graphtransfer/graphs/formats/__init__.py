@@ -133,8 +133,8 @@ def _zip_kind(path: Path) -> str | None:
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
-    except (zipfile.BadZipFile, OSError, ValueError):
-        return None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError, NotImplementedError):
+        return None  # damaged (zipfile raises NotImplementedError for a mangled version field): the reader reports it
     if any(name.endswith("/data.pkl") for name in names):
         return "pyg"
     return "npz" if any(name.endswith(".npy") for name in names) else None
