@@ -24,7 +24,7 @@ demo: install  ## train on sample_graphs/small, transfer to the 250k-node graph,
 test: install  ## the test suite (what CI runs)
 	$(BIN)/python -m pytest -q
 
-bench: install  ## ratios against the plain SB3 + PyG recipe (about 16 minutes on 2 cores; not part of test)
+bench: install  ## ratios against the plain SB3 + PyG recipe (about 18 minutes on 2 cores; not part of test)
 	$(BIN)/python -m bench.storage
 	$(BIN)/python -m bench.training_speed
 	$(BIN)/python -m bench.inference
