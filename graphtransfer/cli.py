@@ -57,6 +57,9 @@ CommitFractionOption = Annotated[
         "may join; the rest wait. Default 1 (every node acts); 0.03 finds larger sets in more passes."
     ),
 ]
+ThreadsOption = Annotated[
+    int, typer.Option(help="Torch CPU threads; 1 is fastest on a shared 2-core machine, raise it on a dedicated one.")
+]
 MixedPrecisionOption = Annotated[bool, typer.Option(help="bfloat16 message passing on CUDA (autocast); ignored on the CPU.")]
 
 
@@ -241,9 +244,7 @@ def transfer(
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Model folder to write (default: runs/TASK/DST).")] = None,
     max_passes: Annotated[int | None, typer.Option(help="Policy passes per graph before stopping (default: the task's).")] = None,
-    threads: Annotated[
-        int, typer.Option(help="Torch CPU threads; 1 is fastest on a shared 2-core machine, raise it on a dedicated one.")
-    ] = _DEFAULT_PPO.threads,
+    threads: ThreadsOption = _DEFAULT_PPO.threads,
     finetune_steps: Annotated[
         int,
         typer.Option(
@@ -288,9 +289,7 @@ def predict(
     deterministic: Annotated[bool, typer.Option(help="Take the most likely actions instead of sampling (seeded) from the policy.")] = False,
     seed: Annotated[int, typer.Option(help="Seed for the sampled actions.")] = 0,
     commit_fraction: CommitFractionOption = None,
-    threads: Annotated[
-        int, typer.Option(help="Torch CPU threads; 1 is fastest on a shared 2-core machine, raise it on a dedicated one.")
-    ] = _DEFAULT_PPO.threads,
+    threads: ThreadsOption = _DEFAULT_PPO.threads,
     max_nodes_per_batch: MaxNodesOption = None,
     mixed_precision: MixedPrecisionOption = False,
     draw: Annotated[
@@ -362,9 +361,7 @@ def evaluate(
     plot: Annotated[Path | None, typer.Option(help="Draw policy/baseline against graph size to this PNG.")] = None,
     max_passes: Annotated[int | None, typer.Option(help="Policy passes per graph before stopping (default: the task's).")] = None,
     commit_fraction: CommitFractionOption = None,
-    threads: Annotated[
-        int, typer.Option(help="Torch CPU threads; 1 is fastest on a shared 2-core machine, raise it on a dedicated one.")
-    ] = _DEFAULT_PPO.threads,
+    threads: ThreadsOption = _DEFAULT_PPO.threads,
     max_nodes_per_batch: MaxNodesOption = None,
     mixed_precision: MixedPrecisionOption = False,
     workers: Annotated[int | None, typer.Option(help=_WORKERS_HELP)] = None,
