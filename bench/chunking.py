@@ -21,10 +21,11 @@ import torch
 from bench.harness import markdown_table, median, print_preamble, seconds_per_call
 from bench.inference import MIB, in_fresh_process, rss_before_call
 from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
+from graphtransfer.envs.factory import run_env
 from graphtransfer.graphs import load_graph
-from graphtransfer.inference import obs_to_tensors
 from graphtransfer.nn import build_policy, configure_runtime, extractor
-from graphtransfer.train import finetune, run_env
+from graphtransfer.solve.inference import obs_to_tensors
+from graphtransfer.training.loop import finetune
 
 REPEATS = 3
 

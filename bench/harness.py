@@ -1,7 +1,7 @@
 """What the benchmarks share: the two compared models, the graphs, medians, tables, the machine.
 
 Both sides are built from one :class:`RunConfig`, so they train on the same env with the same
-PPO settings; ours always goes through ``graphtransfer.train.build_model``, so a benchmark run
+PPO settings; ours always goes through ``graphtransfer.training.loop.build_model``, so a benchmark run
 measures whatever the library currently does.
 """
 
@@ -23,9 +23,10 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from bench.plain_recipe import plain_model
 from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
-from graphtransfer.envs.factory import head_of
+from graphtransfer.envs.factory import run_env
+from graphtransfer.envs.protocol import head_of
 from graphtransfer.graphs import Graph, barabasi_albert, erdos_renyi
-from graphtransfer.train import build_model, run_env
+from graphtransfer.training.model import build_model
 
 # The architecture and PPO settings of the measurements in project issue 5.
 BENCH_MODEL = ModelConfig(conv="gcn", num_layers=2, width=64)

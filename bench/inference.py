@@ -2,7 +2,7 @@
 
 1. One forward on a 250,151-node graph: time and peak memory, each side in a fresh process so the
    two never share a high-water mark.
-2. A full MIS solve of that graph with ``graphtransfer.inference.solve``.
+2. A full MIS solve of that graph with ``graphtransfer.solve.inference.solve``.
 3. Many small predict calls (batch 1, N = 50): SB3's numpy ``predict`` vs our tensor path.
 """
 
@@ -33,11 +33,12 @@ from bench.harness import (
     verdict,
 )
 from graphtransfer.config import ModelConfig, PPOConfig
+from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.mis import MISEnv
 from graphtransfer.graphs import load_graphs
-from graphtransfer.inference import obs_to_tensors, solve
 from graphtransfer.nn import build_policy
-from graphtransfer.train import build_model, run_env
+from graphtransfer.solve.inference import obs_to_tensors, solve
+from graphtransfer.training.model import build_model
 
 TIME_TARGET, MEMORY_TARGET, SOLVE_TARGET_SECONDS = 1 / 8, 1 / 3, 10.0  # issue 5
 FORWARD_REPEATS = 3

@@ -16,7 +16,7 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.nn import GCNConv, global_mean_pool
 
 from graphtransfer.config import PPOConfig
-from graphtransfer.train import sb3_kwargs
+from graphtransfer.training.model import sb3_kwargs
 
 
 class PlainGCNExtractor(BaseFeaturesExtractor):

@@ -16,8 +16,8 @@ import torch
 from gymnasium import spaces
 
 from bench.harness import BENCH_PPO, SIDES, bench_config, er_graphs, large_graph, markdown_table, print_preamble, vec_env, verdict
-from graphtransfer.buffers import held_bytes
-from graphtransfer.train import build_model
+from graphtransfer.training.buffers import held_bytes
+from graphtransfer.training.model import build_model
 
 SIZES = (50, 1000, 10000)
 TARGET = 0.1  # ours / plain at N=10,000 (issue 5)

@@ -14,7 +14,7 @@ import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from bench.harness import SIDES, bench_config, er_graphs, markdown_table, median, print_preamble, vec_env, verdict
-from graphtransfer.train import PhaseTimer
+from graphtransfer.training.callbacks import PhaseTimer
 
 # PPO iterations (of n_steps env steps) per timed repeat, and repeats, per graph size: enough for
 # a stable rate while the whole run stays near 10 minutes on 2 busy cores. One plain iteration at

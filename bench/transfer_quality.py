@@ -20,11 +20,12 @@ from pathlib import Path
 import torch
 
 from graphtransfer.baselines import EXACT
-from graphtransfer.checkpoint import load_policy, read_checkpoint
+from graphtransfer.checkpoint import load_policy_into_env, read_checkpoint
 from graphtransfer.config import RunConfig, ppo_for_task
-from graphtransfer.evaluate import EvalRow, evaluate
+from graphtransfer.envs.factory import run_env
 from graphtransfer.graphs import Graph, barabasi_albert, erdos_renyi, random_geometric
-from graphtransfer.train import run_env, train
+from graphtransfer.solve.evaluate import EvalRow, evaluate
+from graphtransfer.training.loop import train
 
 FAMILIES: dict[str, Callable[[int, int], Graph]] = {
     "er": lambda n, seed: erdos_renyi(n, 8.0, seed),
@@ -73,7 +74,7 @@ def transferred_rows(folder: Path, graphs: list[Graph], samples: int, patience: 
     rows = []
     for graph in graphs:
         env = run_env(checkpoint.config, [graph])
-        policy, _ = load_policy(checkpoint, env)
+        policy, _ = load_policy_into_env(checkpoint, env)
         row = evaluate(policy, checkpoint.config, [graph], samples=samples, deterministic=True)[0]
         if hasattr(env.unwrapped, "defer_action"):
             patient = evaluate(policy, checkpoint.config, [graph], samples=samples, commit_fraction=patience)[0].decodings

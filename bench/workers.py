@@ -19,8 +19,8 @@ import torch
 from bench.harness import markdown_table, median, print_preamble
 from graphtransfer.config import PPOConfig, RunConfig
 from graphtransfer.graphs import erdos_renyi, write_graph
-from graphtransfer.parallel import evaluate_many
-from graphtransfer.train import train
+from graphtransfer.solve.parallel import evaluate_many
+from graphtransfer.training.loop import train
 
 WORKERS = (1, 2)
 

@@ -1,39 +1,52 @@
 """Train a GNN policy on small graphs with Stable-Baselines3 PPO, run it on graphs of a million nodes.
 
 The stable Python API is what this package exports (``__all__``; see the README's "Python API").
-Everything else may change between versions. ``train``, ``transfer``, ``predict`` and ``evaluate``
-here are functions, which hide the modules of those names as attributes of the package: import
-from the modules with ``from graphtransfer.train import ...``, which is unaffected.
+Everything else may change between versions. The names are loaded on first use, so that
+``import graphtransfer`` (and the command line's ``--help``) does not import torch, PyG and SB3.
+
+The package is one folder per stage, imported one way, bottom to top::
+
+    errors, io, config  ->  graphs  ->  envs  ->  nn  ->  baselines  ->  checkpoint  ->  solve
+        ->  training  ->  transfer, export  ->  reporting  ->  cli
 """
 
-from graphtransfer.api import load_policy
-from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
-from graphtransfer.draw import draw_solution
-from graphtransfer.export import export_sb3
-from graphtransfer.graphs import Graph, load_graph, load_graphs
-from graphtransfer.inference import act, obs_to_tensors
-from graphtransfer.parallel import evaluate_many as evaluate
-from graphtransfer.parallel import predict_many
-from graphtransfer.predict import predict
-from graphtransfer.train import resume, train
-from graphtransfer.transfer import transfer
+from __future__ import annotations
 
-__all__ = [
-    "Graph",
-    "ModelConfig",
-    "PPOConfig",
-    "RunConfig",
-    "act",
-    "draw_solution",
-    "evaluate",
-    "export_sb3",
-    "load_graph",
-    "load_graphs",
-    "load_policy",
-    "obs_to_tensors",
-    "predict",
-    "predict_many",
-    "resume",
-    "train",
-    "transfer",
-]
+import importlib
+from typing import Any
+
+# public name -> (module, attribute)
+_EXPORTS = {
+    "Graph": ("graphtransfer.graphs", "Graph"),
+    "ModelConfig": ("graphtransfer.config", "ModelConfig"),
+    "PPOConfig": ("graphtransfer.config", "PPOConfig"),
+    "RunConfig": ("graphtransfer.config", "RunConfig"),
+    "act": ("graphtransfer.solve.inference", "act"),
+    "draw_solution": ("graphtransfer.reporting.draw", "draw_solution"),
+    "evaluate": ("graphtransfer.solve.parallel", "evaluate_many"),
+    "export_sb3": ("graphtransfer.export", "export_sb3"),
+    "load_graph": ("graphtransfer.graphs", "load_graph"),
+    "load_graphs": ("graphtransfer.graphs", "load_graphs"),
+    "load_policy": ("graphtransfer.solve.loading", "load_policy"),
+    "obs_to_tensors": ("graphtransfer.solve.inference", "obs_to_tensors"),
+    "predict": ("graphtransfer.solve.predict", "predict"),
+    "predict_many": ("graphtransfer.solve.parallel", "predict_many"),
+    "resume": ("graphtransfer.training.loop", "resume"),
+    "train": ("graphtransfer.training.loop", "train"),
+    "transfer": ("graphtransfer.transferring", "transfer"),
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'graphtransfer' has no attribute {name!r}")
+    module, attribute = _EXPORTS[name]
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
@@ -40,8 +38,9 @@ from safetensors.torch import load_file, save
 from stable_baselines3.common.policies import ActorCriticPolicy
 
 from graphtransfer.config import RunConfig
-from graphtransfer.envs.factory import head_of
+from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import CheckpointError
+from graphtransfer.io import atomic_write, folder_lock, sync_folder
 from graphtransfer.nn import build_policy
 
 CONFIG = "config.json"
@@ -111,9 +110,17 @@ def save_checkpoint(
     optimizer: torch.optim.Optimizer | None = None,
 ) -> Path:
     """Write the module's weights (and the optimizer's state), then commit them with one rename of
-    ``config.json``; see the module docstring for why a killed save cannot break the folder."""
+    ``config.json``; see the module docstring for why a killed save cannot break the folder.
+    Saves into one folder take its lock (:func:`graphtransfer.io.folder_lock`) one at a time, so
+    one never deletes the files another has just committed."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    with folder_lock(folder):
+        return _save_locked(folder, module, config, info, optimizer)
+
+
+def _save_locked(
+    folder: Path, module: torch.nn.Module, config: RunConfig, info: dict[str, Any] | None, optimizer: torch.optim.Optimizer | None
+) -> Path:
     files = {"weights": _write_tensors(folder, "model", state_tensors(module))}
     meta: dict[str, Any] = {"format": FORMAT, "format_version": FORMAT_VERSION, "config": config.to_dict()}
     if optimizer is not None:
@@ -128,18 +135,52 @@ def save_checkpoint(
     )
     atomic_write(folder / CONFIG_YAML, config.to_yaml().encode())
     atomic_write(folder / CONFIG, (json.dumps(meta, indent=2) + "\n").encode())
-    _sync_folder(folder)
+    sync_folder(folder)
     _remove_unnamed(folder, {entry["name"] for entry in files.values()})
     return folder
 
 
-def read_checkpoint(folder: str | Path) -> Checkpoint:
-    """Read and verify a model folder. Nothing here unpickles: JSON and safetensors only."""
+def read_checkpoint(folder: str | Path, env: str | None = None) -> Checkpoint:
+    """Read and verify a model folder. Nothing here unpickles or imports: JSON and safetensors only.
+
+    A model of a user env loads only when the caller names that env (``env``, what the user typed
+    as ``--env``): a folder never decides what code runs. A save that commits while this reads
+    is waited out: when a file ``config.json`` named has gone, ``config.json`` is read again.
+    """
     folder = Path(folder)
     _refuse_non_folder(folder)
-    meta = _read_meta(folder)
-    tensors = {role: _read_tensors(folder, entry) for role, entry in _named_files(folder, meta).items()}
-    return Checkpoint(RunConfig.from_dict(meta["config"]), tensors["weights"], meta, folder, tensors.get("optimizer"))
+    for attempt in range(_READ_ATTEMPTS):
+        meta = _read_meta(folder)
+        config = RunConfig.from_dict(meta["config"], str(folder / CONFIG))
+        check_env_named(config, env, folder)
+        try:
+            tensors = {role: _read_tensors(folder, entry) for role, entry in _named_files(folder, meta).items()}
+        except _Replaced:
+            if attempt == _READ_ATTEMPTS - 1:
+                raise CheckpointError(f"{folder}: is being rewritten by another process over and over; try again once it is done") from None
+            continue
+        return Checkpoint(config, tensors["weights"], meta, folder, tensors.get("optimizer"))
+    raise AssertionError("unreachable")
+
+
+_READ_ATTEMPTS = 20
+
+
+class _Replaced(Exception):
+    """A tensor file named by the config.json just read is gone: a newer save committed meanwhile."""
+
+
+def check_env_named(config: RunConfig, env: str | None, folder: Path) -> None:
+    """A model trained on a user env loads only with that env named by the caller; a built-in
+    task's model needs none (an ``env`` given for it is refused, since it would be ignored)."""
+    if config.env is None and env is not None:
+        raise CheckpointError(f"{folder}: holds a model of the built-in task {config.task}; drop --env {env}")
+    if config.env is not None and env != config.env:
+        found = "none was given" if env is None else f"--env {env} was given"
+        raise CheckpointError(
+            f"{folder}: was trained on the user env {config.env!r}, and {found}; loading a model folder never imports code it names, "
+            f"so pass --env {config.env} (in Python: env={config.env!r}) if you trust that env"
+        )
 
 
 def load_strict(module: torch.nn.Module, tensors: dict[str, torch.Tensor]) -> LoadReport:
@@ -187,7 +228,7 @@ def check_fits(checkpoint: Checkpoint, env: gym.Env) -> None:
         )
 
 
-def load_policy(checkpoint: Checkpoint, env: gym.Env) -> tuple[ActorCriticPolicy, LoadReport]:
+def load_policy_into_env(checkpoint: Checkpoint, env: gym.Env) -> tuple[ActorCriticPolicy, LoadReport]:
     """Build a policy for ``env``'s spaces from the checkpoint's config and load it strictly."""
     check_fits(checkpoint, env)
     config = checkpoint.config
@@ -248,33 +289,6 @@ def _write_tensors(folder: Path, kind: str, tensors: dict[str, torch.Tensor]) ->
     name = f"{kind}-{digest[:16]}.safetensors"
     atomic_write(folder / name, data)
     return {"name": name, "sha256": digest}
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, flush it to disk, rename it over ``path``.
-
-    The rename alone is atomic against a killed process; the flush makes it so across a power cut
-    too, where the filesystem honours fsync.
-    """
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def _sync_folder(folder: Path) -> None:
-    if os.name == "posix":  # persists the renames themselves; Windows cannot open a folder for this
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def _remove_unnamed(folder: Path, named: set[str]) -> None:
@@ -340,11 +354,19 @@ def _named_files(folder: Path, meta: dict[str, Any]) -> dict[str, dict[str, str]
 def _read_tensors(folder: Path, entry: dict[str, str]) -> dict[str, torch.Tensor]:
     path = folder / entry["name"]
     if not path.is_file():
+        if _committed_since(folder, entry["name"]):
+            raise _Replaced
         raise CheckpointError(f"{path}: missing, though {CONFIG} names it; the folder is incomplete, restore it or retrain")
-    if _sha256(path) != entry.get("sha256"):
+    try:
+        digest = _sha256(path)
+    except FileNotFoundError:
+        raise _Replaced from None
+    if digest != entry.get("sha256"):
         raise CheckpointError(f"{path}: sha256 differs from {CONFIG}; the file is damaged or was replaced, retrain or restore it")
     try:
-        return load_file(path)
+        tensors = load_file(path)
+    except FileNotFoundError:
+        raise _Replaced from None
     except SafetensorError as err:
         kind = _magic(path)  # to explain the failure; parsing it as safetensors cannot run code
         if kind in ("zip", "pickle"):
@@ -352,6 +374,26 @@ def _read_tensors(folder: Path, entry: dict[str, str]) -> dict[str, torch.Tensor
                 f"{path}: is a {kind} file, not safetensors; such files can run code and are never loaded; retrain"
             ) from None
         raise CheckpointError(f"{path}: unreadable safetensors file ({err}); the file is damaged, retrain or restore it") from None
+    _refuse_non_finite(path, tensors)
+    return tensors
+
+
+def _refuse_non_finite(path: Path, tensors: dict[str, torch.Tensor]) -> None:
+    """Weights holding NaN or infinity give a policy whose every action is garbage: refuse them."""
+    for name, tensor in tensors.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise CheckpointError(
+                f"{path}: tensor {name} holds NaN or infinite values; the training diverged or the file was edited, retrain"
+            )
+
+
+def _committed_since(folder: Path, name: str) -> bool:
+    """Whether config.json no longer names ``name``: a save committed after it was read."""
+    try:
+        files = json.loads((folder / CONFIG).read_text()).get("files", {})
+    except (OSError, ValueError, AttributeError):
+        return False
+    return isinstance(files, dict) and name not in {entry.get("name") for entry in files.values() if isinstance(entry, dict)}
 
 
 def _magic(path: Path) -> str:

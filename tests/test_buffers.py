@@ -10,13 +10,14 @@ from sb3_contrib.common.maskable.buffers import MaskableDictRolloutBuffer
 from stable_baselines3.common.buffers import DictRolloutBuffer
 from stable_baselines3.common.env_util import make_vec_env
 
-from graphtransfer.buffers import EdgeStore, ValueColumn, estimate_rollout_bytes, held_bytes
 from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
 from graphtransfer.envs.contract import padded_structure
-from graphtransfer.envs.factory import head_of
+from graphtransfer.envs.factory import run_env
+from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import erdos_renyi
-from graphtransfer.train import buffer_class, build_model, check_buffer_fits, run_env
+from graphtransfer.training.buffers import EdgeStore, ValueColumn, estimate_rollout_bytes, held_bytes
+from graphtransfer.training.model import buffer_class, build_model, check_buffer_fits
 
 TASKS = ("mis", "mvc", "epidemic", "maxcut")  # node-wise residual, node-choice, graph-level, node-wise static
 

@@ -15,7 +15,7 @@ from graphtransfer.checkpoint import (
     CONFIG,
     CONFIG_YAML,
     load_optimizer_state,
-    load_policy,
+    load_policy_into_env,
     load_strict,
     optimizer_state,
     read_checkpoint,
@@ -43,7 +43,7 @@ def test_round_trip_is_bit_identical_on_a_larger_graph(saved):
     checkpoint = read_checkpoint(folder)
     assert checkpoint.config == config
     big = MISEnv([erdos_renyi(500, 3.0, 1)])
-    loaded, report = load_policy(checkpoint, big)
+    loaded, report = load_policy_into_env(checkpoint, big)
     assert report.ok and not report.missing and len(report.loaded) == len(state_tensors(policy))
     for name, tensor in state_tensors(policy).items():
         assert torch.equal(state_tensors(loaded)[name], tensor), name
@@ -190,6 +190,6 @@ def test_a_save_killed_at_any_moment_leaves_a_folder_that_loads(tmp_path):
         checkpoint = read_checkpoint(folder)  # verifies every sha256
         got = checkpoint.tensors["features_extractor.encode.0.weight"]
         assert any(torch.equal(got, w) for w in wanted)
-        load_policy(checkpoint, env)
+        load_policy_into_env(checkpoint, env)
     save_checkpoint(folder, policies[0], config)
     assert sorted(p.name for p in folder.iterdir()) == sorted([CONFIG, CONFIG_YAML, weights_file(folder).name])

@@ -55,7 +55,7 @@ def test_mixed_precision_passes_messages_in_bfloat16_and_returns_float32(conv, b
 @needs_cuda
 def test_a_mixed_precision_ppo_run_on_cuda_updates_finite_weights(tmp_path):
     from graphtransfer.checkpoint import read_checkpoint
-    from graphtransfer.train import train
+    from graphtransfer.training.loop import train
 
     config = RunConfig(
         task="mis",

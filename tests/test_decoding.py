@@ -4,12 +4,12 @@ import pytest
 import torch
 
 from graphtransfer.config import ModelConfig, RunConfig
+from graphtransfer.envs.factory import inference_env
 from graphtransfer.envs.mis import DEFER, EXCLUDE, INCLUDE, UNDECIDED
 from graphtransfer.errors import UsageError
-from graphtransfer.evaluate import inference_env
 from graphtransfer.graphs import erdos_renyi
-from graphtransfer.inference import patient_actions, solve
 from graphtransfer.nn import build_policy
+from graphtransfer.solve.inference import patient_actions, solve
 
 
 def test_only_the_surest_nodes_may_commit_and_nothing_else_is_decided():

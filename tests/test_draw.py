@@ -5,9 +5,9 @@ from typer.testing import CliRunner
 
 from graphtransfer.cli import app
 from graphtransfer.config import RunConfig
-from graphtransfer.draw import MAX_DRAW_NODES, actions_summary, draw_solution, spring_layout
 from graphtransfer.graphs import erdos_renyi, write_graph
-from graphtransfer.inference import Solution
+from graphtransfer.reporting.draw import MAX_DRAW_NODES, actions_summary, draw_solution, spring_layout
+from graphtransfer.solve.inference import Solution
 from tests.conftest import graph_from_pairs
 
 runner = CliRunner()

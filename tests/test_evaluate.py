@@ -1,11 +1,11 @@
 import pytest
 
 from graphtransfer.config import ModelConfig, RunConfig
-from graphtransfer.evaluate import evaluate, format_rows
+from graphtransfer.envs.factory import run_env
 from graphtransfer.graphs import barabasi_albert, erdos_renyi
 from graphtransfer.nn import build_policy
-from graphtransfer.report import family, rows_to_json
-from graphtransfer.train import run_env
+from graphtransfer.reporting.report import family, format_rows, rows_to_json
+from graphtransfer.solve.evaluate import evaluate
 
 
 @pytest.fixture

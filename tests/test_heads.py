@@ -6,10 +6,10 @@ import torch
 
 from graphtransfer.config import ModelConfig
 from graphtransfer.envs import EpidemicEnv, MaxCutEnv, MISEnv, MVCEnv
-from graphtransfer.envs.factory import head_of
+from graphtransfer.envs.protocol import head_of
 from graphtransfer.graphs import barabasi_albert, erdos_renyi
-from graphtransfer.inference import obs_to_tensors
 from graphtransfer.nn import build_policy
+from graphtransfer.solve.inference import obs_to_tensors
 
 
 def stacked(env, count, rng):

@@ -9,8 +9,8 @@ from torch_geometric.data import Batch, Data
 from graphtransfer.config import ModelConfig
 from graphtransfer.envs import MISEnv, MVCEnv
 from graphtransfer.graphs import erdos_renyi
-from graphtransfer.inference import act, obs_to_tensors, pyg_to_padded
 from graphtransfer.nn import build_policy, policy_kwargs, to_disjoint
+from graphtransfer.solve.inference import act, obs_to_tensors, pyg_to_padded
 
 
 def test_act_on_tensors_equals_sb3_predict_on_numpy():

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from graphtransfer import memory
 from graphtransfer.config import ModelConfig
 from graphtransfer.errors import UsageError
-from graphtransfer.memory import MIB, available_bytes, check_memory, estimate_peak_bytes, most_edges_into_a_chunk
+from graphtransfer.solve import memory
+from graphtransfer.solve.memory import MIB, available_bytes, check_memory, estimate_peak_bytes, most_edges_into_a_chunk
 
 # (nodes, directed edges, conv, width, measured MiB): the table in graphtransfer/memory.py's docstring
 MEASURED = [

@@ -89,7 +89,7 @@ def test_extractor_plugs_into_sb3_as_pooled_features():
 
 
 def test_policy_on_active_subgraph_equals_policy_on_full_observation():
-    from graphtransfer.inference import active_subgraph, obs_to_tensors
+    from graphtransfer.solve.inference import active_subgraph, obs_to_tensors
 
     env = MISEnv([erdos_renyi(40, 3.0, 0)])
     obs, _ = env.reset(seed=0)

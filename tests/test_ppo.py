@@ -9,8 +9,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
 from graphtransfer.graphs import load_graphs
-from graphtransfer.ppo import BudgetMaskablePPO, BudgetPPO, node_budget_groups
-from graphtransfer.train import _model
+from graphtransfer.training.model import make_model
+from graphtransfer.training.ppo import BudgetMaskablePPO, BudgetPPO, node_budget_groups
 
 
 class KeepRollout(BaseCallback):
@@ -72,7 +72,7 @@ def test_split_update_equals_the_unsplit_update(task, head, algorithm, budget):
         model=ModelConfig(width=16, head_width=16, num_layers=2),
         ppo=PPOConfig(n_envs=2, n_steps=16, batch_size=16, n_epochs=2, target_kl=None, seed=3, device="cpu"),
     )
-    model = _model(config, load_graphs("small")[:6], 3)
+    model = make_model(config, load_graphs("small")[:6], 3)
     assert type(model) is algorithm and model.max_nodes_per_batch is None
     keep = KeepRollout()
     model.learn(32, callback=keep)

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from graphtransfer.checkpoint import CONFIG, read_checkpoint
 from graphtransfer.cli import app
 from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
-from graphtransfer.train import train
+from graphtransfer.training.loop import train
 
 runner = CliRunner()
 

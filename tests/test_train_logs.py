@@ -10,11 +10,11 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from graphtransfer.checkpoint import load_policy, read_checkpoint
+from graphtransfer.checkpoint import load_policy_into_env, read_checkpoint
 from graphtransfer.cli import app
-from graphtransfer.evaluate import evaluate
+from graphtransfer.envs.factory import run_env
 from graphtransfer.graphs import barabasi_albert, load_graphs, write_edge_list
-from graphtransfer.train import run_env
+from graphtransfer.solve.evaluate import evaluate
 
 runner = CliRunner()
 TINY = ["--graphs", "small", "--steps", "256", "--n-envs", "2", "--width", "16", "--layers", "2", "--seed", "3", "--no-progress"]
@@ -67,7 +67,7 @@ def test_best_holds_the_best_evaluated_policy_and_its_score_repeats(run):
     record = best.meta["evaluation"]
     assert record["by"] == "vs_greedy-min-degree" and record["score"] == max(scores.values()) == scores[record["steps"]]
     graphs = load_graphs(record["graphs"])
-    policy, report = load_policy(best, run_env(best.config, graphs))
+    policy, report = load_policy_into_env(best, run_env(best.config, graphs))
     assert report.ok
     rows = evaluate(policy, best.config, graphs)
     assert np.mean([row.ratio(row.policy.objective, row.baselines[0].objective) for row in rows]) == pytest.approx(record["score"])

@@ -12,6 +12,7 @@ from graphtransfer.envs.epidemic import EpidemicEnv
 from graphtransfer.envs.maxcut import MaxCutEnv, cut_size
 from graphtransfer.envs.mis import MISEnv, is_independent_set
 from graphtransfer.envs.mvc import MVCEnv, is_vertex_cover
+from graphtransfer.envs.protocol import GraphEnvProtocol, Head
 
 TASKS: dict[str, type[GraphEnv]] = {"mis": MISEnv, "mvc": MVCEnv, "maxcut": MaxCutEnv, "epidemic": EpidemicEnv}
 GYM_IDS = {
@@ -30,6 +31,8 @@ __all__ = [
     "TASKS",
     "EpidemicEnv",
     "GraphEnv",
+    "GraphEnvProtocol",
+    "Head",
     "MISEnv",
     "MVCEnv",
     "MaxCutEnv",

@@ -24,10 +24,12 @@ class GraphEnv(gym.Env):
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
     num_features: ClassVar[int]
     head: ClassVar[str]
-    """which policy head acts: "node-wise", "node-choice" or "graph-level" (see graphtransfer.nn)"""
+    """which policy head acts (a :class:`~graphtransfer.envs.protocol.Head`)"""
     sense: ClassVar[str] = "max"
     """whether the objective is maximised ("max") or minimised ("min")"""
     objective_name: ClassVar[str]
+    inference_horizon: ClassVar[int | None] = None
+    """episode length at inference (None: the training horizon); see graphtransfer.envs.protocol"""
     solution_header: ClassVar[str] = "node,decision"
     """CSV header of what :meth:`solution` returns"""
 

@@ -19,6 +19,7 @@ import numpy as np
 from gymnasium import spaces
 
 from graphtransfer.envs.base import GraphEnv
+from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
 
 MEASURES = ("none", "distancing", "lockdown")
@@ -39,7 +40,7 @@ class EpidemicEnv(GraphEnv):
     """
 
     num_features = 3
-    head = "graph-level"
+    head = Head.GRAPH_LEVEL
     objective_name = "return: -(infected fraction + measure cost), summed over steps"
     solution_header = "step,measure,infected"
 

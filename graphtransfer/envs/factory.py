@@ -1,7 +1,10 @@
-"""Building the env of a run: a built-in task, or the user's own env class or gymnasium id.
+"""Every env construction: a built-in task, or the user's own env class or gymnasium id.
 
 Every env is built as ``factory(graphs=[Graph, ...], **env_kwargs)``: graphtransfer hands an env
 the graphs to sample from, which is how ``transfer`` points the same env at larger graphs.
+Built-in tasks come from the package's registry (:data:`graphtransfer.envs.TASKS`); a user env
+is imported only under the name the user gave (a model folder's config is checked against it
+before anything is built, see :func:`graphtransfer.checkpoint.read_checkpoint`).
 """
 
 from __future__ import annotations
@@ -15,11 +18,35 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
+from graphtransfer.config import RunConfig
 from graphtransfer.envs import TASKS
 from graphtransfer.envs.adapters import GraphObservationAdapter
-from graphtransfer.envs.contract import check_contract, infer_head
+from graphtransfer.envs.contract import check_contract
+from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
+
+
+def run_env(config: RunConfig, graphs: Sequence[Graph]) -> gym.Env:
+    """The run's env over ``graphs``, with the run's training horizon."""
+    return make_env(config.task, config.env, config.env_kwargs, graphs, config.horizon)
+
+
+def inference_env(config: RunConfig, graph: Graph, max_passes: int | None = None) -> gym.Env:
+    """The run's env on one graph, built for inference. Tasks that end once solved (MIS, MVC)
+    run longer than in training, their ``inference_horizon``; ``max_passes`` overrides either.
+    A built-in task gets the horizon in its constructor; a user env that declares
+    ``inference_horizon`` or is given ``max_passes`` gets its ``horizon`` set here (see
+    :class:`~graphtransfer.envs.protocol.GraphEnvProtocol`)."""
+    if config.env is None:
+        horizon = max_passes or _task(config.task).inference_horizon
+        kwargs = {**config.env_kwargs, **({"horizon": horizon} if horizon else {})}
+        return make_env(config.task, None, kwargs, [graph], config.horizon)
+    env = make_env(None, config.env, config.env_kwargs, [graph])
+    horizon = max_passes or features_of(env).inference_horizon
+    if horizon:
+        env.unwrapped.horizon = horizon
+    return env
 
 
 def make_env(task: str | None, env: str | None, env_kwargs: dict[str, Any], graphs: Sequence[Graph], horizon: int | None = None) -> gym.Env:
@@ -33,10 +60,8 @@ def make_env(task: str | None, env: str | None, env_kwargs: dict[str, Any], grap
         horizon: episode length for built-in tasks (``None``: the task's default).
     """
     if env is None:
-        if task not in TASKS:
-            raise UsageError(f"unknown task {task!r}; choose one of {sorted(TASKS)} or pass --env module:Class")
         kwargs = {**({"horizon": horizon} if horizon else {}), **env_kwargs}
-        return _construct(TASKS[task], kwargs, graphs, task)
+        return _construct(_task(task), kwargs, graphs, task)
     built = _construct(_load(env), env_kwargs, graphs, env)
     if isinstance(built.observation_space, spaces.Graph):
         built = GraphObservationAdapter(built)
@@ -44,10 +69,10 @@ def make_env(task: str | None, env: str | None, env_kwargs: dict[str, Any], grap
     return built
 
 
-def head_of(env: gym.Env) -> str:
-    """The env's declared ``head``, or the one its spaces imply."""
-    declared = getattr(env.unwrapped, "head", None)
-    return declared or infer_head(env.observation_space, env.action_space)
+def _task(name: str | None) -> type:
+    if name not in TASKS:
+        raise UsageError(f"unknown task {name!r}; choose one of {sorted(TASKS)} or pass --env module:Class")
+    return TASKS[name]
 
 
 def _load(spec: str):

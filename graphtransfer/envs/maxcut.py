@@ -13,6 +13,7 @@ import numpy as np
 from gymnasium import spaces
 
 from graphtransfer.envs.base import GraphEnv
+from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
 
 KEEP, FLIP = 0, 1
@@ -25,7 +26,7 @@ class MaxCutEnv(GraphEnv):
 
     num_features = 4
     num_actions = 2
-    head = "node-wise"
+    head = Head.NODE_WISE
     objective_name = "cut edges"
 
     def __init__(self, graphs: Sequence[Graph], horizon: int = 16):

@@ -19,6 +19,7 @@ import numpy as np
 from gymnasium import spaces
 
 from graphtransfer.envs.base import GraphEnv
+from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
 
 EXCLUDE, INCLUDE, DEFER = 0, 1, 2
@@ -42,7 +43,7 @@ class MISEnv(GraphEnv):
 
     num_features = 5
     num_actions = 3
-    head = "node-wise"
+    head = Head.NODE_WISE
     objective_name = "independent set size"
     inference_horizon = 256  # passes allowed at inference, where graphs are far larger
     commit_action, defer_action = INCLUDE, DEFER  # what a commit fraction below 1 lets the surest nodes do, and the rest

@@ -15,6 +15,7 @@ import numpy as np
 from gymnasium import spaces
 
 from graphtransfer.envs.base import GraphEnv
+from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
 
 
@@ -27,7 +28,7 @@ class MVCEnv(GraphEnv):
     """
 
     num_features = 4
-    head = "node-choice"
+    head = Head.NODE_CHOICE
     sense = "min"
     objective_name = "vertex cover size"
 

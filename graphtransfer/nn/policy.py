@@ -22,11 +22,12 @@ from stable_baselines3.common.type_aliases import Schedule
 from torch import nn
 
 from graphtransfer.config import ModelConfig
+from graphtransfer.envs.protocol import Head
 from graphtransfer.nn.batching import DisjointGraph
 from graphtransfer.nn.distributions import NodeWiseCategorical
 from graphtransfer.nn.extractor import GNNExtractor
 
-HEADS = ("node-wise", "node-choice", "graph-level")
+HEADS = tuple(head.value for head in Head)
 PADDING_LOGIT = -1e8  # as sb3-contrib masks: probability 0, but no NaN from -inf - -inf
 
 
@@ -156,10 +157,10 @@ class NodeChoicePolicy(NodeHeads, MaskableActorCriticPolicy):
         return self._distribution(obs, action_masks)[0]
 
 
-POLICIES: dict[str, type[ActorCriticPolicy]] = {
-    "node-wise": NodePolicy,
-    "node-choice": NodeChoicePolicy,
-    "graph-level": MultiInputActorCriticPolicy,
+POLICIES: dict[Head, type[ActorCriticPolicy]] = {
+    Head.NODE_WISE: NodePolicy,
+    Head.NODE_CHOICE: NodeChoicePolicy,
+    Head.GRAPH_LEVEL: MultiInputActorCriticPolicy,
 }
 
 
@@ -167,7 +168,7 @@ def policy_kwargs(head: str, model: ModelConfig) -> dict[str, Any]:
     """SB3 ``policy_kwargs`` for the head's policy class from the run's model settings."""
     extractor = {"conv": model.conv, "num_layers": model.num_layers, "width": model.width, "aggr": model.aggr}
     kwargs: dict[str, Any] = {"features_extractor_class": GNNExtractor, "features_extractor_kwargs": extractor}
-    if head == "graph-level":  # SB3's own MLP heads on the pooled graph embedding
+    if head == Head.GRAPH_LEVEL:  # SB3's own MLP heads on the pooled graph embedding
         return {**kwargs, "net_arch": [model.head_width, model.head_width]}
     return {**kwargs, "head_width": model.head_width}
 

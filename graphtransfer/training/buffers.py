@@ -22,6 +22,8 @@ from sb3_contrib.common.maskable.buffers import MaskableDictRolloutBuffer
 from stable_baselines3.common.buffers import DictRolloutBuffer
 from stable_baselines3.common.preprocessing import get_obs_shape
 
+from graphtransfer.envs.protocol import features_of
+
 EDGE_KEY = "edge_index"
 NODE_BITS = 31  # an edge (u, v) is the one int64 key u << 31 | v, ordered like (u, v)
 # Dtypes a column of values may be kept in, narrowest first; one is used only when every value
@@ -299,7 +301,7 @@ class CompactStorage:
         super().reset()
         self.observation_shapes = shapes = get_obs_shape(self.observation_space)
         self.actions = self.actions.astype(narrow_action_dtype(self.action_space))
-        if hasattr(self, "action_masks"):
+        if isinstance(self, MaskableDictRolloutBuffer):
             self.action_masks = self.action_masks.astype(bool)  # MaskablePPO's masks are 0/1
         self.edges = EdgeStore(shapes[EDGE_KEY][1], self.buffer_size, self.n_envs, carried=self.edges)
         self.stores = {
@@ -332,7 +334,7 @@ class CompactStorage:
         samples = samples._replace(observations=observations)
         if samples.actions.dtype != torch.float32:  # sb3-contrib returns actions as stored; SB3 stored the space's dtype
             samples = samples._replace(actions=self.to_torch(self.actions[batch_inds].astype(self.action_space.dtype)))
-        if hasattr(samples, "action_masks"):
+        if "action_masks" in samples._fields:
             samples = samples._replace(action_masks=samples.action_masks.float())
         return samples
 
@@ -368,11 +370,12 @@ def estimate_rollout_bytes(buffer_class: type[CompactStorage], env: gym.Env, pro
     buffer = buffer_class(probe_steps, env.observation_space, env.action_space, device="cpu", n_envs=1)
     obs, _ = env.reset(seed=0)
     env.action_space.seed(0)
-    masks = getattr(env.unwrapped, "action_masks", None)
+    features = features_of(env)
+    masks = features.action_masks
     for _ in range(probe_steps):
         mask = masks() if masks is not None else None
         action = env.action_space.sample(mask=mask.astype(np.int8)) if mask is not None and mask.any() else env.action_space.sample()
-        extra = {"action_masks": mask} if mask is not None and hasattr(buffer, "action_masks") else {}
+        extra = {"action_masks": mask} if mask is not None and isinstance(buffer, MaskableDictRolloutBuffer) else {}
         batch = {key: np.asarray(value)[None] for key, value in obs.items()}
         buffer.add(batch, np.asarray(action), np.zeros(1), np.zeros(1), torch.zeros(1), torch.zeros(1), **extra)
         obs, _, terminated, truncated, _ = env.step(action)
@@ -380,5 +383,4 @@ def estimate_rollout_bytes(buffer_class: type[CompactStorage], env: gym.Env, pro
             obs, _ = env.reset()
     table = buffer.edges.table_bytes()
     largest_set = max(held_bytes(edge_set) for edge_set in buffer.edges.sets.values())
-    graphs = len(getattr(env.unwrapped, "graphs", ())) or 1
-    return RolloutEstimate(largest_set * graphs, (held_bytes(buffer) - table) / probe_steps)
+    return RolloutEstimate(largest_set * features.num_graphs, (held_bytes(buffer) - table) / probe_steps)

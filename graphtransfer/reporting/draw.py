@@ -13,12 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
-from graphtransfer.config import RunConfig
+from graphtransfer.config import MAX_DRAW_NODES, RunConfig
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
-from graphtransfer.inference import Solution
+from graphtransfer.solve.inference import Solution
 
-MAX_DRAW_NODES = 3000
 GRAVITY = 2.0
 """pull towards the centre, of the order of the repulsion a node feels at distance 0.5"""
 # what a per-node decision means, by task; other per-node solutions are labelled by their value

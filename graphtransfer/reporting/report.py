@@ -1,4 +1,4 @@
-"""Writing evaluation results for people and programs: JSON, and a plot of ratio against size."""
+"""Writing evaluation results for people and programs: a text table, JSON, and a plot of ratio against size."""
 
 from __future__ import annotations
 
@@ -6,7 +6,31 @@ import json
 import re
 from pathlib import Path
 
-from graphtransfer.evaluate import EvalRow
+from graphtransfer.solve.evaluate import EvalRow
+
+
+def format_rows(rows: list[EvalRow]) -> list[str]:
+    """A plain-text table: one line per graph and decoding, then the polished line if any."""
+    if not rows:
+        return []
+    better = "higher" if rows[0].sense == "max" else "lower"
+    lines = [
+        f"{'graph':<22} {'nodes':>8} {'edges':>9} {'decoding':<13} {'objective':>10} {'valid':>5} {'passes':>6} {'secs':>6}"
+        f"  vs baselines (policy/baseline; {better} objective is better)"
+    ]
+    for row in rows:
+        name = f"{row.graph.name[:22]:<22} {row.graph.num_nodes:>8} {row.graph.num_edges:>9}"
+        for label, solution in row.decodings.items():
+            versus = "  ".join(f"{b.name} {b.objective:.6g} ({row.compare(solution.objective, b.objective)})" for b in row.baselines)
+            lines.append(
+                f"{name} {label:<13} {solution.objective:>10.6g} {'yes' if solution.feasible else 'NO':>5} "
+                f"{solution.passes:>6} {solution.seconds:>6.2f}  {versus}"
+            )
+            name = " " * len(name)
+        if row.polished is not None:
+            versus = "  ".join(f"{b.name}+polish {b.polished:.6g} ({row.compare(row.polished, b.polished)})" for b in row.baselines)
+            lines.append(f"{name} {'polished':<13} {row.polished:>10.6g} {'yes':>5} {'':>6} {'':>6}  {versus}")
+    return lines
 
 
 def family(graph_name: str) -> str:

@@ -13,12 +13,12 @@ from pathlib import Path
 
 from graphtransfer.baselines import BASELINES
 from graphtransfer.baselines.polish import POLISH
-from graphtransfer.checkpoint import load_policy, read_checkpoint
 from graphtransfer.config import RunConfig
+from graphtransfer.envs.factory import inference_env
+from graphtransfer.envs.protocol import features_of
 from graphtransfer.graphs import Graph, load_graphs
-from graphtransfer.inference import Solution, peak_rss_mib, solve
-from graphtransfer.nn import configure_runtime
-from graphtransfer.train import run_env
+from graphtransfer.solve.inference import Solution, peak_rss_mib, solve
+from graphtransfer.solve.loading import DEFAULT_RUNTIME, Runtime, policy_for_graphs
 
 
 @dataclass
@@ -60,16 +60,6 @@ class EvalRow:
         return f"{value - baseline:+.3f}"
 
 
-def inference_env(config: RunConfig, graph: Graph, max_passes: int | None = None):
-    """The run's env on one graph. Tasks that end once solved (MIS, MVC) get a longer horizon
-    than in training, their ``inference_horizon``; ``max_passes`` overrides either."""
-    env = run_env(config, [graph])
-    horizon = max_passes or getattr(env.unwrapped, "inference_horizon", None)
-    if horizon:
-        env.unwrapped.horizon = horizon
-    return env
-
-
 def evaluate(
     policy,
     config: RunConfig,
@@ -93,7 +83,7 @@ def evaluate(
     rows = []
     for graph in graphs:
         env = inference_env(config, graph, max_passes)
-        sense = getattr(env.unwrapped, "sense", "max")
+        sense = features_of(env).sense
         options = {"seed": seed, "commit_fraction": commit_fraction}
         decodings = {"sampled": solve(policy, env, **options)}
         if deterministic:
@@ -119,37 +109,12 @@ def _run_baseline(name, fn, env, graph, polisher) -> BaselineResult:
     return result
 
 
-def format_rows(rows: list[EvalRow]) -> list[str]:
-    """A plain-text table: one line per graph and decoding, then the polished line if any."""
-    if not rows:
-        return []
-    better = "higher" if rows[0].sense == "max" else "lower"
-    lines = [
-        f"{'graph':<22} {'nodes':>8} {'edges':>9} {'decoding':<13} {'objective':>10} {'valid':>5} {'passes':>6} {'secs':>6}"
-        f"  vs baselines (policy/baseline; {better} objective is better)"
-    ]
-    for row in rows:
-        name = f"{row.graph.name[:22]:<22} {row.graph.num_nodes:>8} {row.graph.num_edges:>9}"
-        for label, solution in row.decodings.items():
-            versus = "  ".join(f"{b.name} {b.objective:.6g} ({row.compare(solution.objective, b.objective)})" for b in row.baselines)
-            lines.append(
-                f"{name} {label:<13} {solution.objective:>10.6g} {'yes' if solution.feasible else 'NO':>5} "
-                f"{solution.passes:>6} {solution.seconds:>6.2f}  {versus}"
-            )
-            name = " " * len(name)
-        if row.polished is not None:
-            versus = "  ".join(f"{b.name}+polish {b.polished:.6g} ({row.compare(row.polished, b.polished)})" for b in row.baselines)
-            lines.append(f"{name} {'polished':<13} {row.polished:>10.6g} {'yes':>5} {'':>6} {'':>6}  {versus}")
-    return lines
-
-
 def evaluate_model(
-    model: str | Path, graphs: str | Path, max_nodes_per_batch: int | None = None, mixed_precision: bool = False, **options
+    model: str | Path, graphs: str | Path, runtime: Runtime = DEFAULT_RUNTIME, env: str | None = None, **options
 ) -> tuple[RunConfig, list[EvalRow]]:
-    """Load the model folder ``model`` and :func:`evaluate` it on the graphs ``graphs`` names,
-    its layers in chunks of ``max_nodes_per_batch`` nodes if given (the same numbers)."""
-    checkpoint = read_checkpoint(model)
-    loaded = load_graphs(graphs)
-    policy, _ = load_policy(checkpoint, run_env(checkpoint.config, loaded))
-    configure_runtime(policy, max_nodes_per_batch, mixed_precision)
-    return checkpoint.config, evaluate(policy, checkpoint.config, loaded, **options)
+    """Load the model folder ``model`` for the graphs ``graphs`` names (refusing any that would not
+    fit in memory) and :func:`evaluate` it there; ``env`` names the user env of a model trained on one."""
+    loaded_graphs = load_graphs(graphs)
+    loaded = policy_for_graphs(model, loaded_graphs, runtime, env)
+    config = loaded.checkpoint.config
+    return config, evaluate(loaded.policy, config, loaded_graphs, **options)

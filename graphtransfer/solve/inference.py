@@ -19,11 +19,9 @@ import torch
 from torch_geometric.data import Batch, Data
 from torch_geometric.utils import to_dense_batch
 
-from graphtransfer.envs.factory import head_of
+from graphtransfer.config import DEFAULT_COMMIT_FRACTION
+from graphtransfer.envs.protocol import EnvFeatures, Head, features_of
 from graphtransfer.errors import UsageError
-
-DEFAULT_COMMIT_FRACTION = 0.1
-"""node-choice heads' default; node-wise heads commit every node's action by default (1.0)"""
 
 
 @dataclass
@@ -64,51 +62,49 @@ def solve(policy, env: gym.Env, deterministic: bool = False, seed: int = 0, comm
     obs, _ = env.reset(seed=seed)
     generator = torch.Generator(device=policy.device).manual_seed(seed)
     torch.manual_seed(seed)
-    head = head_of(env)
-    act = {"node-wise": _node_wise_step, "node-choice": _node_choice_step, "graph-level": _graph_level_step}[head]
-    commit_fraction = check_commit_fraction(env, head, commit_fraction)
+    features = features_of(env)
+    act = {Head.NODE_WISE: _node_wise_step, Head.NODE_CHOICE: _node_choice_step, Head.GRAPH_LEVEL: _graph_level_step}[features.head]
+    commit_fraction = check_commit_fraction(env, features, commit_fraction)
     done, passes, rewards = False, 0, []
     with torch.inference_mode():
         while not done:
-            obs, reward, terminated, truncated, _ = act(policy, env, obs, deterministic, generator, commit_fraction)
+            obs, reward, terminated, truncated, _ = act(policy, env, features, obs, deterministic, generator, commit_fraction)
             done, passes = terminated or truncated, passes + 1
             rewards.append(reward)
-    task = env.unwrapped
-    if hasattr(task, "solution"):
-        solution = task.solution()
-        objective, feasible = task.objective(task.graph, solution), task.feasible(task.graph, solution)
+    if features.solution is not None:
+        graph = env.unwrapped.graph
+        solution = features.solution()
+        objective, feasible = features.objective(graph, solution), features.feasible(graph, solution)
     else:  # a user env without a solution of its own: report the episode's rewards
         solution, objective, feasible = np.column_stack([np.arange(len(rewards)), rewards]), float(np.sum(rewards)), True
     return Solution(solution, objective, feasible, passes, time.perf_counter() - started, peak_rss_mib())
 
 
-def check_commit_fraction(env: gym.Env, head: str, commit_fraction: float | None) -> float:
+def check_commit_fraction(env: gym.Env, features: EnvFeatures, commit_fraction: float | None) -> float:
     """The fraction to decode with: ``commit_fraction`` or the head's default; a fraction below 1
     for a node-wise env that names no commit and defer actions is a usage error."""
     if commit_fraction is None:
-        return DEFAULT_COMMIT_FRACTION if head == "node-choice" else 1.0
+        return DEFAULT_COMMIT_FRACTION if features.head is Head.NODE_CHOICE else 1.0
     if not 0 < commit_fraction <= 1:
         raise UsageError(f"commit fraction {commit_fraction} must be in (0, 1]")
-    task = env.unwrapped
-    if head == "node-wise" and commit_fraction < 1 and not (hasattr(task, "commit_action") and hasattr(task, "defer_action")):
+    if features.head is Head.NODE_WISE and commit_fraction < 1 and not features.patient:
         raise UsageError(
-            f"{type(task).__name__} names no commit_action and defer_action, so a node-wise commit fraction below 1 "
+            f"{type(env.unwrapped).__name__} names no commit_action and defer_action, so a node-wise commit fraction below 1 "
             "has no meaning for it; leave --commit-fraction at its default"
         )
     return commit_fraction
 
 
-def _node_wise_step(policy, env, obs, deterministic, generator, commit_fraction):
-    active = _active_nodes(env, obs)
+def _node_wise_step(policy, env, features, obs, deterministic, generator, commit_fraction):
+    active = _active_nodes(features, obs)
     actions = np.zeros(obs["x"].shape[0], dtype=np.int64)
     if active.size:
         compact = obs_to_tensors(active_subgraph(obs, active), policy.device)
         if commit_fraction < 1:
-            task = env.unwrapped
             distribution = policy.get_distribution(compact)
             drawn = distribution.get_actions(deterministic=deterministic)[0]
-            confidence = distribution.distribution.probs[0, :, task.commit_action]
-            chosen = patient_actions(drawn, confidence, commit_fraction, task.commit_action, task.defer_action)
+            confidence = distribution.distribution.probs[0, :, features.commit_action]
+            chosen = patient_actions(drawn, confidence, commit_fraction, features.commit_action, features.defer_action)
         else:
             chosen = policy._predict(compact, deterministic=deterministic)[0]
         actions[active] = chosen.cpu().numpy()
@@ -133,31 +129,31 @@ def patient_actions(drawn: torch.Tensor, confidence: torch.Tensor, fraction: flo
     return torch.where(commits, drawn, torch.full_like(drawn, defer))
 
 
-def _node_choice_step(policy, env, obs, deterministic, generator, commit_fraction):
-    active = _active_nodes(env, obs)
+def _node_choice_step(policy, env, features, obs, deterministic, generator, commit_fraction):
+    active = _active_nodes(features, obs)
     valid = np.ones(active.size, dtype=bool)
-    if hasattr(env.unwrapped, "action_masks"):
-        valid = np.asarray(env.unwrapped.action_masks(), dtype=bool)[active]
+    if features.action_masks is not None:
+        valid = np.asarray(features.action_masks(), dtype=bool)[active]
     candidates = active[valid]
     scores, _ = policy.node_scores(obs_to_tensors(active_subgraph(obs, active), policy.device))
     scores = scores[0][torch.from_numpy(np.flatnonzero(valid)).to(policy.device)]
     if not deterministic:  # Gumbel top-k: k draws without replacement from softmax(scores)
         uniform = torch.rand(scores.shape, generator=generator, device=scores.device).clamp_(1e-20, 1.0)
         scores = scores - torch.log(-torch.log(uniform))
-    step_many = getattr(env.unwrapped, "step_many", None)
+    step_many = features.step_many
     count = max(1, math.ceil(commit_fraction * candidates.size)) if step_many else 1
     chosen = candidates[torch.topk(scores, min(count, candidates.size)).indices.cpu().numpy()]
     return step_many(chosen) if step_many else env.step(int(chosen[0]))
 
 
-def _graph_level_step(policy, env, obs, deterministic, generator, commit_fraction):
+def _graph_level_step(policy, env, features, obs, deterministic, generator, commit_fraction):
     action = policy._predict(obs_to_tensors(obs, policy.device), deterministic=deterministic)[0]
     return env.step(action.cpu().numpy())
 
 
-def _active_nodes(env: gym.Env, obs: dict[str, np.ndarray]) -> np.ndarray:
-    if hasattr(env.unwrapped, "active_nodes"):
-        return np.flatnonzero(env.unwrapped.active_nodes())
+def _active_nodes(features: EnvFeatures, obs: dict[str, np.ndarray]) -> np.ndarray:
+    if features.active_nodes is not None:
+        return np.flatnonzero(features.active_nodes())
     return np.arange(int(obs["num_nodes"][0]))
 
 

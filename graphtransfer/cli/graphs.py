@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from graphtransfer.cli_common import friendly_errors
+from graphtransfer.cli.common import friendly_errors
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import FORMATS, GENERATORS, convert_graph, generate, spec_for, summarize_file, write_graph
 from graphtransfer.graphs.formats import writable

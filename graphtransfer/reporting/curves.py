@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from graphtransfer.errors import UsageError
-from graphtransfer.monitor import PROGRESS
+from graphtransfer.training.logs import PROGRESS
 
 
 def read_progress(run: str | Path) -> dict[str, np.ndarray]:

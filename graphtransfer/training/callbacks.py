@@ -1,79 +1,31 @@
-"""What a training run writes besides its model, inside the run folder: SB3's logger (progress.csv,
-optionally stdout and TensorBoard), evaluations on held-out graphs with the best model in best/,
-and resumable checkpoints in checkpoints/step-<N>/. Every model folder is our safetensors format.
+"""The callbacks of a training run: where the time goes (rollout vs update), Ctrl-C as a clean
+stop, evaluations on held-out graphs with the best model in best/, and resumable checkpoints in
+checkpoints/step-<N>/. Every model folder is our safetensors format.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import random
-import sys
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.logger import CSVOutputFormat, HumanOutputFormat, KVWriter, Logger, TensorBoardOutputFormat
 
 from graphtransfer.checkpoint import save_checkpoint
-from graphtransfer.config import LogConfig, RunConfig
-from graphtransfer.errors import UsageError
-from graphtransfer.graphs import Graph, load_graphs
+from graphtransfer.config import RunConfig
+from graphtransfer.graphs import Graph
+from graphtransfer.solve.evaluate import evaluate
+from graphtransfer.training.logs import write_row
 
-PROGRESS = "progress.csv"
-BEST, CHECKPOINTS, TENSORBOARD = "best", "checkpoints", "tensorboard"
-
-
-def check_log_settings(log: LogConfig) -> list[Graph]:
-    """Refuse, before training starts, what would fail later; returns the held-out graphs."""
-    if log.tensorboard and find_spec("tensorboard") is None:
-        raise UsageError("TensorBoard logging needs the tensorboard package: pip install 'graphtransfer[tensorboard]'")
-    if log.eval_every and not log.eval_graphs:
-        raise UsageError(f"log.eval_every={log.eval_every} needs held-out graphs to evaluate on: add --eval-graphs SET")
-    return load_graphs(log.eval_graphs) if log.eval_graphs else []
-
-
-def make_logger(folder: Path, log: LogConfig, keep_rows: bool) -> Logger:
-    """SB3's logger writing ``progress.csv`` (continued when ``keep_rows``, for a resumed run),
-    plus SB3's table on stdout and TensorBoard event files when ``log`` asks for them."""
-    folder.mkdir(parents=True, exist_ok=True)
-    outputs: list[KVWriter] = [_csv_output(folder / PROGRESS, keep_rows)]
-    if log.stdout:
-        outputs.append(HumanOutputFormat(sys.stdout))
-    if log.tensorboard:
-        outputs.append(TensorBoardOutputFormat(str(folder / TENSORBOARD)))
-    return Logger(str(folder), outputs)
-
-
-def _csv_output(path: Path, keep_rows: bool) -> CSVOutputFormat:
-    """SB3's CSV writer, which truncates its file; for a resumed run the earlier rows are written
-    back first, so progress.csv holds the whole run."""
-    rows = []
-    if keep_rows and path.is_file():
-        with open(path, newline="") as handle:
-            rows = list(csv.DictReader(handle))
-    output = CSVOutputFormat(str(path))
-    for row in rows:
-        output.write({key: _cell(value) for key, value in row.items()}, {})
-    return output
-
-
-def _cell(text: str) -> int | float | str | None:
-    """A CSV cell back as the number it was written from, so it is not quoted as a string."""
-    if text == "":
-        return None
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
+BEST, CHECKPOINTS = "best", "checkpoints"
 
 
 @contextmanager
@@ -127,7 +79,7 @@ class Periodic(BaseCallback):
 
 
 class EvalOnGraphs(Periodic):
-    """Evaluates the policy on held-out graphs with :func:`graphtransfer.evaluate.evaluate` (one
+    """Evaluates the policy on held-out graphs with :func:`graphtransfer.solve.evaluate.evaluate` (one
     seeded sampled rollout per graph, as ``predict`` does), logs ``eval/objective`` and, where the
     task has baselines, ``eval/vs_<baseline>`` (mean policy/baseline ratio), and saves the best
     policy so far to ``best/``: best by that ratio, or by the objective without baselines."""
@@ -138,8 +90,6 @@ class EvalOnGraphs(Periodic):
         self.best = _best_so_far(folder / BEST)
 
     def act(self) -> None:
-        from graphtransfer.evaluate import evaluate  # evaluate imports train, which imports this module
-
         started = time.perf_counter()
         with rng_kept():
             rows = evaluate(self.model.policy, self.config, self.graphs)
@@ -151,27 +101,12 @@ class EvalOnGraphs(Periodic):
             score = float(np.mean([row.ratio(row.policy.objective, row.baselines[0].objective) for row in rows]))
             values[f"eval/{by}"] = score
         values["eval/seconds"] = time.perf_counter() - started
-        dump_alone(self.logger, values, self.model.num_timesteps)
+        write_row(self.logger, values, self.model.num_timesteps)
         better = self.best is None or (score > self.best if sense == "max" else score < self.best)
         if better and np.isfinite(score):
             self.best = score
             record = {"evaluation": {"steps": self.model.num_timesteps, "graphs": self.config.log.eval_graphs, "by": by, "score": score}}
             save_checkpoint(self.folder / BEST, self.model.policy, self.config, record)
-
-
-def dump_alone(logger: Logger, values: dict[str, Any], steps: int) -> None:
-    """Write ``values`` as a row of their own at ``steps``; what SB3 recorded for its next row
-    (the last update's losses) stays recorded for that row."""
-    pending = dict(logger.name_to_value), dict(logger.name_to_count), dict(logger.name_to_excluded)
-    logger.name_to_value.clear()
-    logger.name_to_count.clear()
-    logger.name_to_excluded.clear()
-    for key, value in values.items():
-        logger.record(key, value)
-    logger.record("time/total_timesteps", steps, exclude="tensorboard")
-    logger.dump(steps)
-    for kept, saved in zip((logger.name_to_value, logger.name_to_count, logger.name_to_excluded), pending, strict=True):
-        kept.update(saved)
 
 
 def _best_so_far(folder: Path) -> float | None:
@@ -198,3 +133,88 @@ class SaveCheckpoints(Periodic):
 
     def at_end(self) -> None:
         """The final model is the run folder itself; no extra checkpoint is needed."""
+
+
+class PhaseTimer(BaseCallback):
+    """Splits wall time into rollout collection and PPO updates, and logs both running totals
+    (``time/rollout_seconds``, ``time/update_seconds``) after every rollout.
+
+    A resumed run starts from the seconds of its earlier part.
+    """
+
+    def __init__(self, rollout: float = 0.0, update: float = 0.0):
+        super().__init__()
+        self.rollout, self.update = rollout, update
+        self._phase: str | None = None
+        self._mark = 0.0
+
+    def _on_rollout_start(self) -> None:
+        self._switch("rollout")
+
+    def _on_rollout_end(self) -> None:
+        self._switch("update")
+        self.logger.record("time/rollout_seconds", round(self.rollout, 3))
+        self.logger.record("time/update_seconds", round(self.update, 3))
+
+    @contextmanager
+    def aside(self) -> Iterator[None]:
+        """Time inside (evaluations, checkpoint saves) is charged to neither phase."""
+        phase = self._phase
+        self._switch(None)
+        try:
+            yield
+        finally:
+            self._switch(phase)
+
+    def _on_training_end(self) -> None:
+        self._switch(None)
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _switch(self, phase: str | None) -> None:
+        """Charge the time since the last switch to the phase that was running."""
+        now = time.perf_counter()
+        if self._phase == "rollout":
+            self.rollout += now - self._mark
+        elif self._phase == "update":
+            self.update += now - self._mark
+        self._phase, self._mark = phase, now
+
+
+class StopOnInterrupt(BaseCallback):
+    """Ctrl-C asks PPO to stop at its next env step, so a save never lands inside an update.
+
+    The rollout in progress is dropped, so :attr:`completed_steps` (the env steps of every rollout
+    that went into an update) is the model's real progress.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.requested = self.stopped = False
+        self.completed_steps = 0
+
+    def _on_rollout_start(self) -> None:
+        self.completed_steps = self.model.num_timesteps
+
+    def _on_step(self) -> bool:
+        self.stopped = self.requested
+        return not self.requested
+
+    @contextmanager
+    def listening(self) -> Iterator[None]:
+        """Inside, the first SIGINT only sets :attr:`requested`; a second one interrupts at once."""
+        if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+            yield
+            return
+        previous = signal.getsignal(signal.SIGINT)
+
+        def request(signum, frame) -> None:
+            self.requested = True
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+        signal.signal(signal.SIGINT, request)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)

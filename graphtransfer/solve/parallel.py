@@ -17,15 +17,15 @@ from typing import Any, TypeVar
 
 import torch
 
-from graphtransfer.checkpoint import Checkpoint, load_policy, read_checkpoint
+from graphtransfer.checkpoint import Checkpoint, read_checkpoint
 from graphtransfer.config import RunConfig
 from graphtransfer.errors import UsageError
-from graphtransfer.evaluate import EvalRow, evaluate, evaluate_model
-from graphtransfer.graphs import Graph, load_graphs
-from graphtransfer.inference import Solution
-from graphtransfer.nn import configure_runtime
-from graphtransfer.predict import predict_graph, write_solution
-from graphtransfer.train import run_env
+from graphtransfer.graphs import Graph, load_graphs, resolve
+from graphtransfer.io import check_output_file
+from graphtransfer.solve.evaluate import EvalRow, evaluate, evaluate_model
+from graphtransfer.solve.inference import Solution
+from graphtransfer.solve.loading import Runtime, policy_for_graphs
+from graphtransfer.solve.predict import predict_graph, write_solution
 
 RAY_INSTALL = "pip install 'graphtransfer[ray]'"
 # Fork on Linux, as torch's DataLoader does: a worker starts in milliseconds, where a spawned one
@@ -37,22 +37,41 @@ Job = Callable[[Checkpoint, Graph, dict[str, Any]], Result]
 
 
 def evaluate_many(
-    model: str | Path, graphs: str | Path, workers: int | None = None, ray_address: str | None = None, **options: Any
+    model: str | Path,
+    graphs: str | Path,
+    workers: int | None = None,
+    ray_address: str | None = None,
+    max_nodes_per_batch: int | None = None,
+    mixed_precision: bool = False,
+    env: str | None = None,
+    **options: Any,
 ) -> tuple[RunConfig, list[EvalRow]]:
-    """:func:`graphtransfer.evaluate.evaluate_model` on ``workers`` processes, or on the Ray cluster
+    """:func:`graphtransfer.solve.evaluate.evaluate_model` on ``workers`` processes, or on the Ray cluster
     at ``ray_address`` (``"auto"``, ``"local"`` or ``host:port``; ``workers`` actors, default one per
     CPU there). One worker and no Ray: the serial path itself."""
+    runtime = Runtime(max_nodes_per_batch, mixed_precision)
     if (workers or 1) == 1 and ray_address is None:
-        return evaluate_model(model, graphs, **options)
-    checkpoint = read_checkpoint(model)
+        return evaluate_model(model, graphs, runtime, env, **options)
+    checkpoint = read_checkpoint(model, env)
+    options["runtime"] = runtime
     return checkpoint.config, map_graphs(evaluate_graph, checkpoint, load_graphs(graphs), options, workers, ray_address)
 
 
 def predict_many(
-    model: str | Path, graphs: str | Path, out: str | Path, workers: int | None = None, ray_address: str | None = None, **options: Any
+    model: str | Path,
+    graphs: str | Path,
+    out: str | Path,
+    workers: int | None = None,
+    ray_address: str | None = None,
+    max_nodes_per_batch: int | None = None,
+    mixed_precision: bool = False,
+    env: str | None = None,
+    force: bool = False,
+    **options: Any,
 ) -> list[tuple[Graph, Solution, Path]]:
-    """:func:`graphtransfer.predict.predict` on every graph that ``graphs`` names; each solution is
-    written to ``out/<graph file stem>.csv`` by this process, as its result arrives, in order."""
+    """:func:`graphtransfer.solve.predict.predict` on every graph that ``graphs`` names; each solution is
+    written to ``out/<graph file stem>.csv`` by this process, as its result arrives, in order; an
+    existing CSV is replaced only with ``force``, and never a graph or a model file."""
     loaded = load_graphs(graphs)
     folder = Path(out)
     paths = [folder / f"{Path(graph.name).stem}.csv" for graph in loaded]
@@ -61,23 +80,25 @@ def predict_many(
         raise UsageError(f"graphs {str(graphs)!r}: several graphs would write {clashes[0]}; give them distinct file names")
     if folder.is_file():
         raise UsageError(f"--out {folder} is a file; with a folder of graphs, --out names the folder that gets one CSV per graph")
-    results = map_graphs(solve_graph, read_checkpoint(model), loaded, options, workers, ray_address)
+    inputs = [Path(model), resolve(graphs)]
+    for path in paths:
+        check_output_file(path, inputs, force)
+    options["runtime"] = Runtime(max_nodes_per_batch, mixed_precision)
+    results = map_graphs(solve_graph, read_checkpoint(model, env), loaded, options, workers, ray_address)
     for path, (solution, header) in zip(paths, results, strict=True):
         write_solution(path, solution.solution, header)
     return [(graph, solution, path) for graph, (solution, _), path in zip(loaded, results, paths, strict=True)]
 
 
 def evaluate_graph(checkpoint: Checkpoint, graph: Graph, options: dict[str, Any]) -> EvalRow:
-    """One graph's evaluation row; what :func:`graphtransfer.evaluate.evaluate` gives for it."""
+    """One graph's evaluation row; what :func:`graphtransfer.solve.evaluate.evaluate` gives for it."""
     options = dict(options)
-    runtime = options.pop("max_nodes_per_batch", None), options.pop("mixed_precision", False)
-    policy, _ = load_policy(checkpoint, run_env(checkpoint.config, [graph]))
-    configure_runtime(policy, *runtime)
-    return evaluate(policy, checkpoint.config, [graph], **options)[0]
+    loaded = policy_for_graphs(checkpoint, [graph], options.pop("runtime"))
+    return evaluate(loaded.policy, checkpoint.config, [graph], **options)[0]
 
 
 def solve_graph(checkpoint: Checkpoint, graph: Graph, options: dict[str, Any]) -> tuple[Solution, str]:
-    """One graph's solution and CSV header; see :func:`graphtransfer.predict.predict_graph`."""
+    """One graph's solution and CSV header; see :func:`graphtransfer.solve.predict.predict_graph`."""
     return predict_graph(checkpoint, graph, **options)
 
 

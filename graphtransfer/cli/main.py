@@ -1,6 +1,8 @@
 """The ``graphtransfer`` command line: parse, call one library function, print.
 
-Bad user input exits 2 with one line on stderr; a runtime failure exits 1 with its cause.
+Bad user input exits 2 with one line on stderr; a runtime failure exits 1 with its cause. Torch,
+PyG and SB3 are imported inside the commands that run a model, so ``--help``, ``tasks`` and
+``graphs`` start light.
 """
 
 from __future__ import annotations
@@ -13,18 +15,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from graphtransfer.cli_common import fail as _fail
-from graphtransfer.cli_common import friendly_errors
-from graphtransfer.cli_graphs import app as graphs_app
-from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
-from graphtransfer.draw import MAX_DRAW_NODES
+from graphtransfer.cli.common import fail as _fail
+from graphtransfer.cli.common import friendly_errors
+from graphtransfer.cli.graphs import app as graphs_app
+from graphtransfer.config import DEFAULT_COMMIT_FRACTION, MAX_DRAW_NODES, SEED_LIMIT, ModelConfig, PPOConfig, RunConfig, cli_keys, help_of
 from graphtransfer.errors import UsageError
-from graphtransfer.evaluate import format_rows
-from graphtransfer.inference import DEFAULT_COMMIT_FRACTION
-from graphtransfer.nn import CONVS
 
 if TYPE_CHECKING:
-    from graphtransfer.train import TrainResult
+    from graphtransfer.training.loop import TrainResult
 
 app = typer.Typer(
     add_completion=False,
@@ -63,35 +61,20 @@ ThreadsOption = Annotated[
 MixedPrecisionOption = Annotated[bool, typer.Option(help="bfloat16 message passing on CUDA (autocast); ignored on the CPU.")]
 
 
-# train's options that set a config key, by parameter name; only those typed on the command line
-# are applied, so a --config file's values are not overwritten by the options' defaults
-TRAIN_OPTION_KEYS = {
-    "task": "task",
-    "graphs": "graphs",
-    "env": "env",
-    "env_kwargs": "env_kwargs",
-    "horizon": "horizon",
-    "steps": "ppo.total_timesteps",
-    "n_envs": "ppo.n_envs",
-    "vec_env": "ppo.vec_env",
-    "n_steps": "ppo.n_steps",
-    "batch_size": "ppo.batch_size",
-    "epochs": "ppo.n_epochs",
-    "target_kl": "ppo.target_kl",
-    "seed": "ppo.seed",
-    "threads": "ppo.threads",
-    "max_nodes_per_batch": "ppo.max_nodes_per_batch",
-    "mixed_precision": "ppo.mixed_precision",
-    "device": "ppo.device",
-    "conv": "model.conv",
-    "layers": "model.num_layers",
-    "width": "model.width",
-    "verbose": "log.stdout",
-    "tensorboard": "log.tensorboard",
-    "eval_graphs": "log.eval_graphs",
-    "eval_every": "log.eval_every",
-    "checkpoint_every": "log.checkpoint_every",
-}
+EnvOption = Annotated[
+    str | None,
+    typer.Option(
+        help="The user env the model was trained on ('package.module:Class' or a gymnasium id). A model folder never "
+        "imports code it names: pass the env yourself, and only one you trust."
+    ),
+]
+
+
+def _train_option_keys() -> dict[str, str]:
+    """train's options that set a config key, by parameter name, derived from the schema; only
+    those typed on the command line are applied, so a --config file's values are not overwritten
+    by the options' defaults."""
+    return cli_keys()
 
 
 @app.command()
@@ -115,22 +98,22 @@ def train(
     env: Annotated[str | None, typer.Option(help="Your own env instead of a task: 'package.module:Class' or a gymnasium id.")] = None,
     env_kwargs: Annotated[str, typer.Option(help="JSON object of extra env constructor arguments.")] = "{}",
     out: Annotated[Path | None, typer.Option(help="Model folder to write (default: runs/TASK/GRAPHS).")] = None,
-    steps: Annotated[int, typer.Option(help="Total env steps of PPO.")] = _DEFAULT_PPO.total_timesteps,
-    n_envs: Annotated[int, typer.Option(help="Parallel envs.")] = _DEFAULT_PPO.n_envs,
+    steps: Annotated[int, typer.Option(help=help_of("ppo.total_timesteps"))] = _DEFAULT_PPO.total_timesteps,
+    n_envs: Annotated[int, typer.Option(help=help_of("ppo.n_envs"))] = _DEFAULT_PPO.n_envs,
     vec_env: Annotated[
         str, typer.Option(help="dummy: all envs in this process; subproc: one process per env (for slow envs on many cores).")
     ] = _DEFAULT_PPO.vec_env,
     n_steps: Annotated[
         int, typer.Option(help="Steps per env between PPO updates; more than fit in memory are refused with a count that fits.")
     ] = _DEFAULT_PPO.n_steps,
-    batch_size: Annotated[int, typer.Option(help="Observations per PPO minibatch.")] = _DEFAULT_PPO.batch_size,
-    epochs: Annotated[int, typer.Option(help="PPO passes over each rollout.")] = _DEFAULT_PPO.n_epochs,
-    target_kl: Annotated[float | None, typer.Option(help="Stop an update's epochs early above this KL to the old policy.")] = None,
+    batch_size: Annotated[int, typer.Option(help=help_of("ppo.batch_size"))] = _DEFAULT_PPO.batch_size,
+    epochs: Annotated[int, typer.Option(help=help_of("ppo.n_epochs"))] = _DEFAULT_PPO.n_epochs,
+    target_kl: Annotated[float | None, typer.Option(help=help_of("ppo.target_kl"))] = None,
     horizon: Annotated[int | None, typer.Option(help="Env steps before an episode is cut off (default: the task's).")] = None,
-    conv: Annotated[str, typer.Option(help="Message-passing layer: sage, gcn or gin.")] = _DEFAULT_MODEL.conv,
-    layers: Annotated[int, typer.Option(help="Message-passing layers.")] = _DEFAULT_MODEL.num_layers,
-    width: Annotated[int, typer.Option(help="Hidden channels.")] = _DEFAULT_MODEL.width,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = _DEFAULT_PPO.seed,
+    conv: Annotated[str, typer.Option(help=help_of("model.conv"))] = _DEFAULT_MODEL.conv,
+    layers: Annotated[int, typer.Option(help=help_of("model.num_layers"))] = _DEFAULT_MODEL.num_layers,
+    width: Annotated[int, typer.Option(help=help_of("model.width"))] = _DEFAULT_MODEL.width,
+    seed: Annotated[int, typer.Option(help=help_of("ppo.seed"))] = _DEFAULT_PPO.seed,
     threads: Annotated[int, typer.Option(help="Torch CPU threads.")] = _DEFAULT_PPO.threads,
     max_nodes_per_batch: MaxNodesOption = None,
     mixed_precision: MixedPrecisionOption = False,
@@ -164,15 +147,17 @@ def train(
 
       graphtransfer train --set ppo.learning_rate=lin_3e-4 --eval-graphs evalset/ --eval-every 5000 --checkpoint-every 10000
     """
-    from graphtransfer.train import resume as resume_training
-    from graphtransfer.train import train as run_training
+    from graphtransfer.training.loop import resume as resume_training
+    from graphtransfer.training.loop import train as run_training
 
     if resume is not None:
         _refuse_settings_beside_resume(ctx)
         typed = ctx.get_parameter_source("mixed_precision").name == "COMMANDLINE"
         runtime = {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision if typed else None}
-        return _report_training(resume_training(resume, progress=progress and sys.stderr.isatty(), log=typer.echo, **runtime))
-    typed = {name: value for name, value in ctx.params.items() if name in TRAIN_OPTION_KEYS and _typed(ctx, name)}
+        result = resume_training(resume, progress=progress and sys.stderr.isatty(), log=typer.echo, env=env, **runtime)
+        return _report_training(result)
+    keys = _train_option_keys()
+    typed = {name: value for name, value in ctx.params.items() if name in keys and _typed(ctx, name)}
     config = _train_config(config_file, typed, set_values or [])
     if print_config:
         typer.echo(config.to_yaml(), nl=False)
@@ -187,29 +172,23 @@ def _typed(ctx: typer.Context, name: str) -> bool:
 
 def _train_config(config_file: Path | None, typed: dict, set_values: list[str]) -> RunConfig:
     """The run's settings from the layers, in order; every layer is checked where it comes from."""
-    from graphtransfer.configfile import option_layer, parse_sets, read_file, resolve
+    from graphtransfer.config.layers import option_layer, parse_sets, read_file, resolve
 
     if "env_kwargs" in typed:
         typed["env_kwargs"] = _json_object(typed["env_kwargs"], "--env-kwargs")
     if "max_nodes_per_batch" in typed:
         typed["max_nodes_per_batch"] = _node_budget(typed["max_nodes_per_batch"])
-    _check_positive(**{name: typed[name] for name in _POSITIVE_OPTIONS if typed.get(name) is not None})
+    keys = _train_option_keys()
     layers = [read_file(config_file)] if config_file else []
-    layers += [option_layer({TRAIN_OPTION_KEYS[name]: value for name, value in typed.items()}), parse_sets(set_values)]
-    config = resolve(layers)
-    if config.model.conv not in CONVS:
-        raise UsageError(f"model.conv {config.model.conv!r} is not known; choose one of {', '.join(CONVS)}")
-    return config
-
-
-_POSITIVE_OPTIONS = ("steps", "n_envs", "n_steps", "batch_size", "epochs", "horizon", "layers", "width", "threads")
+    layers += [option_layer({keys[name]: value for name, value in typed.items()}), parse_sets(set_values)]
+    return resolve(layers)
 
 
 def _refuse_settings_beside_resume(ctx: typer.Context) -> None:
     """A resumed run keeps its own settings; an option given beside --resume would be silently ignored.
     The runtime options (progress bar, node budget, mixed precision) change how it runs, not what it learns: they stay."""
     flags = {param.name: param.opts[0] for param in ctx.command.params}
-    runtime = ("resume", "progress", "max_nodes_per_batch", "mixed_precision")
+    runtime = ("resume", "progress", "max_nodes_per_batch", "mixed_precision", "env")
     typed = [name for name in ctx.params if name not in runtime and ctx.get_parameter_source(name).name == "COMMANDLINE"]
     if typed:
         options = ", ".join(flags[name] for name in typed)
@@ -253,19 +232,22 @@ def transfer(
         ),
     ] = 0,
     max_nodes_per_batch: MaxNodesOption = None,
+    mixed_precision: MixedPrecisionOption = False,
+    env: EnvOption = None,
 ) -> None:
     """Load a trained policy into a model for other graphs, report, evaluate zero-shot, save.
 
     Example: graphtransfer transfer --src small --dst large --finetune-steps 16 --max-nodes-per-batch 250000
     """
-    from graphtransfer.transfer import transfer as run_transfer
+    from graphtransfer.reporting.report import format_rows
+    from graphtransfer.transferring import transfer as run_transfer
 
     _check_positive(max_passes=max_passes or 1, threads=threads)
     _use_threads(threads)
     if finetune_steps < 0:
         raise UsageError(f"--finetune-steps {finetune_steps} must be 0 (no fine-tuning) or more")
     options = {"max_passes": max_passes, "finetune_steps": finetune_steps, "max_nodes_per_batch": _node_budget(max_nodes_per_batch)}
-    result = run_transfer(src, dst, task=task, folder=out, log=typer.echo, **options)
+    result = run_transfer(src, dst, task=task, folder=out, log=typer.echo, mixed_precision=mixed_precision, env=env, **options)
     typer.echo(f"source {result.source}: {result.report.summary()}")
     typer.echo(f"zero-shot on the destination graphs ({result.config.name}, {result.config.head} head):")
     for line in format_rows(result.rows):
@@ -287,11 +269,13 @@ def predict(
     out: Annotated[Path, typer.Option(help="CSV to write: one 'node,decision' row per node, or one row per step for graph-level tasks.")],
     max_passes: Annotated[int | None, typer.Option(help="Policy passes before stopping (default: the task's).")] = None,
     deterministic: Annotated[bool, typer.Option(help="Take the most likely actions instead of sampling (seeded) from the policy.")] = False,
-    seed: Annotated[int, typer.Option(help="Seed for the sampled actions.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed for the sampled actions, 0 to 2^32 - 1.")] = 0,
     commit_fraction: CommitFractionOption = None,
     threads: ThreadsOption = _DEFAULT_PPO.threads,
     max_nodes_per_batch: MaxNodesOption = None,
     mixed_precision: MixedPrecisionOption = False,
+    env: EnvOption = None,
+    force: Annotated[bool, typer.Option(help="Replace --out (or the CSVs in it) if it exists; never a graph or a model file.")] = False,
     draw: Annotated[
         Path | None, typer.Option(help=f"Draw the graph coloured by the decisions to this PNG (up to {MAX_DRAW_NODES:,} nodes).")
     ] = None,
@@ -304,14 +288,15 @@ def predict(
     Example: graphtransfer predict --model runs/mis/small --graph graphs/ --out solutions/ --workers 2
     """
     from graphtransfer.checkpoint import read_checkpoint
-    from graphtransfer.draw import check_drawable, draw_solution
     from graphtransfer.graphs import load_graph, resolve
-    from graphtransfer.predict import predict as run_predict
+    from graphtransfer.reporting.draw import check_drawable, draw_solution
+    from graphtransfer.solve.predict import predict as run_predict
 
     _check_positive(max_passes=max_passes or 1, threads=threads, workers=workers or 1)
+    _check_seed(seed)
     _use_threads(threads)
     options = {"max_passes": max_passes, "deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction}
-    options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision}
+    options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env, "force": force}
     if resolve(graph).is_dir():
         return _predict_folder(model, graph, out, draw, workers, ray_address, options)
     if workers is not None or ray_address is not None:
@@ -329,12 +314,12 @@ def predict(
         _fail("the solution is not feasible (constraint violated); this is a bug, please report it", 1)
     typer.echo(f"valid solution: yes; wrote {out}")
     if draw is not None:
-        draw_solution(loaded, solution, read_checkpoint(model).config, draw)
+        draw_solution(loaded, solution, read_checkpoint(model, env).config, draw)
         typer.echo(f"wrote {draw}")
 
 
 def _predict_folder(model: Path, graphs: str, out: Path, draw: Path | None, workers: int | None, ray_address: str | None, options) -> None:
-    from graphtransfer.parallel import predict_many
+    from graphtransfer.solve.parallel import predict_many
 
     if draw is not None:
         raise UsageError("--draw draws one graph; name a single graph file with --graph, not a folder")
@@ -364,6 +349,7 @@ def evaluate(
     threads: ThreadsOption = _DEFAULT_PPO.threads,
     max_nodes_per_batch: MaxNodesOption = None,
     mixed_precision: MixedPrecisionOption = False,
+    env: EnvOption = None,
     workers: Annotated[int | None, typer.Option(help=_WORKERS_HELP)] = None,
     ray_address: Annotated[str | None, typer.Option(help=_RAY_HELP)] = None,
 ) -> None:
@@ -372,13 +358,13 @@ def evaluate(
     Example: graphtransfer eval --model runs/mis/small --graphs large --samples 4 --json eval.json --plot eval.png
     Example: graphtransfer eval --model runs/mis/small --graphs evalset/ --workers 2 --max-nodes-per-batch 50000
     """
-    from graphtransfer.parallel import evaluate_many
-    from graphtransfer.report import plot_ratios, write_json
+    from graphtransfer.reporting.report import format_rows, plot_ratios, write_json
+    from graphtransfer.solve.parallel import evaluate_many
 
     _check_positive(samples=samples, max_passes=max_passes or 1, threads=threads, workers=workers or 1)
     _use_threads(threads)
     options = {"samples": samples, "deterministic": deterministic, "polish": polish, "commit_fraction": commit_fraction}
-    options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision}
+    options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env}
     config, rows = evaluate_many(model, graphs, workers=workers, ray_address=ray_address, max_passes=max_passes, **options)
     for line in format_rows(rows):
         typer.echo(line)
@@ -402,7 +388,7 @@ def plot(
 
     Example: graphtransfer plot runs/mis/small --out curve.png
     """
-    from graphtransfer.curves import plot_run
+    from graphtransfer.reporting.curves import plot_run
 
     typer.echo(f"wrote {plot_run(run, out)}")
 
@@ -415,6 +401,7 @@ def export(
     graphs: Annotated[
         str | None, typer.Option(help="Graphs whose env the zip's spaces are sized for (default: those the model was trained on).")
     ] = None,
+    env: EnvOption = None,
 ) -> None:
     """Write a model as a Stable-Baselines3 zip. Load it only yourself: SB3 zips hold pickles, which can run code.
 
@@ -422,7 +409,7 @@ def export(
     """
     from graphtransfer.export import export_sb3
 
-    algorithm = export_sb3(model, sb3, graphs)
+    algorithm = export_sb3(model, sb3, graphs, env)
     typer.echo(f"wrote {sb3}: load it with {algorithm}.load({str(sb3)!r}, env=...) and the run's env on the same graphs")
 
 
@@ -468,6 +455,11 @@ def _node_budget(text: str | None) -> int | None:
     if value < 1:
         raise UsageError(f"--max-nodes-per-batch {text!r} must be a whole number of nodes, at least 1, e.g. --max-nodes-per-batch 50000")
     return value
+
+
+def _check_seed(seed: int) -> None:
+    if not 0 <= seed < SEED_LIMIT:
+        raise UsageError(f"--seed {seed} must be between 0 and {SEED_LIMIT - 1}")
 
 
 def _check_positive(**values: int) -> None:

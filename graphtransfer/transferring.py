@@ -6,15 +6,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from graphtransfer.checkpoint import LoadReport, load_policy, read_checkpoint, save_checkpoint
+from graphtransfer.checkpoint import LoadReport, read_checkpoint, save_checkpoint
 from graphtransfer.config import RunConfig
-from graphtransfer.envs.factory import head_of
+from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import CheckpointError
-from graphtransfer.evaluate import EvalRow, evaluate
 from graphtransfer.graphs import load_graphs
-from graphtransfer.memory import check_memory
-from graphtransfer.nn import configure_runtime
-from graphtransfer.train import TrainResult, default_run_folder, finetune, run_env
+from graphtransfer.solve.evaluate import EvalRow, evaluate
+from graphtransfer.solve.loading import Runtime, policy_for_graphs
+from graphtransfer.training.loop import TrainResult, default_run_folder, finetune
 
 
 @dataclass
@@ -50,6 +49,8 @@ def transfer(
     finetune_steps: int = 0,
     log: Callable[[str], None] = print,
     max_nodes_per_batch: int | None = None,
+    mixed_precision: bool = False,
+    env: str | None = None,
 ) -> TransferResult:
     """Load the model ``src`` into a model for the graphs ``dst``, evaluate zero-shot there
     against the baselines, optionally fine-tune there for ``finetune_steps`` env steps (and
@@ -57,9 +58,11 @@ def transfer(
 
     ``task`` (default ``"mis"``) finds ``runs/<task>/<src>`` when ``src`` names a graph set; when
     given, the model must be one of that task. ``max_nodes_per_batch`` bounds the nodes of one
-    pass, in the evaluations and the fine-tuning alike (see :func:`graphtransfer.train.finetune`).
+    pass, in the evaluations and the fine-tuning alike (see :func:`graphtransfer.training.loop.finetune`);
+    ``mixed_precision`` runs message passing in bfloat16 on CUDA. ``env`` names the user env of a
+    model trained on one.
     """
-    checkpoint = read_checkpoint(resolve_model(src, task or "mis"))
+    checkpoint = read_checkpoint(resolve_model(src, task or "mis"), env)
     config = checkpoint.config
     if task is not None and task != config.name:
         raise CheckpointError(
@@ -67,19 +70,16 @@ def transfer(
             f"drop --task {task}, or pass a model trained with --task {task}"
         )
     graphs = load_graphs(dst)
-    for graph in graphs:
-        check_memory(graph.num_nodes, graph.edge_index[1], config.model, f"graph {graph.name}", max_nodes_per_batch)
-    env = run_env(config, graphs)
-    policy, report = load_policy(checkpoint, env)
-    configure_runtime(policy, max_nodes_per_batch)
-    config = replace(config, head=head_of(env))  # folders from before heads were recorded have none
+    loaded = policy_for_graphs(checkpoint, graphs, Runtime(max_nodes_per_batch, mixed_precision))
+    policy, report = loaded.policy, loaded.report
+    config = replace(config, head=head_of(loaded.env))  # folders from before heads were recorded have none
     rows = evaluate(policy, config, graphs, max_passes)
     out = Path(folder or default_run_folder(RunConfig(task=config.task, env=config.env, graphs=str(dst))))
     info = {k: v for k, v in checkpoint.meta.items() if k in ("trained_on", "training")}
     info["transferred"] = {"from": str(checkpoint.folder), "to": str(dst), "zero_shot": [_row_summary(row) for row in rows]}
     result = TransferResult(checkpoint.folder, out, config, report, rows)
     if finetune_steps:
-        result.finetune = finetune(policy, config, graphs, finetune_steps, log, max_nodes_per_batch)
+        result.finetune = finetune(policy, config, graphs, finetune_steps, log, max_nodes_per_batch, mixed_precision)
         result.finetuned_rows = evaluate(policy, config, graphs, max_passes)
         info["transferred"]["finetune"] = {
             "steps": result.finetune.steps,

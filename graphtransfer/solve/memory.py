@@ -25,6 +25,7 @@ whole, it suggests the largest power-of-two fraction of the graph as a budget th
 from __future__ import annotations
 
 import os
+import resource
 from pathlib import Path
 
 import numpy as np
@@ -75,8 +76,9 @@ def most_edges_into_a_chunk(destination: np.ndarray, num_nodes: int, chunk_nodes
 def available_bytes() -> tuple[int, str] | None:
     """Memory this process may still use, and where that figure came from; ``None`` if unknown.
 
-    ``$GRAPHTRANSFER_MEMORY_LIMIT_MB`` wins; otherwise the smaller of ``MemAvailable`` in
-    ``/proc/meminfo`` and the room left under the cgroup's limit.
+    ``$GRAPHTRANSFER_MEMORY_LIMIT_MB`` wins; otherwise the smallest of ``MemAvailable`` in
+    ``/proc/meminfo``, the room left under the cgroup's limit and the room left under the
+    address-space limit (``ulimit -v``, RLIMIT_AS). This is the one reader of available memory.
     """
     override = os.environ.get(LIMIT_VARIABLE)
     if override is not None:
@@ -84,7 +86,7 @@ def available_bytes() -> tuple[int, str] | None:
             return int(float(override) * MIB), f"${LIMIT_VARIABLE}"
         except ValueError:
             raise UsageError(f"${LIMIT_VARIABLE}={override!r} is not a number; set it to MiB, e.g. 4096, or unset it") from None
-    found = [figure for figure in (_mem_available(), _cgroup_room()) if figure is not None]
+    found = [figure for figure in (_mem_available(), _cgroup_room(), _address_space_room()) if figure is not None]
     return min(found, key=lambda figure: figure[0]) if found else None
 
 
@@ -143,3 +145,16 @@ def _cgroup_room() -> tuple[int, str] | None:
         if limit.isdigit() and int(limit) < 1 << 60:  # "max" or a huge number: no limit
             return max(int(limit) - int(usage), 0), f"the limit in {limit_file}"
     return None
+
+
+def _address_space_room() -> tuple[int, str] | None:
+    """Room under RLIMIT_AS (``ulimit -v``): the limit less this process's virtual size."""
+    limit, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if limit == resource.RLIM_INFINITY:
+        return None
+    try:
+        status = Path("/proc/self/status").read_text().splitlines()
+    except OSError:
+        return None
+    size = next((int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:")), None)
+    return None if size is None else (max(limit - size, 0), "the address-space limit (ulimit -v)")

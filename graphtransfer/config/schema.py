@@ -1,0 +1,310 @@
+"""Every setting declared once: its type, default, range or choices, and help, in typed dataclasses.
+
+A run's :class:`RunConfig` is saved beside its weights (``config.json``, and ``config.yaml`` for
+people) and is enough to rebuild the model and to repeat the run. The dataclass defaults below
+are the base; each task's departures from them live in ``graphtransfer/hyperparams/<task>.yml``
+and nowhere else. :func:`check_layer` validates any mapping of settings against these
+declarations -- a YAML file, ``--set``, the command line's options and every ``config.json``
+that is loaded -- so a bad value is one line naming where it came from and the dotted key.
+Where the values come from and in which order is :mod:`graphtransfer.config.layers`.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from importlib import resources
+from typing import Any, Literal, Union
+
+import yaml
+
+from graphtransfer.errors import CheckpointError, UsageError
+
+Conv = Literal["sage", "gcn", "gin"]
+Aggr = Literal["max", "mean", "sum", "min"]
+VecEnvKind = Literal["dummy", "subproc"]
+Device = Literal["auto", "cpu", "cuda"]
+HeadName = Literal["", "node-wise", "node-choice", "graph-level"]
+CONVS: tuple[str, ...] = typing.get_args(Conv)
+DEFAULT_COMMIT_FRACTION = 0.1
+"""node-choice heads commit this share of the valid nodes per pass by default; node-wise heads every node (1.0)"""
+MAX_DRAW_NODES = 3000
+"""``predict --draw`` refuses larger graphs: the layout is quadratic, and more nodes draw a blot"""
+SEED_LIMIT = 2**32
+"""seeds are below this: numpy's and gymnasium's seeding take 32-bit unsigned seeds"""
+
+
+def setting(default: Any = MISSING, help: str = "", *, low: float | None = None, high: float | None = None, cli: str = "", factory=None):
+    """A dataclass field with its help text, its inclusive range ``low..high`` and the name of its
+    command-line option where that differs from the field's (``--steps`` for ``total_timesteps``)."""
+    metadata = {"help": help, "low": low, "high": high, "cli": cli}
+    if factory is not None:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+@dataclass
+class ModelConfig:
+    conv: Conv = setting("sage", "message-passing layer: sage (GraphSAGE), gcn or gin")
+    num_layers: int = setting(3, "message-passing layers; a node sees this many hops", low=1, high=32, cli="layers")
+    width: int = setting(64, "hidden channels of the GNN", low=1, high=2048)
+    aggr: Aggr = setting("max", "GraphSAGE neighbourhood aggregation: max, mean, sum or min")
+    head_width: int = setting(64, "hidden width of the node head and the value head", low=1, high=2048)
+
+
+@dataclass
+class PPOConfig:
+    total_timesteps: int = setting(30_000, "env steps to train for (summed over parallel envs)", low=1, high=10**12, cli="steps")
+    n_envs: int = setting(8, "parallel copies of the env, each sampling its own graphs", low=1, high=4096)
+    vec_env: VecEnvKind = setting("dummy", "dummy (every env in this process) or subproc (one process per env); dummy is faster on 2 cores")
+    n_steps: int = setting(32, "steps per env between updates", low=1, high=10**8)
+    batch_size: int = setting(64, "observations per minibatch", low=1, high=10**8)
+    n_epochs: int = setting(4, "passes over each rollout", low=1, high=10**4, cli="epochs")
+    learning_rate: float | str = setting(3e-4, "a number, or 'lin_<start>': linear decay from start to 0 over the run")
+    gamma: float = setting(0.99, "discount factor", low=0.0, high=1.0)
+    gae_lambda: float = setting(0.95, "GAE's lambda", low=0.0, high=1.0)
+    clip_range: float | str = setting(0.2, "a number, or 'lin_<start>' like learning_rate")
+    ent_coef: float = setting(0.0, "entropy bonus, per real node (size-invariant)", low=0.0)
+    target_kl: float | None = setting(None, "stop an update's epochs early once the KL to the old policy exceeds this", low=0.0)
+    seed: int = setting(0, "random seed", low=0, high=SEED_LIMIT - 1)
+    threads: int = setting(1, "torch CPU threads; one is fastest for small graphs on 2 cores", low=1, high=1024)
+    device: Device = setting("auto", "cpu, cuda or auto")
+    max_nodes_per_batch: int | None = setting(
+        None, "runtime: most graph nodes one forward or backward pass spans; larger batches run in chunks with the same results", low=1
+    )
+    mixed_precision: bool = setting(False, "runtime: bfloat16 autocast of the GNN's message passing on CUDA (ignored on the CPU)")
+
+
+@dataclass
+class LogConfig:
+    """What a training run writes besides its model, all inside the run folder."""
+
+    stdout: bool = setting(False, "print SB3's table of training statistics after every rollout", cli="verbose")
+    tensorboard: bool = setting(False, "also write TensorBoard event files to tensorboard/ (needs graphtransfer[tensorboard])")
+    eval_graphs: str | None = setting(None, "held-out graphs (set name, file or folder) to evaluate on; the best model goes to best/")
+    eval_every: int = setting(0, "evaluate every this many env steps (0: only once training ends)", low=0)
+    checkpoint_every: int = setting(0, "save a resumable checkpoint to checkpoints/step-<N>/ every this many env steps (0: none)", low=0)
+
+
+SCHEDULE = re.compile(r"^lin_(?P<start>[0-9.eE+-]+)$")
+
+
+def schedule_start(value: float | str) -> float:
+    """The starting value of a learning-rate or clip-range setting: the number itself, or
+    ``start`` in ``lin_<start>``. Raises ValueError for anything else."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    match = SCHEDULE.match(value)
+    if match is None:
+        raise ValueError(value)
+    return float(match["start"])
+
+
+def schedule(value: float | str):
+    """What SB3 takes for ``learning_rate`` / ``clip_range``: the number, or for ``lin_<start>`` a
+    function of the remaining progress (1 at the start of the run, 0 at its end)."""
+    if isinstance(value, str):
+        start = schedule_start(value)
+        return lambda progress_remaining: progress_remaining * start
+    return value
+
+
+def task_defaults(task: str) -> dict[str, Any]:
+    """The task's departures from the defaults, from its packaged ``hyperparams/<task>.yml``
+    (an empty dict for a task without one, such as a user's env)."""
+    if not task or not re.fullmatch(r"[a-z0-9_]+", task):
+        return {}
+    file = resources.files("graphtransfer") / "hyperparams" / f"{task}.yml"
+    if not file.is_file():
+        return {}
+    return yaml.safe_load(file.read_text()) or {}
+
+
+def ppo_for_task(task: str, **values: Any) -> PPOConfig:
+    """PPO settings for ``task``: its defaults from :func:`task_defaults`, then ``values``."""
+    return PPOConfig(**{**task_defaults(task).get("ppo", {}), **values})
+
+
+@dataclass
+class RunConfig:
+    task: str = setting("mis", "built-in task name (see 'graphtransfer tasks'); ignored when env is set")
+    graphs: str = setting("small", "sample set name, graph file or folder of graphs to train on")
+    horizon: int | None = setting(None, "env steps before an episode is cut off (None: the task's default)", low=1, high=10**9)
+    env: str | None = setting(None, "the user's env instead of a task: 'package.module:Class' or a gymnasium id")
+    env_kwargs: dict[str, Any] = setting(help="extra keyword arguments for the env's constructor", factory=dict)
+    head: HeadName = setting("", "policy head, filled in from the env at training time: node-wise, node-choice or graph-level")
+    model: ModelConfig = field(default_factory=ModelConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+
+    @property
+    def name(self) -> str:
+        """The task name, or the user env's class or id, lower case: a run folder's first part."""
+        return self.task if self.env is None else self.env.rpartition(":")[2].replace("/", "-").lower()
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_yaml(self) -> str:
+        """The whole config as YAML that ``train --config`` reads back to the same config."""
+        header = "# graphtransfer run config: 'graphtransfer train --config THIS_FILE' repeats the run\n"
+        return header + yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "config") -> RunConfig:
+        """Inverse of :meth:`to_dict`, validated like every layer: a key that is unknown, of the
+        wrong type, out of range or not one of its choices is a :class:`CheckpointError` naming it."""
+        if not isinstance(data, dict):
+            raise CheckpointError(f"{source}: expected a mapping of settings, found {type(data).__name__}")
+        try:
+            checked = check_layer(source, data)
+        except UsageError as err:
+            raise CheckpointError(f"{err}; the model folder is damaged or was edited, retrain or restore it") from None
+        sections = {name: kind(**checked.pop(name, {})) for name, kind in SECTIONS.items()}
+        return cls(**checked, **sections)
+
+
+SECTIONS: dict[str, type] = {"model": ModelConfig, "ppo": PPOConfig, "log": LogConfig}
+"""RunConfig's nested sections, by key"""
+
+
+def help_of(dotted: str) -> str:
+    """The help text declared for a dotted key such as ``ppo.n_steps``."""
+    section, _, name = dotted.rpartition(".")
+    kind = SECTIONS[section] if section else RunConfig
+    return next(f.metadata["help"] for f in fields(kind) if f.name == name)
+
+
+def cli_keys() -> dict[str, str]:
+    """Command-line option name (as a Python parameter) -> dotted key, for every setting that has one."""
+    keys = {}
+    for section, kind in (("", RunConfig), *SECTIONS.items()):
+        for f in fields(kind):
+            if f.metadata:
+                keys[f.metadata["cli"] or f.name] = f"{section}.{f.name}" if section else f.name
+    return keys
+
+
+def check_layer(source: str, data: dict[str, Any]) -> dict[str, Any]:
+    """The layer with its values checked and converted to the fields' types; a bad key or value
+    raises a :class:`UsageError` naming ``source`` and the dotted key."""
+    checked: dict[str, Any] = {}
+    declared = _declared(RunConfig)
+    for key, value in data.items():
+        if not isinstance(key, str):
+            raise UsageError(f"{source}: key {key!r} is not a setting name; known keys are {', '.join(sorted(declared))}")
+        if key in SECTIONS:
+            if not isinstance(value, dict):
+                raise UsageError(f"{source}: {key}: expected a mapping of {key} settings, found {value!r}")
+            checked[key] = _check_section(source, key, value)
+        elif key in declared:
+            checked[key] = _check_value(source, key, value, *declared[key])
+        else:
+            raise UsageError(f"{source}: unknown key {key}; known keys are {', '.join(sorted(declared))}")
+    return checked
+
+
+def _declared(kind: type) -> dict[str, tuple[Any, dict]]:
+    """Each field's type hint and metadata, by name."""
+    hints = typing.get_type_hints(kind)
+    return {f.name: (hints[f.name], f.metadata) for f in fields(kind)}
+
+
+def _check_section(source: str, section: str, values: dict[str, Any]) -> dict[str, Any]:
+    declared = _declared(SECTIONS[section])
+    checked = {}
+    for key, value in values.items():
+        if key not in declared:
+            raise UsageError(f"{source}: unknown key {section}.{key}; {section} has {', '.join(declared)}")
+        checked[key] = _check_value(source, f"{section}.{key}", value, *declared[key])
+    return checked
+
+
+def _check_value(source: str, key: str, value: Any, hint: Any, metadata: dict) -> Any:
+    """``value`` converted to ``hint``'s type and checked against the key's range or choices."""
+    options = typing.get_args(hint) if typing.get_origin(hint) in (Union, types.UnionType) else (hint,)
+    converted = _convert(value, options)
+    if converted is _BAD:
+        names = " or ".join(_type_name(option) for option in options)
+        raise UsageError(f"{source}: {key}: expected {names}, got {value!r}")
+    if isinstance(converted, str) and key in ("ppo.learning_rate", "ppo.clip_range"):
+        _check_schedule(source, key, converted)
+    problem = _out_of_range(converted, metadata.get("low"), metadata.get("high"))
+    if problem:
+        raise UsageError(f"{source}: {key}: {converted!r} {problem}")
+    return converted
+
+
+def _check_schedule(source: str, key: str, value: str) -> None:
+    try:
+        start = schedule_start(value)
+    except ValueError:
+        raise UsageError(
+            f"{source}: {key}: {value!r} is not a number or a schedule; write e.g. 3e-4, or lin_3e-4 for a linear decay to 0"
+        ) from None
+    if start <= 0:
+        raise UsageError(f"{source}: {key}: {value!r} must start above 0")
+
+
+def _out_of_range(value: Any, low: float | None, high: float | None) -> str:
+    if value is None or isinstance(value, (bool, str, dict)):
+        return ""
+    if low is not None and high is not None and not low <= value <= high:
+        return f"must be between {low:g} and {high:g}"
+    if low is not None and value < low:
+        return f"must be at least {low:g}" if low else "must be 0 or more"
+    if high is not None and value > high:
+        return f"must be at most {high:g}"
+    return ""
+
+
+_BAD = object()
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", type(None): "null", dict: "a mapping"}
+_NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+
+
+def _type_name(option: Any) -> str:
+    if typing.get_origin(option) is Literal:
+        return "one of " + ", ".join(repr(choice) for choice in typing.get_args(option))
+    return _TYPE_NAMES.get(option, _TYPE_NAMES.get(typing.get_origin(option), getattr(option, "__name__", str(option))))
+
+
+def _convert(value: Any, options: tuple) -> Any:
+    """The first of ``options`` that ``value`` is, or converts to without loss; else ``_BAD``.
+
+    Numbers written as strings are taken as numbers ('3e-4': YAML 1.1 reads an exponent without
+    a dot as a string), and whole numbers as integers (1e5 for an integer setting)."""
+    for option in options:
+        if option is type(None) and value is None:
+            return None
+        if option is bool and isinstance(value, bool):
+            return value
+        if isinstance(value, bool) or value is None:
+            continue
+        if typing.get_origin(option) is Literal:
+            if value in typing.get_args(option):
+                return value
+            continue
+        if option in (int, float):
+            number = _number(value)
+            if number is None or number != number or number in (float("inf"), float("-inf")):
+                continue
+            if option is float:
+                return float(number)
+            if float(number).is_integer():
+                return int(number)
+        if option is str and isinstance(value, str):
+            return value
+        if typing.get_origin(option) is dict and isinstance(value, dict) and all(isinstance(k, str) for k in value):
+            return value
+    return _BAD
+
+
+def _number(value: Any) -> int | float | None:
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str) and _NUMBER.match(value.strip()):
+        return float(value)
+    return None

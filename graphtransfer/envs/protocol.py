@@ -1,0 +1,127 @@
+"""The env interface, declared once: what every graph env must provide and what it may.
+
+A user's env needs only gymnasium's ``reset``/``step`` and spaces that follow the observation
+contract (:mod:`graphtransfer.envs.contract`). Every other member is optional, and each one
+switches something on; :class:`EnvFeatures` reads them once, in one place, so no other module
+probes an env with ``hasattr``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import gymnasium as gym
+import numpy as np
+
+from graphtransfer.envs.contract import infer_head
+
+
+class Head(str, Enum):
+    """Which policy head acts; the value is what config.json stores."""
+
+    NODE_WISE = "node-wise"
+    """``MultiDiscrete([k] * max_nodes)``: every node acts at once"""
+    NODE_CHOICE = "node-choice"
+    """``Discrete(max_nodes)``: one node per step, invalid ones masked (MaskablePPO)"""
+    GRAPH_LEVEL = "graph-level"
+    """any other action space: one action for the whole graph, from the pooled embedding"""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@runtime_checkable
+class GraphEnvProtocol(Protocol):
+    """What graphtransfer requires of an env: gymnasium's interface with contract spaces, built
+    as ``factory(graphs=[Graph, ...], **env_kwargs)``.
+
+    Optional members (none is required; each enables what its line says):
+
+    - ``head: Head | str`` -- the policy head; otherwise inferred from the spaces.
+    - ``sense: "max" | "min"`` -- whether eval's objective is maximised (default) or minimised.
+    - ``solution() -> np.ndarray`` with static ``objective(graph, solution) -> float`` and
+      ``feasible(graph, solution) -> bool`` -- predict writes the solution and eval reports the
+      objective; without them, the episode's rewards are the solution.
+    - ``solution_header: str`` -- the solution CSV's header (default ``node,decision``, or
+      ``step,reward`` without ``solution``).
+    - ``graph: Graph`` -- the graph of the current episode.
+    - ``graphs: list[Graph]`` -- the graphs episodes sample from (sizes the rollout-buffer probe).
+    - ``active_nodes() -> (num_nodes,) bool`` -- nodes that can still act; inference runs the
+      policy on them alone (they must have no observed edge to inactive nodes).
+    - ``action_masks() -> (max_nodes,) bool`` -- valid node choices; required by the node-choice head.
+    - ``step_many(nodes) -> step result`` -- node choice: commit several nodes in one pass.
+    - ``commit_action: int`` and ``defer_action: int`` -- node-wise: patient decoding
+      (``--commit-fraction`` below 1) lets only the surest nodes commit, the rest defer.
+    - ``inference_horizon: int`` -- the episode length at inference (default: training's).
+    - ``horizon: int`` -- a settable episode length; set to the inference horizon when an env is
+      built for inference.
+    """
+
+    observation_space: gym.spaces.Dict
+    action_space: gym.spaces.Space
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict[str, np.ndarray], dict]: ...
+
+    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict]: ...
+
+
+Objective = Callable[[Any, np.ndarray], float]
+
+
+@dataclass(frozen=True)
+class EnvFeatures:
+    """The optional members of one env (see :class:`GraphEnvProtocol`), read once; ``None`` where absent."""
+
+    head: Head
+    sense: str
+    solution: Callable[[], np.ndarray] | None
+    objective: Objective | None
+    feasible: Callable[[Any, np.ndarray], bool] | None
+    solution_header: str
+    active_nodes: Callable[[], np.ndarray] | None
+    action_masks: Callable[[], np.ndarray] | None
+    step_many: Callable[[np.ndarray], tuple] | None
+    commit_action: int | None
+    defer_action: int | None
+    inference_horizon: int | None
+    num_graphs: int
+
+    OPTIONAL: ClassVar[tuple[str, ...]] = (
+        "solution",
+        "active_nodes",
+        "action_masks",
+        "step_many",
+        "commit_action",
+        "defer_action",
+        "inference_horizon",
+    )
+
+    @property
+    def patient(self) -> bool:
+        """Whether patient decoding applies: a node-wise env that names commit and defer actions."""
+        return self.head is Head.NODE_WISE and self.commit_action is not None and self.defer_action is not None
+
+
+def features_of(env: gym.Env) -> EnvFeatures:
+    """The optional members of ``env`` (or of the env it wraps), the one place that looks for them."""
+    task = env.unwrapped
+    members = {name: getattr(task, name, None) for name in EnvFeatures.OPTIONAL}
+    has_solution = members["solution"] is not None
+    return EnvFeatures(
+        head=head_of(env),
+        sense=getattr(task, "sense", "max"),
+        objective=getattr(task, "objective", None) if has_solution else None,
+        feasible=getattr(task, "feasible", None) if has_solution else None,
+        solution_header=getattr(task, "solution_header", "node,decision") if has_solution else "step,reward",
+        num_graphs=len(getattr(task, "graphs", ())) or 1,
+        **members,
+    )
+
+
+def head_of(env: gym.Env) -> Head:
+    """The env's declared ``head``, or the one its spaces imply."""
+    declared = getattr(env.unwrapped, "head", None)
+    return Head(declared or infer_head(env.observation_space, env.action_space))

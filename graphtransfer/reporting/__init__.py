@@ -1,0 +1,1 @@
+"""Showing results to people: evaluation tables as JSON and plots, training curves, drawings."""

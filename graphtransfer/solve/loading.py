@@ -1,0 +1,80 @@
+"""The one loader: "a saved policy for these graphs".
+
+Every command that runs a saved policy (predict, eval, transfer, the workers, the Python API)
+goes through :func:`policy_for_graphs`: read the folder (JSON and safetensors, nothing imported
+that the user did not name), refuse graphs that would not fit in memory, build the env, load the
+weights strictly, and apply the runtime settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import gymnasium as gym
+from stable_baselines3.common.policies import ActorCriticPolicy
+
+from graphtransfer.checkpoint import Checkpoint, LoadReport, load_policy_into_env, read_checkpoint
+from graphtransfer.envs.factory import inference_env, run_env
+from graphtransfer.graphs import Graph, load_graph
+from graphtransfer.nn import configure_runtime
+from graphtransfer.solve.memory import check_memory
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """How a loaded policy computes, never what: the same numbers with or without these."""
+
+    max_nodes_per_batch: int | None = None
+    """most graph nodes one pass spans; larger graphs run in chunks (same results, less memory)"""
+    mixed_precision: bool = False
+    """bfloat16 message passing on CUDA (ignored on the CPU)"""
+
+
+DEFAULT_RUNTIME = Runtime()
+
+
+@dataclass
+class LoadedPolicy:
+    checkpoint: Checkpoint
+    policy: ActorCriticPolicy
+    env: gym.Env
+    """the run's env over the graphs (for one graph and ``max_passes``, built for inference)"""
+    report: LoadReport
+
+
+def policy_for_graphs(
+    model: str | Path | Checkpoint,
+    graphs: list[Graph],
+    runtime: Runtime = DEFAULT_RUNTIME,
+    env: str | None = None,
+    max_passes: int | None = None,
+) -> LoadedPolicy:
+    """The policy of the model folder ``model`` (or of a checkpoint already read), for ``graphs``.
+
+    Args:
+        runtime: the node budget and mixed precision the policy runs with.
+        env: the user env the model was trained on, when it was (see :func:`read_checkpoint`).
+        max_passes: with one graph, the env is built for inference with this horizon
+            (``None``: the task's inference horizon).
+    """
+    checkpoint = model if isinstance(model, Checkpoint) else read_checkpoint(model, env)
+    config = checkpoint.config
+    for graph in graphs:
+        check_memory(graph.num_nodes, graph.edge_index[1], config.model, f"graph {graph.name}", runtime.max_nodes_per_batch)
+    built = inference_env(config, graphs[0], max_passes) if len(graphs) == 1 else run_env(config, graphs)
+    policy, report = load_policy_into_env(checkpoint, built)
+    configure_runtime(policy, runtime.max_nodes_per_batch, runtime.mixed_precision)
+    return LoadedPolicy(checkpoint, policy, built, report)
+
+
+def load_policy(model: str | Path, graph: str | Path | Graph, env: str | None = None) -> tuple[ActorCriticPolicy, gym.Env]:
+    """The policy in the model folder ``model``, built for ``graph`` (a :class:`Graph`, a graph
+    file or a sample name), and the run's env on that graph, whose observations
+    ``obs_to_tensors`` turns into what :func:`graphtransfer.act` takes. ``env`` names the user env
+    of a model trained on one.
+
+    The weights do not depend on the graph; the graph only sizes the env's spaces.
+    """
+    loaded = policy_for_graphs(model, [graph if isinstance(graph, Graph) else load_graph(graph)], env=env)
+    return loaded.policy, loaded.env

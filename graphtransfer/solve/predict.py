@@ -1,0 +1,82 @@
+"""``predict``: a saved policy on one graph file, the solution written as CSV."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+
+from graphtransfer.checkpoint import Checkpoint
+from graphtransfer.envs.protocol import features_of
+from graphtransfer.graphs import Graph, load_graph, resolve
+from graphtransfer.io import atomic_write, check_output_file
+from graphtransfer.solve.inference import Solution, solve
+from graphtransfer.solve.loading import DEFAULT_RUNTIME, Runtime, policy_for_graphs
+
+
+def predict(
+    model: str | Path,
+    graph: str | Path | Graph,
+    out: str | Path | None = None,
+    max_passes: int | None = None,
+    deterministic: bool = False,
+    seed: int = 0,
+    commit_fraction: float | None = None,
+    max_nodes_per_batch: int | None = None,
+    mixed_precision: bool = False,
+    env: str | None = None,
+    force: bool = False,
+) -> tuple[Graph, Solution]:
+    """Run the model in folder ``model`` on ``graph`` (a :class:`Graph` or what names one); write
+    the solution to ``out`` as CSV.
+
+    By default actions are sampled from the policy (seeded, so runs repeat exactly); see
+    :func:`graphtransfer.solve.inference.solve`. A graph too large for the memory available is
+    refused before anything is built (:mod:`graphtransfer.solve.memory`). ``max_nodes_per_batch``
+    runs the layers in chunks of that many nodes (same solution, less memory);
+    ``mixed_precision``, bfloat16 message passing on CUDA. ``env`` names the user env of a model
+    trained on one. ``out`` never replaces the graph, the model's files or a folder, and replaces
+    an existing file only with ``force``.
+    """
+    if out is not None:
+        inputs = [Path(model)] + ([] if isinstance(graph, Graph) else [resolve(graph)])
+        check_output_file(Path(out), inputs, force)
+    loaded = graph if isinstance(graph, Graph) else load_graph(graph)
+    options = {"deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction}
+    runtime = Runtime(max_nodes_per_batch, mixed_precision)
+    solution, header = predict_graph(model, loaded, max_passes=max_passes, runtime=runtime, env=env, **options)
+    if out is not None:
+        write_solution(out, solution.solution, header)
+    return loaded, solution
+
+
+def predict_graph(
+    model: str | Path | Checkpoint,
+    graph: Graph,
+    max_passes: int | None = None,
+    runtime: Runtime = DEFAULT_RUNTIME,
+    env: str | None = None,
+    **options,
+) -> tuple[Solution, str]:
+    """The policy of a model (a folder, or a checkpoint already read) on one graph: the solution
+    and its CSV header.
+
+    One graph's run depends only on the model, the graph and ``options`` (those of
+    :func:`graphtransfer.solve.inference.solve`), so workers that each call this give what a serial loop gives.
+    """
+    loaded = policy_for_graphs(model, [graph], runtime, env, max_passes)
+    return solve(loaded.policy, loaded.env, **options), features_of(loaded.env).solution_header
+
+
+def write_solution(path: str | Path, solution: np.ndarray, header: str) -> None:
+    """CSV of the solution rows, written atomically. A per-node solution gets its node id as first column."""
+    rows = solution.reshape(len(solution), -1)
+    if header.startswith("node,"):
+        rows = np.column_stack([np.arange(len(rows)), rows])
+    integral = np.issubdtype(rows.dtype, np.integer) or rows.dtype == bool
+    text = io.StringIO()
+    np.savetxt(
+        text, rows.astype(np.int64 if integral else np.float64), fmt="%d" if integral else "%.9g", delimiter=",", header=header, comments=""
+    )
+    atomic_write(path, text.getvalue().encode())  # a killed run leaves the previous CSV, never half of a new one
