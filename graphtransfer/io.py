@@ -79,10 +79,11 @@ def folder_lock(folder: Path, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator
 
 
 def check_output_file(out: Path, inputs: list[Path], force: bool, option: str = "--out") -> None:
-    """Refuse an output file that would destroy something: one of ``inputs``, a file inside a
-    model folder, a folder, or (without ``force``) any existing file."""
-    if str(out) == "" or out.name == "":
-        raise UsageError(f"{option} {str(out)!r}: name a file to write, e.g. {option} solution.csv")
+    """Refuse an output file that would destroy something: one of ``inputs`` (graph files, or a
+    file inside a folder of graphs), a model folder's own files, a folder, or (without ``force``)
+    any existing file. A solution CSV beside a model's files is fine."""
+    if out.name == "":
+        raise UsageError(f"{option} names no file; name a file to write, e.g. {option} solution.csv")
     if out.is_dir():
         raise UsageError(f"{option} {out}: is a folder; name a file inside it, e.g. {option} {out / 'solution.csv'}")
     resolved = out.resolve()

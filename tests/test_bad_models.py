@@ -116,6 +116,34 @@ def tamper(folder: str) -> None:
     weights.write_bytes(bytes(data))
 
 
+def nan_weights(folder: str) -> None:
+    """A model folder whose weights, sha256 and all, hold a NaN (a diverged run)."""
+    env = MISEnv([erdos_renyi(12, 3.0, 0)])
+    policy = build_policy("node-wise", MODEL, env.observation_space, env.action_space)
+    with torch.no_grad():
+        for parameter in policy.parameters():
+            parameter.fill_(0.01)  # constant weights: the same file name every run
+        next(policy.parameters()).fill_(float("nan"))
+    save_checkpoint(folder, policy, RunConfig(head="node-wise", model=MODEL))
+
+
+def set_config(folder: str, dotted: str, value) -> None:
+    """A model folder whose config.json has ``value`` at the dotted key of its run config."""
+
+    def change(meta: dict) -> None:
+        *path, last = dotted.split(".")
+        target = meta["config"]
+        for part in path:
+            target = target[part]
+        target[last] = value
+
+    edit_config(folder, change)
+
+
+# a module in the working folder that would leave a marker if anything imported it
+EVIL_MODULE = f"open({MARKER!r}, 'w').close()\nclass Env: pass\n"
+
+
 @dataclass
 class Case:
     input: str
@@ -125,6 +153,12 @@ class Case:
 
 
 PREDICT = ["--graph", "graph.txt", "--out", "out.csv"]
+
+
+def predicting(model: str, *extra: str) -> list[str]:
+    return ["predict", "--model", model, *PREDICT, *extra]
+
+
 CASES = [
     Case("SB3 zip with code in its pickles", lambda: Path("evil.zip").write_bytes(sb3_zip()), ["predict", "--model", "evil.zip", *PREDICT]),
     Case(
@@ -141,33 +175,33 @@ CASES = [
     Case(
         "a folder holding only the zip, renamed `model.safetensors`",
         lambda: (Path("renamed").mkdir(), Path("renamed/model.safetensors").write_bytes(sb3_zip())),
-        ["predict", "--model", "renamed", *PREDICT],
+        predicting("renamed"),
     ),
     Case(
         "weights that are the zip (config.json names it, sha256 right)",
         lambda: folder_with_weights("zipped", sb3_zip()),
-        ["predict", "--model", "zipped", *PREDICT],
+        predicting("zipped"),
     ),
     Case(
         "weights that are a pickle (config.json names it, sha256 right)",
         lambda: folder_with_weights("pickled", payload()),
-        ["predict", "--model", "pickled", *PREDICT],
+        predicting("pickled"),
     ),
     Case(
         "weights cut short (config.json's sha256 right)",
         lambda: cut_short("cut"),
-        ["predict", "--model", "cut", *PREDICT],
+        predicting("cut"),
     ),
-    Case("weights changed after saving", lambda: tamper("tampered"), ["predict", "--model", "tampered", *PREDICT]),
+    Case("weights changed after saving", lambda: tamper("tampered"), predicting("tampered")),
     Case(
         "config.json of another format version",
         lambda: edit_config("future", lambda meta: meta.update(format_version=99)),
-        ["predict", "--model", "future", *PREDICT],
+        predicting("future"),
     ),
     Case(
         "config.json naming a file outside the folder",
         lambda: edit_config("escape", lambda meta: meta["files"]["weights"].update(name="../../etc/passwd")),
-        ["predict", "--model", "escape", *PREDICT],
+        predicting("escape"),
     ),
     Case(
         "transfer with `--task` other than the model's",
@@ -177,18 +211,70 @@ CASES = [
     Case(
         "transfer after the env's actions changed (head)",
         lambda: save_model("head-model", RunConfig(env="changed:PickOne", head="node-wise", model=MODEL)),
-        ["transfer", "--src", "head-model", "--dst", "small"],
+        ["transfer", "--src", "head-model", "--dst", "small", "--env", "changed:PickOne"],
     ),
     Case(
         "transfer after the env's node features changed",
         lambda: save_model("wide-model", RunConfig(env="changed:WiderMIS", head="node-wise", model=MODEL)),
-        ["transfer", "--src", "wide-model", "--dst", "small"],
+        ["transfer", "--src", "wide-model", "--dst", "small", "--env", "changed:WiderMIS"],
     ),
     Case(
         "predict on a graph larger than the memory available",
         lambda: save_model("mem-model", RunConfig(head="node-wise", model=MODEL)),
         ["predict", "--model", "mem-model", "--graph", "big.npz", "--out", "out.csv"],
         {"GRAPHTRANSFER_MEMORY_LIMIT_MB": "100"},
+    ),
+    Case(
+        "eval on a graph larger than the memory available",
+        lambda: None,
+        ["eval", "--model", "mem-model", "--graphs", "big.npz"],
+        {"GRAPHTRANSFER_MEMORY_LIMIT_MB": "100"},
+    ),
+    Case(
+        "config.json: a width that is a string",
+        lambda: set_config("width-x", "model.width", "x"),
+        predicting("width-x"),
+    ),
+    Case("config.json: a negative width", lambda: set_config("width-neg", "model.width", -4), predicting("width-neg")),
+    Case("config.json: 10^9 layers", lambda: set_config("deep", "model.num_layers", 1e9), predicting("deep")),
+    Case(
+        "config.json: conv `os.system`",
+        lambda: set_config("conv-os", "model.conv", "os.system"),
+        predicting("conv-os"),
+    ),
+    Case("config.json: `model: null`", lambda: set_config("model-null", "model", None), predicting("model-null")),
+    Case(
+        "config.json naming a module:function as its env",
+        lambda: edit_config("runs-code", lambda meta: meta["config"].update(env="logging:basicConfig", env_kwargs={"filename": MARKER})),
+        predicting("runs-code"),
+    ),
+    Case(
+        "config.json naming a module in the working folder as its env",
+        lambda: (Path("evilmod.py").write_text(EVIL_MODULE), set_config("evil-env", "env", "evilmod:Env")),
+        predicting("evil-env"),
+    ),
+    Case(
+        "the user env named, but another than the folder's",
+        lambda: None,
+        predicting("evil-env", "--env", "changed:PickOne"),
+    ),
+    Case("weights holding NaN", lambda: nan_weights("nan-model"), predicting("nan-model")),
+    Case("predict `--seed -1`", lambda: None, predicting("mem-model", "--seed", "-1")),
+    Case("predict `--seed 10^23`", lambda: None, predicting("mem-model", "--seed", "99999999999999999999999")),
+    Case(
+        "predict `--out` the input graph", lambda: None, ["predict", "--model", "mem-model", "--graph", "graph.txt", "--out", "./graph.txt"]
+    ),
+    Case(
+        "predict `--out` the model's config.json",
+        lambda: None,
+        ["predict", "--model", "mem-model", "--graph", "graph.txt", "--out", "mem-model/config.json"],
+    ),
+    Case("predict `--out` a folder", lambda: None, ["predict", "--model", "mem-model", "--graph", "graph.txt", "--out", "mem-model"]),
+    Case("predict `--out ''`", lambda: None, ["predict", "--model", "mem-model", "--graph", "graph.txt", "--out", ""]),
+    Case(
+        "predict `--out` an existing file without `--force`",
+        lambda: Path("taken.csv").write_text("keep me\n"),
+        ["predict", "--model", "mem-model", "--graph", "graph.txt", "--out", "taken.csv"],
     ),
     Case(
         "`train --resume` of a finished run",
@@ -220,6 +306,8 @@ def refused(tmp_path_factory):
             case.make()
             results[case.input] = runner.invoke(app, case.args, env=case.env)
             assert not Path(MARKER).exists(), f"{case.input}: the payload ran"
+            assert not Path("out.csv").exists(), f"{case.input}: wrote an output though refused"
+        assert Path("graph.txt").read_text() == "0 1\n1 2\n2 3\n3 0\n" and Path("taken.csv").read_text() == "keep me\n"
     return results
 
 

@@ -81,13 +81,15 @@ def test_ctrl_c_saves_a_checkpoint_that_resume_trains_to_the_budget(tmp_path, mo
         process.kill()
     # 300 env steps is inside the fifth rollout of 2 x 32: four went into updates, the fifth is dropped
     assert process.returncode == 130, stderr
-    assert stderr == "interrupted at step 256 of 512; saved model; resume with: graphtransfer train --resume model\n"
+    assert stderr == "interrupted at step 256 of 512; saved model; resume with: graphtransfer train --resume model --env gated:GatedMIS\n"
     assert "\ntraining gatedmis (node-wise head, PPO)" in stdout
-    interrupted = read_checkpoint(tmp_path / "model")
+    interrupted = read_checkpoint(tmp_path / "model", env="gated:GatedMIS")
     assert interrupted.meta["training"]["steps"] == 256 and interrupted.meta["training"]["complete"] is False
     assert interrupted.optimizer is not None
 
-    resumed = runner.invoke(app, ["train", "--resume", "model", "--no-progress"])
+    refused = runner.invoke(app, ["train", "--resume", "model", "--no-progress"])
+    assert refused.exit_code == 2 and "pass --env gated:GatedMIS" in refused.stderr  # a folder never names the code to run
+    resumed = runner.invoke(app, ["train", "--resume", "model", "--no-progress", "--env", "gated:GatedMIS"])
     assert resumed.exit_code == 0, resumed.output
     assert resumed.output.startswith("resuming gatedmis (node-wise head) from model at step 256 of 512\n")
     meta = json.loads((tmp_path / "model" / CONFIG).read_text())
@@ -96,7 +98,7 @@ def test_ctrl_c_saves_a_checkpoint_that_resume_trains_to_the_budget(tmp_path, mo
     with open(tmp_path / "model" / "progress.csv", newline="") as handle:  # both parts, the dropped rollout in neither
         assert [int(row["time/total_timesteps"]) for row in csv.DictReader(handle)] == list(range(64, 513, 64))
 
-    again = runner.invoke(app, ["train", "--resume", "model"])
+    again = runner.invoke(app, ["train", "--resume", "model", "--env", "gated:GatedMIS"])
     assert again.exit_code == 2
     assert again.stderr == "error: model: training is complete (512 of 512 steps); nothing to resume, train a new model instead\n"
 

@@ -86,11 +86,24 @@ def test_user_env_trains_and_transfers_from_the_cli(tmp_path, monkeypatch, env_c
     )
     assert trained.exit_code == 0, trained.output
     assert "node-choice head, MaskablePPO" in trained.output
-    moved = runner.invoke(app, ["transfer", "--src", str(out), "--dst", str(tmp_path / "big.txt"), "--out", str(tmp_path / "big")])
+    moved = runner.invoke(
+        app, ["transfer", "--src", str(out), "--dst", str(tmp_path / "big.txt"), "--out", str(tmp_path / "big"), "--env", env_class]
+    )
     assert moved.exit_code == 0, moved.output
     assert "missing 0, unexpected 0, resized 0" in moved.output
     predicted = runner.invoke(
-        app, ["predict", "--model", str(tmp_path / "big"), "--graph", str(tmp_path / "big.txt"), "--out", str(tmp_path / "o.csv")]
+        app,
+        [
+            "predict",
+            "--model",
+            str(tmp_path / "big"),
+            "--graph",
+            str(tmp_path / "big.txt"),
+            "--out",
+            str(tmp_path / "o.csv"),
+            "--env",
+            env_class,
+        ],
     )
     assert predicted.exit_code == 0, predicted.output
     assert len((tmp_path / "o.csv").read_text().splitlines()) == 1 + 3  # header and one row per pick

@@ -155,14 +155,14 @@ def train(
         typed = ctx.get_parameter_source("mixed_precision").name == "COMMANDLINE"
         runtime = {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision if typed else None}
         result = resume_training(resume, progress=progress and sys.stderr.isatty(), log=typer.echo, env=env, **runtime)
-        return _report_training(result)
+        return _report_training(result, env)
     keys = _train_option_keys()
     typed = {name: value for name, value in ctx.params.items() if name in keys and _typed(ctx, name)}
     config = _train_config(config_file, typed, set_values or [])
     if print_config:
         typer.echo(config.to_yaml(), nl=False)
         return None
-    _report_training(run_training(config, out, progress=progress and sys.stderr.isatty(), log=typer.echo))
+    _report_training(run_training(config, out, progress=progress and sys.stderr.isatty(), log=typer.echo), config.env)
 
 
 def _typed(ctx: typer.Context, name: str) -> bool:
@@ -195,11 +195,12 @@ def _refuse_settings_beside_resume(ctx: typer.Context) -> None:
         raise UsageError(f"--resume takes every setting from the folder's config.json; drop {options}")
 
 
-def _report_training(result: TrainResult) -> None:
+def _report_training(result: TrainResult, env: str | None) -> None:
     if result.interrupted:
+        named = f" --env {env}" if env else ""
         typer.echo(
             f"interrupted at step {result.steps} of {result.budget}; saved {result.folder}; "
-            f"resume with: graphtransfer train --resume {result.folder}",
+            f"resume with: graphtransfer train --resume {result.folder}{named}",
             err=True,
         )
         raise typer.Exit(130)

@@ -139,6 +139,9 @@ class RunConfig:
     ppo: PPOConfig = field(default_factory=PPOConfig)
     log: LogConfig = field(default_factory=LogConfig)
 
+    def __post_init__(self) -> None:
+        self.head = str(self.head)  # a Head enum member is stored as its plain value
+
     @property
     def name(self) -> str:
         """The task name, or the user env's class or id, lower case: a run folder's first part."""
@@ -226,6 +229,9 @@ def _check_value(source: str, key: str, value: Any, hint: Any, metadata: dict) -
     """``value`` converted to ``hint``'s type and checked against the key's range or choices."""
     options = typing.get_args(hint) if typing.get_origin(hint) in (Union, types.UnionType) else (hint,)
     converted = _convert(value, options)
+    choices = [choice for option in options if typing.get_origin(option) is Literal for choice in typing.get_args(option)]
+    if converted is _BAD and choices and isinstance(value, str):
+        raise UsageError(f"{source}: {key}: {value!r} is not one of {', '.join(choice for choice in choices if choice)}")
     if converted is _BAD:
         names = " or ".join(_type_name(option) for option in options)
         raise UsageError(f"{source}: {key}: expected {names}, got {value!r}")
@@ -251,8 +257,6 @@ def _check_schedule(source: str, key: str, value: str) -> None:
 def _out_of_range(value: Any, low: float | None, high: float | None) -> str:
     if value is None or isinstance(value, (bool, str, dict)):
         return ""
-    if low is not None and high is not None and not low <= value <= high:
-        return f"must be between {low:g} and {high:g}"
     if low is not None and value < low:
         return f"must be at least {low:g}" if low else "must be 0 or more"
     if high is not None and value > high:

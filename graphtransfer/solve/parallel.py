@@ -80,11 +80,11 @@ def predict_many(
         raise UsageError(f"graphs {str(graphs)!r}: several graphs would write {clashes[0]}; give them distinct file names")
     if folder.is_file():
         raise UsageError(f"--out {folder} is a file; with a folder of graphs, --out names the folder that gets one CSV per graph")
-    inputs = [Path(model), resolve(graphs)]
+    checkpoint = read_checkpoint(model, env)
     for path in paths:
-        check_output_file(path, inputs, force)
+        check_output_file(path, [resolve(graphs)], force)
     options["runtime"] = Runtime(max_nodes_per_batch, mixed_precision)
-    results = map_graphs(solve_graph, read_checkpoint(model, env), loaded, options, workers, ray_address)
+    results = map_graphs(solve_graph, checkpoint, loaded, options, workers, ray_address)
     for path, (solution, header) in zip(paths, results, strict=True):
         write_solution(path, solution.solution, header)
     return [(graph, solution, path) for graph, (solution, _), path in zip(loaded, results, paths, strict=True)]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphtransfer.checkpoint import Checkpoint
+from graphtransfer.checkpoint import Checkpoint, read_checkpoint
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.graphs import Graph, load_graph, resolve
 from graphtransfer.io import atomic_write, check_output_file
@@ -39,13 +39,13 @@ def predict(
     trained on one. ``out`` never replaces the graph, the model's files or a folder, and replaces
     an existing file only with ``force``.
     """
+    checkpoint = read_checkpoint(model, env)
     if out is not None:
-        inputs = [Path(model)] + ([] if isinstance(graph, Graph) else [resolve(graph)])
-        check_output_file(Path(out), inputs, force)
+        check_output_file(Path(out), [] if isinstance(graph, Graph) else [resolve(graph)], force)
     loaded = graph if isinstance(graph, Graph) else load_graph(graph)
     options = {"deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction}
     runtime = Runtime(max_nodes_per_batch, mixed_precision)
-    solution, header = predict_graph(model, loaded, max_passes=max_passes, runtime=runtime, env=env, **options)
+    solution, header = predict_graph(checkpoint, loaded, max_passes=max_passes, runtime=runtime, **options)
     if out is not None:
         write_solution(out, solution.solution, header)
     return loaded, solution

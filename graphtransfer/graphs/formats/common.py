@@ -1,17 +1,17 @@
-"""What every format shares: opening a file with a clear error, writing one atomically, and
-turning parsed endpoints into a :class:`Graph` with warnings for what was dropped."""
+"""What every format shares: opening a file with a clear error, writing one atomically (with
+:func:`graphtransfer.io.write_atomically`), and turning parsed endpoints into a :class:`Graph`
+with warnings for what was dropped."""
 
 from __future__ import annotations
 
-import os
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from graphtransfer.errors import GraphFileError, GraphInputError, GraphInputWarning
 from graphtransfer.graphs.graph import MAX_NODES, Graph, from_edges
+from graphtransfer.io import write_atomically as write_atomically  # the one atomic writer, for every format
 
 
 def check_is_file(path: Path) -> None:
@@ -60,18 +60,6 @@ def build_graph(path: Path, src: np.ndarray, dst: np.ndarray, num_nodes: int, *,
     if dropped:
         warnings.warn(f"{path}: dropped {' and '.join(dropped)}", GraphInputWarning, stacklevel=3)
     return graph
-
-
-def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
-    """Run ``write`` on a temporary name beside ``path``, then rename: a failed write never leaves
-    a half-written graph where a good one was."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        write(tmp)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def one_direction(graph: Graph) -> np.ndarray:

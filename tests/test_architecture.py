@@ -1,0 +1,141 @@
+"""The package's shape: one folder per stage, imports only downwards, no cycle, and the one-of-each
+mechanisms (loader, memory reader, atomic writer, env construction) in one place each.
+
+Imports are read from the source (every ``import`` statement, also those inside functions: a
+deferred import that hides a cycle is still a cycle), so nothing here depends on import order.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "graphtransfer"
+# bottom to top; a module may import its own stage or a lower one
+STAGES = [
+    ("graphtransfer.errors", "graphtransfer.io", "graphtransfer.config"),
+    ("graphtransfer.graphs",),
+    ("graphtransfer.envs",),
+    ("graphtransfer.nn",),
+    ("graphtransfer.baselines",),
+    ("graphtransfer.checkpoint",),
+    ("graphtransfer.solve",),
+    ("graphtransfer.training",),
+    ("graphtransfer.transferring", "graphtransfer.export"),
+    ("graphtransfer.reporting",),
+    ("graphtransfer.cli",),
+]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports_of(path: Path, known: set[str]) -> set[str]:
+    """The package's modules that ``path`` imports anywhere in its body."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found |= {name for name in names if name in known}
+    return found
+
+
+def stage_of(module: str) -> int:
+    for rank, prefixes in enumerate(STAGES):
+        if any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes):
+            return rank
+    raise AssertionError(f"{module} belongs to no stage; add its folder to STAGES in the order it is imported")
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    found = modules()
+    known = set(found)
+    return {name: imports_of(path, known) - {name} for name, path in found.items() if name != "graphtransfer"}
+
+
+def test_every_module_belongs_to_a_stage(graph):
+    for module in graph:
+        stage_of(module)
+
+
+def test_no_module_imports_a_higher_stage(graph):
+    upward = [f"{a} -> {b}" for a, targets in graph.items() for b in targets if b != "graphtransfer" and stage_of(b) > stage_of(a)]
+    assert not upward, "imports that run back up: " + ", ".join(sorted(upward))
+
+
+def test_there_is_no_import_cycle(graph):
+    edges = {a: {b for b in targets if b in graph} for a, targets in graph.items()}
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt) :] + [nxt] if nxt in path else [node, nxt]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for start in sorted(edges):
+        if start not in state:
+            visit(start, [start])
+
+
+def test_nothing_imports_the_cli(graph):
+    assert not [
+        a
+        for a, targets in graph.items()
+        if not a.startswith("graphtransfer.cli") and any(t.startswith("graphtransfer.cli") for t in targets)
+    ]
+
+
+def definitions(name: str) -> list[str]:
+    """The modules that define a top-level function ``name``."""
+    return sorted(
+        module
+        for module, path in modules().items()
+        for node in ast.parse(path.read_text()).body
+        if isinstance(node, ast.FunctionDef) and node.name == name
+    )
+
+
+@pytest.mark.parametrize(
+    ("function", "home"),
+    [
+        ("policy_for_graphs", "graphtransfer.solve.loading"),  # the one loader
+        ("available_bytes", "graphtransfer.solve.memory"),  # the one available-memory reader
+        ("write_atomically", "graphtransfer.io"),  # the one atomic writer
+        ("make_env", "graphtransfer.envs.factory"),  # every env construction
+        ("run_env", "graphtransfer.envs.factory"),
+        ("inference_env", "graphtransfer.envs.factory"),
+    ],
+)
+def test_one_of_each_mechanism(function, home):
+    assert definitions(function) == [home]
+
+
+def test_envs_are_probed_for_optional_members_in_one_place_only():
+    """Outside the protocol's adapter, no module asks an env whether it has a member."""
+    optional = {"solution", "active_nodes", "action_masks", "step_many", "commit_action", "defer_action", "inference_horizon", "sense"}
+    offenders = []
+    for module, path in modules().items():
+        if module == "graphtransfer.envs.protocol":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("hasattr", "getattr") and len(node.args) >= 2:
+                name = node.args[1]
+                if isinstance(name, ast.Constant) and name.value in optional:
+                    offenders.append(f"{module}: {node.func.id}(..., {name.value!r})")
+    assert not offenders, offenders
