@@ -95,6 +95,9 @@ def test_ctrl_c_saves_a_checkpoint_that_resume_trains_to_the_budget(tmp_path, mo
     meta = json.loads((tmp_path / "model" / CONFIG).read_text())
     assert meta["training"]["steps"] == meta["training"]["budget"] == meta["config"]["ppo"]["total_timesteps"] == 512
     assert meta["training"]["complete"] is True and "optimizer" not in meta["files"]
+    first = interrupted.meta["training"]  # both parts' seconds add up, phase by phase
+    for phase in ("seconds", "rollout_seconds", "update_seconds"):
+        assert meta["training"][phase] > first[phase] > 0
     with open(tmp_path / "model" / "progress.csv", newline="") as handle:  # both parts, the dropped rollout in neither
         assert [int(row["time/total_timesteps"]) for row in csv.DictReader(handle)] == list(range(64, 513, 64))
 

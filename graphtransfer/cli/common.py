@@ -1,13 +1,17 @@
 """What every command module shares: the project's errors become one line on stderr and an exit
-code, never a traceback. Only command modules import this."""
+code, never a traceback, and the project's warnings one ``warning:`` line each. Only command
+modules import this."""
 
 from __future__ import annotations
 
 import functools
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import typer
 
-from graphtransfer.errors import GraphTransferError, UsageError
+from graphtransfer.errors import GraphInputWarning, GraphTransferError, UsageError
 
 
 def fail(message: str, code: int) -> None:
@@ -21,7 +25,8 @@ def friendly_errors(command):
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
-            return command(*args, **kwargs)
+            with warnings_to_stderr():
+                return command(*args, **kwargs)
         except UsageError as err:
             fail(str(err), 2)
         except GraphTransferError as err:
@@ -32,3 +37,22 @@ def friendly_errors(command):
             fail("interrupted", 130)
 
     return wrapper
+
+
+@contextmanager
+def warnings_to_stderr() -> Iterator[None]:
+    """Show the project's warnings (e.g. a graph file's dropped self-loops) as one ``warning:``
+    line each on stderr, instead of Python's two-line form; other libraries' warnings as usual."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", GraphInputWarning)
+        try:
+            yield
+        finally:
+            shown = set()
+            for warning in caught:
+                if issubclass(warning.category, GraphInputWarning):
+                    if str(warning.message) not in shown:  # a graph named twice in a command warns once
+                        typer.echo(f"warning: {warning.message}", err=True)
+                        shown.add(str(warning.message))
+                else:
+                    warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)

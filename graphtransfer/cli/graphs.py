@@ -6,9 +6,6 @@ readers (dropped self-loops, repeated edges) are printed as ``warning:`` lines o
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -30,18 +27,6 @@ _READ_FORMATS = ", ".join(FORMATS)
 _WRITE_FORMATS = ", ".join(writable())
 
 
-@contextmanager
-def _warnings_to_stderr() -> Iterator[None]:
-    """Show library warnings as one ``warning:`` line each instead of Python's two-line form."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            yield
-        finally:
-            for warning in caught:
-                typer.echo(f"warning: {warning.message}", err=True)
-
-
 @app.command()
 @friendly_errors
 def info(
@@ -54,8 +39,7 @@ def info(
 
     Example: graphtransfer graphs info web-Google.txt
     """
-    with _warnings_to_stderr():
-        summary = summarize_file(file, input_format)
+    summary = summarize_file(file, input_format)
     how = "detected" if summary.detected else "given"
     typer.echo(f"file      {summary.path}")
     typer.echo(f"format    {summary.format} ({how})")
@@ -83,8 +67,7 @@ def convert(
 
     Example: graphtransfer graphs convert web-Google.txt web-Google.npz
     """
-    with _warnings_to_stderr():
-        graph, read_as, written_as = convert_graph(source, target, input_format, to)
+    graph, read_as, written_as = convert_graph(source, target, input_format, to)
     typer.echo(f"read {source} ({read_as}): {graph.num_nodes:,} nodes, {graph.num_edges:,} edges")
     typer.echo(f"wrote {target} ({written_as})")
 
@@ -109,8 +92,7 @@ def generate_graph(
     if m is not None and avg_degree is not None:
         raise UsageError(f"--m {m} and --avg-degree {avg_degree} both set the density; give one of them")
     spec = spec_for(generator, nodes, seed, m=m, avg_degree=avg_degree)
-    with _warnings_to_stderr():
-        graph = generate(spec)
-        written_as = write_graph(graph, out, to)
+    graph = generate(spec)
+    written_as = write_graph(graph, out, to)
     typer.echo(f"generated {graph.name}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges")
     typer.echo(f"wrote {out} ({written_as})")

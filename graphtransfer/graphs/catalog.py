@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
-from graphtransfer.errors import GraphInputError
+from graphtransfer.errors import GraphInputError, GraphInputWarning
 from graphtransfer.graphs.formats import GRAPH_SUFFIXES, read_graph
 from graphtransfer.graphs.graph import Graph
 
@@ -20,17 +21,35 @@ def sample_dirs() -> list[Path]:
 
 
 def resolve(spec: str | Path) -> Path:
-    """Turn ``small`` into ``sample_graphs/small``; a path that exists is returned unchanged."""
+    """Turn a sample set name such as ``small`` into ``sample_graphs/small``; anything written as
+    a path (``./small``, ``data/g.txt``, a ``Path``) is taken as that path.
+
+    A bare name that is both a sample set and a file or folder in the working folder means the
+    sample set, with a warning that says so and how to name the other (``./small``).
+    """
     path = Path(spec)
+    sample = _sample(str(spec)) if isinstance(spec, str) and path.name == spec else None
+    if sample is not None:
+        if path.exists() and path.resolve() != sample.resolve():
+            warnings.warn(
+                f"'{spec}' is a sample set and also a path here; using the sample set {sample} (write ./{spec} for the path)",
+                GraphInputWarning,
+                stacklevel=2,
+            )
+        return sample
     if path.exists():
         return path
-    if path.name == str(spec):
-        for folder in sample_dirs():
-            for candidate in (folder / path.name, *(folder / f"{path.name}{s}" for s in GRAPH_SUFFIXES)):
-                if candidate.exists():
-                    return candidate
     names = sorted({p.stem for d in sample_dirs() if d.is_dir() for p in d.iterdir() if p.is_dir() or p.suffix in GRAPH_SUFFIXES})
     raise GraphInputError(f"graphs {str(spec)!r}: no such file, folder or sample set; sample sets are {names}")
+
+
+def _sample(name: str) -> Path | None:
+    """The sample set or sample graph file called ``name``, if there is one."""
+    for folder in sample_dirs():
+        for candidate in (folder / name, *(folder / f"{name}{suffix}" for suffix in GRAPH_SUFFIXES)):
+            if candidate.exists():
+                return candidate
+    return None
 
 
 def load_graphs(spec: str | Path, format: str | None = None) -> list[Graph]:
