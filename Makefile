@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml
 demo: install  ## train on sample_graphs/small, transfer to the 250k-node graph, predict there
 	$(BIN)/graphtransfer train --task mis --graphs small
 	$(BIN)/graphtransfer transfer --src small --dst large
-	$(BIN)/graphtransfer predict --model runs/mis/large --graph large --out runs/mis/large/solution.csv
+	$(BIN)/graphtransfer predict --model runs/mis/large --graph large --out runs/mis/large/solution.csv --force
 
 test: install  ## the test suite (what CI runs)
 	$(BIN)/python -m pytest -q

@@ -34,7 +34,7 @@ from typing import Any
 import gymnasium as gym
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save
+from safetensors.torch import load, save
 from stable_baselines3.common.policies import ActorCriticPolicy
 
 from graphtransfer.config import RunConfig
@@ -352,23 +352,22 @@ def _named_files(folder: Path, meta: dict[str, Any]) -> dict[str, dict[str, str]
 
 
 def _read_tensors(folder: Path, entry: dict[str, str]) -> dict[str, torch.Tensor]:
+    """The tensors of one named file, parsed from the very bytes whose sha256 was checked."""
     path = folder / entry["name"]
-    if not path.is_file():
+    try:
+        data = path.read_bytes() if path.is_file() else None
+    except FileNotFoundError:  # deleted between the two calls
+        data = None
+    if data is None:
         if _committed_since(folder, entry["name"]):
             raise _Replaced
         raise CheckpointError(f"{path}: missing, though {CONFIG} names it; the folder is incomplete, restore it or retrain")
-    try:
-        digest = _sha256(path)
-    except FileNotFoundError:
-        raise _Replaced from None
-    if digest != entry.get("sha256"):
+    if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
         raise CheckpointError(f"{path}: sha256 differs from {CONFIG}; the file is damaged or was replaced, retrain or restore it")
     try:
-        tensors = load_file(path)
-    except FileNotFoundError:
-        raise _Replaced from None
+        tensors = load(data)
     except SafetensorError as err:
-        kind = _magic(path)  # to explain the failure; parsing it as safetensors cannot run code
+        kind = _magic(data)  # to explain the failure; parsing it as safetensors cannot run code
         if kind in ("zip", "pickle"):
             raise CheckpointError(
                 f"{path}: is a {kind} file, not safetensors; such files can run code and are never loaded; retrain"
@@ -396,10 +395,13 @@ def _committed_since(folder: Path, name: str) -> bool:
     return isinstance(files, dict) and name not in {entry.get("name") for entry in files.values() if isinstance(entry, dict)}
 
 
-def _magic(path: Path) -> str:
-    """``"safetensors"``, ``"zip"``, ``"pickle"`` or ``""``, from the first bytes only."""
-    with open(path, "rb") as handle:
-        head = handle.read(9)
+def _magic(source: Path | bytes) -> str:
+    """``"safetensors"``, ``"zip"``, ``"pickle"`` or ``""``, from the first bytes only (of a file or of its content)."""
+    if isinstance(source, bytes):
+        head = source[:9]
+    else:
+        with open(source, "rb") as handle:
+            head = handle.read(9)
     if head[8:9] == b"{":  # an 8-byte header length, then the JSON header
         return "safetensors"
     if head[:4] == _ZIP_MAGIC:
@@ -414,11 +416,3 @@ def _version(package: str) -> str:
         return version(package)
     except PackageNotFoundError:  # running from a source tree that was never installed
         return "unknown"
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

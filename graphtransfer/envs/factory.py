@@ -66,6 +66,7 @@ def make_env(task: str | None, env: str | None, env_kwargs: dict[str, Any], grap
     if isinstance(built.observation_space, spaces.Graph):
         built = GraphObservationAdapter(built)
     check_contract(built.observation_space, where=env)
+    features_of(built)  # the optional members it declares must be usable
     return built
 
 

@@ -17,6 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 from graphtransfer.envs.contract import infer_head
+from graphtransfer.errors import UsageError
 
 
 class Head(str, Enum):
@@ -106,9 +107,11 @@ class EnvFeatures:
 
 
 def features_of(env: gym.Env) -> EnvFeatures:
-    """The optional members of ``env`` (or of the env it wraps), the one place that looks for them."""
+    """The optional members of ``env`` (or of the env it wraps), the one place that looks for them;
+    a member of the wrong kind is a :class:`UsageError` that names it."""
     task = env.unwrapped
     members = {name: getattr(task, name, None) for name in EnvFeatures.OPTIONAL}
+    _check_members(type(task).__name__, task, members)
     has_solution = members["solution"] is not None
     return EnvFeatures(
         head=head_of(env),
@@ -124,4 +127,21 @@ def features_of(env: gym.Env) -> EnvFeatures:
 def head_of(env: gym.Env) -> Head:
     """The env's declared ``head``, or the one its spaces imply."""
     declared = getattr(env.unwrapped, "head", None)
+    if declared and declared not in set(Head):
+        choices = ", ".join(head.value for head in Head)
+        raise UsageError(f"{type(env.unwrapped).__name__}.head is {declared!r}; declare one of {choices}, or leave it out to infer it")
     return Head(declared or infer_head(env.observation_space, env.action_space))
+
+
+def _check_members(name: str, task: Any, members: dict[str, Any]) -> None:
+    """Refuse optional members that could not work, naming the member and the fix."""
+    sense = getattr(task, "sense", "max")
+    if sense not in ("max", "min"):
+        raise UsageError(f"{name}.sense is {sense!r}; declare 'max' or 'min' (whether eval's objective is maximised)")
+    if (members["commit_action"] is None) != (members["defer_action"] is None):
+        raise UsageError(f"{name} declares only one of commit_action and defer_action; patient decoding needs both, or neither")
+    for member in ("solution", "active_nodes", "action_masks", "step_many"):
+        if members[member] is not None and not callable(members[member]):
+            raise UsageError(f"{name}.{member} is not a method; see graphtransfer.envs.protocol for what it must be")
+    if members["solution"] is not None and not (callable(getattr(task, "objective", None)) and callable(getattr(task, "feasible", None))):
+        raise UsageError(f"{name} has solution() but no objective(graph, solution) and feasible(graph, solution); add both")

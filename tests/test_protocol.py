@@ -1,0 +1,45 @@
+"""The env interface: what each optional member enables is read in one place, and a member that
+could not work is refused when the env is built, naming the member."""
+
+import pytest
+
+from graphtransfer.envs.mis import MISEnv
+from graphtransfer.envs.mvc import MVCEnv
+from graphtransfer.envs.protocol import GraphEnvProtocol, Head, features_of
+from graphtransfer.errors import UsageError
+from graphtransfer.graphs import erdos_renyi
+
+GRAPHS = [erdos_renyi(12, 3.0, 0)]
+
+
+def test_built_in_tasks_declare_what_they_enable():
+    mis, mvc = features_of(MISEnv(GRAPHS)), features_of(MVCEnv(GRAPHS))
+    assert mis.head is Head.NODE_WISE and mis.patient and mis.inference_horizon == 256 and mis.step_many is None
+    assert mvc.head is Head.NODE_CHOICE and not mvc.patient and mvc.step_many is not None and mvc.action_masks is not None
+    assert mvc.sense == "min" and mis.sense == "max"
+    assert isinstance(MISEnv(GRAPHS), GraphEnvProtocol)
+
+
+class OnlyCommit(MISEnv):
+    defer_action = None
+
+
+class Sideways(MISEnv):
+    sense = "up"
+
+
+class OddHead(MISEnv):
+    head = "edge-wise"
+
+
+@pytest.mark.parametrize(
+    ("env_class", "message"),
+    [
+        (OnlyCommit, "OnlyCommit declares only one of commit_action and defer_action"),
+        (Sideways, "Sideways.sense is 'up'; declare 'max' or 'min'"),
+        (OddHead, "OddHead.head is 'edge-wise'; declare one of node-wise, node-choice, graph-level"),
+    ],
+)
+def test_a_member_that_could_not_work_is_named(env_class, message):
+    with pytest.raises(UsageError, match=message):
+        features_of(env_class(GRAPHS))
