@@ -16,7 +16,7 @@ from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import erdos_renyi
-from graphtransfer.training.buffers import EdgeStore, ValueColumn, estimate_rollout_bytes, held_bytes
+from graphtransfer.training.buffers import EdgeStore, ValueColumn, ValueStore, estimate_rollout_bytes, held_bytes
 from graphtransfer.training.model import buffer_class, build_model, check_buffer_fits
 
 TASKS = ("mis", "mvc", "epidemic", "maxcut")  # node-wise residual, node-choice, graph-level, node-wise static
@@ -158,3 +158,24 @@ def test_the_suggested_n_steps_fits_where_the_requested_one_did_not(monkeypatch)
     assert lines[0].startswith("rollout buffer: ") and f"for {suggested} steps x 2 envs" in lines[0]
     with pytest.raises(UsageError):
         check_buffer_fits(replace(config, ppo=replace(config.ppo, n_steps=suggested + 64)), run_env(config, graphs), lines.append)
+
+
+def test_a_column_that_repeats_the_previous_step_is_stored_once_and_rebuilt_exactly():
+    rng = np.random.default_rng(0)
+    store = ValueStore((50, 2), np.dtype(np.float32), buffer_size=10, n_envs=2)
+    static = rng.random(50).astype(np.float32)
+    added = {}
+    for pos in range(10):
+        for env in range(2):
+            table = np.stack([static, rng.random(50).astype(np.float32)], axis=1)
+            if pos == 6 and env == 1:
+                table[3, 0] = -0.0  # one row changes once: that step stores its column anew
+            store.add(pos, env, table)
+            added[pos, env] = table
+    store.finish()
+    assert store.columns[0].count == 50 * 4  # env 0 once; env 1 at step 0, at 6 (changed) and at 7 (changed back)
+    assert store.columns[1].count == 50 * 20
+    steps, envs = np.array([0, 6, 7, 9, 3]), np.array([1, 1, 1, 0, 0])
+    rebuilt = store.rebuild(steps, envs)
+    for row, (pos, env) in enumerate(zip(steps, envs, strict=True)):
+        assert rebuilt[row].tobytes() == added[pos, env].tobytes()

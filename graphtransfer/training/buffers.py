@@ -232,26 +232,36 @@ class ValueColumn:
 
 
 class ValueStore:
-    """One observation key over a rollout: a bit per element (nonzero or not) and, per column
-    (the last axis), the nonzero values as a :class:`ValueColumn`. Zero is all-zero bits, so
-    ``-0.0`` is stored as a value and comes back as ``-0.0``."""
+    """One observation key over a rollout, column by column (the last axis): a bit per element
+    (nonzero or not) and the nonzero values as a :class:`ValueColumn`. A column equal to the same
+    env's previous step (a static feature, say) is stored once: the step keeps a reference to the
+    step that holds it. Zero is all-zero bits, so ``-0.0`` is stored as a value and comes back as ``-0.0``."""
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, buffer_size: int, n_envs: int):
         self.shape, self.dtype = shape, np.dtype(dtype)
         self.num_columns = shape[-1] if len(shape) >= 2 else 1
-        self.size = int(np.prod(shape))
-        self.bits = np.zeros((buffer_size, n_envs, (self.size + 7) // 8), dtype=np.uint8)
+        self.num_rows = int(np.prod(shape)) // self.num_columns
+        self.bits = np.zeros((buffer_size, n_envs, self.num_columns, (self.num_rows + 7) // 8), dtype=np.uint8)
         self.counts = np.zeros((buffer_size, n_envs, self.num_columns), dtype=np.int32)
+        # the step whose data each (step, env, column) uses: itself, or an earlier step it repeats
+        self.source = np.zeros((buffer_size, n_envs, self.num_columns), dtype=np.int32)
         self.columns = [ValueColumn(self.dtype) for _ in range(self.num_columns)]
+        self.last: dict[int, tuple[int, np.ndarray]] = {}  # env -> (step, its (rows, columns) table)
         self.starts: np.ndarray | None = None
 
     def add(self, pos: int, env: int, array: np.ndarray) -> None:
         table = np.ascontiguousarray(array).reshape(-1, self.num_columns)  # (rows, columns)
-        nonzero = nonzero_bits(table)
-        self.bits[pos, env] = np.packbits(nonzero)
-        self.counts[pos, env] = nonzero.sum(axis=0)
+        previous_pos, previous = self.last.get(env, (-1, None))
         for column, values in enumerate(self.columns):
-            values.append(table[nonzero[:, column], column])
+            if previous is not None and _same_bits(table[:, column], previous[:, column]):
+                self.source[pos, env, column] = self.source[previous_pos, env, column]
+                continue
+            nonzero = nonzero_bits(np.ascontiguousarray(table[:, column]))
+            self.source[pos, env, column] = pos
+            self.bits[pos, env, column] = np.packbits(nonzero)
+            self.counts[pos, env, column] = nonzero.sum()
+            values.append(table[nonzero, column])
+        self.last[env] = (pos, table.copy())
 
     def finish(self) -> None:
         """Index every column's values by (step, env): where each one's values start."""
@@ -264,12 +274,13 @@ class ValueStore:
     def rebuild(self, steps: np.ndarray, envs: np.ndarray) -> np.ndarray:
         """The ``(B, *shape)`` arrays of each (step, env), in the key's dtype."""
         batch = steps.size
-        nonzero = np.unpackbits(self.bits[steps, envs], axis=1, count=self.size).view(bool).reshape(batch, -1, self.num_columns)
-        out = np.zeros(nonzero.shape, dtype=self.dtype)
+        out = np.zeros((batch, self.num_rows, self.num_columns), dtype=self.dtype)
         for column, values in enumerate(self.columns):
-            counts = self.counts[steps, envs, column].astype(np.int64)
-            first = self.starts[steps, envs, column] - (np.cumsum(counts) - counts)  # (B,): index of a sample's values minus its rank
-            out[:, :, column][nonzero[:, :, column]] = values.take(np.repeat(first, counts) + np.arange(counts.sum()))
+            held = self.source[steps, envs, column]  # (B,): the step that stores this column
+            nonzero = np.unpackbits(self.bits[held, envs, column], axis=1, count=self.num_rows).view(bool)
+            counts = self.counts[held, envs, column].astype(np.int64)
+            first = self.starts[held, envs, column] - (np.cumsum(counts) - counts)  # (B,): index of a sample's values minus its rank
+            out[:, :, column][nonzero] = values.take(np.repeat(first, counts) + np.arange(counts.sum()))
         return out.reshape(batch, *self.shape)
 
 
