@@ -92,3 +92,43 @@ def test_split_update_equals_the_unsplit_update(task, head, algorithm, budget):
     for key, value in logged.items():
         expected = value + (2 if key == "train/n_updates" else 0)  # the second train() counts on
         assert split_logged[key] == pytest.approx(expected, abs=1e-6), key
+
+
+@pytest.mark.parametrize(("task", "head", "sb3_class"), [("mis", "node-wise", "PPO"), ("mvc", "node-choice", "MaskablePPO")])
+def test_the_timed_update_is_sb3s_update_bit_for_bit(task, head, sb3_class):
+    """Without a budget, our update (timed, KL per epoch) gives SB3's own train()'s weights exactly."""
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3 import PPO
+
+    config = RunConfig(
+        task=task,
+        graphs="small",
+        head=head,
+        model=ModelConfig(width=16, head_width=16, num_layers=2),
+        ppo=PPOConfig(n_envs=2, n_steps=16, batch_size=16, n_epochs=2, target_kl=None, seed=3, device="cpu"),
+    )
+    model = make_model(config, load_graphs("small")[:6], 3)
+    keep = KeepRollout()
+    model.learn(32, callback=keep)
+    ours = {name: p.detach().clone() for name, p in model.policy.named_parameters()}
+    assert model.logger.name_to_value["time/update_forward_seconds"] > 0
+    assert {"train/approx_kl_epoch_1", "train/approx_kl_epoch_2"} <= set(model.logger.name_to_value)
+    keep.restore(model)
+    {"PPO": PPO, "MaskablePPO": MaskablePPO}[sb3_class].train(model)
+    for name, parameter in model.policy.named_parameters():
+        assert torch.equal(parameter, ours[name]), name
+
+
+def test_an_early_stop_by_target_kl_is_reported():
+    config = RunConfig(
+        task="mis",
+        graphs="small",
+        head="node-wise",
+        model=ModelConfig(width=16, head_width=16, num_layers=2),
+        ppo=PPOConfig(n_envs=2, n_steps=16, batch_size=8, n_epochs=8, target_kl=1e-9, seed=3, device="cpu", learning_rate=0.01),
+    )
+    model = make_model(config, load_graphs("small")[:6], 3)
+    lines = []
+    model.report = lines.append
+    model.learn(64)
+    assert lines and all("stopped early in epoch" in line and "> 1.5 x target_kl 1e-09" in line for line in lines)

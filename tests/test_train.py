@@ -2,6 +2,7 @@
 
 import csv
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -120,3 +121,17 @@ def _wait_for(path, process, timeout=120.0):
         if time.monotonic() > deadline:
             raise AssertionError(f"no {path.name} after {timeout} s")
         time.sleep(0.05)
+
+
+def test_a_log_that_is_no_terminal_gets_progress_lines_and_the_update_phases(tmp_path):
+    result = runner.invoke(
+        app, ["train", "--steps", "128", "--n-envs", "2", "--width", "16", "--layers", "1", "--out", str(tmp_path / "m")]
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    progress = [
+        line for line in lines if re.match(r"^step \d+ of 128 \(\d+%\), \d+ env steps/s: rollout [\d.]+ s, update [\d.]+ s so far$", line)
+    ]
+    assert len(progress) >= 5  # every 5% of the run at least
+    trained = next(line for line in lines if line.startswith("trained "))
+    assert re.search(r"update [\d.]+ s \(sample [\d.]+, forward [\d.]+, backward [\d.]+, step [\d.]+\)", trained), trained

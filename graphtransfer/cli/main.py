@@ -204,9 +204,10 @@ def _report_training(result: TrainResult, env: str | None) -> None:
             err=True,
         )
         raise typer.Exit(130)
+    phases = ", ".join(f"{name} {seconds:.1f}" for name, seconds in result.update_phases.items())
     typer.echo(
         f"trained {result.steps} steps in {result.seconds:.1f} s: rollout {result.rollout_seconds:.1f} s, "
-        f"update {result.update_seconds:.1f} s, {result.steps_per_second:.0f} env steps/s"
+        f"update {result.update_seconds:.1f} s" + (f" ({phases})" if phases else "") + f", {result.steps_per_second:.0f} env steps/s"
     )
     typer.echo(f"saved {result.folder}")
 

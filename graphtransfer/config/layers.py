@@ -20,6 +20,7 @@ from graphtransfer.errors import UsageError
 Layer = tuple[str, dict[str, Any]]
 """where the settings came from (a file name, ``--set ...``, ``the command line``), and the settings"""
 
+
 def read_file(path: str | Path) -> Layer:
     """A ``--config`` file as a layer; a missing file or one that is not a YAML mapping is refused."""
     path = Path(path)

@@ -218,3 +218,40 @@ class StopOnInterrupt(BaseCallback):
             yield
         finally:
             signal.signal(signal.SIGINT, previous)
+
+
+class ProgressLines(BaseCallback):
+    """A progress line for logs that are not a terminal (a batch job's log): at least every
+    ``every_seconds`` or every ``every_fraction`` of the run, whichever comes first, checked at
+    every env step and after every update."""
+
+    def __init__(
+        self, log: Callable[[str], None], budget: int, timer: PhaseTimer, every_seconds: float = 30.0, every_fraction: float = 0.05
+    ):
+        super().__init__()
+        self.log, self.budget, self.timer = log, budget, timer
+        self.every_seconds, self.every_steps = every_seconds, max(1, int(budget * every_fraction))
+        self.last_time = time.perf_counter()
+        self.next_steps = 0
+
+    def _on_training_start(self) -> None:
+        self.next_steps = self.model.num_timesteps + self.every_steps
+
+    def _on_step(self) -> bool:
+        self._maybe_report()
+        return True
+
+    def _on_rollout_start(self) -> None:
+        self._maybe_report()
+
+    def _maybe_report(self) -> None:
+        steps, now = self.model.num_timesteps, time.perf_counter()
+        if steps < self.next_steps and now - self.last_time < self.every_seconds:
+            return
+        self.last_time, self.next_steps = now, steps + self.every_steps
+        spent = self.timer.rollout + self.timer.update
+        rate = f", {steps / spent:.0f} env steps/s" if spent > 0 else ""
+        self.log(
+            f"step {steps} of {self.budget} ({100 * steps / self.budget:.0f}%){rate}: "
+            f"rollout {self.timer.rollout:.1f} s, update {self.timer.update:.1f} s so far"
+        )

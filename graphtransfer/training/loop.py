@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, load_graphs
-from graphtransfer.training.callbacks import EvalOnGraphs, PhaseTimer, SaveCheckpoints, StopOnInterrupt
+from graphtransfer.training.callbacks import EvalOnGraphs, PhaseTimer, ProgressLines, SaveCheckpoints, StopOnInterrupt
 from graphtransfer.training.logs import check_log_settings, make_logger
 from graphtransfer.training.model import check_buffer_fits, check_device, make_model
 
@@ -37,6 +37,8 @@ class TrainResult:
     budget: int
     interrupted: bool = False
     """stopped by Ctrl-C before the budget; the folder then holds a checkpoint to resume"""
+    update_phases: dict[str, float] = field(default_factory=dict)
+    """this process's update seconds by phase: sample, forward, backward, step"""
 
     @property
     def steps_per_second(self) -> float:
@@ -65,7 +67,7 @@ def train(config: RunConfig, folder: str | Path | None = None, progress: bool = 
     sizes = [g.num_nodes for g in graphs]
     what = f"{config.name} ({config.head} head, {model.algorithm_name})"
     log(f"training {what} on {len(graphs)} graphs of {min(sizes)}-{max(sizes)} nodes for {ppo.total_timesteps} steps")
-    return _learn(model, config, graphs, eval_graphs, Path(folder or default_run_folder(config)), progress)
+    return _learn(model, config, graphs, eval_graphs, Path(folder or default_run_folder(config)), progress, log)
 
 
 def resume(
@@ -102,7 +104,7 @@ def resume(
     load_optimizer_state(model.policy.optimizer, model.policy, checkpoint)
     model.num_timesteps = steps
     log(f"resuming {config.name} ({config.head} head) from {folder} at step {steps} of {budget}")
-    return _learn(model, config, graphs, eval_graphs, Path(folder), progress, done)
+    return _learn(model, config, graphs, eval_graphs, Path(folder), progress, log, done)
 
 
 def _with_runtime(ppo: PPOConfig, max_nodes_per_batch: int | None, mixed_precision: bool | None) -> PPOConfig:
@@ -156,10 +158,13 @@ def _learn(
     eval_graphs: list[Graph],
     folder: Path,
     progress: bool,
+    log: Callable[[str], None],
     earlier: dict[str, Any] | None = None,
 ) -> TrainResult:
     """Run PPO up to the budget (or Ctrl-C) with the run's logs, evaluations and checkpoints, and
-    save; ``earlier`` is the interrupted run's training record."""
+    save; ``earlier`` is the interrupted run's training record. Without a progress bar, ``log``
+    gets a progress line every 30 s or 5% of the run; it always hears of updates stopped early
+    by ``target_kl`` (and of every update with ``log.stdout``)."""
     earlier = earlier or {}
     budget = config.ppo.total_timesteps
     timer, stop = PhaseTimer(earlier.get("rollout_seconds", 0.0), earlier.get("update_seconds", 0.0)), StopOnInterrupt()
@@ -173,9 +178,11 @@ def _learn(
     if eval_graphs:
         periodic.append(EvalOnGraphs(config, eval_graphs, folder, timer.aside))
     model.set_logger(make_logger(folder, config.log, keep_rows=bool(earlier)))
+    model.report, model.report_every_update = log, config.log.stdout
+    callbacks = [timer, stop, *periodic] + ([] if progress else [ProgressLines(log, budget, timer)])
     try:
         with stop.listening():
-            model.learn(budget - model.num_timesteps, callback=[timer, stop, *periodic], progress_bar=progress, reset_num_timesteps=False)
+            model.learn(budget - model.num_timesteps, callback=callbacks, progress_bar=progress, reset_num_timesteps=False)
         if stop.stopped:
             model.num_timesteps = stop.completed_steps
         else:
@@ -184,7 +191,10 @@ def _learn(
     finally:
         model.env.close()
         model.logger.close()
-    result = TrainResult(folder, model.num_timesteps, time.perf_counter() - started, timer.rollout, timer.update, budget, stop.stopped)
+    seconds = time.perf_counter() - started
+    result = TrainResult(
+        folder, model.num_timesteps, seconds, timer.rollout, timer.update, budget, stop.stopped, dict(model.update_seconds)
+    )
     info = record(result.steps, not result.interrupted)
     save_checkpoint(folder, model.policy, config, info, optimizer=model.policy.optimizer if result.interrupted else None)
     return result

@@ -1,4 +1,12 @@
-"""PPO and MaskablePPO whose update can bound how many graph nodes one backward pass spans.
+"""PPO and MaskablePPO whose update shows where its time goes and can bound how many graph
+nodes one backward pass spans.
+
+The update is SB3's, step for step (without a budget, the same weights bit for bit: tested
+against SB3's own ``train``), and it also records where its time goes -- rebuilding minibatches
+from the rollout buffer, forward, backward, optimizer step -- and the approximate KL of every
+epoch, as ``time/update_*_seconds`` and ``train/approx_kl_epoch_<i>`` in progress.csv; a
+``report`` callable (the train command's output) hears when ``target_kl`` stops an update early,
+and a line per update when it asks for every update.
 
 With ``max_nodes_per_batch`` set, each minibatch is split into groups of observations whose
 real nodes sum to at most the budget (an observation larger than the budget is a group of its
@@ -7,7 +15,6 @@ optimizer steps once on the accumulated gradient. That is the minibatch's gradie
 rounding: tested to 1e-6 on the parameters after an update), with the memory of one group.
 Advantages are normalised over the whole minibatch first and the gradient norm is clipped after
 accumulation, as SB3 does for the unsplit minibatch; the same ``train/*`` values are logged.
-Without a budget, :meth:`train` is SB3's own, untouched.
 
 The budget also reaches the policy's :class:`~graphtransfer.nn.GNNExtractor`, so rollout steps
 and value bootstraps over many (or large) observations run layer-wise in chunks.
@@ -15,6 +22,9 @@ and value bootstraps over many (or large) observations run layer-wise in chunks.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -47,12 +57,47 @@ def take(samples: NamedTuple, rows: slice) -> NamedTuple:
     return type(samples)(*fields)
 
 
+UPDATE_PHASES = ("sample", "forward", "backward", "step")
+"""where an update's time goes: rebuilding minibatches, the loss's forward, backward, the optimizer step"""
+
+
+class UpdateClock:
+    """Seconds per update phase, summed over one update."""
+
+    def __init__(self):
+        self.seconds = dict.fromkeys(UPDATE_PHASES, 0.0)
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] += time.perf_counter() - started
+
+    def timed(self, minibatches) -> Iterator:
+        """``minibatches`` with the time to produce each one charged to ``sample``."""
+        iterator = iter(minibatches)
+        while True:
+            with self.phase("sample"):
+                item = next(iterator, None)
+            if item is None:
+                return
+            yield item
+
+
 class NodeBudgetUpdate:
-    """The split-and-accumulate update, mixed into SB3's PPO or sb3-contrib's MaskablePPO."""
+    """The timed, optionally split-and-accumulate update, mixed into SB3's PPO or sb3-contrib's MaskablePPO."""
+
+    report: Callable[[str], None] | None = None
+    """where to say that target_kl stopped an update early (the train command prints it)"""
+    report_every_update: bool = False
+    """also report each update's epochs, KL and phase seconds (``train --verbose``)"""
 
     def __init__(self, *args: Any, max_nodes_per_batch: int | None = None, mixed_precision: bool = False, **kwargs: Any):
         self.max_nodes_per_batch = check_node_budget(max_nodes_per_batch)
         self.mixed_precision = mixed_precision
+        self.update_seconds = dict.fromkeys(UPDATE_PHASES, 0.0)  # summed over the run
         super().__init__(*args, **kwargs)
 
     def _setup_model(self) -> None:
@@ -68,46 +113,72 @@ class NodeBudgetUpdate:
         return self.policy.evaluate_actions(samples.observations, actions)
 
     def train(self) -> None:
-        if self.max_nodes_per_batch is None:
-            return super().train()
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         clip_range = self.clip_range(self._current_progress_remaining)
         clip_range_vf = None if self.clip_range_vf is None else self.clip_range_vf(self._current_progress_remaining)
         logged: dict[str, list[float]] = {"entropy_loss": [], "policy_gradient_loss": [], "value_loss": [], "clip_fraction": []}
+        clock, epoch_kl, stopped = UpdateClock(), [], None
         continue_training, loss = True, 0.0
-        for _epoch in range(self.n_epochs):
+        for epoch in range(self.n_epochs):
             approx_kl_divs = []
-            for samples in self.rollout_buffer.get(self.batch_size):
+            for samples in clock.timed(self.rollout_buffer.get(self.batch_size)):
                 self.policy.optimizer.zero_grad()
-                terms = self._accumulate_minibatch(samples, clip_range, clip_range_vf)
+                terms = self._accumulate_minibatch(samples, clip_range, clip_range_vf, clock)
                 for name in logged:
                     logged[name].append(terms[name])
                 loss = terms["loss"]
                 approx_kl_divs.append(terms["approx_kl"])
                 if self.target_kl is not None and terms["approx_kl"] > 1.5 * self.target_kl:
                     continue_training = False  # as SB3: this minibatch's step is not taken
+                    stopped = (epoch, terms["approx_kl"])
                     break
-                torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
-                self.policy.optimizer.step()
+                with clock.phase("step"):
+                    torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+                    self.policy.optimizer.step()
+            epoch_kl.append(float(np.mean(approx_kl_divs)))
             self._n_updates += 1
             if not continue_training:
                 break
         self._log_update(logged, approx_kl_divs, loss, clip_range, clip_range_vf)
+        self._log_where_time_went(clock, epoch_kl, stopped)
 
-    def _accumulate_minibatch(self, samples, clip_range: float, clip_range_vf: float | None) -> dict[str, float]:
-        """Backpropagate the minibatch's PPO loss group by group; return its logged terms."""
+    def _log_where_time_went(self, clock: UpdateClock, epoch_kl: list[float], stopped: tuple[int, float] | None) -> None:
+        """progress.csv gets the update's phase seconds and each epoch's KL; ``report`` hears of an early stop."""
+        for name, seconds in clock.seconds.items():
+            self.update_seconds[name] += seconds
+            self.logger.record(f"time/update_{name}_seconds", round(seconds, 4))
+        for epoch, kl in enumerate(epoch_kl, 1):
+            self.logger.record(f"train/approx_kl_epoch_{epoch}", kl)
+        if self.report is None or not (stopped or self.report_every_update):
+            return
+        kls = ", ".join(f"{kl:.4f}" for kl in epoch_kl)
+        phases = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in clock.seconds.items())
+        line = f"update at step {self.num_timesteps}: approx_kl by epoch {kls}; {phases}"
+        if stopped:
+            epoch, kl = stopped
+            line += f"; stopped early in epoch {epoch + 1} of {self.n_epochs}: approx_kl {kl:.4f} > 1.5 x target_kl {self.target_kl}"
+        self.report(line)
+
+    def _accumulate_minibatch(self, samples, clip_range: float, clip_range_vf: float | None, clock: UpdateClock) -> dict[str, float]:
+        """Backpropagate the minibatch's PPO loss group by group (one group without a node
+        budget); return its logged terms."""
         advantages = samples.advantages
         if self.normalize_advantage and len(advantages) > 1:  # over the whole minibatch, before splitting
             advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
         samples = samples._replace(advantages=advantages)
-        num_nodes = samples.observations["num_nodes"].reshape(-1).long().tolist()
+        size = len(advantages)
+        groups = [slice(0, size)]
+        if self.max_nodes_per_batch is not None:
+            groups = node_budget_groups(samples.observations["num_nodes"].reshape(-1).long().tolist(), self.max_nodes_per_batch)
         sums = dict.fromkeys(("loss", "policy_gradient_loss", "value_loss", "entropy_loss", "clip_fraction", "approx_kl"), 0.0)
-        for rows in node_budget_groups(num_nodes, self.max_nodes_per_batch):
-            group = take(samples, rows)
-            share = (rows.stop - rows.start) / len(num_nodes)  # each term is a mean: a group weighs its share
-            terms = self._group_loss(group, clip_range, clip_range_vf)
-            (share * terms["loss"]).backward()
+        for rows in groups:
+            group = samples if len(groups) == 1 else take(samples, rows)
+            share = (rows.stop - rows.start) / size  # each term is a mean: a group weighs its share
+            with clock.phase("forward"):
+                terms = self._group_loss(group, clip_range, clip_range_vf)
+            with clock.phase("backward"):
+                (terms["loss"] if len(groups) == 1 else share * terms["loss"]).backward()
             for name, value in terms.items():
                 sums[name] += share * float(value.detach())
         return sums
