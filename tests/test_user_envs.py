@@ -125,3 +125,31 @@ def test_small_graphs_feed_a_user_env():
     obs, _ = env.reset(seed=0)
     check_contract(env.observation_space)
     assert obs["x"].shape == (60, 3)
+
+
+@pytest.mark.slow
+def test_the_seed_scale_example_trains_transfers_and_predicts_from_the_cli(tmp_path, monkeypatch):
+    """examples/seed_scale.py's path from the README at a size that keeps CI fast: a fixed graph,
+    (N, 2) features, a graph-level head; trained, moved to a 2.5x larger graph, predicted."""
+    monkeypatch.syspath_prepend(str(__import__("pathlib").Path(__file__).parents[1]))
+    env = "examples.seed_scale:SignalEnv"
+    write_edge_list(barabasi_albert(2_000, 2, 1), tmp_path / "train.txt")
+    write_edge_list(barabasi_albert(5_000, 2, 2), tmp_path / "big.txt")
+    common = ["--n-envs", "1", "--n-steps", "32", "--batch-size", "8", "--epochs", "4", "--width", "16", "--no-progress"]
+    trained = runner.invoke(
+        app, ["train", "--env", env, "--graphs", str(tmp_path / "train.txt"), "--steps", "64", *common, "--out", str(tmp_path / "m")]
+    )
+    assert trained.exit_code == 0, trained.output
+    assert "signalenv (graph-level head, PPO) on 1 graphs of 2000-2000 nodes" in trained.output
+    moved = runner.invoke(
+        app, ["transfer", "--src", str(tmp_path / "m"), "--dst", str(tmp_path / "big.txt"), "--env", env, "--out", str(tmp_path / "big")]
+    )
+    assert moved.exit_code == 0, moved.output
+    assert "missing 0, unexpected 0, resized 0" in moved.output
+    out = tmp_path / "steps.csv"
+    predicted = runner.invoke(
+        app, ["predict", "--model", str(tmp_path / "big"), "--graph", str(tmp_path / "big.txt"), "--out", str(out), "--env", env]
+    )
+    assert predicted.exit_code == 0, predicted.output
+    rows = out.read_text().splitlines()
+    assert rows[0] == "step,reward" and len(rows) == 1 + 32  # one episode of 32 decisions
