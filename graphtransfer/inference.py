@@ -19,6 +19,7 @@ import torch
 from torch_geometric.data import Batch, Data
 from torch_geometric.utils import to_dense_batch
 
+from graphtransfer.baselines.completion import FinishedSet
 from graphtransfer.envs.factory import head_of
 from graphtransfer.errors import UsageError
 
@@ -36,6 +37,7 @@ class Solution:
     passes: int  # policy forward passes (env steps) it took
     seconds: float
     peak_rss_mib: float  # the process's peak resident memory so far
+    finished: FinishedSet | None = None  # what the finishing rule added, when one ran (see baselines.completion)
 
 
 def obs_to_tensors(obs: dict[str, np.ndarray], device: torch.device) -> dict[str, torch.Tensor]:
@@ -43,7 +45,7 @@ def obs_to_tensors(obs: dict[str, np.ndarray], device: torch.device) -> dict[str
     return {key: torch.from_numpy(np.ascontiguousarray(value)).unsqueeze(0).to(device) for key, value in obs.items()}
 
 
-def solve(policy, env: gym.Env, deterministic: bool = False, seed: int = 0, commit_fraction: float | None = None) -> Solution:
+def solve(policy, env: gym.Env, deterministic: bool = False, seed: int = 0, commit_fraction: float | None = None, finish=None) -> Solution:
     """Run ``policy`` on the env's single graph until the episode ends (solved or horizon).
 
     Actions are sampled from the policy by default, seeded by ``seed`` so a run repeats exactly.
@@ -74,12 +76,16 @@ def solve(policy, env: gym.Env, deterministic: bool = False, seed: int = 0, comm
             done, passes = terminated or truncated, passes + 1
             rewards.append(reward)
     task = env.unwrapped
+    finished = None
     if hasattr(task, "solution"):
         solution = task.solution()
+        if finish is not None:
+            finished = finish(task.graph, solution, task.active_nodes())
+            solution = finished.solution
         objective, feasible = task.objective(task.graph, solution), task.feasible(task.graph, solution)
     else:  # a user env without a solution of its own: report the episode's rewards
         solution, objective, feasible = np.column_stack([np.arange(len(rewards)), rewards]), float(np.sum(rewards)), True
-    return Solution(solution, objective, feasible, passes, time.perf_counter() - started, peak_rss_mib())
+    return Solution(solution, objective, feasible, passes, time.perf_counter() - started, peak_rss_mib(), finished)
 
 
 def check_commit_fraction(env: gym.Env, head: str, commit_fraction: float | None) -> float:
