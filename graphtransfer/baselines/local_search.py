@@ -238,7 +238,8 @@ def iterated_local_search(
         before = search.size
         search.log = []
         search.descend(search.perturb(rng, graph.num_nodes))
-        search.forced = set()
+        forced, search.forced = list(search.forced), set()
+        search.descend(forced)  # swaps at the forced vertices, now allowed, keep the set a local optimum
         if search.size > best_size:
             best, best_size, stall = bytes(search.in_set), search.size, 0
         lost = before - search.size
