@@ -48,7 +48,7 @@ def test_beats_greedy_on_a_random_graph():
     greedy = int(greedy_min_degree(graph).sum())
     found = iterated_local_search(graph, max_iterations=10_000, seed=0).solution
     assert is_maximal_independent(graph, found)
-    assert found.sum() >= greedy + 10  # about +2.5% on this graph; greedy misses many (1,2)-swaps
+    assert found.sum() >= 1.035 * greedy  # 711 against 680 (+4.6%) when written
     cover = local_search_vertex_cover(graph, max_stall=2_000, seed=0)
     assert is_vertex_cover(graph, cover) and cover.sum() < greedy_max_degree(graph).sum()
 
@@ -81,3 +81,24 @@ def test_registered_as_a_baseline_for_both_tasks():
     mis, mvc = BASELINES["mis"]["local-search"](graph), BASELINES["mvc"]["local-search"](graph)
     assert is_maximal_independent(graph, mis) and mis.sum() >= greedy_min_degree(graph).sum()
     assert is_vertex_cover(graph, mvc) and mvc.sum() <= greedy_max_degree(graph).sum()
+
+
+def has_a_swap(graph, chosen) -> bool:
+    """Whether some node of the set has two non-adjacent neighbours whose only chosen neighbour it is."""
+    src, dst = graph.edge_index
+    tight = np.bincount(dst[chosen[src]], minlength=graph.num_nodes)
+    edges = set(zip(src.tolist(), dst.tolist(), strict=True))
+    for x in np.flatnonzero(chosen).tolist():
+        ones = [u for u in dst[src == x].tolist() if tight[u] == 1]
+        if any((u, w) not in edges for i, u in enumerate(ones) for w in ones[i + 1 :]):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("iterations", [1, 20_000])
+def test_every_result_is_a_local_optimum_of_one_for_two_swaps(iterations):
+    # Vertices forced in by a perturbation are re-examined once its search is over; without that,
+    # 20,000 iterations here leave three swaps in the best set.
+    graph = erdos_renyi(2000, 8.0, 7)
+    assert has_a_swap(graph, greedy_min_degree(graph))  # the check can fail: greedy's set has swaps left
+    assert not has_a_swap(graph, iterated_local_search(graph, max_iterations=iterations, seed=2).solution)
