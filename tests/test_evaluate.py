@@ -8,7 +8,7 @@ from graphtransfer.report import family, rows_to_json
 from graphtransfer.train import run_env
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")  # read only; the local searches make it take seconds
 def rows():
     graphs = [erdos_renyi(200, 4.0, 0), barabasi_albert(300, 3, 0)]
     config = RunConfig(task="mis", head="node-wise", model=ModelConfig(width=16, head_width=16))
