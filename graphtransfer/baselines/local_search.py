@@ -31,7 +31,7 @@ from graphtransfer.graphs import Graph
 DEFAULT_TIME_BUDGET = 10.0
 """Seconds :func:`iterated_local_search` searches by default."""
 
-STALL_PER_NODE = 100
+STALL_PER_NODE = 10
 """The baselines stop after ``STALL_PER_NODE * |V|`` perturbations without a new best set: on
 small graphs long before the time budget, where more search finds nothing."""
 
