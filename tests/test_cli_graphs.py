@@ -30,14 +30,15 @@ def test_info_reports_size_degrees_format_and_time(triangle_and_lone_node):
     result = runner.invoke(app, ["graphs", "info", str(triangle_and_lone_node)])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[1:6] == [
+    assert lines[1:7] == [
         "format    mtx (detected)",
         "nodes     4",
         "edges     3",
         "degree    min 0, mean 1.50, max 2",
         "isolated  1 nodes",
+        "node ids  1..4 (1-based)",
     ]
-    assert lines[6].startswith("parsed in ") and lines[6].endswith(" s")
+    assert lines[7].startswith("parsed in ") and lines[7].endswith(" s")
 
 
 def test_info_with_a_named_format_and_a_warning(tmp_path):
@@ -82,7 +83,8 @@ def test_info_on_a_bad_file_is_one_line_and_exit_2(tmp_path):
         ),
         (
             ["generate", "--generator", "watts_strogatz", "--nodes", "100", "{tmp}/ws.npz"],
-            "error: unknown generator 'watts_strogatz'; expected one of ['barabasi_albert', 'erdos_renyi', 'random_geometric']\n",
+            "error: unknown generator 'watts_strogatz'; "
+            "expected one of ['barabasi_albert', 'delaunay', 'erdos_renyi', 'random_geometric']\n",
         ),
         (
             ["generate", "--nodes", "0", "{tmp}/ba.npz"],

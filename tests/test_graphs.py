@@ -6,13 +6,16 @@ import pytest
 from graphtransfer.errors import GraphInputError, GraphInputWarning
 from graphtransfer.graphs import (
     barabasi_albert,
+    delaunay,
     erdos_renyi,
+    generate,
     load_graph,
     load_graphs,
     random_geometric,
     read_edge_list,
     read_graph,
     read_npz,
+    spec_for,
     write_edge_list,
     write_npz,
 )
@@ -69,7 +72,13 @@ def test_npz_refuses_pickled_arrays(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "make", [lambda s: erdos_renyi(500, 6.0, s), lambda s: barabasi_albert(500, 3, s), lambda s: random_geometric(500, 6.0, s)]
+    "make",
+    [
+        lambda s: erdos_renyi(500, 6.0, s),
+        lambda s: barabasi_albert(500, 3, s),
+        lambda s: random_geometric(500, 6.0, s),
+        lambda s: delaunay(500, s),
+    ],
 )
 def test_generators_are_seeded_simple_and_undirected(make):
     a, b, c = make(1), make(1), make(2)
@@ -80,6 +89,15 @@ def test_generators_are_seeded_simple_and_undirected(make):
     assert edge_set(a) == {(v, u) for u, v in edge_set(a)}
     assert len(edge_set(a)) == a.edge_index.shape[1]
     assert 4.0 < a.degrees().mean() < 8.0
+
+
+def test_delaunay_is_a_connected_planar_mesh():
+    graph = generate(spec_for("delaunay", 2000, seed=3))
+    assert graph.num_edges <= 3 * graph.num_nodes - 6  # planar
+    assert graph.num_edges > 2.9 * graph.num_nodes - 100  # triangulated: only the hull's triangles are missing
+    assert graph.degrees().min() >= 2
+    with pytest.raises(GraphInputError, match="fixed density"):
+        spec_for("delaunay", 100, seed=0, avg_degree=6.0)
 
 
 def test_barabasi_albert_has_hubs():

@@ -2,7 +2,9 @@
 task's ``objective`` scores.
 
 :data:`BASELINES` holds the fast solvers (and, for epidemic control, fixed rules), safe on graphs
-of a million nodes; evaluation runs all of them. :data:`EXACT` holds the exponential-time solvers
+of a million nodes; evaluation runs all of them. The local searches take a ``time_budget`` in
+seconds (default :data:`~graphtransfer.baselines.local_search.DEFAULT_TIME_BUDGET`); bind another
+with ``functools.partial``. :data:`EXACT` holds the exponential-time solvers
 for graphs of at most a few hundred nodes, which return an :class:`ExactSolution` and refuse
 larger graphs.
 """
@@ -11,14 +13,22 @@ from collections.abc import Callable
 
 import numpy as np
 
-from graphtransfer.baselines import epidemic, maxcut, mis, mvc
+from graphtransfer.baselines import epidemic, local_search, maxcut, mis, mvc
 from graphtransfer.baselines.exact import ExactSolution
 from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.graphs import Graph
 
 BASELINES: dict[str, dict[str, Callable[[Graph], np.ndarray]]] = {
-    "mis": {"greedy-min-degree": mis.greedy_min_degree, "random-greedy": mis.random_order_greedy},
-    "mvc": {"greedy-max-degree": mvc.greedy_max_degree, "matching-2approx": mvc.maximal_matching_2approx},
+    "mis": {
+        "greedy-min-degree": mis.greedy_min_degree,
+        "random-greedy": mis.random_order_greedy,
+        "local-search": local_search.local_search,
+    },
+    "mvc": {
+        "greedy-max-degree": mvc.greedy_max_degree,
+        "matching-2approx": mvc.maximal_matching_2approx,
+        "local-search": local_search.local_search_vertex_cover,
+    },
     "maxcut": {"one-flip": maxcut.greedy_one_flip, "random-cut": maxcut.random_cut},
     "epidemic": {"threshold-2%": epidemic.threshold, "never": epidemic.never, "always-lockdown": epidemic.always_lockdown},
 }

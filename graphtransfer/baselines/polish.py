@@ -5,31 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from graphtransfer.baselines.local_search import local_search_vertex_cover, polish_independent_set
 from graphtransfer.graphs import Graph
-
-
-def complete_independent_set(graph: Graph, chosen: np.ndarray) -> np.ndarray:
-    """Add nodes with no chosen neighbour, lowest degree first, until the set is maximal."""
-    indptr, indices = graph.csr()
-    chosen = chosen.copy()
-    blocked = np.zeros(graph.num_nodes, dtype=bool)
-    blocked[indices[np.repeat(chosen, np.diff(indptr))]] = True  # neighbours of chosen nodes
-    for v in np.argsort(np.diff(indptr), kind="stable").tolist():
-        if not chosen[v] and not blocked[v]:
-            chosen[v] = True
-            blocked[indices[indptr[v] : indptr[v + 1]]] = True
-    return chosen
-
-
-def prune_vertex_cover(graph: Graph, cover: np.ndarray) -> np.ndarray:
-    """Drop cover nodes whose neighbours are all in the cover, lowest degree first, until the
-    cover is minimal (every remaining node covers some edge alone)."""
-    indptr, indices = graph.csr()
-    cover = cover.copy()
-    for v in np.argsort(np.diff(indptr), kind="stable").tolist():
-        if cover[v] and cover[indices[indptr[v] : indptr[v + 1]]].all():
-            cover[v] = False
-    return cover
 
 
 def one_flip_local_search(graph: Graph, side: np.ndarray, max_sweeps: int = 50) -> np.ndarray:
@@ -51,4 +28,6 @@ def one_flip_local_search(graph: Graph, side: np.ndarray, max_sweeps: int = 50) 
     return side
 
 
-POLISH = {"mis": complete_independent_set, "mvc": prune_vertex_cover, "maxcut": one_flip_local_search}
+POLISH = {"mis": polish_independent_set, "mvc": local_search_vertex_cover, "maxcut": one_flip_local_search}
+"""Per task, ``polish(graph, solution)``: for MIS and MVC the iterated local search started from
+the solution, in its default time budget (see :mod:`graphtransfer.baselines.local_search`)."""

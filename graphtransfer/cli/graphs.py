@@ -47,6 +47,7 @@ def info(
     typer.echo(f"edges     {summary.num_edges:,}")
     typer.echo(f"degree    min {summary.min_degree:,}, mean {summary.mean_degree:.2f}, max {summary.max_degree:,}")
     typer.echo(f"isolated  {summary.isolated:,} nodes")
+    typer.echo(f"node ids  {summary.ids}")
     typer.echo(f"parsed in {summary.parse_seconds:.2f} s")
 
 

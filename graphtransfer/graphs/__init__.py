@@ -4,7 +4,7 @@ from graphtransfer.graphs.catalog import load_graph, load_graphs, resolve
 from graphtransfer.graphs.formats import FORMATS, GraphFormat, convert_graph, detect_format, read_graph, write_graph
 from graphtransfer.graphs.formats.edgelist import read_edge_list, write_edge_list
 from graphtransfer.graphs.formats.npz import read_npz, write_npz
-from graphtransfer.graphs.generators import GENERATORS, barabasi_albert, erdos_renyi, generate, random_geometric, spec_for
+from graphtransfer.graphs.generators import GENERATORS, barabasi_albert, delaunay, erdos_renyi, generate, random_geometric, spec_for
 from graphtransfer.graphs.graph import Graph, from_edges
 from graphtransfer.graphs.summary import GraphSummary, summarize_file
 
@@ -16,6 +16,7 @@ __all__ = [
     "GraphSummary",
     "barabasi_albert",
     "convert_graph",
+    "delaunay",
     "detect_format",
     "erdos_renyi",
     "from_edges",

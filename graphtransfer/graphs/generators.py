@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial import cKDTree
+from scipy.spatial import Delaunay, cKDTree
 
 from graphtransfer.errors import GraphInputError
 from graphtransfer.graphs.graph import MAX_NODES, Graph, from_edges, sorted_unique
@@ -70,7 +70,20 @@ def random_geometric(num_nodes: int, avg_degree: float, seed: int) -> Graph:
     return graph
 
 
-GENERATORS = {"erdos_renyi": erdos_renyi, "barabasi_albert": barabasi_albert, "random_geometric": random_geometric}
+def delaunay(num_nodes: int, seed: int) -> Graph:
+    """The Delaunay triangulation of points uniform in the unit square: a planar mesh of average
+    degree just under 6, where greedy leaves more to gain than on random graphs."""
+    _check_size(num_nodes, 3)
+    points = np.random.default_rng(seed).random((num_nodes, 2))
+    triangles = Delaunay(points).simplices  # (T, 3) corner ids
+    src = triangles[:, [0, 1, 2]].ravel()
+    dst = triangles[:, [1, 2, 0]].ravel()  # each triangle's three sides; shared sides are deduplicated
+    graph, _, _ = from_edges(src, dst, num_nodes, f"delaunay-n{num_nodes}-s{seed}")
+    return graph
+
+
+GENERATORS = {"erdos_renyi": erdos_renyi, "barabasi_albert": barabasi_albert, "random_geometric": random_geometric, "delaunay": delaunay}
+_DENSITY_FIXED = {"delaunay"}  # generators whose density is not a parameter
 
 
 def generate(spec: dict) -> Graph:
@@ -90,11 +103,15 @@ def generate(spec: dict) -> Graph:
 
 def spec_for(generator: str, num_nodes: int, seed: int, m: int | None = None, avg_degree: float | None = None) -> dict:
     """A spec for :func:`generate` from a density given either way: ``m`` edges per new node
-    (Barabási–Albert) or an average degree, which is about ``2 m``."""
+    (Barabási–Albert) or an average degree, which is about ``2 m``. Delaunay meshes have no
+    density to set."""
     if m is not None and avg_degree is not None:
         raise GraphInputError(f"m={m} and avg_degree={avg_degree} both set the density; give one of them")
     spec = {"generator": generator, "num_nodes": num_nodes, "seed": seed}
-    if generator == "barabasi_albert":
+    if generator in _DENSITY_FIXED:
+        if m is not None or avg_degree is not None:
+            raise GraphInputError(f"generator {generator!r} has a fixed density (average degree about 6); leave out m and avg_degree")
+    elif generator == "barabasi_albert":
         spec["m"] = m if m is not None else max(1, round((avg_degree or 8.0) / 2))
     else:
         spec["avg_degree"] = avg_degree if avg_degree is not None else 2.0 * (m if m is not None else 4)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,11 +22,21 @@ class Graph:
             duplicates, node ids in ``0..num_nodes-1``.
         num_nodes: number of nodes, isolated ones included.
         name: where the graph came from (file name or generator spec), for reports.
+        node_ids: the graph's own id of each node, ``(num_nodes,)``, for answers a user can join
+            back to their data: int64 where the file numbers its nodes (SNAP ids, GML ids, the
+            1-based numbering of METIS, DIMACS and Matrix Market), a numpy string array where
+            they are names (GraphML ids that are not all integers); ``None`` when the ids are
+            the positions ``0..num_nodes-1`` (generated graphs, or files numbered that way).
     """
 
     edge_index: np.ndarray
     num_nodes: int
     name: str = ""
+    node_ids: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.node_ids is not None and self.node_ids.shape != (self.num_nodes,):
+            raise ValueError(f"node_ids has shape {self.node_ids.shape}; expected ({self.num_nodes},), one id per node")
 
     @property
     def num_edges(self) -> int:
@@ -43,6 +54,64 @@ class Graph:
         indptr = np.zeros(self.num_nodes + 1, dtype=np.int64)
         np.cumsum(self.degrees(), out=indptr[1:])
         return indptr, self.edge_index[1, order]
+
+    def ids(self) -> np.ndarray:
+        """``(num_nodes,)``: the graph's own id of every node (``0..N-1`` when it has none)."""
+        return np.arange(self.num_nodes) if self.node_ids is None else self.node_ids
+
+    def original_id(self, node: int) -> int | str:
+        """The graph's own id of the node at position ``node``."""
+        return node if self.node_ids is None else self.node_ids[node].item()
+
+    def describe_ids(self) -> str:
+        """How the nodes are named, for ``graphs info``: ``0..4``, ``1..5 (1-based)``, ``10..100,
+        not contiguous`` or ``names, e.g. 'a', 'b', 'c'``."""
+        if self.node_ids is None:
+            return f"0..{self.num_nodes - 1}"
+        if self.node_ids.dtype.kind == "U":
+            return "names, e.g. " + ", ".join(repr(str(name)) for name in self.node_ids[:3])
+        low, high = int(self.node_ids.min()), int(self.node_ids.max())
+        if high - low + 1 == self.num_nodes:
+            return f"{low}..{high}" + (" (1-based)" if low == 1 else "")
+        return f"{low}..{high}, not contiguous"
+
+
+def with_ids(graph: Graph, ids: np.ndarray | None) -> Graph:
+    """``graph`` with ``ids`` ``(num_nodes,)`` as its own node ids; ids that are exactly the
+    positions ``0..N-1`` are dropped (``None``), so that only graphs with ids of their own carry
+    an array."""
+    if ids is not None and ids.dtype.kind in "iu" and ids.size and ids[0] == 0 and ids[-1] == ids.size - 1:
+        if np.array_equal(ids, np.arange(ids.size)):
+            ids = None
+    return Graph(graph.edge_index, graph.num_nodes, graph.name, None if ids is None else ids)
+
+
+_INTEGER = re.compile(r"0|-?[1-9][0-9]{0,17}")
+
+
+def ids_from_names(names: list[str]) -> np.ndarray:
+    """Node names read from a file as ids: int64 when every name is an integer written plainly
+    (``"7"``, not ``"07"`` or ``"+7"``, which would not read back the same), else the names as
+    a numpy string array."""
+    if all(_INTEGER.fullmatch(name) for name in names):
+        return np.array([int(name) for name in names], dtype=np.int64)
+    return np.array(names, dtype=str)
+
+
+def induced_subgraph(graph: Graph, keep: np.ndarray) -> tuple[Graph, np.ndarray]:
+    """The subgraph on the nodes in ``keep`` (``(num_nodes,)`` bool), renumbered in order.
+
+    Returns:
+        The subgraph, and ``(k,)`` int64, the position in ``graph`` of each of its nodes.
+    """
+    nodes = np.flatnonzero(keep)
+    new_id = np.full(graph.num_nodes, -1, dtype=np.int64)
+    new_id[nodes] = np.arange(nodes.size)
+    src, dst = graph.edge_index
+    inside = keep[src] & keep[dst]
+    ids = None if graph.node_ids is None else graph.node_ids[nodes]
+    sub = Graph(new_id[graph.edge_index[:, inside]], int(nodes.size), graph.name, ids)
+    return sub, nodes
 
 
 def from_edges(src: np.ndarray, dst: np.ndarray, num_nodes: int, name: str = "") -> tuple[Graph, int, int]:

@@ -23,6 +23,8 @@ class GraphSummary:
     max_degree: int
     isolated: int
     parse_seconds: float
+    ids: str = ""
+    """how the file names its nodes, which solutions use: see :meth:`Graph.describe_ids`"""
 
 
 def summarize_file(path: str | Path, format: str | None = None) -> GraphSummary:
@@ -44,4 +46,5 @@ def summarize_file(path: str | Path, format: str | None = None) -> GraphSummary:
         max_degree=int(degrees.max()),
         isolated=int((degrees == 0).sum()),
         parse_seconds=seconds,
+        ids=graph.describe_ids(),
     )

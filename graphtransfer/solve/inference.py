@@ -19,6 +19,7 @@ import torch
 from torch_geometric.data import Batch, Data
 from torch_geometric.utils import to_dense_batch
 
+from graphtransfer.baselines.completion import FinishedSet
 from graphtransfer.config import DEFAULT_COMMIT_FRACTION
 from graphtransfer.envs.protocol import EnvFeatures, Head, features_of
 from graphtransfer.errors import UsageError
@@ -34,6 +35,7 @@ class Solution:
     passes: int  # policy forward passes (env steps) it took
     seconds: float
     peak_rss_mib: float  # the process's peak resident memory so far
+    finished: FinishedSet | None = None  # what the finishing rule added, when one ran (see baselines.completion)
 
 
 def obs_to_tensors(obs: dict[str, np.ndarray], device: torch.device) -> dict[str, torch.Tensor]:
@@ -41,7 +43,7 @@ def obs_to_tensors(obs: dict[str, np.ndarray], device: torch.device) -> dict[str
     return {key: torch.from_numpy(np.ascontiguousarray(value)).unsqueeze(0).to(device) for key, value in obs.items()}
 
 
-def solve(policy, env: gym.Env, deterministic: bool = False, seed: int = 0, commit_fraction: float | None = None) -> Solution:
+def solve(policy, env: gym.Env, deterministic: bool = False, seed: int = 0, commit_fraction: float | None = None, finish=None) -> Solution:
     """Run ``policy`` on the env's single graph until the episode ends (solved or horizon).
 
     Actions are sampled from the policy by default, seeded by ``seed`` so a run repeats exactly.
@@ -56,6 +58,9 @@ def solve(policy, env: gym.Env, deterministic: bool = False, seed: int = 0, comm
             name a ``commit_action`` and a ``defer_action`` (MIS: include and defer): only the
             active nodes with the highest probability of the commit action may take it, everyone
             else defers (default 1.0: every node acts as drawn); see :func:`patient_actions`.
+        finish: the task's finishing rule (:data:`graphtransfer.baselines.completion.FINISH`),
+            called as ``finish(graph, solution, undecided)`` once the policy stops; what it
+            added is reported apart, in :attr:`Solution.finished`.
     """
     started = time.perf_counter()
     policy.set_training_mode(False)
@@ -71,13 +76,17 @@ def solve(policy, env: gym.Env, deterministic: bool = False, seed: int = 0, comm
             obs, reward, terminated, truncated, _ = act(policy, env, features, obs, deterministic, generator, commit_fraction)
             done, passes = terminated or truncated, passes + 1
             rewards.append(reward)
+    finished = None
     if features.solution is not None:
         graph = env.unwrapped.graph
         solution = features.solution()
+        if finish is not None:
+            finished = finish(graph, solution, features.active_nodes())
+            solution = finished.solution
         objective, feasible = features.objective(graph, solution), features.feasible(graph, solution)
     else:  # a user env without a solution of its own: report the episode's rewards
         solution, objective, feasible = np.column_stack([np.arange(len(rewards)), rewards]), float(np.sum(rewards)), True
-    return Solution(solution, objective, feasible, passes, time.perf_counter() - started, peak_rss_mib())
+    return Solution(solution, objective, feasible, passes, time.perf_counter() - started, peak_rss_mib(), finished)
 
 
 def check_commit_fraction(env: gym.Env, features: EnvFeatures, commit_fraction: float | None) -> float:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from graphtransfer.errors import GraphFileError, GraphInputError, GraphInputWarning
-from graphtransfer.graphs.graph import MAX_NODES, Graph, from_edges
+from graphtransfer.graphs.graph import MAX_NODES, Graph, from_edges, with_ids
 from graphtransfer.io import write_atomically as write_atomically  # the one atomic writer, for every format
 
 
@@ -50,16 +50,44 @@ def check_node_count(path: Path, num_nodes: int, line: int | None = None) -> Non
         raise GraphFileError(path, f"declares {num_nodes:,} nodes; graphtransfer handles at most {MAX_NODES:,}", line)
 
 
-def build_graph(path: Path, src: np.ndarray, dst: np.ndarray, num_nodes: int, *, repeats_expected: bool = False) -> Graph:
+def build_graph(
+    path: Path, src: np.ndarray, dst: np.ndarray, num_nodes: int, *, repeats_expected: bool = False, node_ids: np.ndarray | None = None
+) -> Graph:
     """The graph of these 0-based endpoints, warning about dropped self-loops, and about repeated
-    edges unless the format lists each edge in both directions anyway (``repeats_expected``)."""
+    edges unless the format lists each edge in both directions anyway (``repeats_expected``).
+    ``node_ids`` ``(num_nodes,)`` are the file's own ids of the positions (see :class:`Graph`)."""
     graph, loops, repeats = from_edges(src, dst, num_nodes, path.name)
+    graph = with_ids(graph, node_ids)
     dropped = [f"{loops} self-loop(s)"] if loops else []
     if repeats and not repeats_expected:
         dropped.append(f"{repeats} duplicate edge(s)")
     if dropped:
         warnings.warn(f"{path}: dropped {' and '.join(dropped)}", GraphInputWarning, stacklevel=3)
     return graph
+
+
+def one_based_ids(num_nodes: int) -> np.ndarray:
+    """``(num_nodes,)`` int64 ``1..N``: the ids of formats that number nodes from 1 (METIS,
+    DIMACS, Matrix Market), so that answers name nodes as the file does."""
+    return np.arange(1, num_nodes + 1, dtype=np.int64)
+
+
+def warn_if_ids_lost(graph: Graph, path: Path, format_name: str, keeps: str) -> None:
+    """Warn when writing drops the graph's own node ids: ``keeps`` says which ids the format can
+    hold (``"1..N"``, ``"integers"``); a graph without ids of its own loses nothing."""
+    ids = graph.node_ids
+    if ids is None:
+        return
+    if keeps == "1..N" and ids.dtype.kind in "iu" and np.array_equal(ids, one_based_ids(graph.num_nodes)):
+        return
+    if keeps == "integers" and ids.dtype.kind in "iu":
+        return
+    warnings.warn(
+        f"{path}: {format_name} holds node ids {keeps} only, so the graph's own ids ({graph.describe_ids()}) are replaced by "
+        f"positions; write .npz or GraphML to keep them",
+        GraphInputWarning,
+        stacklevel=3,
+    )
 
 
 def one_direction(graph: Graph) -> np.ndarray:

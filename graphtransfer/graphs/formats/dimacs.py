@@ -9,7 +9,15 @@ from pathlib import Path
 import numpy as np
 
 from graphtransfer.errors import GraphFileError
-from graphtransfer.graphs.formats.common import build_graph, check_node_count, one_direction, read_bytes, write_atomically
+from graphtransfer.graphs.formats.common import (
+    build_graph,
+    check_node_count,
+    one_based_ids,
+    one_direction,
+    read_bytes,
+    warn_if_ids_lost,
+    write_atomically,
+)
 from graphtransfer.graphs.formats.text import Lines, blank_lines, check_ids, format_rows, parse_numbers, plural, scan_lines
 from graphtransfer.graphs.graph import Graph
 
@@ -45,11 +53,12 @@ def read_dimacs(path: str | Path) -> Graph:
     body, lines = _edge_numbers_only(body, lines, edges)
     ends = parse_numbers(path, body, lines, np.int64, "an integer node id")
     check_ids(path, ends, lines, lambda k: k, 1, num_nodes, "node id")
-    return build_graph(path, ends[0::2] - 1, ends[1::2] - 1, num_nodes, repeats_expected=True)
+    return build_graph(path, ends[0::2] - 1, ends[1::2] - 1, num_nodes, repeats_expected=True, node_ids=one_based_ids(num_nodes))
 
 
 def write_dimacs(graph: Graph, path: str | Path) -> None:
     """Write ``p edge N M`` and one ``e u v`` line per undirected edge, atomically."""
+    warn_if_ids_lost(graph, Path(path), "DIMACS", "1..N")
     text = f"c {graph.name or 'graph'}\np edge {graph.num_nodes} {graph.num_edges}\n" + format_rows(one_direction(graph).T + 1, prefix="e ")
     write_atomically(Path(path), lambda tmp: tmp.write_text(text))
 

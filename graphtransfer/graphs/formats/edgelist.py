@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from graphtransfer.errors import GraphFileError, GraphInputWarning
-from graphtransfer.graphs.formats.common import build_graph, one_direction, read_bytes, write_atomically
+from graphtransfer.graphs.formats.common import build_graph, one_direction, read_bytes, warn_if_ids_lost, write_atomically
 from graphtransfer.graphs.formats.text import (
     Lines,
     blank_lines,
@@ -29,8 +29,9 @@ EXPECTED = "lines of 'u v' node id pairs"
 def read_edge_list(path: str | Path) -> Graph:
     """Read a SNAP-style edge list: one ``u v`` pair per line (extra columns such as weights are
     ignored), any whitespace or commas, ``#`` or ``%`` comment lines, arbitrary non-negative
-    integer ids remapped to ``0..N-1`` in increasing order. Self-loops and repeated edges are
-    dropped with a warning that counts them.
+    integer ids. Nodes sit at positions ``0..N-1`` in increasing id order and the ids are kept as
+    the graph's ``node_ids``. Self-loops and repeated edges are dropped with a warning that
+    counts them.
     """
     path = Path(path)
     body = read_bytes(path, EXPECTED).replace(b",", b" ")
@@ -43,14 +44,16 @@ def read_edge_list(path: str | Path) -> Graph:
     )
     ids = numbers.reshape(-1, columns)[:, :2].ravel()
     check_ids(path, ids, lines, lambda k: (k // 2) * columns + k % 2, 0, None, "node id")
-    num_nodes, compact = _compact_ids(ids.astype(np.int64, copy=False))
-    return build_graph(path, compact[0::2], compact[1::2], num_nodes)
+    node_ids, compact = _compact_ids(ids.astype(np.int64, copy=False))
+    return build_graph(path, compact[0::2], compact[1::2], node_ids.size, node_ids=node_ids)
 
 
 def write_edge_list(graph: Graph, path: str | Path) -> None:
-    """Write one ``u v`` line per undirected edge under a ``#`` comment header, atomically.
+    """Write one ``u v`` line per undirected edge, in the graph's own integer ids, under a ``#``
+    comment header, atomically.
 
-    Isolated nodes have no line, so a graph that has them reads back with fewer nodes.
+    Isolated nodes have no line, so a graph that has them reads back with fewer nodes; names
+    (string ids) cannot be written and are replaced by positions, with a warning.
     """
     isolated = int((graph.degrees() == 0).sum())
     if isolated:
@@ -58,7 +61,10 @@ def write_edge_list(graph: Graph, path: str | Path) -> None:
             f"{path}: {isolated} isolated node(s) have no line in an edge list and will not read back", GraphInputWarning, stacklevel=2
         )
     header = f"# {graph.name or 'graph'}\n# nodes: {graph.num_nodes} edges: {graph.num_edges}\n"
-    text = header + format_rows(one_direction(graph).T)
+    warn_if_ids_lost(graph, Path(path), "an edge list", "integers")
+    ids = graph.node_ids if graph.node_ids is not None and graph.node_ids.dtype.kind in "iu" else None
+    ends = one_direction(graph) if ids is None else ids[one_direction(graph)]
+    text = header + format_rows(ends.T)
     write_atomically(Path(path), lambda tmp: tmp.write_text(text))
 
 
@@ -85,14 +91,18 @@ def _columns(path: Path, body: bytes, lines: Lines) -> int:
     return columns
 
 
-def _compact_ids(ids: np.ndarray) -> tuple[int, np.ndarray]:
+def _compact_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Map the distinct ids to ``0..N-1`` keeping their order; a lookup table when ids are
-    dense (much faster than sorting), a sort otherwise."""
+    dense (much faster than sorting), a sort otherwise.
+
+    Returns:
+        ``(N,)`` the distinct ids in increasing order, and ``ids`` as positions among them.
+    """
     top = int(ids.max())
     if top < 4 * ids.size:
         present = np.zeros(top + 1, dtype=bool)
         present[ids] = True
         new_id = np.cumsum(present) - 1
-        return int(present.sum()), new_id[ids]
+        return np.flatnonzero(present), new_id[ids]
     unique = sorted_unique(ids)
-    return unique.size, np.searchsorted(unique, ids)
+    return unique, np.searchsorted(unique, ids)

@@ -13,7 +13,14 @@ from pathlib import Path
 import numpy as np
 
 from graphtransfer.errors import GraphFileError, GraphInputWarning
-from graphtransfer.graphs.formats.common import build_graph, check_node_count, one_direction, read_bytes, write_atomically
+from graphtransfer.graphs.formats.common import (
+    build_graph,
+    check_node_count,
+    one_direction,
+    read_bytes,
+    warn_if_ids_lost,
+    write_atomically,
+)
 from graphtransfer.graphs.formats.text import show
 from graphtransfer.graphs.graph import Graph
 
@@ -40,8 +47,9 @@ class _Parsed:
 
 
 def read_gml(path: str | Path) -> Graph:
-    """Read a GML graph. Node ids must be integers; they are mapped to ``0..N-1`` in the order the
-    nodes are declared, and an edge to an undeclared node is an error."""
+    """Read a GML graph. Node ids must be integers; nodes sit at positions ``0..N-1`` in the order
+    they are declared, their ids kept as the graph's ``node_ids``, and an edge to an undeclared
+    node is an error."""
     path = Path(path)
     body = read_bytes(path, EXPECTED)
     if len(body) > SLOW_BYTES:
@@ -64,13 +72,19 @@ def read_gml(path: str | Path) -> Graph:
         node = parsed.sources[k] if src[k] < 0 else parsed.targets[k]
         line = _line(body, parsed.edge_tokens[k])
         raise GraphFileError(path, f"an edge to node {node}, which no node [ id {node} ] declares; declare every node", line)
-    return build_graph(path, src, dst, len(index), repeats_expected=parsed.directed)
+    node_ids = np.fromiter(index, dtype=np.int64, count=len(index))  # dicts keep declaration order
+    return build_graph(path, src, dst, len(index), repeats_expected=parsed.directed, node_ids=node_ids)
 
 
 def write_gml(graph: Graph, path: str | Path) -> None:
-    """Write an undirected GML graph with node ids ``0..N-1``, each edge once, atomically."""
-    nodes = "  node [ id %d ]\n" * graph.num_nodes % tuple(range(graph.num_nodes))
-    edges = "  edge [ source %d target %d ]\n" * graph.num_edges % tuple(one_direction(graph).T.ravel().tolist())
+    """Write an undirected GML graph in the graph's own integer ids, each edge once, atomically.
+
+    GML ids are integers, so names (string ids) are replaced by positions, with a warning.
+    """
+    warn_if_ids_lost(graph, Path(path), "GML", "integers")
+    ids = graph.ids() if graph.ids().dtype.kind in "iu" else np.arange(graph.num_nodes)
+    nodes = "  node [ id %d ]\n" * graph.num_nodes % tuple(ids.tolist())
+    edges = "  edge [ source %d target %d ]\n" * graph.num_edges % tuple(ids[one_direction(graph)].T.ravel().tolist())
     text = f"graph [\n  directed 0\n{nodes}{edges}]\n"
     write_atomically(Path(path), lambda tmp: tmp.write_text(text))
 

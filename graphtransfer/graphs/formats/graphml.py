@@ -17,7 +17,7 @@ import numpy as np
 
 from graphtransfer.errors import GraphFileError, GraphInputWarning
 from graphtransfer.graphs.formats.common import build_graph, check_is_file, check_node_count, one_direction, write_atomically
-from graphtransfer.graphs.graph import Graph
+from graphtransfer.graphs.graph import Graph, ids_from_names
 
 EXTENSIONS = (".graphml",)
 EXPECTED = "a GraphML document: <graphml><graph> with <node id=...> and <edge source=... target=...> elements"
@@ -74,8 +74,9 @@ class _Collector:
 
 
 def read_graphml(path: str | Path) -> Graph:
-    """Read a GraphML graph; ids are mapped to ``0..N-1`` in document order, and an edge to a node
-    that no ``<node>`` declares is an error."""
+    """Read a GraphML graph; nodes sit at positions ``0..N-1`` in document order, their ids kept as
+    the graph's ``node_ids`` (int64 when every id is a plain integer, else strings), and an edge
+    to a node that no ``<node>`` declares is an error."""
     path = Path(path)
     check_is_file(path)
     _check_size(path)
@@ -96,9 +97,12 @@ def read_graphml(path: str | Path) -> Graph:
 
 
 def write_graphml(graph: Graph, path: str | Path) -> None:
-    """Write an undirected GraphML graph with node ids ``n0..n{N-1}``, each edge once, atomically."""
-    nodes = '    <node id="n%d"/>\n' * graph.num_nodes % tuple(range(graph.num_nodes))
-    edges = '    <edge source="n%d" target="n%d"/>\n' * graph.num_edges % tuple(one_direction(graph).T.ravel().tolist())
+    """Write an undirected GraphML graph in the graph's own ids (``0..N-1`` when it has none),
+    each edge once, atomically."""
+    names = [escape(str(name), {'"': "&quot;"}) for name in graph.ids().tolist()]
+    nodes = '    <node id="%s"/>\n' * graph.num_nodes % tuple(names)
+    ends = one_direction(graph).T.ravel().tolist()
+    edges = '    <edge source="%s" target="%s"/>\n' * graph.num_edges % tuple(names[i] for i in ends)
     text = (
         '<?xml version="1.0" encoding="UTF-8"?>\n<graphml xmlns="http://graphml.graphdrawing.org/xmlns">\n'
         f'  <graph id="{escape(graph.name or "G", {chr(34): "&quot;"})}" edgedefault="undirected">\n{nodes}{edges}  </graph>\n</graphml>\n'
@@ -116,7 +120,7 @@ def _graph(path: Path, collector: _Collector) -> Graph:
         k = int(np.argmax(unknown))
         name = collector.sources[k] if src[k] < 0 else collector.targets[k]
         raise GraphFileError(path, f"an <edge> to node {name!r}, which no <node> declares; declare every node", collector.edge_lines[k])
-    return build_graph(path, src, dst, len(index), repeats_expected=collector.directed)
+    return build_graph(path, src, dst, len(index), repeats_expected=collector.directed, node_ids=ids_from_names(list(index)))
 
 
 def _check_size(path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from graphtransfer.errors import GraphFileError, GraphInputWarning
-from graphtransfer.graphs.formats.common import build_graph, check_node_count, read_bytes, write_atomically
+from graphtransfer.graphs.formats.common import build_graph, check_node_count, one_based_ids, read_bytes, warn_if_ids_lost, write_atomically
 from graphtransfer.graphs.formats.text import Lines, blank_lines, check_ids, header_numbers, parse_numbers, plural, scan_lines
 from graphtransfer.graphs.graph import Graph
 
@@ -53,7 +53,7 @@ def read_metis(path: str | Path) -> Graph:
             f"{neighbours.size}; METIS lists every edge from both ends, so set m to {neighbours.size // 2} or fix the lists",
             header_line + 1,
         )
-    graph = build_graph(path, owner[is_neighbour], neighbours - 1, num_nodes, repeats_expected=True)
+    graph = build_graph(path, owner[is_neighbour], neighbours - 1, num_nodes, repeats_expected=True, node_ids=one_based_ids(num_nodes))
     if graph.num_edges != num_edges:
         warnings.warn(
             f"{path}: the lists are not symmetric (some edge is listed from one end only); read {graph.num_edges} edges, "
@@ -66,6 +66,7 @@ def read_metis(path: str | Path) -> Graph:
 
 def write_metis(graph: Graph, path: str | Path) -> None:
     """Write the header ``n m`` and one line of 1-based neighbours per node, atomically."""
+    warn_if_ids_lost(graph, Path(path), "METIS", "1..N")
     indptr, indices = graph.csr()
     names = list(map(str, (indices + 1).tolist()))
     rows = (" ".join(names[a:b]) for a, b in zip(indptr[:-1].tolist(), indptr[1:].tolist(), strict=True))

@@ -8,7 +8,15 @@ from pathlib import Path
 import numpy as np
 
 from graphtransfer.errors import GraphFileError
-from graphtransfer.graphs.formats.common import build_graph, check_node_count, one_direction, read_bytes, write_atomically
+from graphtransfer.graphs.formats.common import (
+    build_graph,
+    check_node_count,
+    one_based_ids,
+    one_direction,
+    read_bytes,
+    warn_if_ids_lost,
+    write_atomically,
+)
 from graphtransfer.graphs.formats.text import (
     Lines,
     blank_lines,
@@ -57,11 +65,13 @@ def read_mtx(path: str | Path) -> Graph:
     check_ids(path, table[:, 0], lines, lambda k: 3 + k * columns, 1, num_rows, "row")
     check_ids(path, table[:, 1], lines, lambda k: 4 + k * columns, 1, num_cols, "column")
     ends = table[:, :2].astype(np.int64) - 1
-    return build_graph(path, ends[:, 0], ends[:, 1], max(num_rows, num_cols), repeats_expected=True)
+    num_nodes = max(num_rows, num_cols)
+    return build_graph(path, ends[:, 0], ends[:, 1], num_nodes, repeats_expected=True, node_ids=one_based_ids(num_nodes))
 
 
 def write_mtx(graph: Graph, path: str | Path) -> None:
     """Write a ``pattern symmetric`` matrix: each edge once, in the lower triangle, atomically."""
+    warn_if_ids_lost(graph, Path(path), "Matrix Market", "1..N")
     lower = one_direction(graph)[::-1].T + 1  # (|E|, 2) rows (hi + 1, lo + 1)
     text = f"{BANNER.decode()} matrix coordinate pattern symmetric\n{graph.num_nodes} {graph.num_nodes} {graph.num_edges}\n" + format_rows(
         lower

@@ -1,5 +1,5 @@
-"""numpy archives (``.npz``) holding ``edge_index`` and optionally ``num_nodes``, and the checks on
-an ``edge_index`` array that the PyTorch reader shares."""
+"""numpy archives (``.npz``) holding ``edge_index`` and optionally ``num_nodes`` and ``node_ids``,
+and the checks on those arrays that the PyTorch reader shares."""
 
 from __future__ import annotations
 
@@ -12,15 +12,16 @@ import numpy as np
 
 from graphtransfer.errors import GraphFileError
 from graphtransfer.graphs.formats.common import build_graph, check_is_file, check_node_count, one_direction, write_atomically
-from graphtransfer.graphs.graph import Graph
+from graphtransfer.graphs.graph import Graph, sorted_unique
 
 EXTENSIONS = (".npz",)
 EXPECTED = "an .npz archive with an integer 'edge_index' array of shape (2, E); write one with graphtransfer.graphs.write_npz"
 
 
 def read_npz(path: str | Path) -> Graph:
-    """Read ``edge_index`` ``(2, E)`` and optional ``num_nodes``; each undirected edge may appear in
-    one or both directions. Arrays are read straight from the zip members: nothing is unpickled,
+    """Read ``edge_index`` ``(2, E)``, optional ``num_nodes`` and optional ``node_ids`` ``(N,)``
+    (integers or strings, the graph's own ids); each undirected edge may appear in one or both
+    directions. Arrays are read straight from the zip members: nothing is unpickled,
     and a header that promises more data than the member holds is refused before allocating."""
     path = Path(path)
     check_is_file(path)
@@ -31,24 +32,27 @@ def read_npz(path: str | Path) -> Graph:
                 raise GraphFileError(path, f"has no 'edge_index' array (found {sorted(names)}); expected {EXPECTED}")
             edge_index = _read_member(path, archive, names["edge_index"])
             num_nodes = _read_member(path, archive, names["num_nodes"]) if "num_nodes" in names else None
+            node_ids = _read_member(path, archive, names["node_ids"]) if "node_ids" in names else None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError, ValueError, TypeError, NotImplementedError) as err:
         raise GraphFileError(path, f"is not a readable .npz archive ({_reason(err)}); expected {EXPECTED}") from None
-    return graph_from_arrays(path, edge_index, num_nodes)
+    return graph_from_arrays(path, edge_index, num_nodes, node_ids)
 
 
 def write_npz(graph: Graph, path: str | Path) -> None:
-    """Write ``edge_index`` (one direction per edge) and ``num_nodes``, atomically."""
+    """Write ``edge_index`` (one direction per edge), ``num_nodes`` and, when the graph has ids of
+    its own, ``node_ids``, atomically."""
+    ids = {} if graph.node_ids is None else {"node_ids": graph.node_ids}
 
     def write(tmp: Path) -> None:
         with tmp.open("wb") as file:  # a file object: np.savez would add ".npz" to a bare name
-            np.savez(file, edge_index=one_direction(graph), num_nodes=np.int64(graph.num_nodes))
+            np.savez(file, edge_index=one_direction(graph), num_nodes=np.int64(graph.num_nodes), **ids)
 
     write_atomically(Path(path), write)
 
 
-def graph_from_arrays(path: Path, edge_index: np.ndarray, num_nodes: np.ndarray | int | None) -> Graph:
-    """Check an ``edge_index`` and optional ``num_nodes`` from an array container and build the
-    graph; without ``num_nodes`` the largest id + 1 is used."""
+def graph_from_arrays(path: Path, edge_index: np.ndarray, num_nodes: np.ndarray | int | None, node_ids: np.ndarray | None = None) -> Graph:
+    """Check an ``edge_index``, optional ``num_nodes`` and optional ``node_ids`` from an array
+    container and build the graph; without ``num_nodes`` the largest id + 1 is used."""
     if edge_index.ndim == 2 and edge_index.shape[1] == 2 and edge_index.shape[0] != 2:
         raise GraphFileError(path, f"edge_index has shape {edge_index.shape}; expected (2, E): transpose it")
     if edge_index.ndim != 2 or edge_index.shape[0] != 2 or edge_index.dtype.kind not in "iu":
@@ -66,7 +70,22 @@ def graph_from_arrays(path: Path, edge_index: np.ndarray, num_nodes: np.ndarray 
         if largest >= num_nodes:
             raise GraphFileError(path, f"edge_index holds node {largest} but num_nodes is {num_nodes}; ids are 0..num_nodes-1")
     check_node_count(path, num_nodes)
-    return build_graph(path, edge_index[0], edge_index[1], num_nodes, repeats_expected=True)
+    if node_ids is not None:
+        node_ids = _check_node_ids(path, node_ids, num_nodes)
+    return build_graph(path, edge_index[0], edge_index[1], num_nodes, repeats_expected=True, node_ids=node_ids)
+
+
+def _check_node_ids(path: Path, node_ids: np.ndarray, num_nodes: int) -> np.ndarray:
+    """``node_ids`` as int64 or strings, one distinct id per node."""
+    if node_ids.shape != (num_nodes,) or node_ids.dtype.kind not in "iuU":
+        raise GraphFileError(
+            path, f"node_ids has shape {node_ids.shape} and dtype {node_ids.dtype}; expected ({num_nodes},) integers or strings"
+        )
+    node_ids = node_ids.astype(np.int64) if node_ids.dtype.kind in "iu" else node_ids
+    distinct = sorted_unique(node_ids).size if node_ids.dtype.kind == "i" else np.unique(node_ids).size
+    if distinct != num_nodes:
+        raise GraphFileError(path, f"node_ids holds {num_nodes - distinct} repeated id(s); every node needs its own id")
+    return node_ids
 
 
 def _read_member(path: Path, archive: zipfile.ZipFile, name: str) -> np.ndarray:

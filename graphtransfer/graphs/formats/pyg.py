@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from graphtransfer.errors import GraphFileError
-from graphtransfer.graphs.formats.common import check_is_file, write_atomically
+from graphtransfer.graphs.formats.common import check_is_file, warn_if_ids_lost, write_atomically
 from graphtransfer.graphs.formats.npz import graph_from_arrays
 from graphtransfer.graphs.graph import Graph
 
@@ -28,19 +28,26 @@ _PYG_DATA_CLASSES = (
 
 
 def read_pyg(path: str | Path) -> Graph:
-    """Read ``edge_index`` and ``num_nodes`` (or the row count of ``x``) from a PyTorch file."""
+    """Read ``edge_index``, ``num_nodes`` (or the row count of ``x``) and, from a dict, optional
+    integer ``node_ids`` from a PyTorch file."""
     path = Path(path)
     check_is_file(path)
-    edge_index, num_nodes = _unpack(path, _load(path))
-    return graph_from_arrays(path, edge_index, num_nodes)
+    content = _load(path)
+    edge_index, num_nodes = _unpack(path, content)
+    node_ids = content.get("node_ids") if isinstance(content, dict) else None
+    return graph_from_arrays(path, edge_index, num_nodes, None if node_ids is None else _numpy(path, "node_ids", node_ids))
 
 
 def write_pyg(graph: Graph, path: str | Path) -> None:
     """``torch.save`` a dict ``{'edge_index': (2, 2|E|) int64 tensor, 'num_nodes': int}`` — both
-    directions of every edge, as PyG expects of an undirected graph — atomically."""
+    directions of every edge, as PyG expects of an undirected graph — and ``'node_ids'`` when the
+    graph has integer ids of its own (tensors cannot hold names), atomically."""
     import torch  # a second or two to import; only PyTorch files need it
 
+    warn_if_ids_lost(graph, Path(path), "a PyTorch file", "integers")
     content = {"edge_index": torch.from_numpy(graph.edge_index), "num_nodes": graph.num_nodes}
+    if graph.node_ids is not None and graph.node_ids.dtype.kind in "iu":
+        content["node_ids"] = torch.from_numpy(graph.node_ids)
 
     def write(tmp: Path) -> None:
         with tmp.open("wb") as file:  # a file object: torch.save would name the archive's folder after tmp

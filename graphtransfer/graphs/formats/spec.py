@@ -33,7 +33,7 @@ def read_spec(path: str | Path) -> Graph:
         except GraphInputError as err:
             raise GraphFileError(path, str(err)) from None
         _store(graph, cache)
-    return Graph(graph.edge_index, graph.num_nodes, path.name)
+    return Graph(graph.edge_index, graph.num_nodes, path.name, graph.node_ids)
 
 
 def _parse(path: Path, body: bytes) -> dict:
