@@ -12,8 +12,8 @@ from graphtransfer.config import ModelConfig
 from graphtransfer.envs.mis import DEFER, EXCLUDE, IN_SET, INCLUDE, MISEnv, mis_step
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import erdos_renyi
-from graphtransfer.inference import solve
 from graphtransfer.nn import build_policy
+from graphtransfer.solve.inference import solve
 from tests.brute_force import is_maximal_independent
 from tests.conftest import graph_from_pairs
 
