@@ -307,17 +307,33 @@ def predict(
         loaded = load_graph(graph)
         check_drawable(loaded)  # before the policy runs, not after
     loaded, solution = run_predict(model, loaded if draw is not None else graph, out, **options)
-    typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges")
+    typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges; node ids {loaded.describe_ids()}")
     typer.echo(
         f"objective {solution.objective:.6g} in {solution.passes} passes, {solution.seconds:.2f} s, "
         f"peak memory {solution.peak_rss_mib:.0f} MiB (process RSS)"
     )
+    _report_finished(solution)
     if not solution.feasible:
         _fail("the solution is not feasible (constraint violated); this is a bug, please report it", 1)
     typer.echo(f"valid solution: yes; wrote {out}")
     if draw is not None:
         draw_solution(loaded, solution, read_checkpoint(model, env).config, draw)
         typer.echo(f"wrote {draw}")
+
+
+def _report_finished(solution) -> None:
+    """What the finishing rule added, apart from the policy's own decisions, and a warning when
+    decoding stopped at its pass limit."""
+    finished = solution.finished
+    if finished is None:
+        return
+    typer.echo(
+        f"policy decided {finished.by_policy:,} in the set; the finishing rule added {finished.by_rule:,} of "
+        f"{finished.undecided:,} undecided nodes and {finished.for_maximality:,} for maximality"
+    )
+    warning = finished.pass_limit_warning(solution.passes)
+    if warning:
+        typer.echo(f"warning: {warning}", err=True)
 
 
 def _predict_folder(model: Path, graphs: str, out: Path, draw: Path | None, workers: int | None, ray_address: str | None, options) -> None:
@@ -332,6 +348,7 @@ def _predict_folder(model: Path, graphs: str, out: Path, draw: Path | None, work
             f"{graph.name}: {graph.num_nodes} nodes, objective {solution.objective:.6g} in {solution.passes} passes, "
             f"{solution.seconds:.2f} s, valid {valid}; wrote {path}"
         )
+        _report_finished(solution)
     if not all(solution.feasible for _, solution, _ in results):
         _fail("a solution is not feasible (constraint violated); this is a bug, please report it", 1)
 
@@ -370,6 +387,11 @@ def evaluate(
     config, rows = evaluate_many(model, graphs, workers=workers, ray_address=ray_address, max_passes=max_passes, **options)
     for line in format_rows(rows):
         typer.echo(line)
+    for row in rows:
+        for label, solution in row.decodings.items():
+            warning = solution.finished.pass_limit_warning(solution.passes) if solution.finished else None
+            if warning:
+                typer.echo(f"warning: {row.graph.name}, {label}: {warning}", err=True)
     typer.echo(f"peak memory {max(r.peak_rss_mib for r in rows):.0f} MiB (process RSS)")
     if json_out:
         write_json(rows, json_out)

@@ -88,6 +88,7 @@ def draw_solution(graph: Graph, solution: Solution, config: RunConfig, path: str
     rows = np.asarray(solution.solution)
     if rows.shape == (graph.num_nodes,):
         _draw_decisions(axes, pos, rows, config.name, size)
+        _label_nodes(axes, pos, graph)
         what = f"{config.name}, {config.head or 'policy'} decisions"
     else:
         axes.scatter(pos[:, 0], pos[:, 1], s=size, c=_COLOURS[2], edgecolors="white", linewidths=0.4, zorder=2)
@@ -125,6 +126,18 @@ def _draw_decisions(axes, pos: np.ndarray, decisions: np.ndarray, task: str, siz
         )
     # below the drawing, where it hides no node
     axes.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, fontsize=10, frameon=False, markerscale=max(1.0, 60 / size) ** 0.5)
+
+
+LABEL_NODES = 60
+"""graphs up to this size get each node's own id written beside it (``Graph.ids()``)"""
+
+
+def _label_nodes(axes, pos: np.ndarray, graph: Graph) -> None:
+    """Each node's id as the graph file names it, on graphs small enough to read them."""
+    if graph.num_nodes > LABEL_NODES:
+        return
+    for (x, y), node in zip(pos, graph.ids().tolist(), strict=True):
+        axes.annotate(str(node), (x, y), fontsize=7, ha="center", va="center", zorder=4)
 
 
 def actions_summary(rows: np.ndarray, task: str) -> str:

@@ -33,6 +33,19 @@ def format_rows(rows: list[EvalRow]) -> list[str]:
     return lines
 
 
+def finished_counts(solution) -> dict:
+    """What the policy decided and what the finishing rule added, where one ran."""
+    finished = solution.finished
+    if finished is None:
+        return {}
+    return {
+        "by_policy": finished.by_policy,
+        "undecided": finished.undecided,
+        "by_rule": finished.by_rule,
+        "for_maximality": finished.for_maximality,
+    }
+
+
 def family(graph_name: str) -> str:
     """The graph family a name starts with: ``er-60.txt`` and ``er-n2000-d8-s1`` → ``er``."""
     return re.split(r"[-_.]", graph_name, maxsplit=1)[0] or graph_name
@@ -49,6 +62,7 @@ def rows_to_json(rows: list[EvalRow]) -> list[dict]:
             "sense": row.sense,
             "decodings": {
                 label: {"objective": s.objective, "feasible": s.feasible, "passes": s.passes, "seconds": round(s.seconds, 4)}
+                | finished_counts(s)
                 for label, s in row.decodings.items()
             },
             "baselines": {

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graphtransfer.baselines import BASELINES
+from graphtransfer.baselines.completion import FINISH
 from graphtransfer.baselines.polish import POLISH
 from graphtransfer.config import RunConfig
 from graphtransfer.envs.factory import inference_env
@@ -84,12 +85,12 @@ def evaluate(
     for graph in graphs:
         env = inference_env(config, graph, max_passes)
         sense = features_of(env).sense
-        options = {"seed": seed, "commit_fraction": commit_fraction}
+        options = {"seed": seed, "commit_fraction": commit_fraction, "finish": finish_rule(config)}
         decodings = {"sampled": solve(policy, env, **options)}
         if deterministic:
             decodings["deterministic"] = solve(policy, env, deterministic=True, **options)
         if samples > 1:
-            more = [solve(policy, env, seed=seed + i, commit_fraction=commit_fraction) for i in range(1, samples)]
+            more = [solve(policy, env, **{**options, "seed": seed + i}) for i in range(1, samples)]
             rolls = [decodings["sampled"], *more]
             decodings[f"best-of-{samples}"] = (max if sense == "max" else min)(rolls, key=lambda s: s.objective)
         row = EvalRow(graph, decodings, [_run_baseline(name, fn, env.unwrapped, graph, polisher) for name, fn in baselines.items()], sense)
@@ -98,6 +99,12 @@ def evaluate(
         row.peak_rss_mib = peak_rss_mib()
         rows.append(row)
     return rows
+
+
+def finish_rule(config: RunConfig):
+    """The task's finishing rule (:data:`graphtransfer.baselines.completion.FINISH`): complete what
+    the policy left undecided and make the solution maximal; ``None`` for tasks without one."""
+    return FINISH.get(config.task) if config.env is None else None
 
 
 def _run_baseline(name, fn, env, graph, polisher) -> BaselineResult:

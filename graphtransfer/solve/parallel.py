@@ -85,8 +85,8 @@ def predict_many(
         check_output_file(path, [resolve(graphs)], force)
     options["runtime"] = Runtime(max_nodes_per_batch, mixed_precision)
     results = map_graphs(solve_graph, checkpoint, loaded, options, workers, ray_address)
-    for path, (solution, header) in zip(paths, results, strict=True):
-        write_solution(path, solution.solution, header)
+    for graph, path, (solution, header) in zip(loaded, paths, results, strict=True):
+        write_solution(path, solution.solution, header, graph.ids())
     return [(graph, solution, path) for graph, (solution, _), path in zip(loaded, results, paths, strict=True)]
 
 

@@ -1,0 +1,45 @@
+"""Solutions a user can join back to their data and trust: the graph's own node ids in the CSV,
+every MIS solution complete and maximal, and a warning when the policy ran out of passes."""
+
+import numpy as np
+from typer.testing import CliRunner
+
+from graphtransfer.cli import app
+from graphtransfer.graphs import read_graph
+from tests.brute_force import is_maximal_independent
+
+runner = CliRunner()
+
+
+def test_predict_writes_the_graphs_own_ids(tiny_model, tmp_path):
+    graph = tmp_path / "snap.txt"
+    graph.write_text("# a SNAP file whose ids are not 0..N-1\n10\t20\n20\t30\n30\t40\n40\t100\n100\t10\n")
+    out = tmp_path / "s.csv"
+    result = runner.invoke(app, ["predict", "--model", str(tiny_model("mis")), "--graph", str(graph), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "node ids 10..100, not contiguous" in result.output
+    rows = [line.split(",") for line in out.read_text().splitlines()]
+    assert rows[0] == ["node", "decision"]
+    assert sorted(int(node) for node, _ in rows[1:]) == [10, 20, 30, 40, 100]
+    chosen = {int(node) for node, decision in rows[1:] if decision == "1"}
+    ring = {(10, 20), (20, 30), (30, 40), (40, 100), (100, 10)}
+    assert not any((a in chosen and b in chosen) for a, b in ring)  # independent in the file's own ids
+    assert len(chosen) == 2  # maximal on a 5-ring
+
+
+def test_a_pass_limit_warns_and_the_rule_completes_a_maximal_set(tiny_model, tmp_path):
+    graph_file = tmp_path / "g.txt"
+    rng = np.random.default_rng(0)
+    pairs = {tuple(sorted(p)) for p in rng.integers(0, 300, size=(1200, 2)).tolist() if p[0] != p[1]}
+    graph_file.write_text("".join(f"{a} {b}\n" for a, b in sorted(pairs)))
+    out = tmp_path / "s.csv"
+    result = runner.invoke(
+        app, ["predict", "--model", str(tiny_model("mis")), "--graph", str(graph_file), "--out", str(out), "--max-passes", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith("warning: the pass limit (1 passes) was reached with ")
+    assert "greedy minimum degree completed them" in result.stderr
+    assert "policy decided " in result.output and "the finishing rule added " in result.output
+    graph = read_graph(graph_file)
+    decisions = np.array([int(line.split(",")[1]) for line in out.read_text().splitlines()[1:]], dtype=bool)
+    assert is_maximal_independent(graph, decisions)
