@@ -225,17 +225,15 @@ class ProgressLines(BaseCallback):
     ``every_seconds`` or every ``every_fraction`` of the run, whichever comes first, checked at
     every env step and after every update."""
 
-    def __init__(
-        self, log: Callable[[str], None], budget: int, timer: PhaseTimer, every_seconds: float = 30.0, every_fraction: float = 0.05
-    ):
+    def __init__(self, log: Callable[[str], None], budget: int, every_seconds: float = 30.0, every_fraction: float = 0.05):
         super().__init__()
-        self.log, self.budget, self.timer = log, budget, timer
+        self.log, self.budget = log, budget
         self.every_seconds, self.every_steps = every_seconds, max(1, int(budget * every_fraction))
-        self.last_time = time.perf_counter()
-        self.next_steps = 0
 
     def _on_training_start(self) -> None:
-        self.next_steps = self.model.num_timesteps + self.every_steps
+        self.started = self.last_time = time.perf_counter()
+        self.first_steps = self.model.num_timesteps
+        self.next_steps = self.first_steps + self.every_steps
 
     def _on_step(self) -> bool:
         self._maybe_report()
@@ -249,9 +247,6 @@ class ProgressLines(BaseCallback):
         if steps < self.next_steps and now - self.last_time < self.every_seconds:
             return
         self.last_time, self.next_steps = now, steps + self.every_steps
-        spent = self.timer.rollout + self.timer.update
-        rate = f", {steps / spent:.0f} env steps/s" if spent > 0 else ""
-        self.log(
-            f"step {steps} of {self.budget} ({100 * steps / self.budget:.0f}%){rate}: "
-            f"rollout {self.timer.rollout:.1f} s, update {self.timer.update:.1f} s so far"
-        )
+        elapsed = now - self.started
+        rate = (steps - self.first_steps) / max(elapsed, 1e-9)
+        self.log(f"step {steps} of {self.budget} ({100 * steps / self.budget:.0f}%), {rate:.1f} env steps/s, {elapsed:.0f} s elapsed")

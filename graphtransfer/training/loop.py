@@ -179,7 +179,7 @@ def _learn(
         periodic.append(EvalOnGraphs(config, eval_graphs, folder, timer.aside))
     model.set_logger(make_logger(folder, config.log, keep_rows=bool(earlier)))
     model.report, model.report_every_update = log, config.log.stdout
-    callbacks = [timer, stop, *periodic] + ([] if progress else [ProgressLines(log, budget, timer)])
+    callbacks = [timer, stop, *periodic] + ([] if progress else [ProgressLines(log, budget)])
     try:
         with stop.listening():
             model.learn(budget - model.num_timesteps, callback=callbacks, progress_bar=progress, reset_num_timesteps=False)
