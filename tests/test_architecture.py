@@ -146,6 +146,7 @@ def test_the_command_line_starts_without_torch_pyg_sb3_or_scipy_spatial():
     import subprocess
     import sys
 
-    code = "import sys, graphtransfer, graphtransfer.cli; print(' '.join(sorted(m for m in ('torch', 'torch_geometric', 'stable_baselines3', 'scipy.spatial', 'matplotlib') if m in sys.modules)))"
+    heavy = ("torch", "torch_geometric", "stable_baselines3", "scipy.spatial", "matplotlib")
+    code = f"import sys, graphtransfer, graphtransfer.cli; print(' '.join(m for m in {heavy!r} if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert result.stdout.strip() == ""
