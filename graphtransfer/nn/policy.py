@@ -38,6 +38,16 @@ def mlp(sizes: list[int]) -> nn.Sequential:
     return nn.Sequential(*layers[:-1])
 
 
+def run_mlp(layers: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
+    """``layers(x)`` for an :func:`mlp`; without gradients each ReLU runs in place, since at
+    250k nodes a fresh ``(N, width)`` tensor per ReLU costs as much as the ReLU itself."""
+    if torch.is_grad_enabled():
+        return layers(x)
+    for layer in layers:
+        x = x.relu_() if isinstance(layer, nn.ReLU) else layer(x)
+    return x
+
+
 class NodeHeads:
     """The part both node policies share: a per-node MLP with ``outputs_per_node`` outputs
     and a value MLP on the pooled embedding of the real nodes. Mixed into an SB3 policy."""
@@ -63,8 +73,12 @@ class NodeHeads:
         """Per-node outputs in the padded layout ``(B, max_nodes, outputs_per_node)`` (zeros in
         padding), the disjoint graph, and values ``(B, 1)``."""
         h, graph = self.features_extractor.node_embeddings(obs)
-        padded = h.new_zeros((*graph.node_mask.shape, self.outputs_per_node))
-        padded[graph.node_mask] = self.node_head(h)
+        outputs = run_mlp(self.node_head, h)
+        if bool(graph.node_mask.all()):  # nothing padded: the rows are already in the padded layout
+            padded = outputs.view(*graph.node_mask.shape, self.outputs_per_node)
+        else:
+            padded = h.new_zeros((*graph.node_mask.shape, self.outputs_per_node))
+            padded[graph.node_mask] = outputs
         return padded, graph, self.value_head(self.features_extractor.pool(h, graph))
 
     def predict_values(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
