@@ -90,3 +90,13 @@ def test_a_structure_of_another_graph_is_refused():
         extractor.embed_samples(torch.randn(1, 5, 3), GraphStructure(EDGES, 6))
     with pytest.raises(ValueError, match=r"edge_index has shape \(3, 2\)"):
         GraphStructure(torch.zeros(3, 2, dtype=torch.long), 6)
+
+
+@pytest.mark.parametrize("improved", [False, True])
+@pytest.mark.parametrize("edges", [EDGES, torch.cat([EDGES, torch.tensor([[2], [2]])], dim=1)], ids=["no-loops", "a-self-loop"])
+def test_the_normalised_adjacency_equals_gcn_norm(improved, edges):
+    from torch_geometric.nn.conv.gcn_conv import gcn_norm
+
+    (source, target), weight = gcn_norm(edges, None, 6, improved, True, "source_to_target", torch.float32)
+    expected = torch.zeros(6, 6).index_put_((target, source), weight, accumulate=True)
+    assert torch.allclose(GraphStructure(edges, 6).gcn_adjacency(improved, True).to_dense(), expected, atol=1e-6)

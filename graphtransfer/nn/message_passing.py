@@ -66,13 +66,51 @@ class GraphStructure:
         return self.adjacency
 
     def gcn_adjacency(self, improved: bool, add_self_loops: bool) -> torch.Tensor:
-        """The normalised adjacency a ``GCNConv`` with these settings builds in every call, by
-        PyG's own ``gcn_norm``, once per setting."""
+        """The normalised adjacency a ``GCNConv`` with these settings builds in every call
+        (PyG's ``gcn_norm``), once per setting: derived from :attr:`adjacency` without a second
+        sort when the graph has no self-loops (the contract's graphs have none), by ``gcn_norm``
+        otherwise. Without edge weights ``gcn_norm`` gives every self-loop weight 1 whatever
+        ``improved`` says, and so does the derived form."""
         key = (improved, add_self_loops)
         if key not in self._gcn:
-            edges, weight = gcn_norm(self.edge_index, None, self.num_nodes, improved, add_self_loops, "source_to_target", torch.float32)
-            self._gcn[key] = incoming_edges(edges, self.num_nodes, weight).csr_into(0, self.num_nodes)
+            plain = self.adjacency
+            rows = entry_rows(plain)
+            if add_self_loops and not bool((rows == plain.col_indices()).any()):
+                self._gcn[key] = normalised_with_self_loops(plain, rows)
+            else:
+                edges, weight = gcn_norm(self.edge_index, None, self.num_nodes, improved, add_self_loops, "source_to_target", torch.float32)
+                self._gcn[key] = incoming_edges(edges, self.num_nodes, weight).csr_into(0, self.num_nodes)
         return self._gcn[key]
+
+
+def entry_rows(adjacency: torch.Tensor) -> torch.Tensor:
+    """The row of every stored entry of a CSR matrix, ``(nnz,)``."""
+    row_starts = adjacency.crow_indices()
+    rows = torch.arange(row_starts.numel() - 1, device=row_starts.device)
+    return torch.repeat_interleave(rows, torch.diff(row_starts))
+
+
+def normalised_with_self_loops(adjacency: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """``D^-1/2 (A + I) D^-1/2`` in CSR, each row's self-loop stored last, with the degrees
+    ``D`` counted on targets as ``gcn_norm`` counts them; ``adjacency`` has no self-loops.
+
+    Shapes:
+        adjacency: ``(N, N)`` CSR of ones; rows: ``(nnz,)`` from :func:`entry_rows`;
+        returns ``(N, N)`` CSR with ``nnz + N`` entries.
+    """
+    row_starts, sources = adjacency.crow_indices(), adjacency.col_indices()
+    num_nodes, stored, device = row_starts.numel() - 1, sources.numel(), sources.device
+    inverse_sqrt = (torch.diff(row_starts).float() + 1).pow_(-0.5)
+    new_starts = row_starts + torch.arange(num_nodes + 1, device=device)
+    moved = torch.arange(stored, device=device) + rows  # each earlier row's loop shifts an entry by one
+    loops = new_starts[1:] - 1
+    columns = torch.empty(stored + num_nodes, dtype=sources.dtype, device=device)
+    columns[moved], columns[loops] = sources, torch.arange(num_nodes, device=device)
+    values = torch.empty(stored + num_nodes, device=device)
+    values[moved], values[loops] = inverse_sqrt[rows] * inverse_sqrt[sources], inverse_sqrt.square()
+    with warnings.catch_warnings():  # torch calls CSR support beta; the products used here are tested
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.sparse_csr_tensor(new_starts, columns, values, (num_nodes, num_nodes), check_invariants=False)
 
 
 def aggregate(adjacency: torch.Tensor, h: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
