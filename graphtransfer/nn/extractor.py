@@ -87,19 +87,19 @@ class GNNExtractor(BaseFeaturesExtractor):
         (:meth:`_layers_in_chunks`): the same numbers (tested to 1e-6).
         """
         graph = to_disjoint(obs)
+        num_nodes, edges = graph.x.shape[0], graph.edge_index
+        sparse = not torch.is_grad_enabled() and graph.x.device.type == "cpu" and edges.shape[1] >= CSR_MIN_EDGES
+        budget = self.max_nodes_per_batch
         with self._autocast(graph.x.device):
-            h = self._encode(graph.x)
-            num_nodes, edges = h.shape[0], graph.edge_index
-            sparse = not torch.is_grad_enabled() and h.device.type == "cpu" and edges.shape[1] >= CSR_MIN_EDGES
-            budget = self.max_nodes_per_batch
             if budget is not None and num_nodes > budget:
                 with warnings.catch_warnings():
                     if sparse:  # PyG's GCN path re-wraps the CSR tensor and torch warns that it is beta
                         warnings.simplefilter("ignore", UserWarning)
-                    h = self._layers_in_chunks(h, edges, budget, sparse)
-            elif sparse:
-                h = self.message_passing(h[:, None], GraphStructure(edges, num_nodes))[:, 0]
+                    h = self._layers_in_chunks(self._encode(graph.x), edges, budget, sparse)
+            elif sparse:  # no name here holds a layer's input, so each is freed once read (64 MB at 250k nodes)
+                h = self.embed_samples(graph.x[None], GraphStructure(edges, num_nodes))[:, 0]
             else:
+                h = self._encode(graph.x)
                 for conv in self.convs:
                     h = h + torch.relu(conv(h, edges))
         return h.float(), graph
