@@ -118,14 +118,16 @@ class GNNExtractor(BaseFeaturesExtractor):
         return self.message_passing(self._encode(x.transpose(0, 1).contiguous()), structure)
 
     def message_passing(self, h: torch.Tensor, structure: GraphStructure) -> torch.Tensor:
-        """Every layer, ``h + ReLU(conv(h))``, over the cached structure; layers whose
-        aggregation has no sparse form run PyG's layer on the structure's edges, per sample.
+        """Every layer, ``h + ReLU(conv(h))``, over the cached structure. Off the CPU (torch's
+        sparse reductions have CPU kernels only), and for aggregations without a sparse form,
+        PyG's own layer runs on the structure's edges, all ``B`` samples in one call.
 
         Shapes:
             h: ``(N, B, width)`` contiguous; returns the same shape.
         """
+        on_cpu = h.device.type == "cpu"
         for conv in self.convs:
-            layer = layer_function(conv)
+            layer = layer_function(conv) if on_cpu else None
             if layer is not None:
                 h = residual_relu(h, layer(conv, h, structure))
             else:

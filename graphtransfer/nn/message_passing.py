@@ -10,7 +10,8 @@ tensor and, without gradients, no temporary beyond the layer's output.
 Node features are node-major ``(N, B, F)``: ``B`` feature matrices of the same graph (the
 samples of one graph in a minibatch) side by side, so one sparse product over the ``(N, B·F)``
 view aggregates all of them and the dense products run on the ``(N·B, F)`` view; both views
-are free. ``B = 1`` is an ordinary forward.
+are free. ``B = 1`` is an ordinary forward. torch's sparse reductions (``torch.sparse.mm`` with
+``reduce``, gradients included) have CPU kernels only; elsewhere the extractor runs PyG's layers.
 """
 
 from __future__ import annotations
