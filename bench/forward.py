@@ -86,10 +86,11 @@ def graph_edges(graph: str):
 def ours(graph: str, model: str) -> dict:
     """Our policy's forward on ``graph``, peak RSS, then the floor and per-layer times."""
 
+    from graphtransfer.inference import act, obs_to_tensors
+
     from graphtransfer.config import ModelConfig
     from graphtransfer.envs.mis import MISEnv
     from graphtransfer.graphs.graph import Graph
-    from graphtransfer.inference import act, obs_to_tensors
     from graphtransfer.nn import build_policy
 
     edges, num_nodes = graph_edges(graph)

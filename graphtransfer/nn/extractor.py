@@ -16,10 +16,10 @@ from torch import nn
 from torch_geometric.nn import GCNConv, GINConv, SAGEConv, global_max_pool, global_mean_pool
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
+from graphtransfer.config import CONVS
 from graphtransfer.nn.batching import DisjointGraph, IncomingEdges, incoming_edges, to_disjoint
 from graphtransfer.nn.message_passing import GraphStructure, layer_function, residual_relu
 
-CONVS = ("sage", "gcn", "gin")
 CSR_MIN_EDGES = 1  # the structure path beat gathered edges from 200 nodes up (GCN 5x at 10k); bench and tests raise it
 
 

@@ -178,7 +178,7 @@ def _node_choice_step(policy, env, features, obs, deterministic, generator, comm
     if features.action_masks is not None:
         valid = np.asarray(features.action_masks(), dtype=bool)[active]
     candidates = active[valid]
-    scores, _ = policy.node_scores(obs_to_tensors(active_subgraph(obs, active), policy.device))
+    scores, _ = policy.node_scores(obs_to_tensors(active_subgraph(obs, active), policy.device), with_values=False)
     scores = scores[0][torch.from_numpy(np.flatnonzero(valid)).to(policy.device)]
     if not deterministic:  # Gumbel top-k: k draws without replacement from softmax(scores)
         uniform = torch.rand(scores.shape, generator=generator, device=scores.device).clamp_(1e-20, 1.0)
