@@ -35,7 +35,7 @@ def test_pyg_batch_becomes_the_same_padded_batch_the_env_gives():
     observations = [env.reset(seed=0, options={"graph_index": i})[0] for i in range(3)]
     batch = Batch.from_data_list(
         [
-            Data(x=torch.from_numpy(o["x"][: g.num_nodes]), edge_index=torch.from_numpy(g.edge_index))
+            Data(x=torch.from_numpy(o["x"][: g.num_nodes]), edge_index=torch.from_numpy(o["edge_index"][:, : int(o["num_edges"][0])]))
             for o, g in zip(observations, graphs, strict=True)
         ]
     )

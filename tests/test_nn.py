@@ -23,9 +23,8 @@ def test_to_disjoint_matches_pyg_batch():
     graphs = [erdos_renyi(n, 3.0, n) for n in (7, 12, 5)]
     _, obs = padded_batch(graphs)
     merged = to_disjoint(obs)
-    reference = Batch.from_data_list(
-        [Data(x=obs["x"][i, : g.num_nodes], edge_index=torch.as_tensor(g.edge_index)) for i, g in enumerate(graphs)]
-    )
+    edges = [obs["edge_index"][i, :, : int(obs["num_edges"][i, 0])] for i in range(len(graphs))]  # the env's own order
+    reference = Batch.from_data_list([Data(x=obs["x"][i, : g.num_nodes], edge_index=edges[i]) for i, g in enumerate(graphs)])
     assert torch.equal(merged.x, reference.x)
     assert torch.equal(merged.edge_index, reference.edge_index)
     assert torch.equal(merged.batch, reference.batch)
