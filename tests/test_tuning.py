@@ -1,5 +1,7 @@
 """`graphtransfer tune`: a tiny real Optuna study, resumed from its SQLite file, whose best.yaml trains a model."""
 
+import sys
+
 import optuna
 import pytest
 import yaml
@@ -49,3 +51,10 @@ def test_plot_without_a_study_is_a_one_line_error(tmp_path):
     result = runner.invoke(app, ["tune", "--out", str(folder), "--n-trials", "0", "--plot"])
     assert result.exit_code == 2
     assert result.stderr.strip() == f"error: {folder}: holds no study.db; run 'graphtransfer tune --out {folder}' first"
+
+
+def test_without_optuna_tune_says_which_extra_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "optuna", None)  # what `import optuna` meets where it is not installed
+    result = runner.invoke(app, ["tune", "--n-trials", "1"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "error: tune needs Optuna, which is not installed; pip install 'graphtransfer[tune]'"

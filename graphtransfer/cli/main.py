@@ -101,8 +101,15 @@ def train(
     steps: Annotated[int, typer.Option(help=help_of("ppo.total_timesteps"))] = _DEFAULT_PPO.total_timesteps,
     n_envs: Annotated[int, typer.Option(help=help_of("ppo.n_envs"))] = _DEFAULT_PPO.n_envs,
     vec_env: Annotated[
-        str, typer.Option(help="dummy: all envs in this process; subproc: one process per env (for slow envs on many cores).")
+        str,
+        typer.Option(
+            help="dummy: all envs in this process; subproc: one process per env (for slow envs on many cores); "
+            "ray: one Ray actor per env, on --ray-address (for slow envs on a cluster; pip install 'graphtransfer\\[ray]')."
+        ),
     ] = _DEFAULT_PPO.vec_env,
+    ray_address: Annotated[
+        str | None, typer.Option(help="With --vec-env ray: the cluster ('auto' or host:port; default: RAY_ADDRESS, else a local Ray).")
+    ] = None,
     n_steps: Annotated[
         int, typer.Option(help="Steps per env between PPO updates; more than fit in memory are refused with a count that fits.")
     ] = _DEFAULT_PPO.n_steps,
@@ -146,6 +153,8 @@ def train(
       graphtransfer train --task mis --graphs small --max-nodes-per-batch 50000
 
       graphtransfer train --set ppo.learning_rate=lin_3e-4 --eval-graphs evalset/ --eval-every 5000 --checkpoint-every 10000
+
+      graphtransfer train --env mysim:EpidemicSim --vec-env ray --ray-address auto --n-envs 32
     """
     from graphtransfer.training.loop import resume as resume_training
     from graphtransfer.training.loop import train as run_training

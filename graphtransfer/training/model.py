@@ -25,8 +25,9 @@ from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.memory import available_bytes
 from graphtransfer.training.buffers import CompactDictRolloutBuffer, CompactMaskableDictRolloutBuffer, estimate_rollout_bytes
 from graphtransfer.training.ppo import BudgetMaskablePPO, BudgetPPO
+from graphtransfer.training.ray_vec_env import RayVecEnv
 
-VEC_ENVS = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv}
+VEC_ENVS = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv, "ray": RayVecEnv}
 
 
 def build_model(config: RunConfig, envs: VecEnv, seed: int | None = None) -> PPO:
@@ -93,7 +94,8 @@ def make_model(config: RunConfig, graphs: list[Graph], seed: int) -> PPO:
     ``learn`` makes an empty folder in the temp dir every call); :func:`_learn` sets the run's own."""
     torch.set_num_threads(config.ppo.threads)
     ppo = config.ppo
-    envs = make_vec_env(lambda: run_env(config, graphs), n_envs=ppo.n_envs, seed=seed, vec_env_cls=VEC_ENVS[ppo.vec_env])
+    options = {"vec_env_kwargs": {"address": ppo.ray_address}} if ppo.vec_env == "ray" else {}
+    envs = make_vec_env(lambda: run_env(config, graphs), n_envs=ppo.n_envs, seed=seed, vec_env_cls=VEC_ENVS[ppo.vec_env], **options)
     try:
         model = build_model(config, envs, seed)
         model.set_logger(Logger(None, []))
