@@ -139,3 +139,14 @@ def test_envs_are_probed_for_optional_members_in_one_place_only():
                 if isinstance(name, ast.Constant) and name.value in optional:
                     offenders.append(f"{module}: {node.func.id}(..., {name.value!r})")
     assert not offenders, offenders
+
+
+def test_the_command_line_starts_without_torch_pyg_sb3_or_scipy_spatial():
+    """--help, tasks and graphs stay light: the heavy libraries load inside the commands that run a model."""
+    import subprocess
+    import sys
+
+    heavy = ("torch", "torch_geometric", "stable_baselines3", "scipy.spatial", "matplotlib")
+    code = f"import sys, graphtransfer, graphtransfer.cli; print(' '.join(m for m in {heavy!r} if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert result.stdout.strip() == ""

@@ -112,6 +112,7 @@ def test_sparse_inference_path_matches_gather_scatter(conv, aggr, monkeypatch):
     obs = {k: torch.as_tensor(v)[None] for k, v in env.reset(seed=0)[0].items()}
     policy = build_policy("node-wise", ModelConfig(conv=conv, aggr=aggr), env.observation_space, env.action_space)
     with torch.no_grad():
+        monkeypatch.setattr(extractor, "CSR_MIN_EDGES", 1 << 40)
         dense, _ = policy.features_extractor.node_embeddings(obs)
         monkeypatch.setattr(extractor, "CSR_MIN_EDGES", 1)
         sparse, _ = policy.features_extractor.node_embeddings(obs)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial import Delaunay, cKDTree
 
 from graphtransfer.errors import GraphInputError
 from graphtransfer.graphs.graph import MAX_NODES, Graph, from_edges, sorted_unique
@@ -65,6 +64,8 @@ def random_geometric(num_nodes: int, avg_degree: float, seed: int) -> Graph:
     rng = np.random.default_rng(seed)
     points = rng.random((num_nodes, 2))
     radius = np.sqrt(avg_degree / (np.pi * num_nodes))
+    from scipy.spatial import cKDTree  # here, not at the top: scipy.spatial costs 0.2 s of every command's start
+
     pairs = cKDTree(points).query_pairs(radius, output_type="ndarray")
     graph, _, _ = from_edges(pairs[:, 0], pairs[:, 1], num_nodes, f"rgg-n{num_nodes}-d{avg_degree}-s{seed}")
     return graph
@@ -75,6 +76,8 @@ def delaunay(num_nodes: int, seed: int) -> Graph:
     degree just under 6, where greedy leaves more to gain than on random graphs."""
     _check_size(num_nodes, 3)
     points = np.random.default_rng(seed).random((num_nodes, 2))
+    from scipy.spatial import Delaunay  # here, not at the top: see random_geometric
+
     triangles = Delaunay(points).simplices  # (T, 3) corner ids
     src = triangles[:, [0, 1, 2]].ravel()
     dst = triangles[:, [1, 2, 0]].ravel()  # each triangle's three sides; shared sides are deduplicated

@@ -16,10 +16,11 @@ from torch import nn
 from torch_geometric.nn import GCNConv, GINConv, SAGEConv, global_max_pool, global_mean_pool
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
-from graphtransfer.nn.batching import DisjointGraph, IncomingEdges, incoming_edges, to_csr_adjacency, to_disjoint
+from graphtransfer.config import CONVS
+from graphtransfer.nn.batching import DisjointGraph, IncomingEdges, incoming_edges, to_disjoint
+from graphtransfer.nn.message_passing import GraphStructure, layer_function, residual_relu
 
-CONVS = ("sage", "gcn", "gin")
-CSR_MIN_EDGES = 1 << 16  # below this, building the CSR adjacency costs more than it saves
+CSR_MIN_EDGES = 1  # the structure path beat gathered edges from 200 nodes up (GCN 5x at 10k); bench and tests raise it
 
 
 def make_conv(kind: str, width: int, aggr: str) -> nn.Module:
@@ -80,26 +81,69 @@ class GNNExtractor(BaseFeaturesExtractor):
         """Embeddings of every real node of the batch, and the disjoint graph they belong to.
 
         Without gradients, on the CPU and from :data:`CSR_MIN_EDGES` edges up, messages pass
-        over a sparse CSR adjacency instead of gathered edge tensors: the same numbers (tested
-        to 1e-5) in far less memory. Above ``max_nodes_per_batch`` nodes, layers run in chunks
-        of target nodes (:meth:`_layers_in_chunks`): the same numbers (tested to 1e-6).
+        over a :class:`GraphStructure` built once for all layers (:meth:`message_passing`)
+        instead of gathered edge tensors: the same numbers (tested to 1e-5) in far less time
+        and memory. Above ``max_nodes_per_batch`` nodes, layers run in chunks of target nodes
+        (:meth:`_layers_in_chunks`): the same numbers (tested to 1e-6).
         """
         graph = to_disjoint(obs)
+        num_nodes, edges = graph.x.shape[0], graph.edge_index
+        sparse = not torch.is_grad_enabled() and graph.x.device.type == "cpu" and edges.shape[1] >= CSR_MIN_EDGES
+        budget = self.max_nodes_per_batch
         with self._autocast(graph.x.device):
-            h = self.encode(graph.x)
-            num_nodes, edges = h.shape[0], graph.edge_index
-            sparse = not torch.is_grad_enabled() and h.device.type == "cpu" and edges.shape[1] >= CSR_MIN_EDGES
-            budget = self.max_nodes_per_batch
-            with warnings.catch_warnings():
-                if sparse:  # PyG's GCN path re-wraps the CSR tensor and torch warns that it is beta
-                    warnings.simplefilter("ignore", UserWarning)
-                if budget is not None and num_nodes > budget:
-                    h = self._layers_in_chunks(h, edges, budget, sparse)
-                else:
-                    adjacency = to_csr_adjacency(edges, num_nodes) if sparse else edges
-                    for conv in self.convs:
-                        h = h + torch.relu(conv(h, adjacency))
+            if budget is not None and num_nodes > budget:
+                with warnings.catch_warnings():
+                    if sparse:  # PyG's GCN path re-wraps the CSR tensor and torch warns that it is beta
+                        warnings.simplefilter("ignore", UserWarning)
+                    h = self._layers_in_chunks(self._encode(graph.x), edges, budget, sparse)
+            elif sparse:  # no name here holds a layer's input, so each is freed once read (64 MB at 250k nodes)
+                h = self.embed_samples(graph.x[None], GraphStructure(edges, num_nodes))[:, 0]
+            else:
+                h = self._encode(graph.x)
+                for conv in self.convs:
+                    h = h + torch.relu(conv(h, edges))
         return h.float(), graph
+
+    def embed_samples(self, x: torch.Tensor, structure: GraphStructure) -> torch.Tensor:
+        """Node embeddings of ``B`` samples of one graph, as one graph with ``B``-times wider
+        features: each layer is one sparse product over ``(N, B * width)``, not ``B`` copies of
+        the graph. ``structure`` is built once per graph and reused across steps and updates;
+        gradients flow (for max aggregation, to one of tied maxima, where PyG splits them).
+
+        Shapes:
+            x: ``(B, N, F)`` node features; returns ``(N, B, width)``, node-major.
+        """
+        if x.shape[1] != structure.num_nodes:
+            raise ValueError(f"x has {x.shape[1]} nodes per sample, the structure {structure.num_nodes}; one GraphStructure per graph")
+        return self.message_passing(self._encode(x.transpose(0, 1).contiguous()), structure)
+
+    def message_passing(self, h: torch.Tensor, structure: GraphStructure) -> torch.Tensor:
+        """Every layer, ``h + ReLU(conv(h))``, over the cached structure. Off the CPU (torch's
+        sparse reductions have CPU kernels only), and for aggregations without a sparse form,
+        PyG's own layer runs on the structure's edges, all ``B`` samples in one call.
+
+        Shapes:
+            h: ``(N, B, width)`` contiguous; returns the same shape.
+        """
+        on_cpu = h.device.type == "cpu"
+        for conv in self.convs:
+            layer = layer_function(conv) if on_cpu else None
+            if layer is not None:
+                h = residual_relu(h, layer(conv, h, structure))
+            else:
+                h = h + torch.relu(conv(h.transpose(0, 1), structure.edge_index).transpose(0, 1)).contiguous()
+        return h
+
+    def _encode(self, x: torch.Tensor) -> torch.Tensor:
+        """The input projection; without gradients its ReLU runs in place.
+
+        Shapes:
+            x: ``(..., F)``; returns ``(..., width)``.
+        """
+        if torch.is_grad_enabled():
+            return self.encode(x)
+        projection = self.encode[0]
+        return torch.nn.functional.linear(x, projection.weight, projection.bias).relu_()
 
     def _layers_in_chunks(self, h: torch.Tensor, edge_index: torch.Tensor, budget: int, sparse: bool) -> torch.Tensor:
         """Every layer for ``budget`` target nodes at a time, reading the previous layer's whole

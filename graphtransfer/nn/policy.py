@@ -39,6 +39,16 @@ def mlp(sizes: list[int]) -> nn.Sequential:
     return nn.Sequential(*layers[:-1])
 
 
+def run_mlp(layers: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
+    """``layers(x)`` for an :func:`mlp`; without gradients each ReLU runs in place, since at
+    250k nodes a fresh ``(N, width)`` tensor per ReLU costs as much as the ReLU itself."""
+    if torch.is_grad_enabled():
+        return layers(x)
+    for layer in layers:
+        x = x.relu_() if isinstance(layer, nn.ReLU) else layer(x)
+    return x
+
+
 class NodeHeads:
     """The part both node policies share: a per-node MLP with ``outputs_per_node`` outputs
     and a value MLP on the pooled embedding of the real nodes. Mixed into an SB3 policy."""
@@ -60,13 +70,20 @@ class NodeHeads:
     def _get_constructor_parameters(self) -> dict[str, Any]:
         return {**super()._get_constructor_parameters(), "head_width": self.head_width}
 
-    def node_outputs(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, DisjointGraph, torch.Tensor]:
+    def node_outputs(
+        self, obs: dict[str, torch.Tensor], with_values: bool = True
+    ) -> tuple[torch.Tensor, DisjointGraph, torch.Tensor | None]:
         """Per-node outputs in the padded layout ``(B, max_nodes, outputs_per_node)`` (zeros in
-        padding), the disjoint graph, and values ``(B, 1)``."""
+        padding), the disjoint graph, and values ``(B, 1)``; ``None`` for values when
+        ``with_values`` is off (acting needs none, and pooling 250k nodes is not free)."""
         h, graph = self.features_extractor.node_embeddings(obs)
-        padded = h.new_zeros((*graph.node_mask.shape, self.outputs_per_node))
-        padded[graph.node_mask] = self.node_head(h)
-        return padded, graph, self.value_head(self.features_extractor.pool(h, graph))
+        outputs = run_mlp(self.node_head, h)
+        if bool(graph.node_mask.all()):  # nothing padded: the rows are already in the padded layout
+            padded = outputs.view(*graph.node_mask.shape, self.outputs_per_node)
+        else:
+            padded = h.new_zeros((*graph.node_mask.shape, self.outputs_per_node))
+            padded[graph.node_mask] = outputs
+        return padded, graph, self.value_head(self.features_extractor.pool(h, graph)) if with_values else None
 
     def predict_values(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         h, graph = self.features_extractor.node_embeddings(obs)
@@ -94,8 +111,8 @@ class NodePolicy(NodeHeads, ActorCriticPolicy):
         kwargs.setdefault("features_extractor_class", GNNExtractor)
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)
 
-    def _distribution(self, obs: dict[str, torch.Tensor]) -> tuple[NodeWiseCategorical, torch.Tensor]:
-        logits, graph, values = self.node_outputs(obs)
+    def _distribution(self, obs: dict[str, torch.Tensor], with_values: bool = True) -> tuple[NodeWiseCategorical, torch.Tensor | None]:
+        logits, graph, values = self.node_outputs(obs, with_values)
         return NodeWiseCategorical(logits, graph.node_mask), values
 
     def forward(self, obs: dict[str, torch.Tensor], deterministic: bool = False):
@@ -108,7 +125,7 @@ class NodePolicy(NodeHeads, ActorCriticPolicy):
         return values, distribution.log_prob(actions), distribution.entropy()
 
     def get_distribution(self, obs: dict[str, torch.Tensor]) -> NodeWiseCategorical:
-        return self._distribution(obs)[0]
+        return self._distribution(obs, with_values=False)[0]
 
 
 class NodeChoicePolicy(NodeHeads, MaskableActorCriticPolicy):
@@ -132,13 +149,14 @@ class NodeChoicePolicy(NodeHeads, MaskableActorCriticPolicy):
         kwargs.setdefault("features_extractor_class", GNNExtractor)
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)
 
-    def node_scores(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Scores ``(B, max_nodes)`` with padding at :data:`PADDING_LOGIT`, and values."""
-        scores, graph, values = self.node_outputs(obs)
+    def node_scores(self, obs: dict[str, torch.Tensor], with_values: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Scores ``(B, max_nodes)`` with padding at :data:`PADDING_LOGIT`, and values (``None``
+        without ``with_values``)."""
+        scores, graph, values = self.node_outputs(obs, with_values)
         return scores[..., 0].masked_fill(~graph.node_mask, PADDING_LOGIT), values
 
-    def _distribution(self, obs, action_masks=None):
-        scores, values = self.node_scores(obs)
+    def _distribution(self, obs, action_masks=None, with_values: bool = True):
+        scores, values = self.node_scores(obs, with_values)
         distribution = self.action_dist.proba_distribution(action_logits=scores)
         if action_masks is not None:
             distribution.apply_masking(action_masks)
@@ -154,7 +172,7 @@ class NodeChoicePolicy(NodeHeads, MaskableActorCriticPolicy):
         return values, distribution.log_prob(actions), distribution.entropy()
 
     def get_distribution(self, obs: dict[str, torch.Tensor], action_masks: np.ndarray | None = None):
-        return self._distribution(obs, action_masks)[0]
+        return self._distribution(obs, action_masks, with_values=False)[0]
 
 
 POLICIES: dict[Head, type[ActorCriticPolicy]] = {

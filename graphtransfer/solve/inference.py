@@ -109,11 +109,14 @@ def _node_wise_step(policy, env, features, obs, deterministic, generator, commit
     actions = np.zeros(obs["x"].shape[0], dtype=np.int64)
     if active.size:
         compact = obs_to_tensors(active_subgraph(obs, active), policy.device)
-        if commit_fraction < 1:
+        if features.patient:
             distribution = policy.get_distribution(compact)
             drawn = distribution.get_actions(deterministic=deterministic)[0]
             confidence = distribution.distribution.probs[0, :, features.commit_action]
-            chosen = patient_actions(drawn, confidence, commit_fraction, features.commit_action, features.defer_action)
+            commit, defer = features.commit_action, features.defer_action
+            if commit_fraction < 1:
+                drawn = patient_actions(drawn, confidence, commit_fraction, commit, defer)
+            chosen = settle_clashes(drawn, confidence, compact["edge_index"][0], commit, defer)
         else:
             chosen = policy._predict(compact, deterministic=deterministic)[0]
         actions[active] = chosen.cpu().numpy()
@@ -138,13 +141,44 @@ def patient_actions(drawn: torch.Tensor, confidence: torch.Tensor, fraction: flo
     return torch.where(commits, drawn, torch.full_like(drawn, defer))
 
 
+def settle_clashes(drawn: torch.Tensor, confidence: torch.Tensor, edge_index: torch.Tensor, commit: int, defer: int) -> torch.Tensor:
+    """Node-wise actions that decide at least one node: ``drawn`` itself whenever it does.
+
+    A pass decides nothing when every ``commit`` clashes with a neighbour's (in MIS both are
+    rolled back) and every other node defers: look-alike neighbours under deterministic decoding
+    can keep doing that until the pass limit. Only then, where neighbours both drew ``commit``,
+    the one the policy is surer of keeps it and the other defers (ties: the lower node id), and
+    if nobody drew ``commit`` at all the surest node does. Passes that make progress are left as
+    drawn: settling every clash at once decides nodes too early (measured with the demo model on
+    10,000-node graphs: 0.92-0.94 of greedy instead of 0.97-0.98).
+
+    Shapes:
+        drawn, confidence: ``(N,)``; edge_index: ``(2, E)`` directed edges (both directions).
+    """
+    src, dst = edge_index
+    commits = drawn == commit
+    clash = commits[src] & commits[dst]
+    clashing = torch.zeros_like(commits)
+    clashing[src[clash]] = True
+    if bool((commits & ~clashing).any()) or bool(((drawn != commit) & (drawn != defer)).any()):
+        return drawn  # some node joins or leaves: the pass makes progress as drawn
+    settled = drawn.clone()
+    if bool(clash.any()):
+        src, dst = src[clash], dst[clash]
+        loses = (confidence[src] < confidence[dst]) | ((confidence[src] == confidence[dst]) & (src > dst))
+        settled[src[loses]] = defer
+    else:
+        settled[torch.argmax(confidence)] = commit
+    return settled
+
+
 def _node_choice_step(policy, env, features, obs, deterministic, generator, commit_fraction):
     active = _active_nodes(features, obs)
     valid = np.ones(active.size, dtype=bool)
     if features.action_masks is not None:
         valid = np.asarray(features.action_masks(), dtype=bool)[active]
     candidates = active[valid]
-    scores, _ = policy.node_scores(obs_to_tensors(active_subgraph(obs, active), policy.device))
+    scores, _ = policy.node_scores(obs_to_tensors(active_subgraph(obs, active), policy.device), with_values=False)
     scores = scores[0][torch.from_numpy(np.flatnonzero(valid)).to(policy.device)]
     if not deterministic:  # Gumbel top-k: k draws without replacement from softmax(scores)
         uniform = torch.rand(scores.shape, generator=generator, device=scores.device).clamp_(1e-20, 1.0)
