@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # A local CPU build of torch is installed first; an unpinned torch would pull GBs of CUDA packages.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install demo test bench lint clean
+.PHONY: install demo test docs bench lint clean
 
 install: $(VENV)/.installed
 
@@ -24,6 +24,9 @@ demo: install  ## train on sample_graphs/small, transfer to the 250k-node graph,
 test: install  ## the test suite (what CI runs)
 	$(BIN)/python -m pytest -q
 
+docs: install  ## the documentation site into site/ (mkdocs, strict: a warning fails the build)
+	$(BIN)/python -m mkdocs build --strict
+
 bench: install  ## ratios against the plain SB3 + PyG recipe (about 18 minutes on 2 cores; not part of test)
 	$(BIN)/python -m bench.storage
 	$(BIN)/python -m bench.training_speed
@@ -34,4 +37,4 @@ lint: install
 	$(BIN)/ruff check graphtransfer tests sample_graphs bench examples
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache site

@@ -27,6 +27,7 @@ _EXPORTS = {
     "export_sb3": ("graphtransfer.export", "export_sb3"),
     "load_graph": ("graphtransfer.graphs", "load_graph"),
     "load_graphs": ("graphtransfer.graphs", "load_graphs"),
+    "load_model": ("graphtransfer.training.model", "load_model"),
     "load_policy": ("graphtransfer.solve.loading", "load_policy"),
     "obs_to_tensors": ("graphtransfer.solve.inference", "obs_to_tensors"),
     "predict": ("graphtransfer.solve.predict", "predict"),

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
+
+from stable_baselines3 import PPO
 
 from graphtransfer.checkpoint import LoadReport, read_checkpoint, save_checkpoint
 from graphtransfer.config import RunConfig
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import CheckpointError
-from graphtransfer.graphs import load_graphs
+from graphtransfer.graphs import Graph, load_graphs
 from graphtransfer.solve.evaluate import EvalRow, evaluate
 from graphtransfer.solve.loading import Runtime, policy_for_graphs
 from graphtransfer.training.loop import TrainResult, default_run_folder, finetune
+from graphtransfer.training.model import load_model
 
 
 @dataclass
@@ -25,6 +29,16 @@ class TransferResult:
     rows: list[EvalRow]
     finetune: TrainResult | None = None
     finetuned_rows: list[EvalRow] | None = None
+    graphs: list[Graph] = field(default_factory=list, repr=False)
+    """the destination graphs"""
+    env: str | None = None
+    """the user env the model runs in, if not a built-in task"""
+
+    @cached_property
+    def model(self) -> PPO:
+        """The transferred model as an SB3 algorithm (``PPO`` or ``MaskablePPO``) on the destination
+        graphs, built from the saved folder on first use (see :func:`~graphtransfer.training.model.load_model`)."""
+        return load_model(self.folder, self.graphs, self.env)
 
 
 def resolve_model(src: str | Path, task: str) -> Path:
@@ -60,7 +74,7 @@ def transfer(
     given, the model must be one of that task. ``max_nodes_per_batch`` bounds the nodes of one
     pass, in the evaluations and the fine-tuning alike (see :func:`graphtransfer.training.loop.finetune`);
     ``mixed_precision`` runs message passing in bfloat16 on CUDA. ``env`` names the user env of a
-    model trained on one.
+    model trained on one. The result's ``model`` is the saved model as an SB3 algorithm.
     """
     checkpoint = read_checkpoint(resolve_model(src, task or "mis"), env)
     config = checkpoint.config
@@ -77,7 +91,7 @@ def transfer(
     out = Path(folder or default_run_folder(RunConfig(task=config.task, env=config.env, graphs=str(dst))))
     info = {k: v for k, v in checkpoint.meta.items() if k in ("trained_on", "training")}
     info["transferred"] = {"from": str(checkpoint.folder), "to": str(dst), "zero_shot": [_row_summary(row) for row in rows]}
-    result = TransferResult(checkpoint.folder, out, config, report, rows)
+    result = TransferResult(checkpoint.folder, out, config, report, rows, graphs=graphs, env=env)
     if finetune_steps:
         result.finetune = finetune(policy, config, graphs, finetune_steps, log, max_nodes_per_batch, mixed_precision)
         result.finetuned_rows = evaluate(policy, config, graphs, max_passes)

@@ -14,7 +14,7 @@ from graphtransfer.graphs import barabasi_albert, read_graph, write_edge_list
 runner = CliRunner()
 
 
-@pytest.mark.parametrize("command", ["train", "transfer", "predict", "eval", "tasks", "plot", "export"])
+@pytest.mark.parametrize("command", ["train", "tune", "transfer", "predict", "eval", "tasks", "plot", "export"])
 def test_every_command_has_help_with_an_example(command):
     result = runner.invoke(app, [command, "--help"])
     assert result.exit_code == 0

@@ -6,7 +6,7 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 from graphtransfer.envs.mis import DEFER, EXCLUDE, IN_SET, INCLUDE, OUT, UNDECIDED, MISEnv, is_independent_set, mis_step
-from graphtransfer.graphs import barabasi_albert, erdos_renyi
+from graphtransfer.graphs import barabasi_albert, erdos_renyi, load_graphs
 
 from .conftest import graph_from_pairs
 
@@ -113,3 +113,12 @@ def test_observation_shows_only_edges_between_undecided_nodes(path5):
     edges = obs["edge_index"][:, : int(obs["num_edges"][0])]
     assert {tuple(e) for e in edges.T.tolist()} == {(2, 3), (3, 2), (3, 4), (4, 3)}
     assert env.active_nodes().tolist() == [False, False, True, True, True]
+
+
+def test_gymnasium_make_without_graphs_samples_the_small_set():
+    import gymnasium
+
+    env = gymnasium.make("graphtransfer/MIS-v0")
+    assert len(env.unwrapped.graphs) == len(load_graphs("small"))
+    named = gymnasium.make("graphtransfer/MVC-v0", graphs="small")
+    assert named.unwrapped.max_nodes == env.unwrapped.max_nodes

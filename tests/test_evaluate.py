@@ -1,10 +1,12 @@
+from dataclasses import replace
+
 import pytest
 
 from graphtransfer.config import ModelConfig, RunConfig
 from graphtransfer.envs.factory import run_env
 from graphtransfer.graphs import barabasi_albert, erdos_renyi
 from graphtransfer.nn import build_policy
-from graphtransfer.reporting.report import family, format_rows, rows_to_json
+from graphtransfer.reporting.report import family, format_rows, ratio_figure, rows_to_json
 from graphtransfer.solve.evaluate import evaluate
 
 
@@ -47,3 +49,39 @@ def test_table_and_json_carry_the_same_numbers(rows):
 )
 def test_family_is_the_name_prefix(name, expected):
     assert family(name) == expected
+
+
+def test_the_table_shows_whole_graph_names(rows):
+    long = "road-network-of-the-whole-of-california-2026"
+    renamed = [replace(rows[0], graph=replace(rows[0].graph, name=long)), rows[1]]
+    lines = format_rows(renamed)
+    assert lines[1].startswith(long + " ")
+    assert len({line.index(" sampled ") for line in lines if " sampled " in line}) == 1  # columns still line up
+
+
+def test_the_header_says_a_difference_where_the_objective_is_not_positive():
+    graphs = [barabasi_albert(40, 2, 0)]
+    config = RunConfig(task="epidemic", head="graph-level", model=ModelConfig(width=8, head_width=8))
+    env = run_env(config, graphs)
+    policy = build_policy("graph-level", config.model, env.observation_space, env.action_space)
+    epidemic = evaluate(policy, config, graphs)
+    assert epidemic[0].policy.objective <= 0  # the epidemic's reward: minus the infected
+    header = format_rows(epidemic)[0]
+    assert "policy - baseline" in header and "policy/baseline" not in header
+
+
+def test_the_ratio_tables_header_says_a_ratio(rows):
+    assert "(policy/baseline;" in format_rows(rows)[0]
+
+
+def test_each_decoding_has_its_own_marker_and_points_in_the_plot(rows):
+    import matplotlib.pyplot as plt
+
+    figure = ratio_figure(rows, "mis")
+    lines = figure.axes[0].lines[:-1]  # the last is the line at ratio 1
+    families = {line.get_color() for line in lines}
+    for colour in families:
+        same = [line for line in lines if line.get_color() == colour]
+        assert len({line.get_marker() for line in same}) == len(same) == 3
+        assert len({tuple(line.get_xdata()) for line in same}) == len(same)  # no decoding hides another
+    plt.close(figure)

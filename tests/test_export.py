@@ -27,7 +27,7 @@ def export(model, tmp_path, *extra):
 def test_ppo_load_gives_the_per_node_actions_of_act_and_the_solution_of_predict(tiny_model, tmp_path):
     model = tiny_model("mis")
     zipped, printed = export(model, tmp_path)
-    assert "PPO.load(" in printed
+    assert "load it with PPO.load(" in printed  # SB3's class, not our subclass
     env = MISEnv(SMALL, horizon=MISEnv.inference_horizon)
     sb3 = PPO.load(zipped, env=env, device="cpu")
     policy, _ = load_policy(model, SMALL[0])
@@ -49,7 +49,7 @@ def test_ppo_load_gives_the_per_node_actions_of_act_and_the_solution_of_predict(
 def test_maskable_ppo_load_picks_the_nodes_predict_commits(tiny_model, tmp_path):
     model = tiny_model("mvc")
     zipped, printed = export(model, tmp_path)
-    assert "MaskablePPO.load(" in printed
+    assert "load it with MaskablePPO.load(" in printed
     env = MVCEnv(SMALL)
     sb3 = MaskablePPO.load(zipped, env=env, device="cpu")
     for index in GRAPHS:

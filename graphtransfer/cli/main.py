@@ -102,8 +102,15 @@ def train(
     steps: Annotated[int, typer.Option(help=help_of("ppo.total_timesteps"))] = _DEFAULT_PPO.total_timesteps,
     n_envs: Annotated[int, typer.Option(help=help_of("ppo.n_envs"))] = _DEFAULT_PPO.n_envs,
     vec_env: Annotated[
-        str, typer.Option(help="dummy: all envs in this process; subproc: one process per env (for slow envs on many cores).")
+        str,
+        typer.Option(
+            help="dummy: all envs in this process; subproc: one process per env (for slow envs on many cores); "
+            "ray: one Ray actor per env, on --ray-address (for slow envs on a cluster; pip install 'graphtransfer\\[ray]')."
+        ),
     ] = _DEFAULT_PPO.vec_env,
+    ray_address: Annotated[
+        str | None, typer.Option(help="With --vec-env ray: the cluster ('auto' or host:port; default: RAY_ADDRESS, else a local Ray).")
+    ] = None,
     n_steps: Annotated[
         int, typer.Option(help="Steps per env between PPO updates; more than fit in memory are refused with a count that fits.")
     ] = _DEFAULT_PPO.n_steps,
@@ -147,6 +154,8 @@ def train(
       graphtransfer train --task mis --graphs small --max-nodes-per-batch 50000
 
       graphtransfer train --set ppo.learning_rate=lin_3e-4 --eval-graphs evalset/ --eval-every 5000 --checkpoint-every 10000
+
+      graphtransfer train --env mysim:EpidemicSim --vec-env ray --ray-address auto --n-envs 32
     """
     from graphtransfer.training.loop import resume as resume_training
     from graphtransfer.training.loop import train as run_training
@@ -211,6 +220,66 @@ def _report_training(result: TrainResult, env: str | None) -> None:
         f"update {result.update_seconds:.1f} s" + (f" ({phases})" if phases else "") + f", {result.steps_per_second:.0f} env steps/s"
     )
     typer.echo(f"saved {result.folder}")
+
+
+@app.command()
+@friendly_errors
+def tune(
+    ctx: typer.Context,
+    n_trials: Annotated[int, typer.Option(help="Stop once the study holds this many finished (completed or pruned) trials.")] = 20,
+    timeout: Annotated[float | None, typer.Option(help="Stop starting trials after this many seconds (default: no limit).")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Folder of the study (study.db), best.yaml and trials/ (default: runs/tune/TASK/GRAPHS).")
+    ] = None,
+    config_file: Annotated[Path | None, typer.Option("--config", help="YAML file of the settings the search starts from.")] = None,
+    set_values: Annotated[list[str] | None, typer.Option("--set", help="Override one setting by its dotted key, as for train.")] = None,
+    task: Annotated[str, typer.Option(help="Built-in task: mis, mvc, maxcut or epidemic.")] = "mis",
+    graphs: Annotated[str, typer.Option(help="Sample set name, graph file, or folder of graph files to train on.")] = "small",
+    env: Annotated[str | None, typer.Option(help="Your own env instead of a task: 'package.module:Class' or a gymnasium id.")] = None,
+    env_kwargs: Annotated[str, typer.Option(help="JSON object of extra env constructor arguments.")] = "{}",
+    steps: Annotated[int, typer.Option(help="Env steps each trial trains for.")] = _DEFAULT_PPO.total_timesteps,
+    n_envs: Annotated[int, typer.Option(help=help_of("ppo.n_envs"))] = _DEFAULT_PPO.n_envs,
+    seed: Annotated[int, typer.Option(help="Seed of every trial's training and of the sampler.")] = _DEFAULT_PPO.seed,
+    eval_graphs: Annotated[str | None, typer.Option(help="Held-out graphs each trial is scored on (default: the training graphs).")] = None,
+    eval_every: Annotated[
+        int | None, typer.Option(help="Evaluate (and maybe prune) every N env steps (default: a fifth of a trial).")
+    ] = None,
+    plot: Annotated[bool, typer.Option(help="Draw the study's history to OUT/study.png (with --n-trials 0: only draw).")] = False,
+) -> None:
+    """Search PPO and model settings with Optuna (median pruning on held-out evaluations); write the best as a config.
+
+    The study is kept in OUT/study.db: run the same command again to resume a stopped search.
+    Needs pip install 'graphtransfer\\[tune]'.
+
+    Examples:
+
+      graphtransfer tune --task mis --graphs small --eval-graphs evalset/ --steps 20000 --n-trials 30 --timeout 3600
+
+      graphtransfer train --config runs/tune/mis/small/best.yaml --steps 100000
+
+      graphtransfer tune --out runs/tune/mis/small --n-trials 0 --plot
+    """
+    from graphtransfer.training.tuning import import_optuna, plot_study
+    from graphtransfer.training.tuning import tune as run_tune
+
+    import_optuna()  # the missing extra is one line, before anything is trained
+    if n_trials < 0:
+        raise UsageError(f"--n-trials {n_trials} must be 0 (only --plot) or more")
+    if timeout is not None and timeout <= 0:
+        raise UsageError(f"--timeout {timeout} must be a positive number of seconds")
+    keys = _train_option_keys()
+    typed = {name: value for name, value in ctx.params.items() if name in keys and _typed(ctx, name)}
+    config = _train_config(config_file, typed, set_values or [])
+    folder = out or Path("runs") / "tune" / config.name / Path(config.graphs).stem
+    if n_trials:
+        result = run_tune(config, folder, n_trials, timeout, log=typer.echo)
+        typer.echo(f"study {folder / 'study.db'}: {result.finished} trials finished, {result.pruned} pruned")
+        if result.best_config is None:
+            typer.echo("no trial completed yet; run the same command again to go on")
+        else:
+            typer.echo(f"best score {result.best_value:.6g}; wrote {result.best_config}: graphtransfer train --config {result.best_config}")
+    if plot:
+        typer.echo(f"wrote {plot_study(folder)}")
 
 
 @app.command()

@@ -24,7 +24,7 @@ from graphtransfer.errors import CheckpointError, UsageError
 
 Conv = Literal["sage", "gcn", "gin"]
 Aggr = Literal["max", "mean", "sum", "min"]
-VecEnvKind = Literal["dummy", "subproc"]
+VecEnvKind = Literal["dummy", "subproc", "ray"]
 Device = Literal["auto", "cpu", "cuda"]
 HeadName = Literal["", "node-wise", "node-choice", "graph-level"]
 CONVS: tuple[str, ...] = typing.get_args(Conv)
@@ -58,7 +58,14 @@ class ModelConfig:
 class PPOConfig:
     total_timesteps: int = setting(30_000, "env steps to train for (summed over parallel envs)", low=1, high=10**12, cli="steps")
     n_envs: int = setting(8, "parallel copies of the env, each sampling its own graphs", low=1, high=4096)
-    vec_env: VecEnvKind = setting("dummy", "dummy (every env in this process) or subproc (one process per env); dummy is faster on 2 cores")
+    vec_env: VecEnvKind = setting(
+        "dummy",
+        "dummy (every env in this process), subproc (one process per env) or ray (one Ray actor per env, for envs whose "
+        "step is slow); dummy is faster on 2 cores",
+    )
+    ray_address: str | None = setting(
+        None, "runtime: the Ray cluster of --vec-env ray ('auto', host:port; default: RAY_ADDRESS, else a local instance)"
+    )
     n_steps: int = setting(32, "steps per env between updates", low=1, high=10**8)
     batch_size: int = setting(64, "observations per minibatch", low=1, high=10**8)
     n_epochs: int = setting(4, "passes over each rollout", low=1, high=10**4, cli="epochs")

@@ -1,7 +1,8 @@
 """Graph environments following the observation contract; one module per task.
 
 Built-in tasks are registered with gymnasium as ``graphtransfer/<Name>-v0`` and take the graphs
-to sample from: ``gymnasium.make("graphtransfer/MIS-v0", graphs=load_graphs("small"))``.
+to sample from: ``gymnasium.make("graphtransfer/MIS-v0", graphs=load_graphs("small"))``, or a
+sample set name, graph file or folder (``graphs="small"``, the default).
 """
 
 import gymnasium as gym
@@ -24,7 +25,8 @@ GYM_IDS = {
 
 for _task, _env_id in GYM_IDS.items():
     if _env_id not in gym.registry:
-        gym.register(_env_id, entry_point=f"{TASKS[_task].__module__}:{TASKS[_task].__name__}")
+        # without graphs=, an env samples the small sample set rather than failing on a missing argument
+        gym.register(_env_id, entry_point=f"{TASKS[_task].__module__}:{TASKS[_task].__name__}", kwargs={"graphs": "small"})
 
 __all__ = [
     "GYM_IDS",

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
 from graphtransfer.envs.contract import observation_space, padded_structure
-from graphtransfer.graphs import Graph
+from graphtransfer.graphs import Graph, load_graphs
+
+Graphs = Sequence[Graph] | str | Path
+"""what an env samples from: :class:`Graph` objects, or a sample set name, graph file or folder"""
+
+
+def as_graphs(graphs: Graphs) -> list[Graph]:
+    """The graphs an env was given, loading a named set or file (``gymnasium.make(id, graphs="small")``)."""
+    return load_graphs(graphs) if isinstance(graphs, (str, Path)) else list(graphs)
 
 
 class GraphEnv(gym.Env):
@@ -33,7 +42,8 @@ class GraphEnv(gym.Env):
     solution_header: ClassVar[str] = "node,decision"
     """CSV header of what :meth:`solution` returns"""
 
-    def __init__(self, graphs: Sequence[Graph], horizon: int = 32):
+    def __init__(self, graphs: Graphs, horizon: int = 32):
+        graphs = as_graphs(graphs)
         if not graphs:
             raise ValueError("a graph env needs at least one graph")
         if horizon < 1:

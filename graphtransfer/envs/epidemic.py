@@ -13,12 +13,10 @@ trade-off — lock down early and pay, or let it spread — has to be read off t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 from gymnasium import spaces
 
-from graphtransfer.envs.base import GraphEnv
+from graphtransfer.envs.base import GraphEnv, Graphs
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
 
@@ -45,7 +43,7 @@ class EpidemicEnv(GraphEnv):
     solution_header = "step,measure,infected"
 
     def __init__(
-        self, graphs: Sequence[Graph], horizon: int = 32, infection: float = 0.25, recovery: float = 0.2, initially_infected: float = 0.05
+        self, graphs: Graphs, horizon: int = 32, infection: float = 0.25, recovery: float = 0.2, initially_infected: float = 0.05
     ):
         super().__init__(graphs, horizon)
         self.infection, self.recovery, self.initially_infected = infection, recovery, initially_infected

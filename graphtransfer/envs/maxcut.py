@@ -7,12 +7,10 @@ count, so an episode returns the improvement over the random start as a fraction
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 from gymnasium import spaces
 
-from graphtransfer.envs.base import GraphEnv
+from graphtransfer.envs.base import GraphEnv, Graphs
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
 
@@ -29,7 +27,7 @@ class MaxCutEnv(GraphEnv):
     head = Head.NODE_WISE
     objective_name = "cut edges"
 
-    def __init__(self, graphs: Sequence[Graph], horizon: int = 16):
+    def __init__(self, graphs: Graphs, horizon: int = 16):
         super().__init__(graphs, horizon)
         self.action_space = spaces.MultiDiscrete(np.full(self.max_nodes, self.num_actions))
 

@@ -13,12 +13,10 @@ size as a fraction of the graph and the scale does not grow with graph size.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 from gymnasium import spaces
 
-from graphtransfer.envs.base import GraphEnv
+from graphtransfer.envs.base import GraphEnv, Graphs
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
 
@@ -48,7 +46,7 @@ class MISEnv(GraphEnv):
     inference_horizon = 256  # passes allowed at inference, where graphs are far larger
     commit_action, defer_action = INCLUDE, DEFER  # what a commit fraction below 1 lets the surest nodes do, and the rest
 
-    def __init__(self, graphs: Sequence[Graph], horizon: int = 32):
+    def __init__(self, graphs: Graphs, horizon: int = 32):
         super().__init__(graphs, horizon)
         self.action_space = spaces.MultiDiscrete(np.full(self.max_nodes, self.num_actions))
 

@@ -9,12 +9,10 @@ sb3-contrib's ``MaskablePPO``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 from gymnasium import spaces
 
-from graphtransfer.envs.base import GraphEnv
+from graphtransfer.envs.base import GraphEnv, Graphs, as_graphs
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
 
@@ -32,7 +30,8 @@ class MVCEnv(GraphEnv):
     sense = "min"
     objective_name = "vertex cover size"
 
-    def __init__(self, graphs: Sequence[Graph], horizon: int | None = None):
+    def __init__(self, graphs: Graphs, horizon: int | None = None):
+        graphs = as_graphs(graphs)
         super().__init__(graphs, horizon or max(g.num_nodes for g in graphs))
         self.action_space = spaces.Discrete(self.max_nodes)
 

@@ -14,12 +14,13 @@ def format_rows(rows: list[EvalRow]) -> list[str]:
     if not rows:
         return []
     better = "higher" if rows[0].sense == "max" else "lower"
+    width = max(len("graph"), *(len(row.graph.name) for row in rows))  # whole names: graphs of one family differ at the end
     lines = [
-        f"{'graph':<22} {'nodes':>8} {'edges':>9} {'decoding':<13} {'objective':>10} {'valid':>5} {'passes':>6} {'secs':>6}"
-        f"  vs baselines (policy/baseline; {better} objective is better)"
+        f"{'graph':<{width}} {'nodes':>8} {'edges':>9} {'decoding':<13} {'objective':>10} {'valid':>5} {'passes':>6} {'secs':>6}"
+        f"  vs baselines ({_what_is_compared(rows)}; {better} objective is better)"
     ]
     for row in rows:
-        name = f"{row.graph.name[:22]:<22} {row.graph.num_nodes:>8} {row.graph.num_edges:>9}"
+        name = f"{row.graph.name:<{width}} {row.graph.num_nodes:>8} {row.graph.num_edges:>9}"
         for label, solution in row.decodings.items():
             versus = "  ".join(f"{b.name} {b.objective:.6g} ({row.compare(solution.objective, b.objective)})" for b in row.baselines)
             lines.append(
@@ -31,6 +32,18 @@ def format_rows(rows: list[EvalRow]) -> list[str]:
             versus = "  ".join(f"{b.name}+polish {b.polished:.6g} ({row.compare(row.polished, b.polished)})" for b in row.baselines)
             lines.append(f"{name} {'polished':<13} {row.polished:>10.6g} {'yes':>5} {'':>6} {'':>6}  {versus}")
     return lines
+
+
+def _what_is_compared(rows: list[EvalRow]) -> str:
+    """The table's comparison, as :meth:`EvalRow.compare` makes it: a ratio, a difference, or both."""
+    pairs = [(s.objective, b.objective) for row in rows for s in row.decodings.values() for b in row.baselines]
+    pairs += [(row.polished, b.polished) for row in rows if row.polished is not None for b in row.baselines]
+    kinds = {EvalRow.compares_by_ratio(value, baseline) for value, baseline in pairs}
+    if kinds == {False}:
+        return "policy - baseline"
+    if kinds == {True, False}:
+        return "policy/baseline, or policy - baseline (signed) where an objective is not positive"
+    return "policy/baseline"
 
 
 def finished_counts(solution) -> dict:
@@ -83,7 +96,18 @@ def write_json(rows: list[EvalRow], path: str | Path) -> None:
 
 def plot_ratios(rows: list[EvalRow], path: str | Path, title: str) -> None:
     """Policy / first baseline against graph size (log axis), one line per graph family and
-    decoding. Needs matplotlib."""
+    decoding, to the PNG ``path``. Needs matplotlib."""
+    import matplotlib.pyplot as plt
+
+    figure = ratio_figure(rows, title)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    plt.close(figure)
+
+
+def ratio_figure(rows: list[EvalRow], title: str):
+    """The figure :func:`plot_ratios` saves: colour is the graph family; line style, marker and a
+    small sideways shift tell the decodings apart."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
@@ -93,12 +117,22 @@ def plot_ratios(rows: list[EvalRow], path: str | Path, title: str) -> None:
         raise ValueError("nothing to plot: the task has no baseline to take ratios against")
     baseline = rows[0].baselines[0].name
     figure, axes = plt.subplots(figsize=(7, 4.5), dpi=120)
-    styles = ["-", "--", ":", "-."]
+    styles, markers = ["-", "--", ":", "-."], ["o", "s", "^", "D"]
+    decodings = list(rows[0].decodings)[: len(styles)]
     for colour, name in enumerate(sorted({family(r.graph.name) for r in rows})):
         members = [r for r in rows if family(r.graph.name) == name]
-        for style, label in zip(styles, rows[0].decodings, strict=False):  # colour: family, line style: decoding
-            points = sorted((r.graph.num_nodes, r.ratio(r.decodings[label].objective, r.baselines[0].objective)) for r in members)
-            axes.plot(*zip(*points, strict=True), marker="o", color=f"C{colour}", linestyle=style, label=f"{name} ({label})")
+        for index, label in enumerate(decodings):  # colour: family; line style and marker: decoding
+            # decodings often tie; a small sideways shift (on the log axis) keeps each one's points visible
+            shift = 1.04 ** (index - (len(decodings) - 1) / 2)
+            points = sorted((r.graph.num_nodes * shift, r.ratio(r.decodings[label].objective, r.baselines[0].objective)) for r in members)
+            axes.plot(
+                *zip(*points, strict=True),
+                marker=markers[index],
+                markerfacecolor="none",
+                color=f"C{colour}",
+                linestyle=styles[index],
+                label=f"{name} ({label})",
+            )
     axes.axhline(1.0, color="grey", linewidth=1, linestyle="--")
     axes.set_xscale("log")
     axes.set_xlabel("nodes (log scale)")
@@ -107,6 +141,4 @@ def plot_ratios(rows: list[EvalRow], path: str | Path, title: str) -> None:
     axes.grid(True, which="both", alpha=0.3)
     axes.legend(fontsize=8)
     figure.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path)
-    plt.close(figure)
+    return figure

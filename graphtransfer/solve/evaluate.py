@@ -54,9 +54,15 @@ class EvalRow:
         """``value / baseline`` (for minimisation too: below 1 is then better)."""
         return value / baseline if baseline else float("nan")
 
+    @staticmethod
+    def compares_by_ratio(value: float, baseline: float) -> bool:
+        """Whether :meth:`compare` shows a ratio (positive objectives) rather than a difference
+        (an objective that is negative or zero, such as the epidemic's reward)."""
+        return baseline > 0 and value >= 0
+
     def compare(self, value: float, baseline: float) -> str:
         """A ratio for positive objectives, else the signed difference."""
-        if baseline > 0 and value >= 0:
+        if self.compares_by_ratio(value, baseline):
             return f"{self.ratio(value, baseline):.3f}"
         return f"{value - baseline:+.3f}"
 

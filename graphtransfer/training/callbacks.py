@@ -22,7 +22,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from graphtransfer.checkpoint import save_checkpoint
 from graphtransfer.config import RunConfig
 from graphtransfer.graphs import Graph
-from graphtransfer.solve.evaluate import evaluate
+from graphtransfer.solve.evaluate import EvalRow, evaluate
 from graphtransfer.training.logs import write_row
 
 BEST, CHECKPOINTS = "best", "checkpoints"
@@ -95,10 +95,8 @@ class EvalOnGraphs(Periodic):
             rows = evaluate(self.model.policy, self.config, self.graphs)
         sense = rows[0].sense
         values = {"eval/objective": float(np.mean([row.policy.objective for row in rows]))}
-        score, by = values["eval/objective"], "objective"
-        if rows[0].baselines:
-            by = f"vs_{rows[0].baselines[0].name}"
-            score = float(np.mean([row.ratio(row.policy.objective, row.baselines[0].objective) for row in rows]))
+        score, by = eval_score(rows)
+        if by != "objective":
             values[f"eval/{by}"] = score
         values["eval/seconds"] = time.perf_counter() - started
         write_row(self.logger, values, self.model.num_timesteps)
@@ -107,6 +105,16 @@ class EvalOnGraphs(Periodic):
             self.best = score
             record = {"evaluation": {"steps": self.model.num_timesteps, "graphs": self.config.log.eval_graphs, "by": by, "score": score}}
             save_checkpoint(self.folder / BEST, self.model.policy, self.config, record)
+
+
+def eval_score(rows: list[EvalRow]) -> tuple[float, str]:
+    """What an evaluation is judged by, and its name: the mean policy/baseline ratio against the
+    task's first baseline (``vs_<baseline>``), or the mean objective where there is no baseline.
+    Better is higher for a maximised objective (``rows[0].sense``), lower for a minimised one."""
+    if rows[0].baselines:
+        by = f"vs_{rows[0].baselines[0].name}"
+        return float(np.mean([row.ratio(row.policy.objective, row.baselines[0].objective) for row in rows])), by
+    return float(np.mean([row.policy.objective for row in rows])), "objective"
 
 
 def _best_so_far(folder: Path) -> float | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import BaseCallback
 
 from graphtransfer.checkpoint import CONFIG, check_fits, load_optimizer_state, load_strict, read_checkpoint, save_checkpoint
 from graphtransfer.config import PPOConfig, RunConfig
@@ -25,6 +26,9 @@ from graphtransfer.graphs import Graph, load_graphs
 from graphtransfer.training.callbacks import EvalOnGraphs, PhaseTimer, ProgressLines, SaveCheckpoints, StopOnInterrupt
 from graphtransfer.training.logs import check_log_settings, make_logger
 from graphtransfer.training.model import check_buffer_fits, check_device, make_model
+
+UserCallback = BaseCallback | list[BaseCallback] | None
+"""what ``callback=`` takes, as SB3's ``learn`` does: a callback, a list of them, or a ``CallbackList``"""
 
 
 @dataclass
@@ -39,6 +43,9 @@ class TrainResult:
     """stopped by Ctrl-C before the budget; the folder then holds a checkpoint to resume"""
     update_phases: dict[str, float] = field(default_factory=dict)
     """this process's update seconds by phase: sample, forward, backward, step"""
+    model: PPO | None = None
+    """the trained SB3 algorithm (``PPO``, or ``MaskablePPO`` for node choice) to keep using:
+    ``model.predict``, ``model.policy``; its envs are closed, so ``model.set_env`` before more ``learn``"""
 
     @property
     def steps_per_second(self) -> float:
@@ -50,10 +57,28 @@ def default_run_folder(config: RunConfig) -> Path:
     return Path("runs") / config.name / Path(config.graphs).stem
 
 
-def train(config: RunConfig, folder: str | Path | None = None, progress: bool = False, log: Callable[[str], None] = print) -> TrainResult:
+def train(
+    config: RunConfig,
+    folder: str | Path | None = None,
+    progress: bool = False,
+    log: Callable[[str], None] = print,
+    callback: UserCallback = None,
+) -> TrainResult:
     """Train on ``config.graphs`` and save the policy to ``folder`` (default
     :func:`default_run_folder`), with ``config.log``'s logs, evaluations and checkpoints there.
-    Ctrl-C stops it early with a checkpoint for :func:`resume`."""
+    Ctrl-C stops it early with a checkpoint for :func:`resume`.
+
+    ``callback`` takes SB3 callbacks as ``PPO.learn`` does (a ``BaseCallback``, a list, or a
+    ``CallbackList``, e.g. SB3's ``EvalCallback``); they run after the run's own (timing, Ctrl-C,
+    evaluations, checkpoints), and one whose ``_on_step`` returns False ends training early, saved
+    as complete at that step. The result holds the trained SB3 model (``result.model``).
+
+    Example::
+
+        from stable_baselines3.common.callbacks import EvalCallback
+        result = train(RunConfig(task="mis", graphs="small"), callback=EvalCallback(eval_env, eval_freq=500))
+        action, _ = result.model.predict(obs, deterministic=True)
+    """
     graphs = load_graphs(config.graphs)
     ppo = config.ppo
     if ppo.batch_size > ppo.n_steps * ppo.n_envs:
@@ -67,7 +92,7 @@ def train(config: RunConfig, folder: str | Path | None = None, progress: bool = 
     sizes = [g.num_nodes for g in graphs]
     what = f"{config.name} ({config.head} head, {model.algorithm_name})"
     log(f"training {what} on {len(graphs)} graphs of {min(sizes)}-{max(sizes)} nodes for {ppo.total_timesteps} steps")
-    return _learn(model, config, graphs, eval_graphs, Path(folder or default_run_folder(config)), progress, log)
+    return _learn(model, config, graphs, eval_graphs, Path(folder or default_run_folder(config)), progress, log, callback=callback)
 
 
 def resume(
@@ -77,10 +102,11 @@ def resume(
     max_nodes_per_batch: int | None = None,
     mixed_precision: bool | None = None,
     env: str | None = None,
+    callback: UserCallback = None,
 ) -> TrainResult:
     """Continue an interrupted run in ``folder`` to its budget, with the folder's config; the
     runtime settings ``max_nodes_per_batch`` and ``mixed_precision`` override the folder's when
-    given. ``env`` names the user env of a run trained on one.
+    given. ``env`` names the user env of a run trained on one; ``callback`` is as in :func:`train`.
 
     Restored: the policy's weights, Adam's moments and step counts, and the env-step count (which
     drives the schedules). Not restored: the RNG streams and the envs' episodes in progress; the
@@ -104,7 +130,7 @@ def resume(
     load_optimizer_state(model.policy.optimizer, model.policy, checkpoint)
     model.num_timesteps = steps
     log(f"resuming {config.name} ({config.head} head) from {folder} at step {steps} of {budget}")
-    return _learn(model, config, graphs, eval_graphs, Path(folder), progress, log, done)
+    return _learn(model, config, graphs, eval_graphs, Path(folder), progress, log, done, callback)
 
 
 def _with_runtime(ppo: PPOConfig, max_nodes_per_batch: int | None, mixed_precision: bool | None) -> PPOConfig:
@@ -148,7 +174,7 @@ def finetune(
     model.learn(steps, callback=timer)
     model.env.close()
     policy.load_state_dict(model.policy.state_dict())
-    return TrainResult(Path(), model.num_timesteps, time.perf_counter() - started, timer.rollout, timer.update, steps)
+    return TrainResult(Path(), model.num_timesteps, time.perf_counter() - started, timer.rollout, timer.update, steps, model=model)
 
 
 def _learn(
@@ -160,9 +186,11 @@ def _learn(
     progress: bool,
     log: Callable[[str], None],
     earlier: dict[str, Any] | None = None,
+    callback: UserCallback = None,
 ) -> TrainResult:
     """Run PPO up to the budget (or Ctrl-C) with the run's logs, evaluations and checkpoints, and
-    save; ``earlier`` is the interrupted run's training record. Without a progress bar, ``log``
+    the user's ``callback`` after them, and save; ``earlier`` is the interrupted run's training
+    record. Without a progress bar, ``log``
     gets a progress line every 30 s or 5% of the run; it always hears of updates stopped early
     by ``target_kl`` (and of every update with ``log.stdout``)."""
     earlier = earlier or {}
@@ -179,7 +207,7 @@ def _learn(
         periodic.append(EvalOnGraphs(config, eval_graphs, folder, timer.aside))
     model.set_logger(make_logger(folder, config.log, keep_rows=bool(earlier)))
     model.report, model.report_every_update = log, config.log.stdout
-    callbacks = [timer, stop, *periodic] + ([] if progress else [ProgressLines(log, budget)])
+    callbacks = [timer, stop, *periodic] + ([] if progress else [ProgressLines(log, budget)]) + _user_callbacks(callback)
     try:
         with stop.listening():
             model.learn(budget - model.num_timesteps, callback=callbacks, progress_bar=progress, reset_num_timesteps=False)
@@ -193,11 +221,23 @@ def _learn(
         model.logger.close()
     seconds = time.perf_counter() - started
     result = TrainResult(
-        folder, model.num_timesteps, seconds, timer.rollout, timer.update, budget, stop.stopped, dict(model.update_seconds)
+        folder, model.num_timesteps, seconds, timer.rollout, timer.update, budget, stop.stopped, dict(model.update_seconds), model
     )
     info = record(result.steps, not result.interrupted)
     save_checkpoint(folder, model.policy, config, info, optimizer=model.policy.optimizer if result.interrupted else None)
     return result
+
+
+def _user_callbacks(callback: UserCallback) -> list[BaseCallback]:
+    """The user's callbacks as a list to run after ours; anything else is refused by name."""
+    given = [] if callback is None else list(callback) if isinstance(callback, list) else [callback]
+    for item in given:
+        if not isinstance(item, BaseCallback):
+            raise UsageError(
+                f"callback={item!r} is not an SB3 callback; pass a stable_baselines3.common.callbacks.BaseCallback, "
+                "a list of them or a CallbackList"
+            )
+    return given
 
 
 def training_record(config: RunConfig, graphs: list[Graph], steps: int, complete: bool, seconds: dict[str, float]) -> dict[str, Any]:

@@ -1,9 +1,12 @@
 """Building the SB3 algorithm for a run: PPO or MaskablePPO by head, the compact rollout buffer
-checked against available memory, the vector env, the device."""
+checked against available memory, the vector env, the device; and :func:`load_model`, a saved
+model as an SB3 algorithm for other graphs."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -14,15 +17,17 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from graphtransfer.config import PPOConfig, RunConfig, schedule
 from graphtransfer.envs.factory import run_env
-from graphtransfer.envs.protocol import Head
+from graphtransfer.envs.protocol import Head, head_of
 from graphtransfer.errors import UsageError
-from graphtransfer.graphs import Graph
+from graphtransfer.graphs import Graph, load_graphs
 from graphtransfer.nn import POLICIES, policy_kwargs
+from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.memory import available_bytes
 from graphtransfer.training.buffers import CompactDictRolloutBuffer, CompactMaskableDictRolloutBuffer, estimate_rollout_bytes
 from graphtransfer.training.ppo import BudgetMaskablePPO, BudgetPPO
+from graphtransfer.training.ray_vec_env import RayVecEnv
 
-VEC_ENVS = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv}
+VEC_ENVS = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv, "ray": RayVecEnv}
 
 
 def build_model(config: RunConfig, envs: VecEnv, seed: int | None = None) -> PPO:
@@ -89,7 +94,8 @@ def make_model(config: RunConfig, graphs: list[Graph], seed: int) -> PPO:
     ``learn`` makes an empty folder in the temp dir every call); :func:`_learn` sets the run's own."""
     torch.set_num_threads(config.ppo.threads)
     ppo = config.ppo
-    envs = make_vec_env(lambda: run_env(config, graphs), n_envs=ppo.n_envs, seed=seed, vec_env_cls=VEC_ENVS[ppo.vec_env])
+    options = {"vec_env_kwargs": {"address": ppo.ray_address}} if ppo.vec_env == "ray" else {}
+    envs = make_vec_env(lambda: run_env(config, graphs), n_envs=ppo.n_envs, seed=seed, vec_env_cls=VEC_ENVS[ppo.vec_env], **options)
     try:
         model = build_model(config, envs, seed)
         model.set_logger(Logger(None, []))
@@ -97,3 +103,30 @@ def make_model(config: RunConfig, graphs: list[Graph], seed: int) -> PPO:
     except BaseException:
         envs.close()  # subprocess envs would outlive the error
         raise
+
+
+def load_model(folder: str | Path, graphs: str | Path | list[Graph], env: str | None = None) -> PPO:
+    """The model in ``folder`` as an SB3 algorithm (``PPO``, or ``MaskablePPO`` for a node-choice
+    head) on ``graphs`` (a sample set name, a graph file, a folder, or :class:`Graph` objects),
+    with the folder's weights loaded strictly. ``env`` names the user env of a model trained on one.
+
+    The weights do not depend on the graphs' size, so a model trained on 50-node graphs loads for
+    a 250,000-node one. The algorithm's env is the run's env over ``graphs`` (for one graph, built
+    for inference as ``predict`` does); ``model.predict`` takes its observations, ``model.learn``
+    trains on it. Memory is checked first, as for every loaded model.
+
+    Example::
+
+        model = load_model("runs/mis/small", "large")
+        obs = model.env.reset()
+        actions, _ = model.predict(obs, deterministic=True)
+    """
+    graphs = graphs if isinstance(graphs, list) else load_graphs(graphs)
+    loaded = policy_for_graphs(folder, graphs, env=env)
+    config = loaded.checkpoint.config
+    config = replace(config, head=config.head or head_of(loaded.env), ppo=replace(config.ppo, n_envs=1))
+    check_buffer_fits(config, loaded.env, lambda _: None)  # SB3's constructor allocates the rollout buffer
+    model = build_model(config, DummyVecEnv([lambda: loaded.env]))
+    model.policy.load_state_dict(loaded.policy.state_dict())
+    model.set_logger(Logger(None, []))
+    return model
