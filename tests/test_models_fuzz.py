@@ -73,6 +73,14 @@ def saved(tmp_path_factory) -> Path:
     return save_checkpoint(tmp_path_factory.mktemp("fuzz") / "model", fresh_policy(), RunConfig(head="node-wise", model=MODEL))
 
 
+def copy_of(saved: Path, folder: Path) -> Path:
+    """A fresh copy of the saved model folder, to damage."""
+    folder.mkdir(exist_ok=True)
+    for file in saved.iterdir():
+        (folder / file.name).write_bytes(file.read_bytes())
+    return folder
+
+
 def set_path(meta: dict, path: tuple[str, ...], value) -> None:
     target = meta
     for key in path[:-1]:
@@ -85,9 +93,7 @@ def set_path(meta: dict, path: tuple[str, ...], value) -> None:
 @given(field=st.sampled_from(FIELDS), value=VALUES)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_a_config_json_field_changed_at_random_loads_or_is_a_checkpoint_error(saved, tmp_path_factory, field, value):
-    folder = tmp_path_factory.mktemp("case")
-    for file in saved.iterdir():
-        (folder / file.name).write_bytes(file.read_bytes())
+    folder = copy_of(saved, tmp_path_factory.mktemp("case"))
     meta = json.loads((folder / CONFIG).read_text())
     set_path(meta, field, value)
     (folder / CONFIG).write_text(json.dumps(meta))
@@ -116,9 +122,7 @@ HEADER_EDITS = st.one_of(
 def test_a_safetensors_header_changed_at_random_is_a_checkpoint_error(saved, tmp_path_factory, header, declared):
     """The weights file gets another header (and maybe a lying header length), its sha256 updated
     in config.json so the damage reaches the safetensors parser itself."""
-    folder = tmp_path_factory.mktemp("case")
-    for file in saved.iterdir():
-        (folder / file.name).write_bytes(file.read_bytes())
+    folder = copy_of(saved, tmp_path_factory.mktemp("case"))
     meta = json.loads((folder / CONFIG).read_text())
     weights = folder / meta["files"]["weights"]["name"]
     body = weights.read_bytes()
@@ -137,10 +141,7 @@ def test_a_safetensors_header_changed_at_random_is_a_checkpoint_error(saved, tmp
 
 
 def test_a_damaged_config_json_is_one_line_on_the_command_line(saved, tmp_path):
-    folder = tmp_path / "model"
-    folder.mkdir()
-    for file in saved.iterdir():
-        (folder / file.name).write_bytes(file.read_bytes())
+    folder = copy_of(saved, tmp_path / "model")
     meta = json.loads((folder / CONFIG).read_text())
     meta["config"]["ppo"]["n_steps"] = [1, 2]
     (folder / CONFIG).write_text(json.dumps(meta))
