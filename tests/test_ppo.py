@@ -132,3 +132,43 @@ def test_an_early_stop_by_target_kl_is_reported():
     model.report = lines.append
     model.learn(64)
     assert lines and all("stopped early in epoch" in line and "> 1.5 x target_kl 1e-09" in line for line in lines)
+
+
+def train_from(model, keep: KeepRollout) -> dict[str, torch.Tensor]:
+    """The weights one update from the kept rollout gives."""
+    keep.restore(model)
+    model.train()
+    return {name: p.detach().clone() for name, p in model.policy.named_parameters()}
+
+
+@pytest.mark.parametrize(
+    ("task", "env", "head"),
+    [("mis", None, "node-wise"), ("mvc", None, "node-choice"), (None, "examples.seed_scale:SignalEnv", "graph-level")],
+)
+def test_the_structure_path_update_equals_the_gather_path_update(task, env, head, monkeypatch):
+    """The update over cached structures (one static graph: SignalEnv) or structures of the
+    disjoint union (residual graphs: MIS, MVC) gives PyG's gather/scatter update's weights."""
+    from graphtransfer.graphs import erdos_renyi
+    from graphtransfer.nn import extractor
+
+    monkeypatch.syspath_prepend(str(__import__("pathlib").Path(__file__).parents[1]))
+    config = RunConfig(
+        task=task,
+        env=env,
+        head=head,
+        model=ModelConfig(width=16, head_width=16, num_layers=2),
+        ppo=PPOConfig(n_envs=2, n_steps=16, batch_size=16, n_epochs=2, target_kl=None, seed=3, device="cpu"),
+    )
+    graphs = [erdos_renyi(300, 4.0, 1)] if env else load_graphs("small")[:6]
+    model = make_model(config, graphs, 3)
+    keep = KeepRollout()
+    model.learn(32, callback=keep)
+    monkeypatch.setattr(extractor, "CSR_MIN_EDGES", 1 << 40)
+    gathered = train_from(model, keep)
+    monkeypatch.setattr(extractor, "CSR_MIN_EDGES", 1)
+    structured = train_from(model, keep)
+    for name, parameter in structured.items():
+        assert torch.allclose(parameter, gathered[name], atol=1e-5, rtol=0), name
+    assert not all(torch.equal(p, keep.state[0][n]) for n, p in structured.items())  # it did update
+    if env:  # every step and minibatch of the static graph found one cached structure
+        assert len(model.policy.features_extractor._structures) == 1

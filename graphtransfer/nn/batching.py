@@ -126,3 +126,21 @@ def to_csr_adjacency(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
         edge_index: ``(2, E)``; returns ``(num_nodes, num_nodes)`` with ``E`` stored entries.
     """
     return incoming_edges(edge_index, num_nodes).csr_into(0, num_nodes)
+
+
+def shared_edges(obs: dict[str, torch.Tensor]) -> torch.Tensor | None:
+    """The one graph every sample of the batch holds -- same node count, same edges in the
+    same order, as a static-graph env's steps do -- or ``None`` when any two differ. A single
+    sample is its own shared graph. One comparison over ``B * E`` entries.
+
+    Shapes:
+        obs as :func:`to_disjoint` takes it; returns ``(2, E)`` int64, the first sample's real edges.
+    """
+    num_nodes, num_edges = obs["num_nodes"].reshape(-1), obs["num_edges"].reshape(-1)
+    edges = int(num_edges[0])
+    if bool((num_nodes != num_nodes[0]).any()) or bool((num_edges != edges).any()):
+        return None
+    edge_index = obs["edge_index"][:, :, :edges]
+    if edge_index.shape[0] > 1 and not bool((edge_index[1:] == edge_index[:1]).all()):
+        return None
+    return edge_index[0].long()
