@@ -1,0 +1,127 @@
+"""Training speed and rollout storage against ``../shared/plain-recipe`` (issue 16), in the same run.
+
+The recipe side is its own driver run as it is (``bench_naive.py --phase train --n N
+--timesteps T``: its env, its extractor, SB3's ``MultiInputPolicy`` and ``DictRolloutBuffer``).
+graphtransfer trains, with the recipe's PPO settings (n_steps 64, batch 32, n_epochs 2, one env,
+one torch thread), the recipe's own env through the user-env path (:mod:`bench.recipe_env`) and
+MIS on an Erdős–Rényi graph of the same size and degree. Both time ``learn`` after one warm-up
+rollout and update. Every measurement is a fresh process (peak RSS is its own); the three run in
+turn, ``--repeats`` times; medians.
+
+    .venv/bin/python -m bench.training_recipe [--sizes 50,1000,10000] [--timesteps 2048,1024,384] [--repeats 3]
+
+Prints a Markdown table for bench/RESULTS.md. Not part of the test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import replace
+
+from bench.recipe_env import RECIPE
+
+TAG = "RESULT_JSON:"
+PPO = {"n_steps": 64, "batch_size": 32, "n_epochs": 2}
+TARGETS = {50: 2.0, 1000: 5.0, 10000: 3.0}  # steps/s over the recipe's (issue 16)
+
+
+def ours(env: str, nodes: int, timesteps: int) -> dict:
+    """One graphtransfer measurement, in this process: warm-up, then ``timesteps`` timed steps."""
+    import torch
+
+    from graphtransfer.config import PPOConfig, RunConfig
+    from graphtransfer.envs.factory import run_env
+    from graphtransfer.envs.protocol import head_of
+    from graphtransfer.graphs import erdos_renyi
+    from graphtransfer.training.buffers import held_bytes
+    from graphtransfer.training.model import make_model
+
+    torch.set_num_threads(1)
+    ppo = PPOConfig(n_envs=1, seed=0, device="cpu", **PPO)
+    if env == "recipe":
+        config, graphs = RunConfig(env="bench.recipe_env:RecipeEnv", env_kwargs={"num_nodes": nodes}, ppo=ppo), [erdos_renyi(2, 1.0, 0)]
+    else:
+        config, graphs = RunConfig(task="mis", ppo=ppo), [erdos_renyi(nodes, 4.0, 0)]
+    config = replace(config, head=head_of(run_env(config, graphs)))
+    model = make_model(config, graphs, 0)
+    model.learn(PPO["n_steps"])  # warm-up, as the recipe's driver does
+    started = time.perf_counter()
+    model.learn(timesteps, reset_num_timesteps=False)
+    seconds = time.perf_counter() - started
+    buffer = model.rollout_buffer
+    stored = held_bytes(buffer.edges) + held_bytes(buffer.stores)
+    return {
+        "sps": timesteps / seconds,
+        "update_s": sum(model.update_seconds.values()),
+        "obs_bytes_per_step": stored / (buffer.buffer_size * buffer.n_envs),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def measure(command: list[str]) -> dict:
+    """Run one measurement process and read its result line."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=3600)
+    line = next((line for line in result.stdout.splitlines() if line.startswith(TAG)), None)
+    if line is None:
+        raise RuntimeError(f"{' '.join(command)} gave no result: {result.stderr[-2000:]}")
+    found = json.loads(line[len(TAG) :])
+    if found.get("crashed"):
+        raise RuntimeError(f"{' '.join(command)} crashed: {found.get('error')}")
+    return found
+
+
+def plain(nodes: int, timesteps: int) -> dict:
+    flags = ["--n-steps", "64", "--batch-size", "32", "--n-epochs", "2"]
+    return measure(
+        [sys.executable, str(RECIPE / "bench_naive.py"), "--phase", "train", "--n", str(nodes), "--timesteps", str(timesteps), *flags]
+    )
+
+
+def ours_process(env: str, nodes: int, timesteps: int) -> dict:
+    return measure([sys.executable, "-m", "bench.training_recipe", "--worker", env, "--nodes", str(nodes), "--timesteps", str(timesteps)])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="50,1000,10000")
+    parser.add_argument("--timesteps", default="2048,1024,384", help="timed env steps per size, as the recipe's driver")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--worker", choices=("recipe", "mis"), help=argparse.SUPPRESS)
+    parser.add_argument("--nodes", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        print(TAG + json.dumps(ours(args.worker, args.nodes, int(args.timesteps))), flush=True)
+        return
+    load = open("/proc/loadavg").read().split()[:3]
+    print(f"`python -m bench.training_recipe --repeats {args.repeats}`, {time.strftime('%Y-%m-%d %H:%M')}, load {' '.join(load)} before\n")
+    print("| N | metric | plain recipe | ours, recipe env | ratio | ours, MIS | ratio | target |")
+    print("|---:|---|---:|---:|---:|---:|---:|---|")
+    for nodes, timesteps in zip((int(n) for n in args.sizes.split(",")), (int(t) for t in args.timesteps.split(",")), strict=True):
+        runs: dict[str, list[dict]] = {"plain": [], "recipe": [], "mis": []}
+        for _ in range(args.repeats):
+            runs["plain"].append(plain(nodes, timesteps))
+            runs["recipe"].append(ours_process("recipe", nodes, timesteps))
+            runs["mis"].append(ours_process("mis", nodes, timesteps))
+        rows = [
+            ("train env steps/s", "sps", lambda a, b: b / a, f"≥ {TARGETS.get(nodes, 1):g}x"),
+            ("stored observation bytes per step", "obs_bytes_per_step", lambda a, b: b / a, "≤ 1/10" if nodes == 10000 else ""),
+            ("peak RSS MiB", "peak_rss_mb", lambda a, b: b / a, "≤ 1" if nodes == 10000 else ""),
+        ]
+        for label, key, ratio, target in rows:
+            p, r, m = (statistics.median(run[key] for run in runs[side]) for side in ("plain", "recipe", "mis"))
+            print(
+                f"| {nodes:,} | {label} | {p:,.1f} | {r:,.1f} | {ratio(p, r):.3f} | {m:,.1f} | {ratio(p, m):.3f} | {target} |", flush=True
+            )
+    print(f"\nload {' '.join(open('/proc/loadavg').read().split()[:3])} after")
+
+
+if __name__ == "__main__":
+    main()
