@@ -7,7 +7,7 @@ Everything else may change between versions. The names are loaded on first use, 
 The package is one folder per stage, imported one way, bottom to top::
 
     errors, io, config  ->  graphs  ->  envs  ->  nn  ->  baselines  ->  checkpoint  ->  solve
-        ->  training  ->  transfer, export  ->  reporting  ->  cli
+        ->  training  ->  transferring, export  ->  reporting  ->  cli
 """
 
 from __future__ import annotations
