@@ -17,6 +17,7 @@ from torch_geometric.nn import GCNConv, GINConv, SAGEConv, global_max_pool, glob
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
 from graphtransfer.config import CONVS
+from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.nn.batching import DisjointGraph, IncomingEdges, incoming_edges, shared_edges, to_disjoint
 from graphtransfer.nn.message_passing import GraphStructure, layer_function, residual_relu
 
@@ -45,7 +46,16 @@ def check_node_budget(value: int | None) -> int | None:
 class GNNExtractor(BaseFeaturesExtractor):
     """Input projection, ``num_layers`` residual message-passing layers, mean+max pooling.
 
-    .. math:: h^{(0)} = W_0 x, \\qquad h^{(l+1)} = h^{(l)} + \\mathrm{ReLU}(\\mathrm{conv}_l(h^{(l)}, A))
+    .. math:: h^{(0)} = W_0 x, \\qquad h^{(l+1)} = h^{(l)} + \\mathrm{ReLU}(\\mathrm{conv}_l(h^{(l)}, A) + U_l \\bar e)
+
+    where :math:`\\bar e_i`, the mean feature of the edges into node ``i``, is there only when
+    the observation has ``edge_attr`` (:math:`U_l` is then one ``Linear(F_e, width)`` per layer;
+    without it the module holds exactly the parameters and numbers it always did). Why this
+    form rather than per-edge messages (PyG's ``GINEConv``, ``GATv2Conv(edge_dim=...)``): the
+    mean is one scatter per forward, linear in the features, so every layer keeps the cached
+    sparse structure path, and a per-edge decision reads its own edge's features in the edge
+    heads anyway. ``bench/edge_features.py`` measured the two (``bench/RESULTS.md``, "Edge
+    features").
 
     Two runtime settings, attributes rather than constructor arguments because they change how
     the numbers are computed, not what they are, and are never saved with the weights (set them
@@ -77,6 +87,11 @@ class GNNExtractor(BaseFeaturesExtractor):
         self.width = width
         self.encode = nn.Sequential(nn.Linear(num_features, width), nn.ReLU())
         self.convs = nn.ModuleList(make_conv(conv, width, aggr) for _ in range(num_layers))
+        edge_space = observation_space.spaces.get(EDGE_ATTR)
+        self.num_edge_features = 0 if edge_space is None else int(edge_space.shape[-1])
+        self.edge_encoders = (
+            nn.ModuleList(nn.Linear(self.num_edge_features, width) for _ in range(num_layers)) if self.num_edge_features else None
+        )
         self._structures: dict[tuple, GraphStructure] = {}  # see structure_for; never saved with the weights
 
     def node_embeddings(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, DisjointGraph]:
@@ -98,17 +113,42 @@ class GNNExtractor(BaseFeaturesExtractor):
         budget = self.max_nodes_per_batch
         with self._autocast(graph.x.device):
             if budget is not None and num_nodes > budget:
+                context = self._edge_context(graph.edge_attr, edges[1], num_nodes)
                 with warnings.catch_warnings():
                     if sparse:  # PyG's GCN path re-wraps the CSR tensor and torch warns that it is beta
                         warnings.simplefilter("ignore", UserWarning)
-                    h = self._layers_in_chunks(self._encode(graph.x), edges, budget, sparse and not torch.is_grad_enabled())
+                    h = self._layers_in_chunks(self._encode(graph.x), edges, budget, sparse and not torch.is_grad_enabled(), context)
             elif sparse:
                 h = self._structure_embeddings(obs, graph)
             else:
+                context = self._edge_context(graph.edge_attr, edges[1], num_nodes)
                 h = self._encode(graph.x)
-                for conv in self.convs:
-                    h = h + torch.relu(conv(h, edges))
+                for index, conv in enumerate(self.convs):
+                    h = h + torch.relu(self._with_edges(conv(h, edges), index, context))
         return h.float(), graph
+
+    def _edge_context(self, edge_attr: torch.Tensor | None, destination: torch.Tensor, num_nodes: int) -> torch.Tensor | None:
+        """Each node's mean incoming edge features, what the layers' edge term reads; ``None``
+        for a model without edge features.
+
+        Shapes:
+            edge_attr: ``(E, ..., F_e)``; destination: ``(E,)``; returns ``(num_nodes, ..., F_e)``.
+        """
+        if self.edge_encoders is None:
+            return None
+        if edge_attr is None:
+            raise ValueError("this model was built for observations with edge_attr; the batch has none")
+        total = edge_attr.new_zeros((num_nodes, *edge_attr.shape[1:])).index_add_(0, destination, edge_attr)
+        count = torch.bincount(destination, minlength=num_nodes).clamp_(min=1).to(total.dtype)
+        return total / count.view(-1, *([1] * (total.dim() - 1)))
+
+    def _with_edges(self, out: torch.Tensor, index: int, context: torch.Tensor | None) -> torch.Tensor:
+        """``out + U_index ē``, layer ``index``'s edge term; ``out`` itself without edge features.
+
+        Shapes:
+            out: ``(N, ..., width)``; context: ``(N, ..., F_e)`` from :meth:`_edge_context`.
+        """
+        return out if context is None else out + self.edge_encoders[index](context)
 
     def _structure_embeddings(self, obs: dict[str, torch.Tensor], graph: DisjointGraph) -> torch.Tensor:
         """The structure path for a batch: one cached graph of ``B``-times wider features when
@@ -119,10 +159,15 @@ class GNNExtractor(BaseFeaturesExtractor):
         """
         shared = shared_edges(obs)
         if shared is None:  # a fresh union per call: residual graphs rarely repeat
-            return self.embed_samples(graph.x[None], GraphStructure(graph.edge_index, graph.x.shape[0]))[:, 0]
+            context = self._edge_context(graph.edge_attr, graph.edge_index[1], graph.x.shape[0])
+            context = None if context is None else context[:, None]  # (N, 1, F_e)
+            return self.embed_samples(graph.x[None], GraphStructure(graph.edge_index, graph.x.shape[0]), context)[:, 0]
         num_nodes = int(obs["num_nodes"].reshape(-1)[0])
         x = obs["x"][:, :num_nodes].float()  # (B, N, F)
-        h = self.embed_samples(x, self.structure_for(shared, num_nodes))  # (N, B, width); no name keeps a layer's input
+        attr = obs.get(EDGE_ATTR)
+        attr = None if attr is None else attr[:, : shared.shape[1]].float().transpose(0, 1)  # (E, B, F_e)
+        context = self._edge_context(attr, shared[1], num_nodes)
+        h = self.embed_samples(x, self.structure_for(shared, num_nodes), context)  # (N, B, width); no name keeps a layer's input
         return h[:, 0] if h.shape[1] == 1 else h.transpose(0, 1).reshape(-1, h.shape[2])
 
     def structure_for(self, edge_index: torch.Tensor, num_nodes: int) -> GraphStructure:
@@ -145,34 +190,36 @@ class GNNExtractor(BaseFeaturesExtractor):
             self._structures.pop(next(iter(self._structures)))
         return structure
 
-    def embed_samples(self, x: torch.Tensor, structure: GraphStructure) -> torch.Tensor:
+    def embed_samples(self, x: torch.Tensor, structure: GraphStructure, context: torch.Tensor | None = None) -> torch.Tensor:
         """Node embeddings of ``B`` samples of one graph, as one graph with ``B``-times wider
         features: each layer is one sparse product over ``(N, B * width)``, not ``B`` copies of
         the graph. ``structure`` is built once per graph and reused across steps and updates;
         gradients flow (for max aggregation, to one of tied maxima, where PyG splits them).
 
         Shapes:
-            x: ``(B, N, F)`` node features; returns ``(N, B, width)``, node-major.
+            x: ``(B, N, F)`` node features; context: ``(N, B, F_e)`` mean incoming edge features
+            (models with edge features only); returns ``(N, B, width)``, node-major.
         """
         if x.shape[1] != structure.num_nodes:
             raise ValueError(f"x has {x.shape[1]} nodes per sample, the structure {structure.num_nodes}; one GraphStructure per graph")
-        return self.message_passing(self._encode(x.transpose(0, 1).contiguous()), structure)
+        return self.message_passing(self._encode(x.transpose(0, 1).contiguous()), structure, context)
 
-    def message_passing(self, h: torch.Tensor, structure: GraphStructure) -> torch.Tensor:
+    def message_passing(self, h: torch.Tensor, structure: GraphStructure, context: torch.Tensor | None = None) -> torch.Tensor:
         """Every layer, ``h + ReLU(conv(h))``, over the cached structure. Off the CPU (torch's
         sparse reductions have CPU kernels only), and for aggregations without a sparse form,
         PyG's own layer runs on the structure's edges, all ``B`` samples in one call.
 
         Shapes:
-            h: ``(N, B, width)`` contiguous; returns the same shape.
+            h: ``(N, B, width)`` contiguous; context: ``(N, B, F_e)`` or ``None``; returns ``h``'s shape.
         """
         on_cpu = h.device.type == "cpu"
-        for conv in self.convs:
+        for index, conv in enumerate(self.convs):
             layer = layer_function(conv) if on_cpu else None
             if layer is not None:
-                h = residual_relu(h, layer(conv, h, structure))
+                h = residual_relu(h, self._with_edges(layer(conv, h, structure), index, context))
             else:
-                h = h + torch.relu(conv(h.transpose(0, 1), structure.edge_index).transpose(0, 1)).contiguous()
+                out = conv(h.transpose(0, 1), structure.edge_index).transpose(0, 1)
+                h = h + torch.relu(self._with_edges(out, index, context)).contiguous()
         return h
 
     def _encode(self, x: torch.Tensor) -> torch.Tensor:
@@ -186,7 +233,9 @@ class GNNExtractor(BaseFeaturesExtractor):
         projection = self.encode[0]
         return torch.nn.functional.linear(x, projection.weight, projection.bias).relu_()
 
-    def _layers_in_chunks(self, h: torch.Tensor, edge_index: torch.Tensor, budget: int, sparse: bool) -> torch.Tensor:
+    def _layers_in_chunks(
+        self, h: torch.Tensor, edge_index: torch.Tensor, budget: int, sparse: bool, context: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Every layer for ``budget`` target nodes at a time, reading the previous layer's whole
         node matrix: exact (each node aggregates the same edges), and a layer's per-edge work
         never spans more than the edges into ``budget`` nodes. GCN's normalisation (self-loops,
@@ -197,12 +246,13 @@ class GNNExtractor(BaseFeaturesExtractor):
             conv = self.convs[0]
             edge_index, weight = gcn_norm(edge_index, None, num_nodes, conv.improved, conv.add_self_loops, conv.flow, h.dtype)
         incoming = incoming_edges(edge_index, num_nodes, weight)
-        for conv in self.convs:
+        for index, conv in enumerate(self.convs):
             source = conv.lin(h) if isinstance(conv, GCNConv) else h  # GCN transforms before it aggregates
             out = torch.empty_like(h)
             for start in range(0, num_nodes, budget):
                 stop = min(start + budget, num_nodes)
-                out[start:stop] = h[start:stop] + torch.relu(_conv_rows(conv, h, source, incoming, start, stop, sparse))
+                rows = _conv_rows(conv, h, source, incoming, start, stop, sparse)
+                out[start:stop] = h[start:stop] + torch.relu(self._with_edges(rows, index, None if context is None else context[start:stop]))
             h = out
         return h
 
