@@ -79,7 +79,9 @@ def exact_blossom(graph: Graph, max_nodes: int = EXACT_MAX_NODES) -> ExactSoluti
     once = src < dst
     nx_graph = nx.Graph()
     nx_graph.add_nodes_from(range(graph.num_nodes))
-    nx_graph.add_weighted_edges_from(zip(src[once].tolist(), dst[once].tolist(), edge_weights(graph)[once].astype(float).tolist(), strict=True))
+    nx_graph.add_weighted_edges_from(
+        zip(src[once].tolist(), dst[once].tolist(), edge_weights(graph)[once].astype(float).tolist(), strict=True)
+    )
     mate = np.full(graph.num_nodes, -1, dtype=np.int64)
     for u, v in nx.max_weight_matching(nx_graph):
         mate[u], mate[v] = v, u

@@ -141,7 +141,9 @@ class RunConfig:
     horizon: int | None = setting(None, "env steps before an episode is cut off (None: the task's default)", low=1, high=10**9)
     env: str | None = setting(None, "the user's env instead of a task: 'package.module:Class' or a gymnasium id")
     env_kwargs: dict[str, Any] = setting(help="extra keyword arguments for the env's constructor", factory=dict)
-    head: HeadName = setting("", "policy head, filled in from the env at training time: node-wise, node-choice, edge-wise, edge-choice or graph-level")
+    head: HeadName = setting(
+        "", "policy head, filled in from the env at training time: node-wise, node-choice, edge-wise, edge-choice or graph-level"
+    )
     model: ModelConfig = field(default_factory=ModelConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     log: LogConfig = field(default_factory=LogConfig)

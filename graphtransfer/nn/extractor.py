@@ -252,7 +252,9 @@ class GNNExtractor(BaseFeaturesExtractor):
             for start in range(0, num_nodes, budget):
                 stop = min(start + budget, num_nodes)
                 rows = _conv_rows(conv, h, source, incoming, start, stop, sparse)
-                out[start:stop] = h[start:stop] + torch.relu(self._with_edges(rows, index, None if context is None else context[start:stop]))
+                out[start:stop] = h[start:stop] + torch.relu(
+                    self._with_edges(rows, index, None if context is None else context[start:stop])
+                )
             h = out
         return h
 
