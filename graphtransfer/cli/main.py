@@ -384,7 +384,11 @@ def predict(
     )
     _report_finished(solution)
     if not solution.feasible:
-        _fail("the solution is not feasible (constraint violated); this is a bug, please report it", 1)
+        _fail(
+            f"the solution is not feasible after {solution.passes} passes: an unfinished route (path) stopped at the pass limit, "
+            "raise --max-passes; otherwise a constraint is violated, a bug, please report it",
+            1,
+        )
     typer.echo(f"valid solution: yes; wrote {out}")
     if draw is not None:
         draw_solution(loaded, solution, read_checkpoint(model, env).config, draw)
