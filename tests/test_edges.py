@@ -179,7 +179,20 @@ def test_edge_tasks_train_transfer_and_predict_from_the_cli(tmp_path, task):
     rows = (tmp_path / "o.csv").read_text().splitlines()
     assert rows[0] == ("node,mate" if task == "matching" else "step,node")
     if task == "path":  # a route cut short by the pass limit is reported as such
-        cut = runner.invoke(app, ["predict", "--model", str(tmp_path / "big"), "--graph", str(tmp_path / "big.txt"), "--max-passes", "1"])
+        cut = runner.invoke(
+            app,
+            [
+                "predict",
+                "--model",
+                str(tmp_path / "big"),
+                "--graph",
+                str(tmp_path / "big.txt"),
+                "--out",
+                str(tmp_path / "cut.csv"),
+                "--max-passes",
+                "1",
+            ],
+        )
         assert cut.exit_code == 1 and "stopped at the pass limit, raise --max-passes" in cut.stderr
 
 
