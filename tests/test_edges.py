@@ -210,3 +210,15 @@ def test_the_line_upgrade_example_trains_transfers_and_predicts_from_the_cli(tmp
     cli("predict", "--model", tmp_path / "big", "--graph", tmp_path / "big.txt", "--out", tmp_path / "o.csv", "--env", env)
     rows = (tmp_path / "o.csv").read_text().splitlines()
     assert rows[0] == "step,reward" and len(rows) == 1 + 4  # one row per reinforced line
+
+
+def test_the_head_follows_from_edge_action_spaces_with_nodes_first():
+    from gymnasium import spaces
+
+    from graphtransfer.envs.contract import infer_head, observation_space
+
+    space = observation_space(10, 30, 2)
+    assert infer_head(space, spaces.MultiDiscrete([3] * 30)) == "edge-wise"
+    assert infer_head(space, spaces.Discrete(30)) == "edge-choice"
+    assert infer_head(space, spaces.Discrete(10)) == "node-choice"
+    assert infer_head(observation_space(10, 10, 2), spaces.Discrete(10)) == "node-choice"  # ambiguous: declare head
