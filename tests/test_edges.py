@@ -6,6 +6,7 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from gymnasium import spaces
 from typer.testing import CliRunner
 
 from examples.line_upgrade import LineUpgradeEnv
@@ -14,6 +15,7 @@ from graphtransfer.baselines.path import dijkstra_route
 from graphtransfer.cli import app
 from graphtransfer.config import ModelConfig
 from graphtransfer.envs import MatchingEnv, PathEnv, is_matching
+from graphtransfer.envs.contract import infer_head, observation_space
 from graphtransfer.envs.matching import SKIP, TAKE
 from graphtransfer.envs.path import route_query
 from graphtransfer.envs.protocol import head_of
@@ -213,10 +215,6 @@ def test_the_line_upgrade_example_trains_transfers_and_predicts_from_the_cli(tmp
 
 
 def test_the_head_follows_from_edge_action_spaces_with_nodes_first():
-    from gymnasium import spaces
-
-    from graphtransfer.envs.contract import infer_head, observation_space
-
     space = observation_space(10, 30, 2)
     assert infer_head(space, spaces.MultiDiscrete([3] * 30)) == "edge-wise"
     assert infer_head(space, spaces.Discrete(30)) == "edge-choice"
