@@ -183,3 +183,25 @@ def test_a_bad_node_budget_is_refused():
     for bad in (0, -5, 2.5, True):
         with pytest.raises(ValueError, match="must be a whole number of nodes, at least 1"):
             configure_runtime(policy, max_nodes_per_batch=bad)
+
+
+def test_pooling_of_unpadded_samples_equals_pyg_scatter_pooling_with_gradients():
+    """Equal-size samples pool as dense reductions; values and gradients (ties split evenly,
+    as PyG's scatter max splits them) equal PyG's global pooling. The one stated difference:
+    where a sample's channel is 0 at every node, PyG's backward counts its zero initial value
+    as one more tie (each node gets 1/(n+1) of the gradient), the dense one splits it over n."""
+    from torch_geometric.nn import global_max_pool, global_mean_pool
+
+    env, obs = padded_batch([erdos_renyi(30, 3.0, 0)] * 3)
+    extractor = GNNExtractor(env.observation_space, width=8)
+    graph = extractor.node_embeddings(obs)[1]
+    assert bool(graph.node_mask.all())
+    h = torch.randint(1, 4, (90, 8), generator=torch.Generator().manual_seed(0)).float()  # many tied maxima
+    dense_input, scatter_input = h.clone().requires_grad_(), h.clone().requires_grad_()
+    dense = extractor.pool(dense_input, graph)
+    scatter = torch.cat([global_mean_pool(scatter_input, graph.batch, 3), global_max_pool(scatter_input, graph.batch, 3)], dim=1)
+    torch.testing.assert_close(dense, scatter, rtol=1e-6, atol=1e-6)
+    weights = torch.randn_like(dense)
+    (dense * weights).sum().backward()
+    (scatter * weights).sum().backward()
+    torch.testing.assert_close(dense_input.grad, scatter_input.grad, rtol=1e-6, atol=1e-6)

@@ -213,8 +213,19 @@ class GNNExtractor(BaseFeaturesExtractor):
         return nullcontext()
 
     def pool(self, h: torch.Tensor, graph: DisjointGraph) -> torch.Tensor:
-        """Mean and max over each sample's real nodes, ``(B, 2 * width)``."""
+        """Mean and max over each sample's real nodes, ``(B, 2 * width)``.
+
+        When no sample is padded (every sample fills ``max_nodes``, as a static graph's steps
+        do) the samples are equal blocks of rows and both poolings are dense reductions over
+        a ``(B, N, width)`` view: the same values as PyG's scatter pooling and the same
+        gradients, ties split evenly, except in a channel that is 0 at every node of a sample,
+        where PyG's backward counts its zero initial value as one more tie (1/(n+1) per node
+        there, 1/n here). Forward and backward of 32 samples of a 10,000-node graph: 0.29 s
+        instead of 0.44 s (process time, ``tests/test_nn.py`` checks the values)."""
         size = graph.num_graphs
+        if bool(graph.node_mask.all()):
+            blocks = h.view(size, -1, h.shape[-1])
+            return torch.cat([blocks.mean(dim=1), blocks.amax(dim=1)], dim=1)
         return torch.cat([global_mean_pool(h, graph.batch, size), global_max_pool(h, graph.batch, size)], dim=1)
 
     def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
