@@ -18,20 +18,20 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
 from graphtransfer.config import CONVS
 from graphtransfer.nn.batching import DisjointGraph, IncomingEdges, incoming_edges, shared_edges, to_disjoint
-from graphtransfer.nn.message_passing import GraphStructure, layer_function, residual_relu
+from graphtransfer.nn.message_passing import GraphStructure, layer_function, relu, residual_relu
 
 CSR_MIN_EDGES = 1  # the structure path beat gathered edges from 200 nodes up (GCN 5x at 10k); bench and tests raise it
 STRUCTURES_KEPT = 4  # graphs whose structure an extractor keeps: one per static graph in training, a few to spare
 
 
-def make_conv(kind: str, width: int, aggr: str) -> nn.Module:
-    """One message-passing layer of ``width`` channels in and out."""
+def make_conv(kind: str, channels_in: int, width: int, aggr: str) -> nn.Module:
+    """One message-passing layer of ``channels_in`` channels in and ``width`` out."""
     if kind == "sage":
-        return SAGEConv(width, width, aggr=aggr)
+        return SAGEConv(channels_in, width, aggr=aggr)
     if kind == "gcn":
-        return GCNConv(width, width)
+        return GCNConv(channels_in, width)
     if kind == "gin":
-        return GINConv(nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width)), train_eps=True)
+        return GINConv(nn.Sequential(nn.Linear(channels_in, width), nn.ReLU(), nn.Linear(width, width)), train_eps=True)
     raise ValueError(f"conv={kind!r} is not known; choose one of {CONVS}")
 
 
@@ -46,6 +46,10 @@ class GNNExtractor(BaseFeaturesExtractor):
     """Input projection, ``num_layers`` residual message-passing layers, mean+max pooling.
 
     .. math:: h^{(0)} = W_0 x, \\qquad h^{(l+1)} = h^{(l)} + \\mathrm{ReLU}(\\mathrm{conv}_l(h^{(l)}, A))
+
+    Without ``project_input`` the first layer reads the raw features instead,
+    :math:`h^{(1)} = \\mathrm{ReLU}(\\mathrm{conv}_0(x, A))` (the plain recipe's GCN starts so),
+    and its aggregation runs over the ``F`` input channels rather than ``width``.
 
     Two runtime settings, attributes rather than constructor arguments because they change how
     the numbers are computed, not what they are, and are never saved with the weights (set them
@@ -63,6 +67,8 @@ class GNNExtractor(BaseFeaturesExtractor):
         num_layers: message-passing layers.
         width: hidden channels.
         aggr: neighbourhood aggregation for GraphSAGE (``"max"``, ``"mean"``, ``"sum"``, ...).
+        project_input: the input projection first (every layer residual), or the first layer
+            on the raw node features (no residual around it).
 
     Shapes:
         node embeddings ``(total_nodes, width)``; forward output ``(B, 2 * width)``.
@@ -71,12 +77,21 @@ class GNNExtractor(BaseFeaturesExtractor):
     max_nodes_per_batch: int | None = None
     mixed_precision: bool = False
 
-    def __init__(self, observation_space: gym.spaces.Dict, conv: str = "sage", num_layers: int = 3, width: int = 64, aggr: str = "max"):
+    def __init__(
+        self,
+        observation_space: gym.spaces.Dict,
+        conv: str = "sage",
+        num_layers: int = 3,
+        width: int = 64,
+        aggr: str = "max",
+        project_input: bool = True,
+    ):
         super().__init__(observation_space, features_dim=2 * width)
         num_features = observation_space["x"].shape[-1]
-        self.width = width
-        self.encode = nn.Sequential(nn.Linear(num_features, width), nn.ReLU())
-        self.convs = nn.ModuleList(make_conv(conv, width, aggr) for _ in range(num_layers))
+        self.width, self.project_input = width, project_input
+        self.encode = nn.Sequential(nn.Linear(num_features, width), nn.ReLU()) if project_input else None
+        first_in = width if project_input else num_features
+        self.convs = nn.ModuleList(make_conv(conv, first_in if i == 0 else width, width, aggr) for i in range(num_layers))
         self._structures: dict[tuple, GraphStructure] = {}  # see structure_for; never saved with the weights
 
     def node_embeddings(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, DisjointGraph]:
@@ -106,8 +121,9 @@ class GNNExtractor(BaseFeaturesExtractor):
                 h = self._structure_embeddings(obs, graph)
             else:
                 h = self._encode(graph.x)
-                for conv in self.convs:
-                    h = h + torch.relu(conv(h, edges))
+                for index, conv in enumerate(self.convs):
+                    out = torch.relu(conv(h, edges))
+                    h = h + out if self._residual(index) else out
         return h.float(), graph
 
     def _structure_embeddings(self, obs: dict[str, torch.Tensor], graph: DisjointGraph) -> torch.Tensor:
@@ -167,20 +183,30 @@ class GNNExtractor(BaseFeaturesExtractor):
             h: ``(N, B, width)`` contiguous; returns the same shape.
         """
         on_cpu = h.device.type == "cpu"
-        for conv in self.convs:
+        for index, conv in enumerate(self.convs):
             layer = layer_function(conv) if on_cpu else None
             if layer is not None:
-                h = residual_relu(h, layer(conv, h, structure))
+                out = layer(conv, h, structure)
+                h = residual_relu(h, out) if self._residual(index) else relu(out)
             else:
-                h = h + torch.relu(conv(h.transpose(0, 1), structure.edge_index).transpose(0, 1)).contiguous()
+                out = torch.relu(conv(h.transpose(0, 1), structure.edge_index).transpose(0, 1)).contiguous()
+                h = h + out if self._residual(index) else out
         return h
 
+    def _residual(self, index: int) -> bool:
+        """Whether layer ``index`` adds its input back: all do, except a first layer that reads
+        the raw features (its input has ``F`` channels, not ``width``)."""
+        return self.project_input or index > 0
+
     def _encode(self, x: torch.Tensor) -> torch.Tensor:
-        """The input projection; without gradients its ReLU runs in place.
+        """The input projection; without gradients its ReLU runs in place. Without
+        ``project_input``, ``x`` itself as float32.
 
         Shapes:
-            x: ``(..., F)``; returns ``(..., width)``.
+            x: ``(..., F)``; returns ``(..., width)``, or ``(..., F)`` without ``project_input``.
         """
+        if self.encode is None:
+            return x.float()
         if torch.is_grad_enabled():
             return self.encode(x)
         projection = self.encode[0]
@@ -197,12 +223,13 @@ class GNNExtractor(BaseFeaturesExtractor):
             conv = self.convs[0]
             edge_index, weight = gcn_norm(edge_index, None, num_nodes, conv.improved, conv.add_self_loops, conv.flow, h.dtype)
         incoming = incoming_edges(edge_index, num_nodes, weight)
-        for conv in self.convs:
+        for index, conv in enumerate(self.convs):
             source = conv.lin(h) if isinstance(conv, GCNConv) else h  # GCN transforms before it aggregates
-            out = torch.empty_like(h)
+            out = h.new_empty((num_nodes, self.width))
             for start in range(0, num_nodes, budget):
                 stop = min(start + budget, num_nodes)
-                out[start:stop] = h[start:stop] + torch.relu(_conv_rows(conv, h, source, incoming, start, stop, sparse))
+                rows = torch.relu(_conv_rows(conv, h, source, incoming, start, stop, sparse))
+                out[start:stop] = h[start:stop] + rows if self._residual(index) else rows
             h = out
         return h
 
