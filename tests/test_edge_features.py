@@ -80,8 +80,9 @@ def test_without_edge_attr_the_extractor_is_unchanged_and_zero_edge_weights_chan
     assert torch.equal(plain.node_embeddings(without)[0], edged.node_embeddings(batch)[0])
 
 
+@pytest.mark.parametrize("project_input", [True, False])
 @pytest.mark.parametrize("conv", ["sage", "gcn", "gin"])
-def test_edge_features_give_the_same_embeddings_on_every_path(conv, monkeypatch):
+def test_edge_features_give_the_same_embeddings_on_every_path(conv, project_input, monkeypatch):
     """The structure path (shared and disjoint batches), gathered edges and node-budget chunks agree."""
     graphs = [barabasi_albert(40, 2, 0), erdos_renyi(35, 3.0, 1)]
     observations = [graph_obs(graphs[0], seed=0), graph_obs(graphs[0], seed=1), graph_obs(graphs[1], seed=2)]
@@ -91,7 +92,7 @@ def test_edge_features_give_the_same_embeddings_on_every_path(conv, monkeypatch)
         o["edge_attr"] = np.pad(o["edge_attr"], ((0, max_edges - o["edge_attr"].shape[0]), (0, 0)))
         o["x"] = np.pad(o["x"], ((0, 43 - o["x"].shape[0]), (0, 0)))
     torch.manual_seed(0)
-    extractor = GNNExtractor(observation_space(43, max_edges, 3, 2), conv=conv, width=16)
+    extractor = GNNExtractor(observation_space(43, max_edges, 3, 2), conv=conv, width=16, project_input=project_input)
     for batch in ([0, 1], [0, 2]):  # shared edges, different graphs
         stacked = {k: torch.as_tensor(np.stack([observations[i][k] for i in batch])) for k in observations[0]}
         with torch.no_grad():

@@ -8,7 +8,6 @@ PyG and SB3 are imported inside the commands that run a model, so ``--help``, ``
 from __future__ import annotations
 
 import json
-import os
 import sys
 import warnings
 from pathlib import Path
@@ -567,8 +566,5 @@ def _check_positive(**values: int) -> None:
 
 
 def main() -> None:
-    # huge pages for torch's large CPU tensors: measured 0.61-0.72 -> 0.53-0.55 s for one forward
-    # at 250k nodes (three interleaved pairs, same peak memory); read when torch loads, so set first
-    os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
     warnings.filterwarnings("ignore", module="stable_baselines3")
     app()

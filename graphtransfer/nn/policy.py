@@ -253,6 +253,8 @@ POLICIES: dict[Head, type[ActorCriticPolicy]] = {
 def policy_kwargs(head: str, model: ModelConfig) -> dict[str, Any]:
     """SB3 ``policy_kwargs`` for the head's policy class from the run's model settings."""
     extractor = {"conv": model.conv, "num_layers": model.num_layers, "width": model.width, "aggr": model.aggr}
+    if not model.project_input:  # only then: checkpoints of older versions keep their exact kwargs
+        extractor["project_input"] = False
     kwargs: dict[str, Any] = {"features_extractor_class": GNNExtractor, "features_extractor_kwargs": extractor}
     if head == Head.GRAPH_LEVEL:  # SB3's own MLP heads on the pooled graph embedding
         return {**kwargs, "net_arch": [model.head_width, model.head_width]}
