@@ -19,9 +19,11 @@ from graphtransfer.envs.contract import infer_head, observation_space
 from graphtransfer.envs.matching import SKIP, TAKE
 from graphtransfer.envs.path import route_query
 from graphtransfer.envs.protocol import head_of
+from graphtransfer.errors import UsageError
 from graphtransfer.graphs import barabasi_albert, edge_weights, erdos_renyi, write_edge_list
 from graphtransfer.nn import build_policy
 from graphtransfer.solve.inference import obs_to_tensors
+from graphtransfer.solve.memory import check_memory
 
 from .brute_force import TINY_GRAPHS, endpoints
 
@@ -220,3 +222,11 @@ def test_the_head_follows_from_edge_action_spaces_with_nodes_first():
     assert infer_head(space, spaces.Discrete(30)) == "edge-choice"
     assert infer_head(space, spaces.Discrete(10)) == "node-choice"
     assert infer_head(observation_space(10, 10, 2), spaces.Discrete(10)) == "node-choice"  # ambiguous: declare head
+
+
+def test_the_memory_guard_counts_the_edge_heads_per_edge_tensors(monkeypatch):
+    destination = np.arange(2_000_000) % 250_000
+    monkeypatch.setenv("GRAPHTRANSFER_MEMORY_LIMIT_MB", "1500")
+    check_memory(250_000, destination, ModelConfig(), "graph large.json")  # a node head fits
+    with pytest.raises(UsageError, match=r"^graph large.json: running the policy needs about 2\d{3} MiB"):
+        check_memory(250_000, destination, ModelConfig(), "graph large.json", edge_head=True)
