@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
+from torch_geometric.data import Batch, Data
 from typer.testing import CliRunner
 
 from examples.line_upgrade import LineUpgradeEnv
@@ -22,7 +23,7 @@ from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import barabasi_albert, edge_weights, erdos_renyi, write_edge_list
 from graphtransfer.nn import build_policy
-from graphtransfer.solve.inference import obs_to_tensors
+from graphtransfer.solve.inference import act, obs_to_tensors
 from graphtransfer.solve.memory import check_memory
 
 from .brute_force import TINY_GRAPHS, endpoints
@@ -230,3 +231,19 @@ def test_the_memory_guard_counts_the_edge_heads_per_edge_tensors(monkeypatch):
     check_memory(250_000, destination, ModelConfig(), "graph large.json")  # a node head fits
     with pytest.raises(UsageError, match=r"^graph large.json: running the policy needs about 2\d{3} MiB"):
         check_memory(250_000, destination, ModelConfig(), "graph large.json", edge_head=True)
+
+
+def test_act_on_pyg_data_with_edge_attr_gives_the_padded_observations_actions():
+    env = MatchingEnv([erdos_renyi(30, 3.0, 0), erdos_renyi(45, 3.0, 1)])
+    policy = build_policy("edge-wise", SMALL, env.observation_space, env.action_space)
+    graphs, expected = [], []
+    for index in (0, 1):
+        obs, _ = env.reset(seed=index, options={"graph_index": index})
+        n, e = int(obs["num_nodes"][0]), int(obs["num_edges"][0])
+        tensors = {k: torch.as_tensor(v) for k, v in obs.items()}
+        graphs.append(Data(x=tensors["x"][:n], edge_index=tensors["edge_index"][:, :e], edge_attr=tensors["edge_attr"][:e]))
+        expected.append(act(policy, obs_to_tensors(obs, policy.device), deterministic=True)[0, :e])
+    assert torch.equal(act(policy, graphs[0], deterministic=True), expected[0])
+    batched = act(policy, Batch.from_data_list(graphs), deterministic=True)
+    for row, want in enumerate(expected):
+        assert torch.equal(batched[row, : want.numel()], want)

@@ -132,7 +132,7 @@ class EdgeSet(NamedTuple):
 
 
 class EdgeStore:
-    """The ``edge_index`` (and ``edge_attr``, given ``num_edge_features``) of every step: a table
+    """The ``edge_index`` (and ``edge_attr``, given its ``(F_e, dtype)``) of every step: a table
     of distinct edge sets, deduplicated by content (features included), and per step the set's
     id and a bit per edge of the set.
 
