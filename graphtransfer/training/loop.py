@@ -25,7 +25,7 @@ from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, load_graphs
 from graphtransfer.training.callbacks import EvalOnGraphs, PhaseTimer, ProgressLines, SaveCheckpoints, StopOnInterrupt
 from graphtransfer.training.logs import check_log_settings, make_logger
-from graphtransfer.training.model import check_buffer_fits, check_device, make_model
+from graphtransfer.training.model import check_algo, check_buffer_fits, check_device, make_model
 
 UserCallback = BaseCallback | list[BaseCallback] | None
 """what ``callback=`` takes, as SB3's ``learn`` does: a callback, a list of them, or a ``CallbackList``"""
@@ -87,6 +87,7 @@ def train(
     eval_graphs = check_log_settings(config.log)
     probe = run_env(config, graphs)
     config = replace(config, head=head_of(probe))
+    check_algo(config)
     check_buffer_fits(config, probe, log)
     model = make_model(config, graphs, ppo.seed)
     sizes = [g.num_nodes for g in graphs]
