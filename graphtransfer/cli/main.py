@@ -99,6 +99,13 @@ def train(
     env: Annotated[str | None, typer.Option(help="Your own env instead of a task: 'package.module:Class' or a gymnasium id.")] = None,
     env_kwargs: Annotated[str, typer.Option(help="JSON object of extra env constructor arguments.")] = "{}",
     out: Annotated[Path | None, typer.Option(help="Model folder to write (default: runs/TASK/GRAPHS).")] = None,
+    algo: Annotated[
+        str,
+        typer.Option(
+            help="ppo, a2c (both for every head) or dqn (node-choice tasks such as mvc: a Q-value per node; its own settings "
+            "are --set dqn.KEY=VALUE, e.g. --set dqn.buffer_size=20000)."
+        ),
+    ] = "ppo",
     steps: Annotated[int, typer.Option(help=help_of("ppo.total_timesteps"))] = _DEFAULT_PPO.total_timesteps,
     n_envs: Annotated[int, typer.Option(help=help_of("ppo.n_envs"))] = _DEFAULT_PPO.n_envs,
     vec_env: Annotated[
@@ -139,7 +146,7 @@ def train(
         typer.Option(help="Continue the run interrupted (Ctrl-C) in this model folder to its budget, with its config.json's settings."),
     ] = None,
 ) -> None:
-    """Train a PPO policy on small graphs and save it. Ctrl-C saves a checkpoint to resume from.
+    """Train a policy on small graphs with PPO (or --algo a2c / dqn) and save it. Ctrl-C saves a checkpoint to resume from.
 
     Settings come from the defaults, the task's graphtransfer/hyperparams/TASK.yml, --config FILE,
     the options typed here, then --set, each later one winning. The run folder gets the model,
@@ -148,6 +155,8 @@ def train(
     Examples:
 
       graphtransfer train --task mis --graphs small
+
+      graphtransfer train --task mvc --algo dqn --steps 20000
 
       graphtransfer train --config runs/mis/small/config.yaml --out runs/mis/again
 
@@ -491,7 +500,10 @@ def plot(
 @friendly_errors
 def export(
     model: Annotated[Path, typer.Argument(help="Model folder written by train or transfer.")],
-    sb3: Annotated[Path, typer.Option(help="SB3 zip to write, for PPO.load (MaskablePPO.load: node choice). Trusted-only: holds pickles.")],
+    sb3: Annotated[
+        Path,
+        typer.Option(help="SB3 zip to write, for PPO.load (MaskablePPO.load: node choice; the command names the class). Trusted-only."),
+    ],
     graphs: Annotated[
         str | None, typer.Option(help="Graphs whose env the zip's spaces are sized for (default: those the model was trained on).")
     ] = None,

@@ -1,4 +1,4 @@
-"""Training a GNN policy with Stable-Baselines3's PPO (MaskablePPO for node choice) on small graphs.
+"""Training a GNN policy on small graphs with Stable-Baselines3: PPO, A2C or DQN (``config.algo``).
 
 Ctrl-C stops a run between env steps and saves a resumable checkpoint; :func:`resume` continues it
 to the same budget. With the same seed, ``threads=1`` and the CPU, a run repeats bit for bit, with
@@ -152,19 +152,11 @@ def finetune(
     max_nodes_per_batch: int | None = None,
     mixed_precision: bool = False,
 ) -> TrainResult:
-    """A few PPO iterations of ``policy`` on ``graphs`` (the transfer destination), in place.
-
-    Rollouts are short and one epoch long. Memory is bounded by the node budget
-    ``max_nodes_per_batch`` (default :data:`FINETUNE_MAX_NODES_PER_BATCH`): minibatches keep the
-    run's ``batch_size`` (at most the rollout), so the optimisation does not change with the graphs'
-    size, and each is backpropagated in groups of observations within the budget. The rollout
-    buffer is checked first.
-    """
-    n_steps = max(2, min(config.ppo.n_steps, steps))
+    """A few iterations of the run's algorithm on ``graphs`` (the transfer destination), training
+    ``policy`` in place; see :func:`finetune_config` for how each algorithm's settings shrink.
+    The rollout or replay buffer is checked first."""
     budget = max_nodes_per_batch or FINETUNE_MAX_NODES_PER_BATCH
-    batch_size = max(2, min(n_steps, config.ppo.batch_size))
-    ppo = replace(config.ppo, n_envs=1, vec_env="dummy", n_steps=n_steps, batch_size=batch_size, n_epochs=1, total_timesteps=steps)
-    tuned = replace(config, ppo=replace(ppo, max_nodes_per_batch=budget, mixed_precision=mixed_precision))
+    tuned = finetune_config(config, graphs, steps, budget, mixed_precision)
     probe = run_env(tuned, graphs)
     tuned = replace(tuned, head=head_of(probe))  # folders from before heads were recorded have none
     check_buffer_fits(tuned, probe, log)
@@ -176,6 +168,30 @@ def finetune(
     model.env.close()
     policy.load_state_dict(model.policy.state_dict())
     return TrainResult(Path(), model.num_timesteps, time.perf_counter() - started, timer.rollout, timer.update, steps, model=model)
+
+
+def finetune_config(config: RunConfig, graphs: list[Graph], steps: int, budget: int, mixed_precision: bool) -> RunConfig:
+    """The run's settings for fine-tuning ``steps`` env steps on ``graphs`` with the node budget
+    ``budget`` (one env, short rollouts).
+
+    PPO: one epoch; minibatches keep the run's ``batch_size`` (at most the rollout), so the
+    optimisation does not change with the graphs' size, and each is backpropagated in groups of
+    observations within the budget. A2C: its update spans the whole rollout at once, so the
+    rollout holds at most ``budget`` nodes (at least one step). DQN: minibatches of at most
+    ``budget`` nodes (at least one observation), a replay buffer of ``steps`` transitions, no
+    random warm-up and epsilon at its final value: the policy is trained already.
+    """
+    largest = max(g.num_nodes for g in graphs)
+    n_steps = max(2, min(config.ppo.n_steps, steps))
+    if config.algo == "a2c":
+        n_steps = max(1, min(n_steps, budget // largest))
+    batch_size = max(2, min(n_steps, config.ppo.batch_size))
+    if config.algo == "dqn":
+        batch_size = max(1, min(config.ppo.batch_size, budget // largest))
+    ppo = replace(config.ppo, n_envs=1, vec_env="dummy", n_steps=n_steps, batch_size=batch_size, n_epochs=1, total_timesteps=steps)
+    ppo = replace(ppo, max_nodes_per_batch=budget, mixed_precision=mixed_precision)
+    dqn = replace(config.dqn, buffer_size=steps, learning_starts=0, exploration_initial_eps=config.dqn.exploration_final_eps)
+    return replace(config, ppo=ppo, dqn=dqn)
 
 
 def _learn(
