@@ -113,7 +113,13 @@ def test_train_transfer_predict_end_to_end(tmp_path, monkeypatch, task):
 def test_tasks_lists_every_task_with_head_and_baselines():
     result = runner.invoke(app, ["tasks"])
     assert result.exit_code == 0
-    for line in ("mis       node-wise", "mvc       node-choice", "maxcut    node-wise", "epidemic  graph-level"):
+    for line in (
+        "mis           node-wise",
+        "mvc           node-choice",
+        "mvc-weighted  node-choice",
+        "maxcut        node-wise",
+        "epidemic      graph-level",
+    ):
         assert line in result.output
     assert "greedy-min-degree" in result.output and "graphtransfer/MVC-v0" in result.output
 

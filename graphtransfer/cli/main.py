@@ -94,7 +94,9 @@ def train(
         typer.Option("--set", help="Override one setting by its dotted key, e.g. --set ppo.gamma=0.995 --set model.width=128."),
     ] = None,
     print_config: Annotated[bool, typer.Option(help="Print the resolved settings as YAML and exit without training.")] = False,
-    task: Annotated[str, typer.Option(help="Built-in task: mis, mvc, maxcut or epidemic (see 'graphtransfer tasks').")] = "mis",
+    task: Annotated[
+        str, typer.Option(help="Built-in task: mis, mvc, mvc-weighted, maxcut, epidemic (see 'graphtransfer tasks').")
+    ] = "mis",
     graphs: Annotated[str, typer.Option(help="Sample set name, graph file, or folder of graph files to train on.")] = "small",
     env: Annotated[str | None, typer.Option(help="Your own env instead of a task: 'package.module:Class' or a gymnasium id.")] = None,
     env_kwargs: Annotated[str, typer.Option(help="JSON object of extra env constructor arguments.")] = "{}",
@@ -242,7 +244,7 @@ def tune(
     ] = None,
     config_file: Annotated[Path | None, typer.Option("--config", help="YAML file of the settings the search starts from.")] = None,
     set_values: Annotated[list[str] | None, typer.Option("--set", help="Override one setting by its dotted key, as for train.")] = None,
-    task: Annotated[str, typer.Option(help="Built-in task: mis, mvc, maxcut or epidemic.")] = "mis",
+    task: Annotated[str, typer.Option(help="Built-in task: mis, mvc, mvc-weighted, maxcut or epidemic.")] = "mis",
     graphs: Annotated[str, typer.Option(help="Sample set name, graph file, or folder of graph files to train on.")] = "small",
     env: Annotated[str | None, typer.Option(help="Your own env instead of a task: 'package.module:Class' or a gymnasium id.")] = None,
     env_kwargs: Annotated[str, typer.Option(help="JSON object of extra env constructor arguments.")] = "{}",
@@ -528,10 +530,11 @@ def tasks() -> None:
     from graphtransfer.baselines import BASELINES
     from graphtransfer.envs import GYM_IDS, TASKS
 
+    width = max(map(len, TASKS)) + 1
     for name, env_class in TASKS.items():
         sense = "maximise" if env_class.sense == "max" else "minimise"
-        typer.echo(f"{name:<9} {env_class.head:<12} {sense} {env_class.objective_name}")
-        typer.echo(f"{'':<9} gymnasium id {GYM_IDS[name]}; baselines: {', '.join(BASELINES.get(name, {})) or 'none yet'}")
+        typer.echo(f"{name:<{width}} {env_class.head:<12} {sense} {env_class.objective_name}")
+        typer.echo(f"{'':<{width}} gymnasium id {GYM_IDS[name]}; baselines: {', '.join(BASELINES.get(name, {})) or 'none yet'}")
 
 
 def _use_threads(threads: int) -> None:

@@ -12,13 +12,20 @@ from graphtransfer.envs.contract import observation_space
 from graphtransfer.envs.epidemic import EpidemicEnv
 from graphtransfer.envs.maxcut import MaxCutEnv, cut_size
 from graphtransfer.envs.mis import MISEnv, is_independent_set
-from graphtransfer.envs.mvc import MVCEnv, is_vertex_cover
+from graphtransfer.envs.mvc import MVCEnv, WeightedMVCEnv, is_vertex_cover
 from graphtransfer.envs.protocol import GraphEnvProtocol, Head
 
-TASKS: dict[str, type[GraphEnv]] = {"mis": MISEnv, "mvc": MVCEnv, "maxcut": MaxCutEnv, "epidemic": EpidemicEnv}
+TASKS: dict[str, type[GraphEnv]] = {
+    "mis": MISEnv,
+    "mvc": MVCEnv,
+    "mvc-weighted": WeightedMVCEnv,
+    "maxcut": MaxCutEnv,
+    "epidemic": EpidemicEnv,
+}
 GYM_IDS = {
     "mis": "graphtransfer/MIS-v0",
     "mvc": "graphtransfer/MVC-v0",
+    "mvc-weighted": "graphtransfer/WeightedMVC-v0",
     "maxcut": "graphtransfer/MaxCut-v0",
     "epidemic": "graphtransfer/Epidemic-v0",
 }
@@ -38,6 +45,7 @@ __all__ = [
     "MISEnv",
     "MVCEnv",
     "MaxCutEnv",
+    "WeightedMVCEnv",
     "cut_size",
     "is_independent_set",
     "is_vertex_cover",
