@@ -81,7 +81,7 @@ def train(
     """
     graphs = load_graphs(config.graphs)
     ppo = config.ppo
-    if ppo.batch_size > ppo.n_steps * ppo.n_envs:
+    if config.algo == "ppo" and ppo.batch_size > ppo.n_steps * ppo.n_envs:  # A2C takes whole rollouts, DQN replayed steps
         raise UsageError(f"batch_size={ppo.batch_size} exceeds n_steps * n_envs = {ppo.n_steps * ppo.n_envs}; lower it or raise n_steps")
     check_device(ppo.device)
     eval_graphs = check_log_settings(config.log)
