@@ -19,6 +19,7 @@ from typing import Any
 _EXPORTS = {
     "Graph": ("graphtransfer.graphs", "Graph"),
     "ModelConfig": ("graphtransfer.config", "ModelConfig"),
+    "DQNConfig": ("graphtransfer.config", "DQNConfig"),
     "PPOConfig": ("graphtransfer.config", "PPOConfig"),
     "RunConfig": ("graphtransfer.config", "RunConfig"),
     "act": ("graphtransfer.solve.inference", "act"),

@@ -94,9 +94,7 @@ def train(
         typer.Option("--set", help="Override one setting by its dotted key, e.g. --set ppo.gamma=0.995 --set model.width=128."),
     ] = None,
     print_config: Annotated[bool, typer.Option(help="Print the resolved settings as YAML and exit without training.")] = False,
-    task: Annotated[
-        str, typer.Option(help="Built-in task: mis, mvc, mvc-weighted, maxcut, epidemic (see 'graphtransfer tasks').")
-    ] = "mis",
+    task: Annotated[str, typer.Option(help="Built-in task: mis, mvc, mvc-weighted, maxcut, epidemic (see 'graphtransfer tasks').")] = "mis",
     graphs: Annotated[str, typer.Option(help="Sample set name, graph file, or folder of graph files to train on.")] = "small",
     env: Annotated[str | None, typer.Option(help="Your own env instead of a task: 'package.module:Class' or a gymnasium id.")] = None,
     env_kwargs: Annotated[str, typer.Option(help="JSON object of extra env constructor arguments.")] = "{}",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from stable_baselines3 import PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 
 from graphtransfer.checkpoint import CONFIG, check_fits, load_optimizer_state, load_strict, read_checkpoint, save_checkpoint
@@ -43,8 +43,9 @@ class TrainResult:
     """stopped by Ctrl-C before the budget; the folder then holds a checkpoint to resume"""
     update_phases: dict[str, float] = field(default_factory=dict)
     """this process's update seconds by phase: sample, forward, backward, step"""
-    model: PPO | None = None
-    """the trained SB3 algorithm (``PPO``, or ``MaskablePPO`` for node choice) to keep using:
+    model: BaseAlgorithm | None = None
+    """the trained SB3 algorithm of ``config.algo`` (``PPO`` or ``MaskablePPO``, ``A2C`` or
+    ``MaskableA2C``, ``GraphDQN``) to keep using:
     ``model.predict``, ``model.policy``; its envs are closed, so ``model.set_env`` before more ``learn``"""
 
     @property
@@ -195,7 +196,7 @@ def finetune_config(config: RunConfig, graphs: list[Graph], steps: int, budget: 
 
 
 def _learn(
-    model: PPO,
+    model: BaseAlgorithm,
     config: RunConfig,
     graphs: list[Graph],
     eval_graphs: list[Graph],
@@ -205,7 +206,7 @@ def _learn(
     earlier: dict[str, Any] | None = None,
     callback: UserCallback = None,
 ) -> TrainResult:
-    """Run PPO up to the budget (or Ctrl-C) with the run's logs, evaluations and checkpoints, and
+    """Run the algorithm up to the budget (or Ctrl-C) with the run's logs, evaluations and checkpoints, and
     the user's ``callback`` after them, and save; ``earlier`` is the interrupted run's training
     record. Without a progress bar, ``log``
     gets a progress line every 30 s or 5% of the run; it always hears of updates stopped early
