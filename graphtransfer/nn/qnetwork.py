@@ -1,17 +1,21 @@
-"""Q-networks for DQN in the style of S2V-DQN: the GNN embeds every node, and one shared head
-turns embeddings into a Q-value per action, so no weight depends on the graph's size.
+"""Q-networks for DQN in the style of S2V-DQN: the GNN embeds every node, and shared heads turn
+embeddings into a Q-value per action, so no weight depends on the graph's size.
+
+The Q-value is split, as in dueling networks: ``Q(s, a) = V(s) + A(s, a) - mean_a A(s, a)``,
+with ``V`` from the pooled embedding of the real nodes (the remaining cost, a property of the
+whole graph that no node's few-hop embedding sees) and ``A`` from the action's own embedding.
+Without ``V``, every node's output had to predict the graph's remaining cost: DQN learned far
+slower (measured on MVC, bench/RESULTS.md). Which action is best depends on ``A`` alone, and ``A``
+of a node depends only on its neighbourhood, so inference on the active nodes only
+(:func:`graphtransfer.solve.inference.active_subgraph`) ranks nodes exactly as on the whole graph.
 
 :class:`ActionQPolicy` is what DQN needs of any head: ``q_values(obs)``, ``(B, num_actions)``
 with padding at :data:`~graphtransfer.nn.policy.PADDING_LOGIT`. A head fills in one step,
-:meth:`ActionQPolicy.action_scores` (embeddings → padded scores). :class:`NodeQPolicy` scores
-nodes (``Discrete(max_nodes)``). An edge-choice head (``Discrete(max_edges)``) plugs in the
-same way: a subclass whose ``action_scores`` scores each edge from its endpoints' embeddings,
-registered in :data:`Q_POLICIES`; the DQN algorithm, its masks and its replay buffer only ever
-see ``(B, num_actions)`` and are unchanged.
-
-Q-values come from node embeddings alone, with no pooled graph embedding: inference runs the
-policy on the active nodes only (:func:`graphtransfer.solve.inference.active_subgraph`), which
-leaves every node embedding as it was but would change a pool over all nodes.
+:meth:`ActionQPolicy.action_scores` (embeddings → padded advantages and which actions are real).
+:class:`NodeQPolicy` scores nodes (``Discrete(max_nodes)``). An edge-choice head
+(``Discrete(max_edges)``) plugs in the same way: a subclass whose ``action_scores`` scores each
+edge from its endpoints' embeddings, registered in :data:`Q_POLICIES`; the DQN algorithm, its
+masks and its replay buffer only ever see ``(B, num_actions)`` and are unchanged.
 """
 
 from __future__ import annotations
@@ -68,18 +72,25 @@ class ActionQPolicy(BasePolicy):
         )
         self.head_width = head_width
         self.features_extractor = self.make_features_extractor()
-        self.q_head = mlp([self.features_extractor.width, head_width, 1])
+        self.q_head = mlp([self.features_extractor.width, head_width, 1])  # A: per action
+        self.value_head = mlp([self.features_extractor.features_dim, head_width, 1])  # V: per graph
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
 
-    def action_scores(self, h: torch.Tensor, graph: DisjointGraph) -> torch.Tensor:
-        """``(B, max_actions)`` Q-values from the node embeddings ``h`` ``(total_nodes, width)``;
-        padding at :data:`PADDING_LOGIT`. The one step a head defines."""
+    def action_scores(self, h: torch.Tensor, graph: DisjointGraph) -> tuple[torch.Tensor, torch.Tensor]:
+        """The advantages ``A`` ``(B, max_actions)`` from the node embeddings ``h``
+        ``(total_nodes, width)`` (padding at :data:`PADDING_LOGIT`), and which actions are real
+        ``(B, max_actions)`` bool. The one step a head defines."""
         raise NotImplementedError
 
     def q_values(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
-        """``(B, num_actions)`` Q-values, padding at :data:`PADDING_LOGIT`."""
+        """``(B, num_actions)`` Q-values ``V + A - mean A`` (the mean over real actions), padding
+        at :data:`PADDING_LOGIT`."""
         h, graph = self.features_extractor.node_embeddings(obs)
-        return self.action_scores(h, graph)
+        advantages, real = self.action_scores(h, graph)
+        centred = advantages.masked_fill(~real, 0.0)
+        centred = centred - centred.sum(dim=1, keepdim=True) / real.sum(dim=1, keepdim=True).clamp(min=1)
+        value = run_mlp(self.value_head, self.features_extractor.pool(h, graph))  # (B, 1)
+        return (value + centred).masked_fill(~real, PADDING_LOGIT)
 
     def masked_q_values(self, obs: dict[str, torch.Tensor], action_masks: torch.Tensor | np.ndarray | None) -> torch.Tensor:
         """:meth:`q_values` with invalid actions (``action_masks`` False) at :data:`PADDING_LOGIT`."""
@@ -110,22 +121,26 @@ class ActionQPolicy(BasePolicy):
 
 
 class NodeQPolicy(ActionQPolicy):
-    """Q-values per node: one shared MLP on each node's embedding (``Discrete(max_nodes)``).
+    """Q-values per node: one shared MLP on each node's embedding gives its advantage
+    (``Discrete(max_nodes)``).
 
     The inference path (:mod:`graphtransfer.solve.inference`) asks node-choice policies for
-    ``node_scores``; here they are the Q-values, so predict and eval commit the nodes of highest
-    Q-value (sampled decoding draws them from a softmax over Q-values).
+    ``node_scores``; here they are the advantages, which rank nodes as the Q-values do, so predict
+    and eval commit the nodes of highest Q-value (sampled decoding draws them from a softmax
+    over the advantages).
     """
 
-    def action_scores(self, h: torch.Tensor, graph: DisjointGraph) -> torch.Tensor:
+    def action_scores(self, h: torch.Tensor, graph: DisjointGraph) -> tuple[torch.Tensor, torch.Tensor]:
         scores = run_mlp(self.q_head, h)[:, 0]  # (total_nodes,)
         padded = scores.new_full(graph.node_mask.shape, PADDING_LOGIT)
         padded[graph.node_mask] = scores
-        return padded
+        return padded, graph.node_mask
 
     def node_scores(self, obs: dict[str, torch.Tensor], with_values: bool = True) -> tuple[torch.Tensor, None]:
-        """Q-values ``(B, max_nodes)`` as a node-choice policy's scores; there is no value head."""
-        return self.q_values(obs), None
+        """Advantages ``(B, max_nodes)`` as a node-choice policy's scores (padding at
+        :data:`PADDING_LOGIT`); no values."""
+        h, graph = self.features_extractor.node_embeddings(obs)
+        return self.action_scores(h, graph)[0], None
 
 
 Q_POLICIES: dict[Head, type[ActionQPolicy]] = {Head.NODE_CHOICE: NodeQPolicy}
