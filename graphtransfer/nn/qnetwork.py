@@ -120,14 +120,21 @@ class ActionQPolicy(BasePolicy):
         }
 
 
+SAMPLING_TEMPERATURE = 0.01
+"""advantages over this are the scores that sampled decoding draws from (a softmax). Rewards, and
+so advantages, are fractions of the graph: one node of a 20-60-node training graph costs
+0.017-0.05, so a node one training-graph node worse is drawn e^-1.7 to e^-5 times as often. Raw
+advantages would give a nearly flat softmax: nearly random covers."""
+
+
 class NodeQPolicy(ActionQPolicy):
     """Q-values per node: one shared MLP on each node's embedding gives its advantage
     (``Discrete(max_nodes)``).
 
     The inference path (:mod:`graphtransfer.solve.inference`) asks node-choice policies for
-    ``node_scores``; here they are the advantages, which rank nodes as the Q-values do, so predict
-    and eval commit the nodes of highest Q-value (sampled decoding draws them from a softmax
-    over the advantages).
+    ``node_scores``; here they are the advantages over :data:`SAMPLING_TEMPERATURE`, which rank
+    nodes as the Q-values do: predict and eval commit the nodes of highest Q-value
+    (deterministic), or draw them from a softmax of those scores (sampled, the default).
     """
 
     def action_scores(self, h: torch.Tensor, graph: DisjointGraph) -> tuple[torch.Tensor, torch.Tensor]:
@@ -137,10 +144,11 @@ class NodeQPolicy(ActionQPolicy):
         return padded, graph.node_mask
 
     def node_scores(self, obs: dict[str, torch.Tensor], with_values: bool = True) -> tuple[torch.Tensor, None]:
-        """Advantages ``(B, max_nodes)`` as a node-choice policy's scores (padding at
-        :data:`PADDING_LOGIT`); no values."""
+        """Advantages over :data:`SAMPLING_TEMPERATURE` ``(B, max_nodes)`` as a node-choice
+        policy's scores (padding at :data:`PADDING_LOGIT`); no values."""
         h, graph = self.features_extractor.node_embeddings(obs)
-        return self.action_scores(h, graph)[0], None
+        advantages, real = self.action_scores(h, graph)
+        return (advantages / SAMPLING_TEMPERATURE).masked_fill(~real, PADDING_LOGIT), None
 
 
 Q_POLICIES: dict[Head, type[ActionQPolicy]] = {Head.NODE_CHOICE: NodeQPolicy}

@@ -8,7 +8,10 @@
   ``learning_starts``), else the valid node of highest Q-value;
 - storing (``_store_transition``): the next states' masks go to the
   :class:`~graphtransfer.training.replay.GraphReplayBuffer` with the transition;
-- the update (``train``): the TD target's max runs over the next state's valid actions only.
+- the update (``train``): the TD target is double DQN's -- the online network picks the next
+  state's best *valid* action, the target network values it -- which curbs the max's
+  overestimation; with the plain max, the greedy policy first learned to prefer nodes that leave
+  many valid nodes behind (MVC, bench/RESULTS.md).
 
 Nothing here knows what an action is beyond an index into ``(B, num_actions)`` Q-values and
 masks, so an edge-choice head plugs in with its Q-network alone (see
@@ -85,14 +88,15 @@ class GraphDQN(RuntimeSettings, DQN):
         super()._store_transition(replay_buffer, buffer_action, new_obs, reward, dones, infos)
 
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
-        """SB3's DQN update with the target's max over the next state's valid actions."""
+        """SB3's DQN update with a double-DQN target over the next state's valid actions."""
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         losses = []
         for _ in range(gradient_steps):
             batch = self.replay_buffer.sample(batch_size)
-            with torch.no_grad():
-                best_next = self.q_net_target.masked_q_values(batch.next_observations, batch.next_masks).max(dim=1).values
+            with torch.no_grad():  # double DQN: the online network picks the next valid action, the target values it
+                chosen = self.policy.masked_q_values(batch.next_observations, batch.next_masks).argmax(dim=1, keepdim=True)
+                best_next = self.q_net_target.q_values(batch.next_observations).gather(1, chosen)[:, 0]
                 ended = batch.dones.bool() | ~batch.next_masks.any(dim=1)
                 target = batch.rewards + self.gamma * torch.where(ended, torch.zeros_like(best_next), best_next)
             current = self.policy.q_values(batch.observations).gather(1, batch.actions[:, None])[:, 0]
