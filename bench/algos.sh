@@ -6,18 +6,18 @@ set -euo pipefail
 STEPS=${1:-8000}
 GT=${GT:-.venv/bin/graphtransfer}
 OUT=${OUT:-runs/bench-algos}
-mkdir -p "$OUT"
+mkdir -p "$OUT/$STEPS"
 [ -f "$OUT/ba10k.npz" ] || $GT graphs generate --nodes 10000 --m 4 --seed 3 "$OUT/ba10k.npz"
 for algo in ppo a2c dqn; do
   uptime
   /usr/bin/time -f "train $algo: %e s wall, %M KiB max RSS" \
-    $GT train --task mvc --graphs small --algo "$algo" --steps "$STEPS" --no-progress --out "$OUT/$algo"
+    $GT train --task mvc --graphs small --algo "$algo" --steps "$STEPS" --no-progress --out "$OUT/$STEPS/$algo"
 done
 for algo in ppo a2c dqn; do
   for graphs in "$OUT/ba10k.npz" large; do
     uptime
-    echo "== eval $algo on $graphs"
-    $GT eval --model "$OUT/$algo" --graphs "$graphs" --samples 1
+    echo "== eval $algo ($STEPS steps) on $graphs"
+    $GT eval --model "$OUT/$STEPS/$algo" --graphs "$graphs" --samples 1
   done
 done
 uptime
