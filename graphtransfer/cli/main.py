@@ -29,7 +29,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    help="Train a GNN policy on small graphs with PPO, transfer it to large graphs, predict there.",
+    help="Train a GNN policy on small graphs with PPO (or A2C, DQN), transfer it to large graphs, predict there.",
 )
 app.add_typer(graphs_app, name="graphs")
 

@@ -54,6 +54,9 @@ class ReplaySamples(NamedTuple):
 
 
 class Transition(NamedTuple):
+    """One stored step; ``next_observation`` is often the very object the env's following step
+    stores as its ``observation``."""
+
     observation: Observation
     next_observation: Observation
     action: int
@@ -85,7 +88,9 @@ class GraphReplayBuffer(BaseBuffer):
     """A ring of ``buffer_size`` transitions (all envs together) stored as the module describes.
 
     ``add`` takes SB3's arguments; the next state's action masks come first through
-    :meth:`expect_masks` (SB3's ``_store_transition`` does not pass them; :class:`GraphDQN` does).
+    :meth:`expect_masks` (SB3's ``_store_transition`` does not pass them; ``GraphDQN`` does).
+    ``optimize_memory_usage`` is accepted because SB3 passes it, and ignored: sharing
+    observations between consecutive steps is what it would do.
     """
 
     def __init__(
