@@ -120,11 +120,12 @@ class ActionQPolicy(BasePolicy):
         }
 
 
-SAMPLING_TEMPERATURE = 0.01
-"""advantages over this are the scores that sampled decoding draws from (a softmax). Rewards, and
-so advantages, are fractions of the graph: one node of a 20-60-node training graph costs
-0.017-0.05, so a node one training-graph node worse is drawn e^-1.7 to e^-5 times as often. Raw
-advantages would give a nearly flat softmax: nearly random covers."""
+SAMPLING_TEMPERATURE = 0.001
+"""advantages over this are the scores that sampled decoding draws from (a softmax), so sampling
+is nearly greedy, with near-ties broken at random: a DQN policy is its greedy policy. Rewards, and
+so advantages, are fractions of the graph (one node of a 20-60-node training graph: 0.017-0.05).
+Measured with a 30k-step MVC model on a 10,000-node BA graph, cover / greedy: 1.284 sampled at
+0.001, 1.413 at 0.01 (near-random), 1.313 deterministic."""
 
 
 class NodeQPolicy(ActionQPolicy):
