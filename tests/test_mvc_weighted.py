@@ -61,3 +61,23 @@ def test_an_episode_returns_minus_the_covers_weight_over_the_total():
     weights = node_weights(graphs[1])
     assert total == pytest.approx(-weights[cover].sum() / weights.sum())
     assert env.objective(graphs[1], cover) == weights[cover].sum()
+
+
+def test_a_weighted_model_trains_and_predicts_a_cover_whose_weight_it_reports(tmp_path):
+    from typer.testing import CliRunner
+
+    from graphtransfer.cli import app
+    from graphtransfer.graphs import write_graph
+
+    runner = CliRunner()
+    graph = barabasi_albert(500, 3, seed=2)
+    write_graph(graph, tmp_path / "ba500.npz")
+    tiny = ["--steps", "64", "--n-envs", "2", "--n-steps", "16", "--batch-size", "16", "--layers", "2", "--width", "16", "--no-progress"]
+    trained = runner.invoke(app, ["train", "--task", "mvc-weighted", *tiny, "--out", str(tmp_path / "m")])
+    assert trained.exit_code == 0, trained.output
+    out = tmp_path / "cover.csv"
+    predicted = runner.invoke(app, ["predict", "--model", str(tmp_path / "m"), "--graph", str(tmp_path / "ba500.npz"), "--out", str(out)])
+    assert predicted.exit_code == 0, predicted.output
+    cover = np.loadtxt(out, delimiter=",", skiprows=1, dtype=np.int64)[:, 1].astype(bool)
+    assert is_vertex_cover(graph, cover)
+    assert f"objective {node_weights(graph)[cover].sum():.6g} in" in predicted.output
