@@ -26,7 +26,8 @@ def test_unknown_task_is_a_one_line_usage_error(tmp_path):
     assert result.exit_code == 2
     assert (
         result.stderr.strip()
-        == "error: unknown task 'tsp'; choose one of ['epidemic', 'maxcut', 'mis', 'mvc', 'mvc-weighted'] or pass --env module:Class"
+        == "error: unknown task 'tsp'; choose one of ['epidemic', 'matching', 'maxcut', 'mis', 'mvc', 'mvc-weighted', 'path'] "
+        "or pass --env module:Class"
     )
     assert "Traceback" not in result.output
 

@@ -39,12 +39,12 @@ def test_greedy_pays_least_per_covered_edge():
     assert greedy_weight_degree(star, np.array([2.0, 1, 1, 1])).tolist() == [True, False, False, False]  # 2 / 3 per edge < 1
 
 
-def test_weights_are_integers_fixed_by_the_graph():
-    graph = barabasi_albert(500, 3, seed=1)
-    weights = node_weights(graph)
-    assert np.array_equal(weights, node_weights(barabasi_albert(500, 3, seed=1)))
-    assert not np.array_equal(weights[:400], node_weights(barabasi_albert(400, 3, seed=1)))
-    assert weights.min() >= 1 and weights.max() <= MAX_WEIGHT and np.array_equal(weights, weights.round())
+def test_node_weights_are_integers_fixed_by_the_node_id_and_the_seed():
+    weights = node_weights(barabasi_albert(5_000, 3, seed=1))
+    assert np.array_equal(weights[:400], node_weights(barabasi_albert(400, 2, seed=9)))  # any graph: the same weight per id
+    assert not np.array_equal(weights, node_weights(barabasi_albert(5_000, 3, seed=1), seed=1))
+    assert np.array_equal(weights, weights.round()) and set(np.unique(weights)) == set(range(1, MAX_WEIGHT + 1))
+    assert np.bincount(weights.astype(int))[1:].min() > 400  # about 500 each: uniform
 
 
 def test_an_episode_returns_minus_the_covers_weight_over_the_total():

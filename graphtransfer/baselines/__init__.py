@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from graphtransfer.baselines import epidemic, local_search, maxcut, mis, mvc
+from graphtransfer.baselines import epidemic, local_search, matching, maxcut, mis, mvc, path
 from graphtransfer.baselines.exact import ExactSolution
 from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.graphs import Graph
@@ -32,6 +32,8 @@ BASELINES: dict[str, dict[str, Callable[[Graph], np.ndarray]]] = {
     "mvc-weighted": {"greedy-weight-degree": mvc.greedy_weight_degree, "greedy-max-degree": mvc.greedy_max_degree},
     "maxcut": {"one-flip": maxcut.greedy_one_flip, "random-cut": maxcut.random_cut},
     "epidemic": {"threshold-2%": epidemic.threshold, "never": epidemic.never, "always-lockdown": epidemic.always_lockdown},
+    "matching": {"greedy-by-weight": matching.greedy_by_weight, "path-growing": matching.path_growing},
+    "path": {"dijkstra": path.dijkstra_route},
 }
 
 EXACT: dict[str, dict[str, Callable[[Graph], ExactSolution]]] = {
@@ -39,6 +41,7 @@ EXACT: dict[str, dict[str, Callable[[Graph], ExactSolution]]] = {
     "mvc": {"milp": mvc.exact_milp},
     "mvc-weighted": {"milp": mvc.exact_milp_weighted},
     "maxcut": {"brute-force": maxcut.exact},
+    "matching": {"blossom": matching.exact_blossom},
 }
 
 __all__ = ["BASELINES", "EXACT", "ExactSolution", "greedy_min_degree"]

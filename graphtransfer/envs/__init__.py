@@ -10,9 +10,11 @@ import gymnasium as gym
 from graphtransfer.envs.base import GraphEnv
 from graphtransfer.envs.contract import observation_space
 from graphtransfer.envs.epidemic import EpidemicEnv
+from graphtransfer.envs.matching import MatchingEnv, is_matching
 from graphtransfer.envs.maxcut import MaxCutEnv, cut_size
 from graphtransfer.envs.mis import MISEnv, is_independent_set
 from graphtransfer.envs.mvc import MVCEnv, WeightedMVCEnv, is_vertex_cover
+from graphtransfer.envs.path import PathEnv, is_route
 from graphtransfer.envs.protocol import GraphEnvProtocol, Head
 
 TASKS: dict[str, type[GraphEnv]] = {
@@ -21,6 +23,8 @@ TASKS: dict[str, type[GraphEnv]] = {
     "mvc-weighted": WeightedMVCEnv,
     "maxcut": MaxCutEnv,
     "epidemic": EpidemicEnv,
+    "matching": MatchingEnv,
+    "path": PathEnv,
 }
 GYM_IDS = {
     "mis": "graphtransfer/MIS-v0",
@@ -28,6 +32,8 @@ GYM_IDS = {
     "mvc-weighted": "graphtransfer/WeightedMVC-v0",
     "maxcut": "graphtransfer/MaxCut-v0",
     "epidemic": "graphtransfer/Epidemic-v0",
+    "matching": "graphtransfer/Matching-v0",
+    "path": "graphtransfer/Path-v0",
 }
 
 for _task, _env_id in GYM_IDS.items():
@@ -44,10 +50,14 @@ __all__ = [
     "Head",
     "MISEnv",
     "MVCEnv",
+    "PathEnv",
+    "MatchingEnv",
     "MaxCutEnv",
     "WeightedMVCEnv",
     "cut_size",
     "is_independent_set",
+    "is_matching",
+    "is_route",
     "is_vertex_cover",
     "observation_space",
 ]

@@ -1,11 +1,12 @@
-"""Node weights for weighted tasks (``mvc-weighted``), derived from the graph itself.
+"""Edge and node weights derived from a graph and a seed alone, so that generated graphs and
+weightless graph files (the sample graphs) get the same weights in every process and on every
+machine.
 
-Graph files and generators carry no node weights, so a weighted task draws them, the same way
-everywhere a graph is seen -- the env, the baselines, the exact solver, ``eval`` -- and on every
-machine: integer weights 1 to :data:`MAX_WEIGHT`, uniform, from numpy's ``default_rng`` seeded
-with ``(WEIGHT_SEED, num_nodes, num_edges)``. The same graph always gets the same weights; two
-graphs of different size get different ones. Integers keep objectives exact (a cover's weight is
-a sum of small integers, compared exactly against brute force and the MILP).
+An undirected edge ``{u, v}`` with ``u < v`` gets the weight ``(k + 1) / 2^24`` where ``k`` is
+the top 24 bits of ``splitmix64((u << 32 | v) ^ seed * 0x9E3779B97F4A7C15)``: uniform in
+``(0, 1]``, exact in float32, the same for both directions, and independent of the other edges,
+the node count and the order edges are listed in. A node's weight (:func:`node_weights`, for
+``mvc-weighted``) is an integer from 1 to 10 drawn the same way from its id.
 """
 
 from __future__ import annotations
@@ -14,12 +15,50 @@ import numpy as np
 
 from graphtransfer.graphs.graph import Graph
 
+WEIGHT_BITS = 24  # float32 holds every (k + 1) / 2^24 exactly
+
+
+def splitmix64(keys: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser, vectorized over uint64 keys (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        z = keys + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def pair_weights(src: np.ndarray, dst: np.ndarray, seed: int = 0) -> np.ndarray:
+    """The weight of each edge ``(src[i], dst[i])`` as the module docstring defines it.
+
+    Shapes:
+        src, dst: ``(E,)`` node ids below 2^32; returns ``(E,)`` float32 in ``(0, 1]``.
+    """
+    lo = np.minimum(src, dst).astype(np.uint64)
+    hi = np.maximum(src, dst).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        salt = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
+    bits = splitmix64(((lo << np.uint64(32)) | hi) ^ salt) >> np.uint64(64 - WEIGHT_BITS)
+    return ((bits.astype(np.float64) + 1.0) / 2.0**WEIGHT_BITS).astype(np.float32)
+
+
+def edge_weights(graph: Graph, seed: int = 0) -> np.ndarray:
+    """``(2|E|,)`` float32, the weight of every column of ``graph.edge_index`` (both directions alike)."""
+    return pair_weights(graph.edge_index[0], graph.edge_index[1], seed)
+
+
 MAX_WEIGHT = 10
-WEIGHT_SEED = 20_251_124
-"""the seed every weighted graph's weights are drawn with, together with its node and edge counts"""
+"""node weights (``mvc-weighted``) are the integers 1 to this"""
+NODE_WEIGHT_SEED = 20_251_124
+"""the seed of every node weight; edge weights take their own"""
 
 
-def node_weights(graph: Graph) -> np.ndarray:
-    """``(num_nodes,)`` float64 weights in ``1..MAX_WEIGHT``, a function of the graph's size (see the module)."""
-    rng = np.random.default_rng((WEIGHT_SEED, graph.num_nodes, graph.num_edges))
-    return rng.integers(1, MAX_WEIGHT + 1, size=graph.num_nodes).astype(np.float64)
+def node_weights(graph: Graph, seed: int = NODE_WEIGHT_SEED) -> np.ndarray:
+    """``(num_nodes,)`` float64 weights for weighted node tasks (``mvc-weighted``): node ``v``
+    weighs ``1 + splitmix64(v ^ seed * 0x9E3779B97F4A7C15) mod MAX_WEIGHT``, an integer 1 to
+    :data:`MAX_WEIGHT`, uniform, the same for node ``v`` of any graph, in every process and on
+    every machine, like the edge weights. Integers keep objectives exact (a cover's weight is a
+    sum of small integers, compared exactly with brute force and the MILP)."""
+    with np.errstate(over="ignore"):
+        salt = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
+    bits = splitmix64(np.arange(graph.num_nodes, dtype=np.uint64) ^ salt)
+    return (1 + bits % np.uint64(MAX_WEIGHT)).astype(np.float64)

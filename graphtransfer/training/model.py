@@ -53,17 +53,20 @@ def check_algo(config: RunConfig) -> None:
 def build_model(config: RunConfig, envs: VecEnv, seed: int | None = None) -> BaseAlgorithm:
     """The SB3 algorithm of ``config.algo`` for ``config.head`` on ``envs``, with the run's node
     budget and mixed-precision setting: PPO, or MaskablePPO for node choice (with the node budget
-    in its update too); A2C, or :class:`MaskableA2C` for node choice; DQN for node choice."""
+    in its update too); A2C, or :class:`MaskableA2C` for node choice; DQN for node choice. Node-
+    and edge-choice heads are masked (MaskablePPO, MaskableA2C)."""
     check_algo(config)
-    if config.head == Head.NODE_CHOICE and not envs.has_attr("action_masks"):
-        raise UsageError(f"{config.name}: a node-choice env (Discrete(max_nodes) actions) needs an action_masks() method for masking")
+    if Head(config.head).chooses and not envs.has_attr("action_masks"):
+        raise UsageError(
+            f"{config.name}: a {config.head} env (Discrete(max_nodes or max_edges) actions) needs an action_masks() method for masking"
+        )
     runtime = {"max_nodes_per_batch": config.ppo.max_nodes_per_batch, "mixed_precision": config.ppo.mixed_precision}
     seed = config.ppo.seed if seed is None else seed
     return BUILDERS[config.algo](config, envs, seed, runtime)
 
 
 def _ppo(config: RunConfig, envs: VecEnv, seed: int, runtime: dict[str, Any]) -> PPO:
-    algorithm = BudgetMaskablePPO if config.head == Head.NODE_CHOICE else BudgetPPO
+    algorithm = BudgetMaskablePPO if Head(config.head).chooses else BudgetPPO
     kwargs = {**sb3_kwargs(config.ppo), "seed": seed, **runtime, "rollout_buffer_class": buffer_class(config.head)}
     return algorithm(POLICIES[config.head], envs, policy_kwargs=policy_kwargs(config.head, config.model), **kwargs)
 
@@ -73,7 +76,7 @@ def _a2c(config: RunConfig, envs: VecEnv, seed: int, runtime: dict[str, Any]) ->
     names = ("n_steps", "gamma", "gae_lambda", "ent_coef", "device")
     kwargs = {name: getattr(ppo, name) for name in names} | {"learning_rate": schedule(ppo.learning_rate), "seed": seed, "verbose": 0}
     kwargs |= {**runtime, "rollout_buffer_class": buffer_class(config.head), "policy_kwargs": policy_kwargs(config.head, config.model)}
-    if config.head == Head.NODE_CHOICE:  # the whole rollout in one minibatch, one epoch, SB3's A2C loss: see training/a2c.py
+    if Head(config.head).chooses:  # the whole rollout in one minibatch, one epoch, SB3's A2C loss: see training/a2c.py
         whole = {"batch_size": ppo.n_steps * ppo.n_envs, "n_epochs": 1, "normalize_advantage": False}
         return MaskableA2C(POLICIES[config.head], envs, **whole, **kwargs)
     return GraphA2C(POLICIES[config.head], envs, **kwargs)
@@ -91,7 +94,7 @@ BUILDERS = {"ppo": _ppo, "a2c": _a2c, "dqn": _dqn}
 
 def buffer_class(head: str) -> type[CompactDictRolloutBuffer | CompactMaskableDictRolloutBuffer]:
     """The compact rollout buffer for ``head``'s algorithm (MaskablePPO's keeps action masks)."""
-    return CompactMaskableDictRolloutBuffer if head == Head.NODE_CHOICE else CompactDictRolloutBuffer
+    return CompactMaskableDictRolloutBuffer if Head(head).chooses else CompactDictRolloutBuffer
 
 
 def sb3_kwargs(ppo: PPOConfig) -> dict[str, Any]:
