@@ -32,7 +32,7 @@ from graphtransfer.config import ModelConfig
 from graphtransfer.envs.protocol import Head
 from graphtransfer.nn.batching import DisjointGraph
 from graphtransfer.nn.extractor import GNNExtractor
-from graphtransfer.nn.policy import PADDING_LOGIT, mlp, run_mlp
+from graphtransfer.nn.policy import PADDING_LOGIT, mlp, policy_kwargs, run_mlp
 
 
 class ActionQPolicy(BasePolicy):
@@ -157,8 +157,9 @@ Q_POLICIES: dict[Head, type[ActionQPolicy]] = {Head.NODE_CHOICE: NodeQPolicy}
 
 
 def q_policy_kwargs(model: ModelConfig) -> dict[str, Any]:
-    """``policy_kwargs`` of a Q-network from the run's model settings."""
-    extractor = {"conv": model.conv, "num_layers": model.num_layers, "width": model.width, "aggr": model.aggr}
+    """``policy_kwargs`` of a Q-network from the run's model settings: the extractor's as the
+    actor-critic policies get them."""
+    extractor = policy_kwargs(Head.NODE_CHOICE, model)["features_extractor_kwargs"]
     return {"features_extractor_kwargs": extractor, "head_width": model.head_width}
 
 
