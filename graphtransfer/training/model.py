@@ -46,7 +46,7 @@ def check_algo(config: RunConfig) -> None:
         fits = " or ".join(f"--algo {algo}" for algo, heads in ALGO_HEADS.items() if config.head in heads)
         raise UsageError(
             f"{config.name}: --algo {config.algo} trains {', '.join(map(str, ALGO_HEADS[config.algo]))} heads only (Q-values per "
-            f"node), and this env has a {config.head} head; use {fits}"
+            f"node), and this env's head is {config.head}; use {fits}"
         )
 
 
