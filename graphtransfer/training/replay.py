@@ -114,18 +114,17 @@ class GraphReplayBuffer(BaseBuffer):
         self.pending_masks = np.asarray(masks, dtype=bool).reshape(self.n_envs, self.num_actions)
 
     def add(self, obs, next_obs, action, reward, done, infos) -> None:
+        """Store one step of every env (SB3's arguments, each with a leading ``(n_envs,)``)."""
         masks, self.pending_masks = self.pending_masks, None
         if masks is None:
             raise ValueError("GraphReplayBuffer.add needs the next states' action masks first: call expect_masks(masks)")
+        actions = np.asarray(action).reshape(self.n_envs)
         for env in range(self.n_envs):
             observation = self._stored(env, {key: np.asarray(value[env]) for key, value in obs.items()})
             next_observation = trim({key: np.asarray(value[env]) for key, value in next_obs.items()}, self.max_nodes)
             self.last_next[env] = next_observation
-            step = Transition(
-                observation, next_observation, int(np.asarray(action).reshape(self.n_envs)[env]), float(reward[env]), bool(done[env]),
-                np.packbits(masks[env]),
-            )  # fmt: skip
-            self.transitions[self.pos] = step
+            taken, mask = int(actions[env]), np.packbits(masks[env])
+            self.transitions[self.pos] = Transition(observation, next_observation, taken, float(reward[env]), bool(done[env]), mask)
             self.pos = (self.pos + 1) % self.buffer_size
             self.full = self.full or self.pos == 0
 
