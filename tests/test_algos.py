@@ -168,3 +168,32 @@ def test_the_replay_buffer_gives_back_what_it_stored_and_stores_each_step_once()
         assert samples.actions[row] == action and np.array_equal(samples.next_masks[row].numpy(), mask)
     two_copies = sum(sum(v.nbytes for v in trim(o, env.max_nodes).values()) for before, after, _, _ in stored for o in (before, after))
     assert buffer.stored_bytes() < 0.7 * two_copies  # consecutive steps share their observation
+
+
+def test_maskable_a2c_updates_as_sb3s_a2c_when_every_action_is_valid():
+    """With all-true masks, MaskableA2C.train gives the weights SB3's own A2C.train gives from the
+    same rollout, weights and optimizer state: the update is A2C's."""
+    import copy
+
+    from stable_baselines3 import A2C
+
+    config = RunConfig(
+        task="mvc",
+        graphs="small",
+        algo="a2c",
+        head="node-choice",
+        model=ModelConfig(width=16, head_width=16, num_layers=2),
+        ppo=PPOConfig(n_envs=2, n_steps=8, seed=2, device="cpu"),
+    )
+    model = make_model(config, load_graphs("small")[:6], 2)
+    model.learn(16)  # one rollout, one update; the buffer keeps the rollout
+    model.rollout_buffer.action_masks[...] = True
+    weights, optimizer = copy.deepcopy(model.policy.state_dict()), copy.deepcopy(model.policy.optimizer.state_dict())
+    model.train()
+    ours = copy.deepcopy(model.policy.state_dict())
+    model.policy.load_state_dict(weights)
+    model.policy.optimizer.load_state_dict(optimizer)
+    A2C.train(model)  # SB3's update on the same object: no masks
+    for name, tensor in model.policy.state_dict().items():
+        assert torch.allclose(tensor, ours[name], atol=1e-6), name
+    assert any(not torch.equal(weights[name], ours[name]) for name in weights)  # the update changed something
