@@ -27,6 +27,7 @@ os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 _EXPORTS = {
     "Graph": ("graphtransfer.graphs", "Graph"),
     "ModelConfig": ("graphtransfer.config", "ModelConfig"),
+    "DQNConfig": ("graphtransfer.config", "DQNConfig"),
     "PPOConfig": ("graphtransfer.config", "PPOConfig"),
     "RunConfig": ("graphtransfer.config", "RunConfig"),
     "act": ("graphtransfer.solve.inference", "act"),

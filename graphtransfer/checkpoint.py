@@ -41,7 +41,7 @@ from graphtransfer.config import RunConfig
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import CheckpointError
 from graphtransfer.io import atomic_write, folder_lock, sync_folder
-from graphtransfer.nn import build_policy
+from graphtransfer.nn import build_policy, build_q_policy
 
 CONFIG = "config.json"
 CONFIG_YAML = "config.yaml"
@@ -237,10 +237,12 @@ def check_fits(checkpoint: Checkpoint, env: gym.Env) -> None:
 
 
 def load_policy_into_env(checkpoint: Checkpoint, env: gym.Env) -> tuple[ActorCriticPolicy, LoadReport]:
-    """Build a policy for ``env``'s spaces from the checkpoint's config and load it strictly."""
+    """Build a policy for ``env``'s spaces from the checkpoint's config and load it strictly: the
+    actor-critic of PPO and A2C, or DQN's Q-network."""
     check_fits(checkpoint, env)
     config = checkpoint.config
-    policy = build_policy(config.head or head_of(env), config.model, env.observation_space, env.action_space)
+    build = build_q_policy if config.algo == "dqn" else build_policy
+    policy = build(config.head or head_of(env), config.model, env.observation_space, env.action_space)
     return policy, load_strict(policy, checkpoint.tensors)
 
 

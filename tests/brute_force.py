@@ -71,3 +71,11 @@ def max_cut_size(graph):
     subsets = all_subsets(graph.num_nodes)
     u, v = endpoints(graph)
     return int((subsets[:, u] != subsets[:, v]).sum(axis=1).max())
+
+
+def min_weight_vertex_cover(graph, weights):
+    """The least total weight of a vertex cover, over every node subset."""
+    subsets = all_subsets(graph.num_nodes)
+    u, v = endpoints(graph)
+    covers = (subsets[:, u] | subsets[:, v]).all(axis=1)
+    return float((subsets[covers] * weights).sum(axis=1).min())

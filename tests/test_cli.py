@@ -26,7 +26,8 @@ def test_unknown_task_is_a_one_line_usage_error(tmp_path):
     assert result.exit_code == 2
     assert (
         result.stderr.strip()
-        == "error: unknown task 'tsp'; choose one of ['epidemic', 'matching', 'maxcut', 'mis', 'mvc', 'path'] or pass --env module:Class"
+        == "error: unknown task 'tsp'; choose one of ['epidemic', 'matching', 'maxcut', 'mis', 'mvc', 'mvc-weighted', 'path'] "
+        "or pass --env module:Class"
     )
     assert "Traceback" not in result.output
 
@@ -114,7 +115,13 @@ def test_train_transfer_predict_end_to_end(tmp_path, monkeypatch, task):
 def test_tasks_lists_every_task_with_head_and_baselines():
     result = runner.invoke(app, ["tasks"])
     assert result.exit_code == 0
-    for line in ("mis       node-wise", "mvc       node-choice", "maxcut    node-wise", "epidemic  graph-level"):
+    for line in (
+        "mis           node-wise",
+        "mvc           node-choice",
+        "mvc-weighted  node-choice",
+        "maxcut        node-wise",
+        "epidemic      graph-level",
+    ):
         assert line in result.output
     assert "greedy-min-degree" in result.output and "graphtransfer/MVC-v0" in result.output
 

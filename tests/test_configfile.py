@@ -72,7 +72,7 @@ def test_a_linear_schedule_decays_to_zero_and_reaches_sb3():
 
 BAD_FILES = [
     ("ppo:\n  gama: 0.9\n", "unknown key ppo.gama; ppo has total_timesteps,"),
-    ("modle:\n  width: 3\n", "unknown key modle; known keys are env, env_kwargs,"),
+    ("modle:\n  width: 3\n", "unknown key modle; known keys are algo, dqn, env, env_kwargs,"),
     ("ppo:\n  gamma: high\n", "ppo.gamma: expected a number, got 'high'"),
     ("ppo:\n  n_envs: 2.5\n", "ppo.n_envs: expected an integer, got 2.5"),
     ("ppo:\n  n_envs: 0\n", "ppo.n_envs: 0 must be at least 1"),

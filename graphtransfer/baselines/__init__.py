@@ -29,6 +29,7 @@ BASELINES: dict[str, dict[str, Callable[[Graph], np.ndarray]]] = {
         "matching-2approx": mvc.maximal_matching_2approx,
         "local-search": local_search.local_search_vertex_cover,
     },
+    "mvc-weighted": {"greedy-weight-degree": mvc.greedy_weight_degree, "greedy-max-degree": mvc.greedy_max_degree},
     "maxcut": {"one-flip": maxcut.greedy_one_flip, "random-cut": maxcut.random_cut},
     "epidemic": {"threshold-2%": epidemic.threshold, "never": epidemic.never, "always-lockdown": epidemic.always_lockdown},
     "matching": {"greedy-by-weight": matching.greedy_by_weight, "path-growing": matching.path_growing},
@@ -38,6 +39,7 @@ BASELINES: dict[str, dict[str, Callable[[Graph], np.ndarray]]] = {
 EXACT: dict[str, dict[str, Callable[[Graph], ExactSolution]]] = {
     "mis": {"milp": mis.exact_milp},
     "mvc": {"milp": mvc.exact_milp},
+    "mvc-weighted": {"milp": mvc.exact_milp_weighted},
     "maxcut": {"brute-force": maxcut.exact},
     "matching": {"blossom": matching.exact_blossom},
 }

@@ -40,10 +40,11 @@ def check_size(graph: Graph, max_nodes: int, solver: str, instead: str) -> None:
         )
 
 
-def solve_edge_milp(graph: Graph, maximise: bool, time_limit: float) -> tuple[np.ndarray | None, bool]:
-    """Optimise the number of chosen nodes over binary ``x``, one constraint per edge: at most
-    one endpoint chosen when maximising (independent set), at least one when minimising (vertex
-    cover). Solved by HiGHS through :func:`scipy.optimize.milp`.
+def solve_edge_milp(graph: Graph, maximise: bool, time_limit: float, weights: np.ndarray | None = None) -> tuple[np.ndarray | None, bool]:
+    """Optimise the number (or, with ``weights`` ``(num_nodes,)``, the total weight) of chosen
+    nodes over binary ``x``, one constraint per edge: at most one endpoint chosen when maximising
+    (independent set), at least one when minimising (vertex cover). Solved by HiGHS through
+    :func:`scipy.optimize.milp`.
 
     Returns:
         The best ``(num_nodes,)`` bool solution found, or ``None`` if the time ran out before any;
@@ -60,7 +61,7 @@ def solve_edge_milp(graph: Graph, maximise: bool, time_limit: float) -> tuple[np
     incidence = csr_array((np.ones(2 * num_edges), (rows, cols)), shape=(num_edges, num_nodes))  # (|E|, |V|)
     per_edge = LinearConstraint(incidence, -np.inf, 1) if maximise else LinearConstraint(incidence, 1, np.inf)
     result = milp(
-        c=np.full(num_nodes, -1.0 if maximise else 1.0),
+        c=(-1.0 if maximise else 1.0) * (np.ones(num_nodes) if weights is None else np.asarray(weights, dtype=np.float64)),
         constraints=per_edge,
         integrality=np.ones(num_nodes),
         bounds=Bounds(0, 1),

@@ -28,7 +28,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    help="Train a GNN policy on small graphs with PPO, transfer it to large graphs, predict there.",
+    help="Train a GNN policy on small graphs with PPO (or A2C, DQN), transfer it to large graphs, predict there.",
 )
 app.add_typer(graphs_app, name="graphs")
 
@@ -93,11 +93,20 @@ def train(
         typer.Option("--set", help="Override one setting by its dotted key, e.g. --set ppo.gamma=0.995 --set model.width=128."),
     ] = None,
     print_config: Annotated[bool, typer.Option(help="Print the resolved settings as YAML and exit without training.")] = False,
-    task: Annotated[str, typer.Option(help="Built-in task: mis, mvc, maxcut, epidemic, matching or path ('graphtransfer tasks').")] = "mis",
+    task: Annotated[
+        str, typer.Option(help="Built-in task: mis, mvc, mvc-weighted, maxcut, epidemic, matching or path ('graphtransfer tasks').")
+    ] = "mis",
     graphs: Annotated[str, typer.Option(help="Sample set name, graph file, or folder of graph files to train on.")] = "small",
     env: Annotated[str | None, typer.Option(help="Your own env instead of a task: 'package.module:Class' or a gymnasium id.")] = None,
     env_kwargs: Annotated[str, typer.Option(help="JSON object of extra env constructor arguments.")] = "{}",
     out: Annotated[Path | None, typer.Option(help="Model folder to write (default: runs/TASK/GRAPHS).")] = None,
+    algo: Annotated[
+        str,
+        typer.Option(
+            help="ppo, a2c (both for every head) or dqn (node-choice tasks such as mvc: a Q-value per node; its own settings "
+            "are --set dqn.KEY=VALUE, e.g. --set dqn.buffer_size=20000)."
+        ),
+    ] = "ppo",
     steps: Annotated[int, typer.Option(help=help_of("ppo.total_timesteps"))] = _DEFAULT_PPO.total_timesteps,
     n_envs: Annotated[int, typer.Option(help=help_of("ppo.n_envs"))] = _DEFAULT_PPO.n_envs,
     vec_env: Annotated[
@@ -138,7 +147,7 @@ def train(
         typer.Option(help="Continue the run interrupted (Ctrl-C) in this model folder to its budget, with its config.json's settings."),
     ] = None,
 ) -> None:
-    """Train a PPO policy on small graphs and save it. Ctrl-C saves a checkpoint to resume from.
+    """Train a policy on small graphs with PPO (or --algo a2c / dqn) and save it. Ctrl-C saves a checkpoint to resume from.
 
     Settings come from the defaults, the task's graphtransfer/hyperparams/TASK.yml, --config FILE,
     the options typed here, then --set, each later one winning. The run folder gets the model,
@@ -147,6 +156,8 @@ def train(
     Examples:
 
       graphtransfer train --task mis --graphs small
+
+      graphtransfer train --task mvc --algo dqn --steps 20000
 
       graphtransfer train --config runs/mis/small/config.yaml --out runs/mis/again
 
@@ -232,7 +243,7 @@ def tune(
     ] = None,
     config_file: Annotated[Path | None, typer.Option("--config", help="YAML file of the settings the search starts from.")] = None,
     set_values: Annotated[list[str] | None, typer.Option("--set", help="Override one setting by its dotted key, as for train.")] = None,
-    task: Annotated[str, typer.Option(help="Built-in task: mis, mvc, maxcut, epidemic, matching or path.")] = "mis",
+    task: Annotated[str, typer.Option(help="Built-in task: mis, mvc, mvc-weighted, maxcut, epidemic, matching or path.")] = "mis",
     graphs: Annotated[str, typer.Option(help="Sample set name, graph file, or folder of graph files to train on.")] = "small",
     env: Annotated[str | None, typer.Option(help="Your own env instead of a task: 'package.module:Class' or a gymnasium id.")] = None,
     env_kwargs: Annotated[str, typer.Option(help="JSON object of extra env constructor arguments.")] = "{}",
@@ -494,7 +505,10 @@ def plot(
 @friendly_errors
 def export(
     model: Annotated[Path, typer.Argument(help="Model folder written by train or transfer.")],
-    sb3: Annotated[Path, typer.Option(help="SB3 zip to write, for PPO.load (MaskablePPO.load: node choice). Trusted-only: holds pickles.")],
+    sb3: Annotated[
+        Path,
+        typer.Option(help="SB3 zip to write, for PPO.load (MaskablePPO.load: node choice; the command names the class). Trusted-only."),
+    ],
     graphs: Annotated[
         str | None, typer.Option(help="Graphs whose env the zip's spaces are sized for (default: those the model was trained on).")
     ] = None,
@@ -519,10 +533,11 @@ def tasks() -> None:
     from graphtransfer.baselines import BASELINES
     from graphtransfer.envs import GYM_IDS, TASKS
 
+    width = max(map(len, TASKS)) + 1
     for name, env_class in TASKS.items():
         sense = "maximise" if env_class.sense == "max" else "minimise"
-        typer.echo(f"{name:<9} {env_class.head:<12} {sense} {env_class.objective_name}")
-        typer.echo(f"{'':<9} gymnasium id {GYM_IDS[name]}; baselines: {', '.join(BASELINES.get(name, {})) or 'none yet'}")
+        typer.echo(f"{name:<{width}} {env_class.head:<12} {sense} {env_class.objective_name}")
+        typer.echo(f"{'':<{width}} gymnasium id {GYM_IDS[name]}; baselines: {', '.join(BASELINES.get(name, {})) or 'none yet'}")
 
 
 def _use_threads(threads: int) -> None:

@@ -1,11 +1,13 @@
 """Settings: declared once with their types, ranges and help (:mod:`.schema`), read in layers (:mod:`.layers`)."""
 
 from graphtransfer.config.schema import (
+    ALGOS,
     CONVS,
     DEFAULT_COMMIT_FRACTION,
     MAX_DRAW_NODES,
     SECTIONS,
     SEED_LIMIT,
+    DQNConfig,
     LogConfig,
     ModelConfig,
     PPOConfig,
@@ -20,11 +22,13 @@ from graphtransfer.config.schema import (
 )
 
 __all__ = [
+    "ALGOS",
     "CONVS",
     "DEFAULT_COMMIT_FRACTION",
     "MAX_DRAW_NODES",
     "SECTIONS",
     "SEED_LIMIT",
+    "DQNConfig",
     "LogConfig",
     "ModelConfig",
     "PPOConfig",

@@ -27,6 +27,8 @@ Aggr = Literal["max", "mean", "sum", "min"]
 VecEnvKind = Literal["dummy", "subproc", "ray"]
 Device = Literal["auto", "cpu", "cuda"]
 HeadName = Literal["", "node-wise", "node-choice", "edge-wise", "edge-choice", "graph-level"]
+Algo = Literal["ppo", "a2c", "dqn"]
+ALGOS: tuple[str, ...] = typing.get_args(Algo)
 CONVS: tuple[str, ...] = typing.get_args(Conv)
 DEFAULT_COMMIT_FRACTION = 0.1
 """node-choice heads commit this share of the valid nodes per pass by default; node-wise heads every node (1.0)"""
@@ -62,6 +64,9 @@ class ModelConfig:
 
 @dataclass
 class PPOConfig:
+    """PPO's settings, and those every algorithm shares (steps, envs, learning rate, gamma, seed,
+    device; A2C also reads n_steps, gae_lambda and ent_coef)."""
+
     total_timesteps: int = setting(30_000, "env steps to train for (summed over parallel envs)", low=1, high=10**12, cli="steps")
     n_envs: int = setting(8, "parallel copies of the env, each sampling its own graphs", low=1, high=4096)
     vec_env: VecEnvKind = setting(
@@ -88,6 +93,25 @@ class PPOConfig:
         None, "runtime: most graph nodes one forward or backward pass spans; larger batches run in chunks with the same results", low=1
     )
     mixed_precision: bool = setting(False, "runtime: bfloat16 autocast of the GNN's message passing on CUDA (ignored on the CPU)")
+
+
+@dataclass
+class DQNConfig:
+    """DQN's own settings (``--algo dqn``); the learning rate, gamma, batch size, seed, envs and
+    steps come from the ``ppo`` section, which holds what every algorithm shares."""
+
+    buffer_size: int = setting(
+        10_000, "transitions the replay buffer holds; each keeps one observation trimmed to its real nodes and edges", low=1, high=10**9
+    )
+    learning_starts: int = setting(500, "env steps of uniformly random valid actions before the first update", low=0)
+    train_freq: int = setting(1, "env steps per env between updates", low=1, high=10**6)
+    gradient_steps: int = setting(1, "gradient steps per update", low=1, high=10**4)
+    target_update_interval: int = setting(500, "env steps between copies of the online Q-network into the target network", low=1)
+    exploration_initial_eps: float = setting(1.0, "epsilon-greedy: the share of random valid actions at the start", low=0.0, high=1.0)
+    exploration_final_eps: float = setting(0.05, "epsilon-greedy: the share of random valid actions at the end", low=0.0, high=1.0)
+    exploration_fraction: float = setting(
+        0.3, "share of the run over which epsilon falls from its initial to its final value", low=0.0, high=1.0
+    )
 
 
 @dataclass
@@ -150,8 +174,14 @@ class RunConfig:
     head: HeadName = setting(
         "", "policy head, filled in from the env at training time: node-wise, node-choice, edge-wise, edge-choice or graph-level"
     )
+    algo: Algo = setting(
+        "ppo",
+        "RL algorithm: ppo (every head), a2c (every head) or dqn (node-choice heads: Q-values per node); "
+        "model folders written before this setting read as ppo",
+    )
     model: ModelConfig = field(default_factory=ModelConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
+    dqn: DQNConfig = field(default_factory=DQNConfig)
     log: LogConfig = field(default_factory=LogConfig)
 
     def __post_init__(self) -> None:
@@ -184,7 +214,7 @@ class RunConfig:
         return cls(**checked, **sections)
 
 
-SECTIONS: dict[str, type] = {"model": ModelConfig, "ppo": PPOConfig, "log": LogConfig}
+SECTIONS: dict[str, type] = {"model": ModelConfig, "ppo": PPOConfig, "dqn": DQNConfig, "log": LogConfig}
 """RunConfig's nested sections, by key"""
 
 

@@ -13,13 +13,14 @@ from graphtransfer.envs.epidemic import EpidemicEnv
 from graphtransfer.envs.matching import MatchingEnv, is_matching
 from graphtransfer.envs.maxcut import MaxCutEnv, cut_size
 from graphtransfer.envs.mis import MISEnv, is_independent_set
-from graphtransfer.envs.mvc import MVCEnv, is_vertex_cover
+from graphtransfer.envs.mvc import MVCEnv, WeightedMVCEnv, is_vertex_cover
 from graphtransfer.envs.path import PathEnv, is_route
 from graphtransfer.envs.protocol import GraphEnvProtocol, Head
 
 TASKS: dict[str, type[GraphEnv]] = {
     "mis": MISEnv,
     "mvc": MVCEnv,
+    "mvc-weighted": WeightedMVCEnv,
     "maxcut": MaxCutEnv,
     "epidemic": EpidemicEnv,
     "matching": MatchingEnv,
@@ -28,6 +29,7 @@ TASKS: dict[str, type[GraphEnv]] = {
 GYM_IDS = {
     "mis": "graphtransfer/MIS-v0",
     "mvc": "graphtransfer/MVC-v0",
+    "mvc-weighted": "graphtransfer/WeightedMVC-v0",
     "maxcut": "graphtransfer/MaxCut-v0",
     "epidemic": "graphtransfer/Epidemic-v0",
     "matching": "graphtransfer/Matching-v0",
@@ -51,6 +53,7 @@ __all__ = [
     "PathEnv",
     "MatchingEnv",
     "MaxCutEnv",
+    "WeightedMVCEnv",
     "cut_size",
     "is_independent_set",
     "is_matching",

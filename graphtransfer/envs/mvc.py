@@ -1,10 +1,13 @@
-"""Minimum vertex cover, one node per step (a node-choice task with masks).
+"""Minimum vertex cover, one node per step (a node-choice task with masks), and its weighted form.
 
 Each step adds one node to the cover; the reward is ``-1 / num_nodes`` per node, so an episode
 returns minus the cover's size as a fraction of the graph. The episode ends when every edge has
 an endpoint in the cover. Valid nodes are those outside the cover with an uncovered edge; the
 rest (and padding) are masked through :meth:`MVCEnv.action_masks`, the convention of
 sb3-contrib's ``MaskablePPO``.
+
+:class:`WeightedMVCEnv` (task ``mvc-weighted``) minimises the cover's total node weight instead,
+with the weights of :func:`graphtransfer.graphs.weights.node_weights` as node features.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from gymnasium import spaces
 from graphtransfer.envs.base import GraphEnv, Graphs, as_graphs
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
+from graphtransfer.graphs.weights import MAX_WEIGHT, node_weights
 
 
 class MVCEnv(GraphEnv):
@@ -92,3 +96,37 @@ def is_vertex_cover(graph: Graph, chosen: np.ndarray) -> bool:
     """Every edge has at least one endpoint chosen."""
     src, dst = graph.edge_index
     return bool((chosen[src] | chosen[dst]).all())
+
+
+class WeightedMVCEnv(MVCEnv):
+    """Minimum-weight vertex cover: as :class:`MVCEnv`, but a node costs its weight.
+
+    The reward of a step is minus the weight it adds over the graph's total weight, so an episode
+    returns minus the cover's weight as a fraction of the total. Node features, ``(num_nodes,
+    6)``: MVCEnv's four, then the weight over :data:`MAX_WEIGHT` and ``log(1 + uncovered degree /
+    weight)``, the greedy rule's ratio (both independent of the graph's size).
+    """
+
+    num_features = 6
+    objective_name = "vertex cover weight"
+
+    def _start(self) -> None:
+        super()._start()
+        self.weights = node_weights(self.graph)
+        self.total_weight = float(self.weights.sum())
+
+    def _features(self, edges: np.ndarray) -> np.ndarray:
+        unweighted = super()._features(edges)
+        ratio = np.log1p(self._uncovered_degree / self.weights)
+        return np.column_stack([unweighted, self.weights / MAX_WEIGHT, ratio]).astype(np.float32)
+
+    def _add(self, nodes: np.ndarray) -> float:
+        nodes = np.unique(nodes[nodes < self.graph.num_nodes])  # padding slots are no nodes
+        added = nodes[~self.in_cover[nodes]]
+        self.in_cover[added] = True
+        return -float(self.weights[added].sum()) / max(self.total_weight, 1.0)
+
+    @staticmethod
+    def objective(graph: Graph, solution: np.ndarray) -> float:
+        """The cover's total weight (smaller is better)."""
+        return float(node_weights(graph)[solution].sum())

@@ -1,10 +1,12 @@
-"""Edge weights derived from a graph and a seed alone, so that generated graphs and weightless
-graph files (the sample graphs) get the same weights in every process and on every machine.
+"""Edge and node weights derived from a graph and a seed alone, so that generated graphs and
+weightless graph files (the sample graphs) get the same weights in every process and on every
+machine.
 
 An undirected edge ``{u, v}`` with ``u < v`` gets the weight ``(k + 1) / 2^24`` where ``k`` is
 the top 24 bits of ``splitmix64((u << 32 | v) ^ seed * 0x9E3779B97F4A7C15)``: uniform in
 ``(0, 1]``, exact in float32, the same for both directions, and independent of the other edges,
-the node count and the order edges are listed in.
+the node count and the order edges are listed in. A node's weight (:func:`node_weights`, for
+``mvc-weighted``) is an integer from 1 to 10 drawn the same way from its id.
 """
 
 from __future__ import annotations
@@ -42,3 +44,21 @@ def pair_weights(src: np.ndarray, dst: np.ndarray, seed: int = 0) -> np.ndarray:
 def edge_weights(graph: Graph, seed: int = 0) -> np.ndarray:
     """``(2|E|,)`` float32, the weight of every column of ``graph.edge_index`` (both directions alike)."""
     return pair_weights(graph.edge_index[0], graph.edge_index[1], seed)
+
+
+MAX_WEIGHT = 10
+"""node weights (``mvc-weighted``) are the integers 1 to this"""
+NODE_WEIGHT_SEED = 20_251_124
+"""the seed of every node weight; edge weights take their own"""
+
+
+def node_weights(graph: Graph, seed: int = NODE_WEIGHT_SEED) -> np.ndarray:
+    """``(num_nodes,)`` float64 weights for weighted node tasks (``mvc-weighted``): node ``v``
+    weighs ``1 + splitmix64(v ^ seed * 0x9E3779B97F4A7C15) mod MAX_WEIGHT``, an integer 1 to
+    :data:`MAX_WEIGHT`, uniform, the same for node ``v`` of any graph, in every process and on
+    every machine, like the edge weights. Integers keep objectives exact (a cover's weight is a
+    sum of small integers, compared exactly with brute force and the MILP)."""
+    with np.errstate(over="ignore"):
+        salt = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
+    bits = splitmix64(np.arange(graph.num_nodes, dtype=np.uint64) ^ salt)
+    return (1 + bits % np.uint64(MAX_WEIGHT)).astype(np.float64)

@@ -1,4 +1,4 @@
-"""Training a GNN policy with Stable-Baselines3's PPO (MaskablePPO for node choice) on small graphs.
+"""Training a GNN policy on small graphs with Stable-Baselines3: PPO, A2C or DQN (``config.algo``).
 
 Ctrl-C stops a run between env steps and saves a resumable checkpoint; :func:`resume` continues it
 to the same budget. With the same seed, ``threads=1`` and the CPU, a run repeats bit for bit, with
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from stable_baselines3 import PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 
 from graphtransfer.checkpoint import CONFIG, check_fits, load_optimizer_state, load_strict, read_checkpoint, save_checkpoint
@@ -25,7 +25,7 @@ from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, load_graphs
 from graphtransfer.training.callbacks import EvalOnGraphs, PhaseTimer, ProgressLines, SaveCheckpoints, StopOnInterrupt
 from graphtransfer.training.logs import check_log_settings, make_logger
-from graphtransfer.training.model import check_buffer_fits, check_device, make_model
+from graphtransfer.training.model import check_algo, check_buffer_fits, check_device, make_model
 
 UserCallback = BaseCallback | list[BaseCallback] | None
 """what ``callback=`` takes, as SB3's ``learn`` does: a callback, a list of them, or a ``CallbackList``"""
@@ -43,8 +43,9 @@ class TrainResult:
     """stopped by Ctrl-C before the budget; the folder then holds a checkpoint to resume"""
     update_phases: dict[str, float] = field(default_factory=dict)
     """this process's update seconds by phase: sample, forward, backward, step"""
-    model: PPO | None = None
-    """the trained SB3 algorithm (``PPO``, or ``MaskablePPO`` for node choice) to keep using:
+    model: BaseAlgorithm | None = None
+    """the trained SB3 algorithm of ``config.algo`` (``PPO`` or ``MaskablePPO``, ``A2C`` or
+    ``MaskableA2C``, ``GraphDQN``) to keep using:
     ``model.predict``, ``model.policy``; its envs are closed, so ``model.set_env`` before more ``learn``"""
 
     @property
@@ -81,12 +82,13 @@ def train(
     """
     graphs = load_graphs(config.graphs)
     ppo = config.ppo
-    if ppo.batch_size > ppo.n_steps * ppo.n_envs:
+    if config.algo == "ppo" and ppo.batch_size > ppo.n_steps * ppo.n_envs:  # A2C takes whole rollouts, DQN replayed steps
         raise UsageError(f"batch_size={ppo.batch_size} exceeds n_steps * n_envs = {ppo.n_steps * ppo.n_envs}; lower it or raise n_steps")
     check_device(ppo.device)
     eval_graphs = check_log_settings(config.log)
     probe = run_env(config, graphs)
     config = replace(config, head=head_of(probe))
+    check_algo(config)
     check_buffer_fits(config, probe, log)
     model = make_model(config, graphs, ppo.seed)
     sizes = [g.num_nodes for g in graphs]
@@ -151,19 +153,11 @@ def finetune(
     max_nodes_per_batch: int | None = None,
     mixed_precision: bool = False,
 ) -> TrainResult:
-    """A few PPO iterations of ``policy`` on ``graphs`` (the transfer destination), in place.
-
-    Rollouts are short and one epoch long. Memory is bounded by the node budget
-    ``max_nodes_per_batch`` (default :data:`FINETUNE_MAX_NODES_PER_BATCH`): minibatches keep the
-    run's ``batch_size`` (at most the rollout), so the optimisation does not change with the graphs'
-    size, and each is backpropagated in groups of observations within the budget. The rollout
-    buffer is checked first.
-    """
-    n_steps = max(2, min(config.ppo.n_steps, steps))
+    """A few iterations of the run's algorithm on ``graphs`` (the transfer destination), training
+    ``policy`` in place; see :func:`finetune_config` for how each algorithm's settings shrink.
+    The rollout or replay buffer is checked first."""
     budget = max_nodes_per_batch or FINETUNE_MAX_NODES_PER_BATCH
-    batch_size = max(2, min(n_steps, config.ppo.batch_size))
-    ppo = replace(config.ppo, n_envs=1, vec_env="dummy", n_steps=n_steps, batch_size=batch_size, n_epochs=1, total_timesteps=steps)
-    tuned = replace(config, ppo=replace(ppo, max_nodes_per_batch=budget, mixed_precision=mixed_precision))
+    tuned = finetune_config(config, graphs, steps, budget, mixed_precision)
     probe = run_env(tuned, graphs)
     tuned = replace(tuned, head=head_of(probe))  # folders from before heads were recorded have none
     check_buffer_fits(tuned, probe, log)
@@ -177,8 +171,32 @@ def finetune(
     return TrainResult(Path(), model.num_timesteps, time.perf_counter() - started, timer.rollout, timer.update, steps, model=model)
 
 
+def finetune_config(config: RunConfig, graphs: list[Graph], steps: int, budget: int, mixed_precision: bool) -> RunConfig:
+    """The run's settings for fine-tuning ``steps`` env steps on ``graphs`` with the node budget
+    ``budget`` (one env, short rollouts).
+
+    PPO: one epoch; minibatches keep the run's ``batch_size`` (at most the rollout), so the
+    optimisation does not change with the graphs' size, and each is backpropagated in groups of
+    observations within the budget. A2C: its update spans the whole rollout at once, so the
+    rollout holds at most ``budget`` nodes (at least one step). DQN: minibatches of at most
+    ``budget`` nodes (at least one observation), a replay buffer of ``steps`` transitions, no
+    random warm-up and epsilon at its final value: the policy is trained already.
+    """
+    largest = max(g.num_nodes for g in graphs)
+    n_steps = max(2, min(config.ppo.n_steps, steps))
+    if config.algo == "a2c":
+        n_steps = max(1, min(n_steps, budget // largest))
+    batch_size = max(2, min(n_steps, config.ppo.batch_size))
+    if config.algo == "dqn":
+        batch_size = max(1, min(config.ppo.batch_size, budget // largest))
+    ppo = replace(config.ppo, n_envs=1, vec_env="dummy", n_steps=n_steps, batch_size=batch_size, n_epochs=1, total_timesteps=steps)
+    ppo = replace(ppo, max_nodes_per_batch=budget, mixed_precision=mixed_precision)
+    dqn = replace(config.dqn, buffer_size=steps, learning_starts=0, exploration_initial_eps=config.dqn.exploration_final_eps)
+    return replace(config, ppo=ppo, dqn=dqn)
+
+
 def _learn(
-    model: PPO,
+    model: BaseAlgorithm,
     config: RunConfig,
     graphs: list[Graph],
     eval_graphs: list[Graph],
@@ -188,7 +206,7 @@ def _learn(
     earlier: dict[str, Any] | None = None,
     callback: UserCallback = None,
 ) -> TrainResult:
-    """Run PPO up to the budget (or Ctrl-C) with the run's logs, evaluations and checkpoints, and
+    """Run the algorithm up to the budget (or Ctrl-C) with the run's logs, evaluations and checkpoints, and
     the user's ``callback`` after them, and save; ``earlier`` is the interrupted run's training
     record. Without a progress bar, ``log``
     gets a progress line every 30 s or 5% of the run; it always hears of updates stopped early

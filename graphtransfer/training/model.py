@@ -1,18 +1,21 @@
-"""Building the SB3 algorithm for a run: PPO or MaskablePPO by head, the compact rollout buffer
-checked against available memory, the vector env, the device; and :func:`load_model`, a saved
-model as an SB3 algorithm for other graphs."""
+"""Building the SB3 algorithm for a run -- by ``algo`` and head: PPO or MaskablePPO, A2C or
+MaskableA2C, DQN for node choice -- its rollout or replay buffer checked against available
+memory, the vector env, the device; and :func:`load_model`, a saved model as an SB3 algorithm
+for other graphs."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 from stable_baselines3 import PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import Logger
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from graphtransfer.config import PPOConfig, RunConfig, schedule
@@ -20,29 +23,73 @@ from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import Head, head_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, load_graphs
-from graphtransfer.nn import POLICIES, policy_kwargs
+from graphtransfer.nn import POLICIES, Q_POLICIES, policy_kwargs, q_policy_kwargs
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.memory import available_bytes
+from graphtransfer.training.a2c import GraphA2C, MaskableA2C
 from graphtransfer.training.buffers import CompactDictRolloutBuffer, CompactMaskableDictRolloutBuffer, estimate_rollout_bytes
+from graphtransfer.training.dqn import GraphDQN
 from graphtransfer.training.ppo import BudgetMaskablePPO, BudgetPPO
 from graphtransfer.training.ray_vec_env import RayVecEnv
+from graphtransfer.training.replay import estimate_replay_bytes
 
 VEC_ENVS = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv, "ray": RayVecEnv}
 
 
-def build_model(config: RunConfig, envs: VecEnv, seed: int | None = None) -> PPO:
-    """The SB3 algorithm for ``config.head`` on ``envs``: PPO, or MaskablePPO for node or edge choice,
-    each with the run's node budget and mixed-precision setting (SB3's own update without a budget)."""
-    chooses = Head(config.head).chooses
-    if chooses and not envs.has_attr("action_masks"):
+ALGO_HEADS: dict[str, tuple[Head, ...]] = {"ppo": tuple(Head), "a2c": tuple(Head), "dqn": tuple(Q_POLICIES)}
+"""the heads each algorithm trains"""
+
+
+def check_algo(config: RunConfig) -> None:
+    """Refuse an algorithm for a head it does not train, naming those that do."""
+    if config.head and config.head not in ALGO_HEADS[config.algo]:
+        fits = " or ".join(f"--algo {algo}" for algo, heads in ALGO_HEADS.items() if config.head in heads)
         raise UsageError(
-            f"{config.name}: a {config.head} env (Discrete(max_nodes or max_edges) actions) needs an action_masks() method for MaskablePPO"
+            f"{config.name}: --algo {config.algo} trains {', '.join(map(str, ALGO_HEADS[config.algo]))} heads only (Q-values per "
+            f"node), and this env's head is {config.head}; use {fits}"
         )
-    algorithm = BudgetMaskablePPO if chooses else BudgetPPO
-    kwargs = {**sb3_kwargs(config.ppo), "seed": config.ppo.seed if seed is None else seed}
-    kwargs |= {"max_nodes_per_batch": config.ppo.max_nodes_per_batch, "mixed_precision": config.ppo.mixed_precision}
-    kwargs["rollout_buffer_class"] = buffer_class(config.head)
+
+
+def build_model(config: RunConfig, envs: VecEnv, seed: int | None = None) -> BaseAlgorithm:
+    """The SB3 algorithm of ``config.algo`` for ``config.head`` on ``envs``, with the run's node
+    budget and mixed-precision setting: PPO, or MaskablePPO for node choice (with the node budget
+    in its update too); A2C, or :class:`MaskableA2C` for node choice; DQN for node choice. Node-
+    and edge-choice heads are masked (MaskablePPO, MaskableA2C)."""
+    check_algo(config)
+    if Head(config.head).chooses and not envs.has_attr("action_masks"):
+        raise UsageError(
+            f"{config.name}: a {config.head} env (Discrete(max_nodes or max_edges) actions) needs an action_masks() method for masking"
+        )
+    runtime = {"max_nodes_per_batch": config.ppo.max_nodes_per_batch, "mixed_precision": config.ppo.mixed_precision}
+    seed = config.ppo.seed if seed is None else seed
+    return BUILDERS[config.algo](config, envs, seed, runtime)
+
+
+def _ppo(config: RunConfig, envs: VecEnv, seed: int, runtime: dict[str, Any]) -> PPO:
+    algorithm = BudgetMaskablePPO if Head(config.head).chooses else BudgetPPO
+    kwargs = {**sb3_kwargs(config.ppo), "seed": seed, **runtime, "rollout_buffer_class": buffer_class(config.head)}
     return algorithm(POLICIES[config.head], envs, policy_kwargs=policy_kwargs(config.head, config.model), **kwargs)
+
+
+def _a2c(config: RunConfig, envs: VecEnv, seed: int, runtime: dict[str, Any]) -> OnPolicyAlgorithm:
+    ppo = config.ppo
+    names = ("n_steps", "gamma", "gae_lambda", "ent_coef", "device")
+    kwargs = {name: getattr(ppo, name) for name in names} | {"learning_rate": schedule(ppo.learning_rate), "seed": seed, "verbose": 0}
+    kwargs |= {**runtime, "rollout_buffer_class": buffer_class(config.head), "policy_kwargs": policy_kwargs(config.head, config.model)}
+    if Head(config.head).chooses:  # the whole rollout in one minibatch, one epoch, SB3's A2C loss: see training/a2c.py
+        whole = {"batch_size": ppo.n_steps * ppo.n_envs, "n_epochs": 1, "normalize_advantage": False}
+        return MaskableA2C(POLICIES[config.head], envs, **whole, **kwargs)
+    return GraphA2C(POLICIES[config.head], envs, **kwargs)
+
+
+def _dqn(config: RunConfig, envs: VecEnv, seed: int, runtime: dict[str, Any]) -> GraphDQN:
+    ppo, dqn = config.ppo, config.dqn
+    kwargs = {name: getattr(ppo, name) for name in ("batch_size", "gamma", "device")} | asdict(dqn)
+    kwargs |= {"learning_rate": schedule(ppo.learning_rate), "seed": seed, "verbose": 0, **runtime}
+    return GraphDQN(Q_POLICIES[Head(config.head)], envs, policy_kwargs=q_policy_kwargs(config.model), **kwargs)
+
+
+BUILDERS = {"ppo": _ppo, "a2c": _a2c, "dqn": _dqn}
 
 
 def buffer_class(head: str) -> type[CompactDictRolloutBuffer | CompactMaskableDictRolloutBuffer]:
@@ -70,13 +117,15 @@ def sb3_kwargs(ppo: PPOConfig) -> dict[str, Any]:
 
 
 def check_buffer_fits(config: RunConfig, env, log: Callable[[str], None]) -> None:
-    """Print the rollout buffer's estimated size; refuse, with an n_steps that fits, when it
-    would not. The estimate fills a real buffer with a short probe of ``env`` (which it steps)."""
+    """Print the rollout (or DQN's replay) buffer's estimated size; refuse, with an n_steps (a
+    buffer_size) that fits, when it would not. The estimate fills a real buffer with a short probe
+    of ``env`` (which it steps)."""
+    if config.algo == "dqn":
+        return check_replay_fits(config, env, log)
     ppo = config.ppo
     estimate = estimate_rollout_bytes(buffer_class(config.head), env)
     needed = estimate.total(ppo.n_steps, ppo.n_envs)
-    available = available_bytes()
-    budget = (available[0] if available else 2**63) // 2  # leave room for the model, activations and the envs
+    budget = memory_budget()
     log(f"rollout buffer: {needed / 2**20:.1f} MiB for {ppo.n_steps} steps x {ppo.n_envs} envs (estimated from a 16-step probe)")
     if needed > budget:
         fits = max(1, estimate.steps_that_fit(budget, ppo.n_envs))
@@ -86,13 +135,34 @@ def check_buffer_fits(config: RunConfig, env, log: Callable[[str], None]) -> Non
         )
 
 
+def memory_budget() -> int:
+    """Bytes a buffer may take: half the available memory, leaving room for the model, activations and the envs."""
+    available = available_bytes()
+    return (available[0] if available else 2**63) // 2
+
+
+def check_replay_fits(config: RunConfig, env, log: Callable[[str], None]) -> None:
+    """Print DQN's replay buffer's estimated size at ``buffer_size`` transitions; refuse, with a
+    buffer_size that fits, when it would not (see :mod:`graphtransfer.training.replay`)."""
+    per_transition = estimate_replay_bytes(env)
+    size = config.dqn.buffer_size
+    needed, budget = per_transition * size, memory_budget()
+    log(f"replay buffer: {needed / 2**20:.1f} MiB for {size} transitions (estimated from a 16-step probe)")
+    if needed > budget:
+        fits = max(1, int(budget // max(per_transition, 1)))
+        raise UsageError(
+            f"the replay buffer needs {needed / 2**30:.1f} GiB for dqn.buffer_size={size} but {budget / 2**30:.1f} GiB is half of the "
+            f"available memory; use --set dqn.buffer_size={fits} or fewer (or smaller graphs)"
+        )
+
+
 def check_device(device: str) -> None:
     """Refuse a CUDA run where torch sees no GPU, before anything is built."""
     if device == "cuda" and not torch.cuda.is_available():
         raise UsageError(f"device cuda: torch {torch.__version__} sees no CUDA GPU on this machine; use --device cpu or auto")
 
 
-def make_model(config: RunConfig, graphs: list[Graph], seed: int) -> PPO:
+def make_model(config: RunConfig, graphs: list[Graph], seed: int) -> BaseAlgorithm:
     """The run's algorithm on its vector env, with a logger that writes nothing (without one, SB3's
     ``learn`` makes an empty folder in the temp dir every call); :func:`_learn` sets the run's own."""
     torch.set_num_threads(config.ppo.threads)
@@ -108,15 +178,17 @@ def make_model(config: RunConfig, graphs: list[Graph], seed: int) -> PPO:
         raise
 
 
-def load_model(folder: str | Path, graphs: str | Path | list[Graph], env: str | None = None) -> PPO:
-    """The model in ``folder`` as an SB3 algorithm (``PPO``, or ``MaskablePPO`` for a node- or
-    edge-choice head) on ``graphs`` (a sample set name, a graph file, a folder, or :class:`Graph` objects),
-    with the folder's weights loaded strictly. ``env`` names the user env of a model trained on one.
+def load_model(folder: str | Path, graphs: str | Path | list[Graph], env: str | None = None) -> BaseAlgorithm:
+    """The model in ``folder`` as the SB3 algorithm it was trained with (``PPO`` or ``MaskablePPO``,
+    ``A2C`` or :class:`MaskableA2C`, :class:`GraphDQN`) on ``graphs`` (a sample set name, a graph
+    file, a folder, or :class:`Graph` objects), with the folder's weights loaded strictly. ``env``
+    names the user env of a model trained on one.
 
     The weights do not depend on the graphs' size, so a model trained on 50-node graphs loads for
     a 250,000-node one. The algorithm's env is the run's env over ``graphs`` (for one graph, built
     for inference as ``predict`` does); ``model.predict`` takes its observations, ``model.learn``
-    trains on it. Memory is checked first, as for every loaded model.
+    trains on it. Memory is checked first, as for every loaded model (a DQN's replay buffer holds
+    nothing until ``learn``, and is not checked here).
 
     Example::
 
@@ -128,7 +200,8 @@ def load_model(folder: str | Path, graphs: str | Path | list[Graph], env: str | 
     loaded = policy_for_graphs(folder, graphs, env=env)
     config = loaded.checkpoint.config
     config = replace(config, head=config.head or head_of(loaded.env), ppo=replace(config.ppo, n_envs=1))
-    check_buffer_fits(config, loaded.env, lambda _: None)  # SB3's constructor allocates the rollout buffer
+    if config.algo != "dqn":
+        check_buffer_fits(config, loaded.env, lambda _: None)  # SB3's constructor allocates the rollout buffer
     model = build_model(config, DummyVecEnv([lambda: loaded.env]))
     model.policy.load_state_dict(loaded.policy.state_dict())
     model.set_logger(Logger(None, []))

@@ -23,7 +23,7 @@ and value bootstraps over many (or large) observations run layer-wise in chunks.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
@@ -35,7 +35,7 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3 import PPO
 from stable_baselines3.common.utils import explained_variance
 
-from graphtransfer.nn import check_node_budget, configure_runtime
+from graphtransfer.training.runtime import RuntimeSettings
 
 
 def node_budget_groups(num_nodes: list[int], budget: int) -> list[slice]:
@@ -86,28 +86,12 @@ class UpdateClock:
             yield item
 
 
-class NodeBudgetUpdate:
+class NodeBudgetUpdate(RuntimeSettings):
     """The timed, optionally split-and-accumulate update, mixed into SB3's PPO or sb3-contrib's MaskablePPO."""
 
-    report: Callable[[str], None] | None = None
-    """where to say that target_kl stopped an update early (the train command prints it)"""
-    report_every_update: bool = False
-    """also report each update's epochs, KL and phase seconds (``train --verbose``)"""
-
-    def __init__(self, *args: Any, max_nodes_per_batch: int | None = None, mixed_precision: bool = False, **kwargs: Any):
-        self.max_nodes_per_batch = check_node_budget(max_nodes_per_batch)
-        self.mixed_precision = mixed_precision
-        self.update_seconds = dict.fromkeys(UPDATE_PHASES, 0.0)  # summed over the run
+    def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
-
-    def _setup_model(self) -> None:
-        super()._setup_model()
-        configure_runtime(self.policy, self.max_nodes_per_batch, self.mixed_precision)
-
-    def set_max_nodes_per_batch(self, budget: int | None) -> None:
-        """Change the budget of the update and of the policy's extractor."""
-        self.max_nodes_per_batch = check_node_budget(budget)
-        configure_runtime(self.policy, budget, self.mixed_precision)
+        self.update_seconds = dict.fromkeys(UPDATE_PHASES, 0.0)  # summed over the run
 
     def _evaluate(self, samples, actions: torch.Tensor):
         return self.policy.evaluate_actions(samples.observations, actions)
