@@ -86,7 +86,8 @@ def test_dqn_is_refused_for_a_head_without_per_node_q_values(tmp_path):
     result = runner.invoke(app, ["train", "--task", "mis", "--algo", "dqn", "--steps", "8", "--out", str(tmp_path / "m")])
     assert result.exit_code == 2
     assert result.stderr.strip() == (
-        "error: mis: --algo dqn trains node-choice heads only (Q-values per node), and this env's head is node-wise; "
+        "error: mis: --algo dqn trains node-choice, edge-choice heads only (a Q-value per node or edge), and this env's head is "
+        "node-wise; "
         "use --algo ppo or --algo a2c"
     )
 

@@ -247,3 +247,25 @@ def test_act_on_pyg_data_with_edge_attr_gives_the_padded_observations_actions():
     batched = act(policy, Batch.from_data_list(graphs), deterministic=True)
     for row, want in enumerate(expected):
         assert torch.equal(batched[row, : want.numel()], want)
+
+
+@pytest.mark.slow
+def test_dqn_trains_the_edge_choice_example_and_its_q_network_transfers(tmp_path, monkeypatch):
+    """``--algo dqn`` on an edge-choice env: a Q-value per edge from a shared head, strict load
+    into the env of a larger graph, predict there."""
+    from graphtransfer.checkpoint import load_policy_into_env, read_checkpoint
+    from graphtransfer.envs.factory import inference_env
+    from graphtransfer.graphs import load_graphs
+    from graphtransfer.nn.qnetwork import EdgeQPolicy
+
+    monkeypatch.syspath_prepend(str(__import__("pathlib").Path(__file__).parents[1]))
+    env = "examples.line_upgrade:LineUpgradeEnv"
+    write_edge_list(barabasi_albert(1500, 3, 1), tmp_path / "big.txt")
+    steps = ["--steps", "96", "--n-envs", "2", "--batch-size", "16", "--width", "16", "--no-progress", "--set", "dqn.learning_starts=32"]
+    trained = cli("train", "--env", env, "--graphs", "small", "--algo", "dqn", *steps, "--out", tmp_path / "m")
+    assert "lineupgradeenv (edge-choice head, DQN)" in trained
+    checkpoint = read_checkpoint(tmp_path / "m", env=env)
+    policy, report = load_policy_into_env(checkpoint, inference_env(checkpoint.config, load_graphs(tmp_path / "big.txt")[0]))
+    assert isinstance(policy, EdgeQPolicy) and report.ok and len(report.loaded) == len(checkpoint.tensors)
+    cli("predict", "--model", tmp_path / "m", "--graph", tmp_path / "big.txt", "--out", tmp_path / "o.csv", "--env", env)
+    assert len((tmp_path / "o.csv").read_text().splitlines()) == 1 + 4  # one row per reinforced line

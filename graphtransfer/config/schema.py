@@ -176,7 +176,7 @@ class RunConfig:
     )
     algo: Algo = setting(
         "ppo",
-        "RL algorithm: ppo (every head), a2c (every head) or dqn (node-choice heads: Q-values per node); "
+        "RL algorithm: ppo (every head), a2c (every head) or dqn (node-choice and edge-choice heads: a Q-value per node or edge); "
         "model folders written before this setting read as ppo",
     )
     model: ModelConfig = field(default_factory=ModelConfig)

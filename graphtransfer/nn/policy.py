@@ -186,6 +186,28 @@ class NodeChoicePolicy(NodeHeads, MaskableActorCriticPolicy):
         return self._distribution(obs, action_masks, with_values=False)[0]
 
 
+def edge_mlp(layers: nn.Sequential, h: torch.Tensor, graph: DisjointGraph) -> torch.Tensor:
+    """An :func:`mlp` over every real edge's ``[h_source, h_destination, edge_attr]``, its first
+    layer split by input so that the ``(E, 2 * width + F_e)`` input is never built: two
+    ``(N, hidden)`` products gathered per edge, the same sums in another order.
+
+    Shapes:
+        h: ``(total_nodes, width)``; returns ``(total_edges, outputs)``.
+    """
+    first, width = layers[0], h.shape[1]
+    source, destination = graph.edge_index
+    hidden = (h @ first.weight[:, :width].t())[source] + (h @ first.weight[:, width : 2 * width].t())[destination] + first.bias
+    if graph.edge_attr is not None:
+        hidden = hidden + graph.edge_attr @ first.weight[:, 2 * width :].t()
+    return run_mlp(layers[1:], hidden)
+
+
+def edge_inputs(observation_space: spaces.Dict, width: int) -> int:
+    """Input width of a per-edge MLP: two node embeddings of ``width`` and the edge's features."""
+    edge_space = observation_space.spaces.get(EDGE_ATTR)
+    return 2 * width + (0 if edge_space is None else int(edge_space.shape[-1]))
+
+
 class EdgeHeads(NodeHeads):
     """A per-edge MLP over ``[h_source, h_destination, edge_attr]`` with ``outputs_per_node``
     outputs per edge, and the node heads' value MLP. Its first layer is split by input (source,
@@ -196,8 +218,7 @@ class EdgeHeads(NodeHeads):
 
     def _head_inputs(self) -> int:
         """Input width of the action MLP: two node embeddings and the edge's features."""
-        edge_space = self.observation_space.spaces.get(EDGE_ATTR)
-        return 2 * self.features_extractor.width + (0 if edge_space is None else int(edge_space.shape[-1]))
+        return edge_inputs(self.observation_space, self.features_extractor.width)
 
     def edge_outputs(
         self, obs: dict[str, torch.Tensor], with_values: bool = True
@@ -205,12 +226,7 @@ class EdgeHeads(NodeHeads):
         """Per-edge outputs in the padded layout ``(B, max_edges, outputs_per_node)`` (zeros in
         padding), the disjoint graph, and values ``(B, 1)`` (``None`` without ``with_values``)."""
         h, graph = self.features_extractor.node_embeddings(obs)
-        first, width = self.edge_head[0], h.shape[1]
-        source, destination = graph.edge_index
-        hidden = (h @ first.weight[:, :width].t())[source] + (h @ first.weight[:, width : 2 * width].t())[destination] + first.bias
-        if graph.edge_attr is not None:
-            hidden = hidden + graph.edge_attr @ first.weight[:, 2 * width :].t()
-        outputs = run_mlp(self.edge_head[1:], hidden)  # (total_edges, outputs_per_node)
+        outputs = edge_mlp(self.edge_head, h, graph)  # (total_edges, outputs_per_node)
         padded = h.new_zeros((*graph.edge_mask.shape, self.outputs_per_node))
         padded[graph.edge_mask] = outputs
         return padded, graph, self.value_head(self.features_extractor.pool(h, graph)) if with_values else None

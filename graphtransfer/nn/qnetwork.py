@@ -10,12 +10,11 @@ of a node depends only on its neighbourhood, so inference on the active nodes on
 (:func:`graphtransfer.solve.inference.active_subgraph`) ranks nodes exactly as on the whole graph.
 
 :class:`ActionQPolicy` is what DQN needs of any head: ``q_values(obs)``, ``(B, num_actions)``
-with padding at :data:`~graphtransfer.nn.policy.PADDING_LOGIT`. A head fills in one step,
-:meth:`ActionQPolicy.action_scores` (embeddings → padded advantages and which actions are real).
-:class:`NodeQPolicy` scores nodes (``Discrete(max_nodes)``). An edge-choice head
-(``Discrete(max_edges)``) plugs in the same way: a subclass whose ``action_scores`` scores each
-edge from its endpoints' embeddings, registered in :data:`Q_POLICIES`; the DQN algorithm, its
-masks and its replay buffer only ever see ``(B, num_actions)`` and are unchanged.
+with padding at :data:`~graphtransfer.nn.policy.PADDING_LOGIT`. A head fills in two steps,
+:meth:`ActionQPolicy.action_scores` (embeddings → padded advantages and which actions are real)
+and the input width of its scoring MLP. :class:`NodeQPolicy` scores nodes (``Discrete(max_nodes)``),
+:class:`EdgeQPolicy` edges (``Discrete(max_edges)``, from the endpoints' embeddings and the edge's
+features); the DQN algorithm, its masks and its replay buffer only ever see ``(B, num_actions)``.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from graphtransfer.config import ModelConfig
 from graphtransfer.envs.protocol import Head
 from graphtransfer.nn.batching import DisjointGraph
 from graphtransfer.nn.extractor import GNNExtractor
-from graphtransfer.nn.policy import PADDING_LOGIT, mlp, policy_kwargs, run_mlp
+from graphtransfer.nn.policy import PADDING_LOGIT, edge_inputs, edge_mlp, mlp, policy_kwargs, run_mlp
 
 
 class ActionQPolicy(BasePolicy):
@@ -72,15 +71,27 @@ class ActionQPolicy(BasePolicy):
         )
         self.head_width = head_width
         self.features_extractor = self.make_features_extractor()
-        self.q_head = mlp([self.features_extractor.width, head_width, 1])  # A: per action
+        self.q_head = mlp([self._action_inputs(), head_width, 1])  # A: per action
         self.value_head = mlp([self.features_extractor.features_dim, head_width, 1])  # V: per graph
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+
+    def _action_inputs(self) -> int:
+        """Input width of the scoring MLP: a node embedding here; a head may widen it."""
+        return self.features_extractor.width
 
     def action_scores(self, h: torch.Tensor, graph: DisjointGraph) -> tuple[torch.Tensor, torch.Tensor]:
         """The advantages ``A`` ``(B, max_actions)`` from the node embeddings ``h``
         ``(total_nodes, width)`` (padding at :data:`PADDING_LOGIT`), and which actions are real
-        ``(B, max_actions)`` bool. The one step a head defines."""
+        ``(B, max_actions)`` bool. The step every head defines."""
         raise NotImplementedError
+
+    def node_scores(self, obs: dict[str, torch.Tensor], with_values: bool = True) -> tuple[torch.Tensor, None]:
+        """Advantages over :data:`SAMPLING_TEMPERATURE` ``(B, max_actions)`` as a choice
+        policy's scores (padding at :data:`PADDING_LOGIT`; the inference path asks every choice
+        head by this name); no values."""
+        h, graph = self.features_extractor.node_embeddings(obs)
+        advantages, real = self.action_scores(h, graph)
+        return (advantages / SAMPLING_TEMPERATURE).masked_fill(~real, PADDING_LOGIT), None
 
     def q_values(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         """``(B, num_actions)`` Q-values ``V + A - mean A`` (the mean over real actions), padding
@@ -144,16 +155,25 @@ class NodeQPolicy(ActionQPolicy):
         padded[graph.node_mask] = scores
         return padded, graph.node_mask
 
-    def node_scores(self, obs: dict[str, torch.Tensor], with_values: bool = True) -> tuple[torch.Tensor, None]:
-        """Advantages over :data:`SAMPLING_TEMPERATURE` ``(B, max_nodes)`` as a node-choice
-        policy's scores (padding at :data:`PADDING_LOGIT`); no values."""
-        h, graph = self.features_extractor.node_embeddings(obs)
-        advantages, real = self.action_scores(h, graph)
-        return (advantages / SAMPLING_TEMPERATURE).masked_fill(~real, PADDING_LOGIT), None
+
+class EdgeQPolicy(ActionQPolicy):
+    """Q-values per edge (``Discrete(max_edges)``): one shared MLP over each edge's
+    ``[h_source, h_destination, edge_attr]`` gives its advantage, as the edge-choice actor scores
+    edges (:func:`~graphtransfer.nn.policy.edge_mlp`); predict and eval commit edges as they
+    commit nodes for :class:`NodeQPolicy`."""
+
+    def _action_inputs(self) -> int:
+        return edge_inputs(self.observation_space, self.features_extractor.width)
+
+    def action_scores(self, h: torch.Tensor, graph: DisjointGraph) -> tuple[torch.Tensor, torch.Tensor]:
+        scores = edge_mlp(self.q_head, h, graph)[:, 0]  # (total_edges,)
+        padded = scores.new_full(graph.edge_mask.shape, PADDING_LOGIT)
+        padded[graph.edge_mask] = scores
+        return padded, graph.edge_mask
 
 
-Q_POLICIES: dict[Head, type[ActionQPolicy]] = {Head.NODE_CHOICE: NodeQPolicy}
-"""the heads DQN supports, with the Q-network of each; an edge-choice head adds its entry here"""
+Q_POLICIES: dict[Head, type[ActionQPolicy]] = {Head.NODE_CHOICE: NodeQPolicy, Head.EDGE_CHOICE: EdgeQPolicy}
+"""the heads DQN supports, with the Q-network of each"""
 
 
 def q_policy_kwargs(model: ModelConfig) -> dict[str, Any]:

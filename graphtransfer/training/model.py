@@ -45,8 +45,8 @@ def check_algo(config: RunConfig) -> None:
     if config.head and config.head not in ALGO_HEADS[config.algo]:
         fits = " or ".join(f"--algo {algo}" for algo, heads in ALGO_HEADS.items() if config.head in heads)
         raise UsageError(
-            f"{config.name}: --algo {config.algo} trains {', '.join(map(str, ALGO_HEADS[config.algo]))} heads only (Q-values per "
-            f"node), and this env's head is {config.head}; use {fits}"
+            f"{config.name}: --algo {config.algo} trains {', '.join(map(str, ALGO_HEADS[config.algo]))} heads only (a Q-value "
+            f"per node or edge), and this env's head is {config.head}; use {fits}"
         )
 
 

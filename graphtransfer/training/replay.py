@@ -5,7 +5,7 @@ SB3's ``DictReplayBuffer`` preallocates ``buffer_size`` padded copies of every k
 transitions. Here a transition keeps
 
 - its observation trimmed to the real nodes and edges (``x[:num_nodes]``, ``edge_index[:,
-  :num_edges]`` as int32), other keys as they are;
+  :num_edges]`` as int32, ``edge_attr[:num_edges]``), other keys as they are;
 - its next observation as a reference: consecutive steps of an env share one stored
   observation (the next observation of step t is the observation of step t + 1), so a transition
   costs about one observation, not two;
@@ -31,6 +31,7 @@ import torch
 from gymnasium import spaces
 from stable_baselines3.common.buffers import BaseBuffer
 
+from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.training.buffers import held_bytes
 
@@ -76,6 +77,8 @@ def trim(obs: Observation, num_nodes_limit: int) -> Observation:
             value = value[:nodes]
         elif key == "edge_index":
             value = value[:, :edges].astype(ids)
+        elif key == EDGE_ATTR:
+            value = value[:edges]
         trimmed[key] = np.array(value, copy=True)
     return trimmed
 
