@@ -2,7 +2,9 @@
 
 from graphtransfer.config.schema import (
     CONVS,
+    DECODINGS,
     DEFAULT_COMMIT_FRACTION,
+    LOCAL_MAX_COMMIT_FRACTION,
     MAX_DRAW_NODES,
     SECTIONS,
     SEED_LIMIT,
@@ -21,7 +23,9 @@ from graphtransfer.config.schema import (
 
 __all__ = [
     "CONVS",
+    "DECODINGS",
     "DEFAULT_COMMIT_FRACTION",
+    "LOCAL_MAX_COMMIT_FRACTION",
     "MAX_DRAW_NODES",
     "SECTIONS",
     "SEED_LIMIT",

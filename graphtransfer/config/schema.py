@@ -28,8 +28,15 @@ VecEnvKind = Literal["dummy", "subproc", "ray"]
 Device = Literal["auto", "cpu", "cuda"]
 HeadName = Literal["", "node-wise", "node-choice", "graph-level"]
 CONVS: tuple[str, ...] = typing.get_args(Conv)
+Decoding = Literal["local-max", "drawn"]
+DECODINGS: tuple[str, ...] = typing.get_args(Decoding)
+"""how node-wise tasks with commit and defer actions (MIS) decode: ``local-max`` (the default: each pass, the surest
+nodes that the policy ranks above every undecided neighbour commit) or ``drawn`` (every node acts as drawn; with a
+commit fraction below 1, only the surest may commit)"""
 DEFAULT_COMMIT_FRACTION = 0.1
-"""node-choice heads commit this share of the valid nodes per pass by default; node-wise heads every node (1.0)"""
+"""node-choice heads commit this share of the valid nodes per pass by default; drawn node-wise decoding every node (1.0)"""
+LOCAL_MAX_COMMIT_FRACTION = 0.1
+"""the local-max decoding's candidates per pass: this share of the undecided nodes, the surest"""
 MAX_DRAW_NODES = 3000
 """``predict --draw`` refuses larger graphs: the layout is quadratic, and more nodes draw a blot"""
 SEED_LIMIT = 2**32

@@ -1,9 +1,11 @@
 """Running a policy on one graph until the task is solved: no gradients, no SB3 predict detour.
 
-Each head decodes differently: node-wise policies act on every active node at once (or, with a
-commit fraction, only the most confident ones commit); node-choice policies commit the
-top-scoring valid nodes of each pass (a fraction of them); graph-level policies take one action
-per step from the pooled embedding.
+Each head decodes differently: node-wise policies with commit and defer actions (MIS) commit, by
+default, every node the policy ranks above all its active neighbours (``local-max``), or act on
+every active node as drawn (``drawn``; with a commit fraction below 1 only the most confident
+ones commit); other node-wise policies act as drawn; node-choice policies commit the top-scoring
+valid nodes of each pass (a fraction of them); graph-level policies take one action per step
+from the pooled embedding.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.utils import to_dense_batch
 
 from graphtransfer.baselines.completion import FinishedSet
-from graphtransfer.config import DEFAULT_COMMIT_FRACTION
+from graphtransfer.config import DECODINGS, DEFAULT_COMMIT_FRACTION, LOCAL_MAX_COMMIT_FRACTION
 from graphtransfer.envs.protocol import EnvFeatures, Head, features_of
 from graphtransfer.errors import UsageError
 
@@ -43,21 +45,36 @@ def obs_to_tensors(obs: dict[str, np.ndarray], device: torch.device) -> dict[str
     return {key: torch.from_numpy(np.ascontiguousarray(value)).unsqueeze(0).to(device) for key, value in obs.items()}
 
 
-def solve(policy, env: gym.Env, deterministic: bool = False, seed: int = 0, commit_fraction: float | None = None, finish=None) -> Solution:
+def solve(
+    policy,
+    env: gym.Env,
+    deterministic: bool = False,
+    seed: int = 0,
+    commit_fraction: float | None = None,
+    finish=None,
+    decoding: str | None = None,
+) -> Solution:
     """Run ``policy`` on the env's single graph until the episode ends (solved or horizon).
 
     Actions are sampled from the policy by default, seeded by ``seed`` so a run repeats exactly.
     Node-wise policies learn to break ties between look-alike neighbours by chance; taking each
     node's most likely action (``deterministic``) can leave such pairs rolling back until the
-    pass limit (see the README's decoding table).
+    pass limit (see the README's decoding table). The ``local-max`` decoding samples nothing:
+    ``deterministic`` changes nothing there, and ``seed`` only seeds the env's random features.
 
     Args:
+        decoding: node-wise envs with commit and defer actions (MIS): ``local-max`` (the default;
+            see :func:`local_max_commits`) or ``drawn`` (every node acts as drawn, or patiently
+            with a ``commit_fraction`` below 1, see :func:`patient_actions`). Other envs decode
+            as drawn; naming ``local-max`` for them is a usage error.
         commit_fraction: the share of the nodes that one pass may commit, most confident first
-            (at least one); ``None`` is the head's default. Node-choice heads: the share of the
-            valid nodes committed (default :data:`DEFAULT_COMMIT_FRACTION`). Node-wise tasks that
-            name a ``commit_action`` and a ``defer_action`` (MIS: include and defer): only the
-            active nodes with the highest probability of the commit action may take it, everyone
-            else defers (default 1.0: every node acts as drawn); see :func:`patient_actions`.
+            (at least one); ``None`` is the default of the head and decoding. Node-choice heads:
+            the share of the valid nodes committed (default :data:`DEFAULT_COMMIT_FRACTION`).
+            Local-max: the share of the active nodes that are candidates (default
+            :data:`LOCAL_MAX_COMMIT_FRACTION`). Drawn, on node-wise tasks that name a
+            ``commit_action`` and a ``defer_action`` (MIS: include and defer): only the active
+            nodes with the highest probability of the commit action may take it, everyone else
+            defers (default 1.0: every node acts as drawn).
         finish: the task's finishing rule (:data:`graphtransfer.baselines.completion.FINISH`),
             called as ``finish(graph, solution, undecided)`` once the policy stops; what it
             added is reported apart, in :attr:`Solution.finished`.
@@ -68,8 +85,9 @@ def solve(policy, env: gym.Env, deterministic: bool = False, seed: int = 0, comm
     generator = torch.Generator(device=policy.device).manual_seed(seed)
     torch.manual_seed(seed)
     features = features_of(env)
-    act = {Head.NODE_WISE: _node_wise_step, Head.NODE_CHOICE: _node_choice_step, Head.GRAPH_LEVEL: _graph_level_step}[features.head]
-    commit_fraction = check_commit_fraction(env, features, commit_fraction)
+    decoding = check_decoding(env, features, decoding)
+    commit_fraction = check_commit_fraction(env, features, commit_fraction, decoding)
+    act = _local_max_step if decoding == LOCAL_MAX else _STEPS[features.head]
     done, passes, rewards = False, 0, []
     with torch.inference_mode():
         while not done:
@@ -89,11 +107,33 @@ def solve(policy, env: gym.Env, deterministic: bool = False, seed: int = 0, comm
     return Solution(solution, objective, feasible, passes, time.perf_counter() - started, peak_rss_mib(), finished)
 
 
-def check_commit_fraction(env: gym.Env, features: EnvFeatures, commit_fraction: float | None) -> float:
-    """The fraction to decode with: ``commit_fraction`` or the head's default; a fraction below 1
-    for a node-wise env that names no commit and defer actions is a usage error."""
+LOCAL_MAX, DRAWN = DECODINGS
+
+
+def check_decoding(env: gym.Env, features: EnvFeatures, decoding: str | None) -> str:
+    """The decoding to run: ``decoding``, else ``local-max`` where it applies (node-wise envs with
+    commit and defer actions) and ``drawn`` elsewhere; ``local-max`` where it cannot apply is a usage error."""
+    if decoding is None:
+        return LOCAL_MAX if features.patient else DRAWN
+    if decoding not in DECODINGS:
+        raise UsageError(f"decoding {decoding!r} is not one of {', '.join(DECODINGS)}")
+    if decoding == LOCAL_MAX and not features.patient:
+        raise UsageError(
+            f"{type(env.unwrapped).__name__} names no commit_action and defer_action, so the local-max decoding cannot apply "
+            "to it; use --decoding drawn"
+        )
+    return decoding
+
+
+def check_commit_fraction(env: gym.Env, features: EnvFeatures, commit_fraction: float | None, decoding: str = DRAWN) -> float:
+    """The fraction to decode with: ``commit_fraction`` or the default of the head and decoding
+    (node choice :data:`DEFAULT_COMMIT_FRACTION`, local-max :data:`LOCAL_MAX_COMMIT_FRACTION`,
+    otherwise 1); a fraction below 1 for a node-wise env that names no commit and defer actions
+    is a usage error."""
     if commit_fraction is None:
-        return DEFAULT_COMMIT_FRACTION if features.head is Head.NODE_CHOICE else 1.0
+        if features.head is Head.NODE_CHOICE:
+            return DEFAULT_COMMIT_FRACTION
+        return LOCAL_MAX_COMMIT_FRACTION if decoding == LOCAL_MAX else 1.0
     if not 0 < commit_fraction <= 1:
         raise UsageError(f"commit fraction {commit_fraction} must be in (0, 1]")
     if features.head is Head.NODE_WISE and commit_fraction < 1 and not features.patient:
@@ -121,6 +161,42 @@ def _node_wise_step(policy, env, features, obs, deterministic, generator, commit
             chosen = policy._predict(compact, deterministic=deterministic)[0]
         actions[active] = chosen.cpu().numpy()
     return env.step(actions)
+
+
+def _local_max_step(policy, env, features, obs, deterministic, generator, commit_fraction):
+    active = _active_nodes(features, obs)
+    actions = np.full(obs["x"].shape[0], features.defer_action, dtype=np.int64)
+    if active.size:
+        compact = obs_to_tensors(active_subgraph(obs, active), policy.device)
+        confidence = policy.get_distribution(compact).distribution.probs[0, :, features.commit_action]
+        commits = local_max_commits(confidence, compact["edge_index"][0], commit_fraction)
+        actions[active[commits.cpu().numpy()]] = features.commit_action
+    return env.step(actions)
+
+
+def local_max_commits(confidence: torch.Tensor, edge_index: torch.Tensor, fraction: float = 1.0) -> torch.Tensor:
+    """The nodes that commit in one pass of the local-max decoding: among the ``fraction`` of the
+    nodes with the highest ``confidence`` (the policy's probability of committing; at least one
+    node), each one whose confidence is higher than every neighbour's, ties going to the lower id.
+
+    The nodes that commit are never adjacent, so none is rolled back, and the surest node always
+    commits, so every pass decides something, on any graph. It is greedy in the policy's order,
+    done in parallel as Luby's algorithm does with random priorities: the policy, not chance,
+    picks who goes first, and the next pass ranks again what is left. A small ``fraction`` is
+    the patience: a node commits only when it is among the surest of the whole graph, not merely
+    of its neighbourhood (measured in ``bench/RESULTS.md``, "Decoding").
+
+    Shapes:
+        confidence: ``(N,)``; edge_index: ``(2, E)`` directed edges (both directions);
+        returns ``(N,)`` bool.
+    """
+    src, dst = edge_index
+    count = max(1, math.ceil(fraction * confidence.numel()))
+    candidate = confidence >= torch.topk(confidence, count).values[-1]
+    beaten_by = (confidence[dst] > confidence[src]) | ((confidence[dst] == confidence[src]) & (dst < src))  # (E,)
+    beaten = torch.zeros_like(candidate)
+    beaten[src[beaten_by]] = True
+    return candidate & ~beaten
 
 
 def patient_actions(drawn: torch.Tensor, confidence: torch.Tensor, fraction: float, commit: int, defer: int) -> torch.Tensor:
@@ -192,6 +268,9 @@ def _node_choice_step(policy, env, features, obs, deterministic, generator, comm
 def _graph_level_step(policy, env, features, obs, deterministic, generator, commit_fraction):
     action = policy._predict(obs_to_tensors(obs, policy.device), deterministic=deterministic)[0]
     return env.step(action.cpu().numpy())
+
+
+_STEPS = {Head.NODE_WISE: _node_wise_step, Head.NODE_CHOICE: _node_choice_step, Head.GRAPH_LEVEL: _graph_level_step}
 
 
 def _active_nodes(features: EnvFeatures, obs: dict[str, np.ndarray]) -> np.ndarray:
