@@ -19,7 +19,17 @@ import typer
 from graphtransfer.cli.common import fail as _fail
 from graphtransfer.cli.common import friendly_errors
 from graphtransfer.cli.graphs import app as graphs_app
-from graphtransfer.config import DEFAULT_COMMIT_FRACTION, LOCAL_MAX_COMMIT_FRACTION, MAX_DRAW_NODES, SEED_LIMIT, ModelConfig, PPOConfig, RunConfig, cli_keys, help_of
+from graphtransfer.config import (
+    DEFAULT_COMMIT_FRACTION,
+    LOCAL_MAX_COMMIT_FRACTION,
+    MAX_DRAW_NODES,
+    SEED_LIMIT,
+    ModelConfig,
+    PPOConfig,
+    RunConfig,
+    cli_keys,
+    help_of,
+)
 from graphtransfer.errors import UsageError
 
 if TYPE_CHECKING:

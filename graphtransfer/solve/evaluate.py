@@ -105,7 +105,9 @@ def evaluate(
             more = [solve(policy, env, **{**options, "seed": seed + i}) for i in range(1, samples)]
             rolls = [first, *more]
             decodings[f"best-of-{samples}"] = (max if features.sense == "max" else min)(rolls, key=lambda s: s.objective)
-        row = EvalRow(graph, decodings, [_run_baseline(name, fn, env.unwrapped, graph, polisher) for name, fn in baselines.items()], features.sense)
+        row = EvalRow(
+            graph, decodings, [_run_baseline(name, fn, env.unwrapped, graph, polisher) for name, fn in baselines.items()], features.sense
+        )
         if polisher:
             row.polished = env.unwrapped.objective(graph, polisher(graph, row.best().solution))
         row.peak_rss_mib = peak_rss_mib()
