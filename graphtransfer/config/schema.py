@@ -35,8 +35,8 @@ nodes that the policy ranks above every undecided neighbour commit) or ``drawn``
 commit fraction below 1, only the surest may commit)"""
 DEFAULT_COMMIT_FRACTION = 0.1
 """node-choice heads commit this share of the valid nodes per pass by default; drawn node-wise decoding every node (1.0)"""
-LOCAL_MAX_COMMIT_FRACTION = 0.1
-"""the local-max decoding's candidates per pass: this share of the undecided nodes, the surest"""
+LOCAL_MAX_COMMIT_FRACTION = 0.02
+"""the local-max decoding's candidates per pass: the surest undecided nodes, this share of the graph's node count"""
 MAX_DRAW_NODES = 3000
 """``predict --draw`` refuses larger graphs: the layout is quadratic, and more nodes draw a blot"""
 SEED_LIMIT = 2**32

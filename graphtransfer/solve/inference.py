@@ -70,7 +70,7 @@ def solve(
         commit_fraction: the share of the nodes that one pass may commit, most confident first
             (at least one); ``None`` is the default of the head and decoding. Node-choice heads:
             the share of the valid nodes committed (default :data:`DEFAULT_COMMIT_FRACTION`).
-            Local-max: the share of the active nodes that are candidates (default
+            Local-max: the candidates of a pass, as a share of the graph's nodes (default
             :data:`LOCAL_MAX_COMMIT_FRACTION`). Drawn, on node-wise tasks that name a
             ``commit_action`` and a ``defer_action`` (MIS: include and defer): only the active
             nodes with the highest probability of the commit action may take it, everyone else
@@ -169,30 +169,33 @@ def _local_max_step(policy, env, features, obs, deterministic, generator, commit
     if active.size:
         compact = obs_to_tensors(active_subgraph(obs, active), policy.device)
         confidence = policy.get_distribution(compact).distribution.probs[0, :, features.commit_action]
-        commits = local_max_commits(confidence, compact["edge_index"][0], commit_fraction)
+        candidates = max(1, math.ceil(commit_fraction * int(obs["num_nodes"][0])))  # of the whole graph: see local_max_commits
+        commits = local_max_commits(confidence, compact["edge_index"][0], candidates)
         actions[active[commits.cpu().numpy()]] = features.commit_action
     return env.step(actions)
 
 
-def local_max_commits(confidence: torch.Tensor, edge_index: torch.Tensor, fraction: float = 1.0) -> torch.Tensor:
-    """The nodes that commit in one pass of the local-max decoding: among the ``fraction`` of the
-    nodes with the highest ``confidence`` (the policy's probability of committing; at least one
-    node), each one whose confidence is higher than every neighbour's, ties going to the lower id.
+def local_max_commits(confidence: torch.Tensor, edge_index: torch.Tensor, candidates: int) -> torch.Tensor:
+    """The nodes that commit in one pass of the local-max decoding: of the ``candidates`` nodes
+    with the highest ``confidence`` (the policy's probability of committing), each one whose
+    confidence is higher than every neighbour's, ties going to the lower id.
 
     The nodes that commit are never adjacent, so none is rolled back, and the surest node always
     commits, so every pass decides something, on any graph. It is greedy in the policy's order,
     done in parallel as Luby's algorithm does with random priorities: the policy, not chance,
-    picks who goes first, and the next pass ranks again what is left. A small ``fraction`` is
-    the patience: a node commits only when it is among the surest of the whole graph, not merely
-    of its neighbourhood (measured in ``bench/RESULTS.md``, "Decoding").
+    picks who goes first, and the next pass ranks again what is left. The number of candidates
+    is the patience: a node commits only when it is among the surest of the whole graph, not
+    merely of its neighbourhood. The decoding takes a fixed share of the graph's nodes per pass,
+    so the passes do not grow with the graph and the last, small passes go fast; a share of the
+    nodes still undecided instead took up to three times the passes for the same sets
+    (``bench/RESULTS.md``, "Decoding").
 
     Shapes:
         confidence: ``(N,)``; edge_index: ``(2, E)`` directed edges (both directions);
         returns ``(N,)`` bool.
     """
     src, dst = edge_index
-    count = max(1, math.ceil(fraction * confidence.numel()))
-    candidate = confidence >= torch.topk(confidence, count).values[-1]
+    candidate = confidence >= torch.topk(confidence, min(candidates, confidence.numel())).values[-1]
     beaten_by = (confidence[dst] > confidence[src]) | ((confidence[dst] == confidence[src]) & (dst < src))  # (E,)
     beaten = torch.zeros_like(candidate)
     beaten[src[beaten_by]] = True
