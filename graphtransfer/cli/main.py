@@ -63,8 +63,8 @@ CommitFractionOption = Annotated[
     typer.Option(
         help="Share of the nodes one pass may commit, most confident first. Node-choice tasks such as mvc: the valid nodes "
         f"committed per pass, default {DEFAULT_COMMIT_FRACTION}. mis, --decoding local-max: the candidates per pass, default "
-        f"{LOCAL_MAX_COMMIT_FRACTION} of the graph's nodes; smaller finds larger sets in more passes. mis, --decoding drawn: only this share, those "
-        "likeliest to join, may join; the rest wait (default 1: every node acts)."
+        f"{LOCAL_MAX_COMMIT_FRACTION} of the graph's nodes; smaller finds larger sets in more passes. mis, --decoding drawn: "
+        "only this share, those likeliest to join, may join; the rest wait (default 1: every node acts)."
     ),
 ]
 DecodingOption = Annotated[
