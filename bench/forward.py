@@ -36,7 +36,10 @@ NODES = 250_151
 GRID_SIDE = 500
 TAG = "RESULT_JSON:"
 TIME_TARGET, MEMORY_TARGET, GRID_TIME_TARGET, FLOOR_TARGET = 1 / 4, 1 / 3, 1 / 8, 1.3
-MODELS = {"default": dict(conv="sage", num_layers=3, width=64, aggr="max"), "gcn2": dict(conv="gcn", num_layers=2, width=64)}
+MODELS = {
+    "default": dict(conv="sage", num_layers=3, width=64, aggr="max"),
+    "gcn2": dict(conv="gcn", num_layers=2, width=64, project_input=False),  # the recipe's: GCN 2 -> 64 -> 64 on the raw features
+}
 MEASURES = {
     "seconds": "forward time",
     "peak_rss_mib": "peak RSS of the whole process (imports, graph, env, model, forwards)",
@@ -86,12 +89,11 @@ def graph_edges(graph: str):
 def ours(graph: str, model: str) -> dict:
     """Our policy's forward on ``graph``, peak RSS, then the floor and per-layer times."""
 
-    from graphtransfer.inference import act, obs_to_tensors
-
     from graphtransfer.config import ModelConfig
     from graphtransfer.envs.mis import MISEnv
     from graphtransfer.graphs.graph import Graph
     from graphtransfer.nn import build_policy
+    from graphtransfer.solve.inference import act, obs_to_tensors
 
     edges, num_nodes = graph_edges(graph)
     env = MISEnv([Graph(edges, num_nodes, graph)])
@@ -115,14 +117,17 @@ def layers_and_floor(extractor, obs: dict) -> dict:
         graph = to_disjoint(obs)
         structure = GraphStructure(graph.edge_index, graph.x.shape[0])
         build = median_seconds(lambda: GraphStructure(graph.edge_index, graph.x.shape[0]).adjacency_for(extractor.convs[0]))
-        h = extractor._encode(graph.x)[:, None]  # (N, 1, width)
+        h = extractor._encode(graph.x)[:, None]  # (N, 1, width), or (N, 1, F) on the raw features
         structure.adjacency_for(extractor.convs[0])  # built once, as the forward does, before layers are timed
         layers, floors = [], []
-        for conv in extractor.convs:
+        for index, conv in enumerate(extractor.convs):
             layer = layer_function(conv)
-            layers.append(median_seconds(lambda conv=conv, layer=layer: residual_relu(h, layer(conv, h, structure))))
+            finish = residual_relu if extractor._residual(index) else lambda h, out: out.relu_()
+            layers.append(median_seconds(lambda conv=conv, layer=layer, h=h, finish=finish: finish(h, layer(conv, h, structure))))
             floors.append(sum(median_seconds(product) for product in products(conv, h, structure)))
-        encode_floor = median_seconds(lambda: torch.mm(graph.x, extractor.encode[0].weight.t()))
+            h = finish(h, layer(conv, h, structure))
+        projection = extractor.encode[0].weight if extractor.encode is not None else None
+        encode_floor = median_seconds(lambda: torch.mm(graph.x, projection.t())) if projection is not None else 0.0
         embeddings = median_seconds(lambda: extractor.node_embeddings(obs))
     return dict(layer_s=layers, layer_floor_s=floors, encode_floor_s=encode_floor, structure_s=build, embeddings_s=embeddings)
 
@@ -173,9 +178,12 @@ def recipe_on_grid() -> dict:
 
 
 # --------------------------------------------------------------------------- driver
-def run(command: list[str], threads: int) -> dict:
-    """One measurement in a fresh process with ``threads`` torch threads; its RESULT_JSON line."""
+def run(command: list[str], threads: int, recipe: bool = False) -> dict:
+    """One measurement in a fresh process with ``threads`` torch threads; its RESULT_JSON line.
+    The recipe's processes run with torch's defaults (no huge pages: graphtransfer turns them
+    on when it is imported, the recipe's user has nothing that does)."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    env["THP_MEM_ALLOC_ENABLE"] = "0" if recipe else "1"
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     for line in done.stdout.splitlines():
         if line.startswith(TAG):
@@ -187,7 +195,7 @@ def recipe_random(threads: int) -> dict:
     """``bench_naive.py --phase transfer`` as its README gives it, shortened where it does not
     touch the forward (a 64-step small training, no large-env evaluation)."""
     command = [sys.executable, str(RECIPE / "bench_naive.py"), "--phase", "transfer", "--n", str(NODES)]
-    result = run(command + ["--small-timesteps", "64", "--predict-reps", str(CALLS), "--eval-large-steps", "0"], threads)
+    result = run(command + ["--small-timesteps", "64", "--predict-reps", str(CALLS), "--eval-large-steps", "0"], threads, recipe=True)
     memory = result["rss_mb"]  # high-water marks after each stage
     growth = memory["after_predict"] - memory["after_large_model"]
     return dict(seconds=result["predict_tensor_median_s"], peak_rss_mib=result["peak_rss_mb"], forward_rss_mib=growth)
@@ -203,7 +211,7 @@ def measure(repeats: int, threads: int) -> dict[str, list[dict]]:
         "recipe random": lambda: recipe_random(threads),
         "ours random default": lambda: run(worker_command("ours", "random", "default"), threads),
         "ours random gcn2": lambda: run(worker_command("ours", "random", "gcn2"), threads),
-        "recipe grid": lambda: run(worker_command("recipe-grid"), threads),
+        "recipe grid": lambda: run(worker_command("recipe-grid"), threads, recipe=True),
         "ours grid default": lambda: run(worker_command("ours", "grid", "default"), threads),
         "ours grid gcn2": lambda: run(worker_command("ours", "grid", "gcn2"), threads),
     }

@@ -33,7 +33,8 @@ TARGETS = {50: 2.0, 1000: 5.0, 10000: 3.0}  # steps/s over the recipe's (issue 1
 
 
 def ours(env: str, nodes: int, timesteps: int) -> dict:
-    """One graphtransfer measurement, in this process: warm-up, then ``timesteps`` timed steps."""
+    """One graphtransfer measurement, in this process: warm-up, then ``timesteps`` timed steps
+    (:func:`measure` starts it with torch's huge pages on, as importing graphtransfer does)."""
     import torch
 
     from graphtransfer.config import PPOConfig, RunConfig
@@ -65,9 +66,10 @@ def ours(env: str, nodes: int, timesteps: int) -> dict:
     }
 
 
-def measure(command: list[str]) -> dict:
-    """Run one measurement process and read its result line."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+def measure(command: list[str], recipe: bool = False) -> dict:
+    """Run one measurement process and read its result line. The recipe runs with torch's
+    defaults (no huge pages, which graphtransfer turns on when it is imported)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "THP_MEM_ALLOC_ENABLE": "0" if recipe else "1"}
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=3600)
     line = next((line for line in result.stdout.splitlines() if line.startswith(TAG)), None)
     if line is None:
@@ -81,7 +83,8 @@ def measure(command: list[str]) -> dict:
 def plain(nodes: int, timesteps: int) -> dict:
     flags = ["--n-steps", "64", "--batch-size", "32", "--n-epochs", "2"]
     return measure(
-        [sys.executable, str(RECIPE / "bench_naive.py"), "--phase", "train", "--n", str(nodes), "--timesteps", str(timesteps), *flags]
+        [sys.executable, str(RECIPE / "bench_naive.py"), "--phase", "train", "--n", str(nodes), "--timesteps", str(timesteps), *flags],
+        recipe=True,
     )
 
 

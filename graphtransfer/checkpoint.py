@@ -49,8 +49,15 @@ CONFIG_YAML = "config.yaml"
 FORMAT, FORMAT_VERSION = "graphtransfer-model", 2
 READABLE_VERSIONS = (1, 2)
 """version 1 kept the weights in a fixed ``model.safetensors``, replaced in place"""
-ENCODER = "features_extractor.encode.0.weight"
-"""the first layer, ``(width, node features)``: its width is what an env must provide"""
+INPUT_WEIGHTS = (
+    "features_extractor.encode.0.weight",
+    "features_extractor.convs.0.lin_l.weight",
+    "features_extractor.convs.0.lin.weight",
+    "features_extractor.convs.0.nn.0.weight",
+)
+"""the first weight that reads the node features, ``(width, node features)``: the input projection,
+or the first layer's of a model without one (``model.project_input: false``); its second size is
+the node feature count an env must provide"""
 # what a save owns and may delete once config.json no longer names it: tensor files (version 1's
 # fixed name included) and the temporary files of saves that were killed
 _TENSOR_FILE = r"(?:model|optimizer)-[0-9a-f]{16}\.safetensors"
@@ -219,10 +226,11 @@ def check_fits(checkpoint: Checkpoint, env: gym.Env) -> None:
             f"(its action space is {env.action_space}); the env's actions differ from training: "
             "restore the env the model was trained with, or retrain"
         )
-    encoder, width = checkpoint.tensors.get(ENCODER), env.observation_space["x"].shape[-1]
+    name = next((name for name in INPUT_WEIGHTS if name in checkpoint.tensors), None)
+    encoder, width = checkpoint.tensors.get(name), env.observation_space["x"].shape[-1]
     if encoder is not None and encoder.shape[1] != width:
         raise CheckpointError(
-            f"{where}: {ENCODER} is {tuple(encoder.shape)} in the checkpoint but this env needs {(encoder.shape[0], width)}: "
+            f"{where}: {name} is {tuple(encoder.shape)} in the checkpoint but this env needs {(encoder.shape[0], width)}: "
             f"the env's node features differ from training ({encoder.shape[1]} then, {width} now); "
             "use the env and env settings the model was trained with, or retrain"
         )

@@ -20,7 +20,7 @@ from graphtransfer.training.model import load_model
 
 def export_sb3(model: str | Path, out: str | Path, graphs: str | Path | None = None, env: str | None = None) -> str:
     """Write the model in folder ``model`` as an SB3 zip that ``PPO.load`` (``MaskablePPO.load`` for a
-    node-choice head) accepts with the run's env on ``graphs``.
+    node- or edge-choice head) accepts with the run's env on ``graphs``.
 
     SB3 checks that the env's spaces equal the saved ones, and they are padded to the largest graph,
     so the zip is sized for ``graphs`` (default: the graphs the model was trained or transferred

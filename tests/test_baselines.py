@@ -132,6 +132,6 @@ def test_time_limit_must_be_positive(path5):
 
 
 def test_every_task_has_fast_and_exact_solvers_in_separate_registries():
-    assert set(EXACT) == {"mis", "mvc", "maxcut"} and set(BASELINES) == set(EXACT) | {"epidemic"}
+    assert set(EXACT) == {"mis", "mvc", "maxcut", "matching"} and set(BASELINES) == set(EXACT) | {"epidemic", "path"}
     for task in EXACT:
         assert not set(BASELINES[task].values()) & set(EXACT[task].values()), task

@@ -19,7 +19,8 @@ from graphtransfer.graphs import erdos_renyi
 from graphtransfer.training.buffers import EdgeStore, ValueColumn, ValueStore, estimate_rollout_bytes, held_bytes
 from graphtransfer.training.model import buffer_class, build_model, check_buffer_fits
 
-TASKS = ("mis", "mvc", "epidemic", "maxcut")  # node-wise residual, node-choice, graph-level, node-wise static
+TASKS = ("mis", "mvc", "epidemic", "maxcut", "matching", "path")  # node-wise residual, node-choice, graph-level,
+# node-wise static, edge-wise residual with edge_attr, node choice with static edge_attr
 
 
 def _padded(pairs, max_edges=6):

@@ -25,7 +25,8 @@ def test_unknown_task_is_a_one_line_usage_error(tmp_path):
     result = runner.invoke(app, ["train", "--task", "tsp", "--graphs", "small", "--out", str(tmp_path / "m")])
     assert result.exit_code == 2
     assert (
-        result.stderr.strip() == "error: unknown task 'tsp'; choose one of ['epidemic', 'maxcut', 'mis', 'mvc'] or pass --env module:Class"
+        result.stderr.strip()
+        == "error: unknown task 'tsp'; choose one of ['epidemic', 'matching', 'maxcut', 'mis', 'mvc', 'path'] or pass --env module:Class"
     )
     assert "Traceback" not in result.output
 

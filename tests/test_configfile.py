@@ -104,7 +104,7 @@ def test_a_bad_config_file_is_one_line_naming_the_file_and_key(tmp_path, text, m
     [
         ("ppo.gamma", "error: --set 'ppo.gamma': expected KEY=VALUE with a dotted key, e.g. --set ppo.gamma=0.995\n"),
         ("ppo.gamma=abc", "error: --set ppo.gamma=abc: ppo.gamma: expected a number, got 'abc'\n"),
-        ("model.widht=3", "error: --set model.widht=3: unknown key model.widht; model has conv, num_layers, width, aggr, head_width\n"),
+        ("model.widht=3", "error: --set model.widht=3: unknown key model.widht; model has conv, num_layers, width, aggr, head_width, project_input\n"),
         ("ppo.clip_range=lin_", "error: --set ppo.clip_range=lin_: ppo.clip_range: 'lin_' is not a number or a schedule; write e.g. "),
         ("model.conv=gat", "error: --set model.conv=gat: model.conv: 'gat' is not one of sage, gcn, gin\n"),
     ],

@@ -29,7 +29,7 @@ def reference(extractor: GNNExtractor, x: torch.Tensor, edge_index: torch.Tensor
 @pytest.mark.parametrize(("conv", "aggr"), CASES)
 def test_one_layer_equals_pyg(conv, aggr):
     torch.manual_seed(0)
-    layer = make_conv(conv, 8, aggr)
+    layer = make_conv(conv, 8, 8, aggr)
     h = torch.randn(6, 1, 8)
     with torch.no_grad():
         fast = layer_function(layer)(layer, h, GraphStructure(EDGES, 6))[:, 0]

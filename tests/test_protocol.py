@@ -29,7 +29,7 @@ class Sideways(MISEnv):
 
 
 class OddHead(MISEnv):
-    head = "edge-wise"
+    head = "hyperedge-wise"
 
 
 @pytest.mark.parametrize(
@@ -37,7 +37,7 @@ class OddHead(MISEnv):
     [
         (OnlyCommit, "OnlyCommit declares only one of commit_action and defer_action"),
         (Sideways, "Sideways.sense is 'up'; declare 'max' or 'min'"),
-        (OddHead, "OddHead.head is 'edge-wise'; declare one of node-wise, node-choice, graph-level"),
+        (OddHead, "OddHead.head is 'hyperedge-wise'; declare one of node-wise, node-choice, edge-wise, edge-choice, graph-level"),
     ],
 )
 def test_a_member_that_could_not_work_is_named(env_class, message):

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from graphtransfer.baselines import epidemic, local_search, maxcut, mis, mvc
+from graphtransfer.baselines import epidemic, local_search, matching, maxcut, mis, mvc, path
 from graphtransfer.baselines.exact import ExactSolution
 from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.graphs import Graph
@@ -31,12 +31,15 @@ BASELINES: dict[str, dict[str, Callable[[Graph], np.ndarray]]] = {
     },
     "maxcut": {"one-flip": maxcut.greedy_one_flip, "random-cut": maxcut.random_cut},
     "epidemic": {"threshold-2%": epidemic.threshold, "never": epidemic.never, "always-lockdown": epidemic.always_lockdown},
+    "matching": {"greedy-by-weight": matching.greedy_by_weight, "path-growing": matching.path_growing},
+    "path": {"dijkstra": path.dijkstra_route},
 }
 
 EXACT: dict[str, dict[str, Callable[[Graph], ExactSolution]]] = {
     "mis": {"milp": mis.exact_milp},
     "mvc": {"milp": mvc.exact_milp},
     "maxcut": {"brute-force": maxcut.exact},
+    "matching": {"blossom": matching.exact_blossom},
 }
 
 __all__ = ["BASELINES", "EXACT", "ExactSolution", "greedy_min_degree"]

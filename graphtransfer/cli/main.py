@@ -8,7 +8,6 @@ PyG and SB3 are imported inside the commands that run a model, so ``--help``, ``
 from __future__ import annotations
 
 import json
-import os
 import sys
 import warnings
 from pathlib import Path
@@ -113,7 +112,7 @@ def train(
         typer.Option("--set", help="Override one setting by its dotted key, e.g. --set ppo.gamma=0.995 --set model.width=128."),
     ] = None,
     print_config: Annotated[bool, typer.Option(help="Print the resolved settings as YAML and exit without training.")] = False,
-    task: Annotated[str, typer.Option(help="Built-in task: mis, mvc, maxcut or epidemic (see 'graphtransfer tasks').")] = "mis",
+    task: Annotated[str, typer.Option(help="Built-in task: mis, mvc, maxcut, epidemic, matching or path ('graphtransfer tasks').")] = "mis",
     graphs: Annotated[str, typer.Option(help="Sample set name, graph file, or folder of graph files to train on.")] = "small",
     env: Annotated[str | None, typer.Option(help="Your own env instead of a task: 'package.module:Class' or a gymnasium id.")] = None,
     env_kwargs: Annotated[str, typer.Option(help="JSON object of extra env constructor arguments.")] = "{}",
@@ -252,7 +251,7 @@ def tune(
     ] = None,
     config_file: Annotated[Path | None, typer.Option("--config", help="YAML file of the settings the search starts from.")] = None,
     set_values: Annotated[list[str] | None, typer.Option("--set", help="Override one setting by its dotted key, as for train.")] = None,
-    task: Annotated[str, typer.Option(help="Built-in task: mis, mvc, maxcut or epidemic.")] = "mis",
+    task: Annotated[str, typer.Option(help="Built-in task: mis, mvc, maxcut, epidemic, matching or path.")] = "mis",
     graphs: Annotated[str, typer.Option(help="Sample set name, graph file, or folder of graph files to train on.")] = "small",
     env: Annotated[str | None, typer.Option(help="Your own env instead of a task: 'package.module:Class' or a gymnasium id.")] = None,
     env_kwargs: Annotated[str, typer.Option(help="JSON object of extra env constructor arguments.")] = "{}",
@@ -407,7 +406,11 @@ def predict(
     )
     _report_finished(solution)
     if not solution.feasible:
-        _fail("the solution is not feasible (constraint violated); this is a bug, please report it", 1)
+        _fail(
+            f"the solution is not feasible after {solution.passes} passes: an unfinished route (path) stopped at the pass limit, "
+            "raise --max-passes; otherwise a constraint is violated, a bug, please report it",
+            1,
+        )
     typer.echo(f"valid solution: yes; wrote {out}")
     if draw is not None:
         draw_solution(loaded, solution, read_checkpoint(model, env).config, draw)
@@ -588,8 +591,5 @@ def _check_positive(**values: int) -> None:
 
 
 def main() -> None:
-    # huge pages for torch's large CPU tensors: measured 0.61-0.72 -> 0.53-0.55 s for one forward
-    # at 250k nodes (three interleaved pairs, same peak memory); read when torch loads, so set first
-    os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
     warnings.filterwarnings("ignore", module="stable_baselines3")
     app()

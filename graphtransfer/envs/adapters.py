@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from graphtransfer.envs.contract import observation_space, padded_structure
+from graphtransfer.envs.contract import EDGE_ATTR, observation_space, padded_edge_attr, padded_structure
 from graphtransfer.errors import UsageError
 
 
@@ -15,7 +15,8 @@ class GraphObservationAdapter(gym.ObservationWrapper):
 
     ``GraphInstance.nodes`` ``(N, F)`` become ``x``; ``edge_links`` ``(E, 2)`` become
     ``edge_index`` as directed edges (list both directions for an undirected graph); edge
-    features are dropped. Padding sizes come from the arguments or from the wrapped env's
+    features ``GraphInstance.edges`` ``(E, ...)`` of a ``Box`` edge space become ``edge_attr``
+    ``(max_edges, F_e)``, one row per link, flattened. Padding sizes come from the arguments or from the wrapped env's
     ``max_nodes`` / ``max_edges`` attributes.
     """
 
@@ -29,7 +30,9 @@ class GraphObservationAdapter(gym.ObservationWrapper):
         if not self.max_nodes or not self.max_edges:
             raise UsageError("GraphObservationAdapter needs max_nodes and max_edges: pass them, or give the env those attributes")
         num_features = int(np.prod(graph_space.node_space.shape))
-        self.observation_space = observation_space(self.max_nodes, self.max_edges, num_features)
+        edge_space = graph_space.edge_space
+        self.num_edge_features = int(np.prod(edge_space.shape)) if isinstance(edge_space, spaces.Box) else 0
+        self.observation_space = observation_space(self.max_nodes, self.max_edges, num_features, self.num_edge_features)
 
     def observation(self, observation: spaces.GraphInstance) -> dict[str, np.ndarray]:
         nodes = np.asarray(observation.nodes, dtype=np.float32).reshape(len(observation.nodes), -1)
@@ -38,4 +41,8 @@ class GraphObservationAdapter(gym.ObservationWrapper):
         x = np.zeros((self.max_nodes, nodes.shape[1]), dtype=np.float32)
         x[: nodes.shape[0]] = nodes
         links = np.asarray(observation.edge_links, dtype=np.int64).reshape(-1, 2).T
-        return {"x": x, **padded_structure(links, nodes.shape[0], self.max_nodes, self.max_edges)}
+        obs = {"x": x, **padded_structure(links, nodes.shape[0], self.max_nodes, self.max_edges)}
+        if self.num_edge_features:
+            features = np.asarray(observation.edges, dtype=np.float32).reshape(links.shape[1], self.num_edge_features)
+            obs[EDGE_ATTR] = padded_edge_attr(features, self.max_edges)
+        return obs

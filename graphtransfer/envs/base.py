@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from graphtransfer.envs.contract import observation_space, padded_structure
+from graphtransfer.envs.contract import EDGE_ATTR, observation_space, padded_edge_attr, padded_structure
 from graphtransfer.graphs import Graph, load_graphs
 
 Graphs = Sequence[Graph] | str | Path
@@ -27,11 +27,14 @@ class GraphEnv(gym.Env):
 
     Subclasses set ``num_features`` and the action space, and implement :meth:`_start`,
     :meth:`_features`, :meth:`_apply` and :meth:`_finished`; tasks whose observation shows only
-    part of the graph override :meth:`_edges` and :meth:`active_nodes`.
+    part of the graph override :meth:`_edges` and :meth:`active_nodes`; tasks with edge
+    features set ``num_edge_features`` and implement :meth:`_edge_features`.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
     num_features: ClassVar[int]
+    num_edge_features: ClassVar[int] = 0
+    """width of the observation's ``edge_attr`` (0: the observation has none)"""
     head: ClassVar[str]
     """which policy head acts (a :class:`~graphtransfer.envs.protocol.Head`)"""
     sense: ClassVar[str] = "max"
@@ -52,7 +55,7 @@ class GraphEnv(gym.Env):
         self.horizon = horizon
         self.max_nodes = max(g.num_nodes for g in self.graphs)
         self.max_edges = max(max(g.edge_index.shape[1] for g in self.graphs), 1)
-        self.observation_space = observation_space(self.max_nodes, self.max_edges, self.num_features)
+        self.observation_space = observation_space(self.max_nodes, self.max_edges, self.num_features, self.num_edge_features)
         self.graph = self.graphs[0]
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -82,7 +85,10 @@ class GraphEnv(gym.Env):
         edges = self._edges()
         x = np.zeros((self.max_nodes, self.num_features), dtype=np.float32)
         x[: self.graph.num_nodes] = self._features(edges)
-        return {"x": x, **padded_structure(edges, self.graph.num_nodes, self.max_nodes, self.max_edges)}
+        obs = {"x": x, **padded_structure(edges, self.graph.num_nodes, self.max_nodes, self.max_edges)}
+        if self.num_edge_features:
+            obs[EDGE_ATTR] = padded_edge_attr(self._edge_features(edges), self.max_edges)
+        return obs
 
     def _edges(self) -> np.ndarray:
         """The edges the observation shows, ``(2, E)``: the whole graph unless overridden."""
@@ -103,6 +109,10 @@ class GraphEnv(gym.Env):
     def _features(self, edges: np.ndarray) -> np.ndarray:
         """Node features of the real nodes, ``(num_nodes, num_features)``, given the observed
         ``edges`` ``(2, E)``."""
+        raise NotImplementedError
+
+    def _edge_features(self, edges: np.ndarray) -> np.ndarray:
+        """Features of the observed ``edges`` ``(2, E)``, ``(E, num_edge_features)``, row by column."""
         raise NotImplementedError
 
     def _apply(self, action) -> float:

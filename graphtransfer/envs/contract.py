@@ -1,7 +1,8 @@
 """The observation contract every graph environment follows (see DESIGN.md).
 
 ``x (max_nodes, F) float32``, ``edge_index (2, max_edges) int64``, ``num_nodes (1,) int64`` and
-``num_edges (1,) int64``, padded to the env's largest graph.
+``num_edges (1,) int64``, padded to the env's largest graph; optionally ``edge_attr
+(max_edges, F_e) float32``, one row of edge features per column of ``edge_index``, padded alike.
 """
 
 from __future__ import annotations
@@ -14,17 +15,35 @@ from graphtransfer.errors import UsageError
 INDEX_KEYS = ("edge_index", "num_nodes", "num_edges")
 
 
-def observation_space(max_nodes: int, max_edges: int, num_features: int) -> spaces.Dict:
+EDGE_ATTR = "edge_attr"
+
+
+def observation_space(max_nodes: int, max_edges: int, num_features: int, num_edge_features: int = 0) -> spaces.Dict:
     """The padded ``Dict`` space for graphs of up to ``max_nodes`` nodes and ``max_edges``
-    directed edges (twice the undirected count)."""
-    return spaces.Dict(
-        {
-            "x": spaces.Box(-np.inf, np.inf, (max_nodes, num_features), np.float32),
-            "edge_index": spaces.Box(0, max(max_nodes - 1, 0), (2, max_edges), np.int64),
-            "num_nodes": spaces.Box(0, max_nodes, (1,), np.int64),
-            "num_edges": spaces.Box(0, max_edges, (1,), np.int64),
-        }
-    )
+    directed edges (twice the undirected count), with an ``edge_attr`` key when
+    ``num_edge_features`` is above 0."""
+    keys = {
+        "x": spaces.Box(-np.inf, np.inf, (max_nodes, num_features), np.float32),
+        "edge_index": spaces.Box(0, max(max_nodes - 1, 0), (2, max_edges), np.int64),
+        "num_nodes": spaces.Box(0, max_nodes, (1,), np.int64),
+        "num_edges": spaces.Box(0, max_edges, (1,), np.int64),
+    }
+    if num_edge_features:
+        keys[EDGE_ATTR] = spaces.Box(-np.inf, np.inf, (max_edges, num_edge_features), np.float32)
+    return spaces.Dict(keys)
+
+
+def padded_edge_attr(edge_attr: np.ndarray, max_edges: int) -> np.ndarray:
+    """Edge features padded like ``edge_index``: rows past the real edges are zeros.
+
+    Shapes:
+        edge_attr: ``(E, F_e)`` with ``E <= max_edges``; returned ``(max_edges, F_e)`` float32.
+    """
+    if edge_attr.ndim != 2 or edge_attr.shape[0] > max_edges:
+        raise ValueError(f"edge_attr has shape {edge_attr.shape}; expected (E, F_e) with E <= max_edges={max_edges}")
+    padded = np.zeros((max_edges, edge_attr.shape[1]), dtype=np.float32)
+    padded[: edge_attr.shape[0]] = edge_attr
+    return padded
 
 
 def padded_structure(edge_index: np.ndarray, num_nodes: int, max_nodes: int, max_edges: int) -> dict[str, np.ndarray]:
@@ -68,13 +87,30 @@ def check_contract(space: spaces.Space, where: str = "env") -> None:
         if not isinstance(sub, spaces.Box) or not fits(sub):
             found = f"{type(sub).__name__} shape {getattr(sub, 'shape', None)} dtype {getattr(sub, 'dtype', None)}"
             raise UsageError(f"{where}: observation key {key!r} is {found}; expected a Box of shape {shape} and dtype {dtype}")
+    if EDGE_ATTR in space.spaces:
+        _check_edge_attr(space, where)
+
+
+def _check_edge_attr(space: spaces.Dict, where: str) -> None:
+    """The optional ``edge_attr``: a float Box with one row per ``edge_index`` column."""
+    sub, max_edges = space.spaces[EDGE_ATTR], space.spaces["edge_index"].shape[1]
+    fits = isinstance(sub, spaces.Box) and np.issubdtype(sub.dtype, np.floating) and len(sub.shape) == 2 and sub.shape[0] == max_edges
+    if not fits:
+        found = f"{type(sub).__name__} shape {getattr(sub, 'shape', None)} dtype {getattr(sub, 'dtype', None)}"
+        raise UsageError(
+            f"{where}: observation key {EDGE_ATTR!r} is {found}; expected a Box of shape (max_edges, F_e) = ({max_edges}, F_e) "
+            "and a floating dtype, one row per edge_index column (or leave the key out)"
+        )
 
 
 def infer_head(observation_space: spaces.Dict, action_space: spaces.Space) -> str:
-    """Which policy head fits: one action per node, one node to choose, or one graph-level action."""
-    max_nodes = observation_space["x"].shape[0]
-    if isinstance(action_space, spaces.MultiDiscrete) and action_space.shape == (max_nodes,):
-        return "node-wise"
-    if isinstance(action_space, spaces.Discrete) and action_space.n == max_nodes:
-        return "node-choice"
+    """Which policy head fits: one action per node or per edge, one node or edge to choose, or one
+    graph-level action. Nodes are tried first: an env with as many edge slots as node slots
+    declares its ``head`` to act on edges."""
+    max_nodes, max_edges = observation_space["x"].shape[0], observation_space["edge_index"].shape[1]
+    for units, prefix in ((max_nodes, "node"), (max_edges, "edge")):
+        if isinstance(action_space, spaces.MultiDiscrete) and action_space.shape == (units,):
+            return f"{prefix}-wise"
+        if isinstance(action_space, spaces.Discrete) and action_space.n == units:
+            return f"{prefix}-choice"
     return "graph-level"

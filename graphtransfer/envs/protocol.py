@@ -27,11 +27,20 @@ class Head(str, Enum):
     """``MultiDiscrete([k] * max_nodes)``: every node acts at once"""
     NODE_CHOICE = "node-choice"
     """``Discrete(max_nodes)``: one node per step, invalid ones masked (MaskablePPO)"""
+    EDGE_WISE = "edge-wise"
+    """``MultiDiscrete([k] * max_edges)``: every edge acts at once"""
+    EDGE_CHOICE = "edge-choice"
+    """``Discrete(max_edges)``: one edge per step, invalid ones masked (MaskablePPO)"""
     GRAPH_LEVEL = "graph-level"
     """any other action space: one action for the whole graph, from the pooled embedding"""
 
     def __str__(self) -> str:
         return self.value
+
+    @property
+    def chooses(self) -> bool:
+        """Whether the head picks one node or edge per step from a masked categorical (MaskablePPO)."""
+        return self in (Head.NODE_CHOICE, Head.EDGE_CHOICE)
 
 
 @runtime_checkable
@@ -52,7 +61,10 @@ class GraphEnvProtocol(Protocol):
     - ``graphs: list[Graph]`` -- the graphs episodes sample from (sizes the rollout-buffer probe).
     - ``active_nodes() -> (num_nodes,) bool`` -- nodes that can still act; inference runs the
       policy on them alone (they must have no observed edge to inactive nodes).
-    - ``action_masks() -> (max_nodes,) bool`` -- valid node choices; required by the node-choice head.
+    - ``action_masks() -> (max_nodes,) bool`` -- valid node choices; required by the node-choice
+      head (``(max_edges,)``, valid edge choices, for the edge-choice head). A mask that allows
+      only the neighbours of a current node makes a node choice a move along an edge (the
+      ``path`` task).
     - ``step_many(nodes) -> step result`` -- node choice: commit several nodes in one pass.
     - ``commit_action: int`` and ``defer_action: int`` -- node-wise: patient decoding
       (``--commit-fraction`` below 1) lets only the surest nodes commit, the rest defer.

@@ -7,6 +7,7 @@ from graphtransfer.graphs.formats.npz import read_npz, write_npz
 from graphtransfer.graphs.generators import GENERATORS, barabasi_albert, delaunay, erdos_renyi, generate, random_geometric, spec_for
 from graphtransfer.graphs.graph import Graph, from_edges
 from graphtransfer.graphs.summary import GraphSummary, summarize_file
+from graphtransfer.graphs.weights import edge_weights, pair_weights
 
 __all__ = [
     "FORMATS",
@@ -17,12 +18,14 @@ __all__ = [
     "barabasi_albert",
     "convert_graph",
     "delaunay",
+    "edge_weights",
     "detect_format",
     "erdos_renyi",
     "from_edges",
     "generate",
     "load_graph",
     "load_graphs",
+    "pair_weights",
     "random_geometric",
     "read_edge_list",
     "read_graph",

@@ -16,12 +16,17 @@ class DisjointGraph(NamedTuple):
         edge_index: ``(2, total_edges)`` int64, shifted by each sample's node offset.
         batch: ``(total_nodes,)`` int64, the sample each node belongs to.
         node_mask: ``(B, max_nodes)`` bool, which padded slots are real nodes.
+        edge_mask: ``(B, max_edges)`` bool, which padded slots are real edges; ``edge_index``
+            lists them sample by sample in this order.
+        edge_attr: ``(total_edges, F_e)`` float, the real edges' features, or ``None``.
     """
 
     x: torch.Tensor
     edge_index: torch.Tensor
     batch: torch.Tensor
     node_mask: torch.Tensor
+    edge_mask: torch.Tensor
+    edge_attr: torch.Tensor | None = None
 
     @property
     def num_graphs(self) -> int:
@@ -37,7 +42,7 @@ def to_disjoint(obs: dict[str, torch.Tensor]) -> DisjointGraph:
 
     Shapes:
         obs["x"]: ``(B, max_nodes, F)``; obs["edge_index"]: ``(B, 2, max_edges)``;
-        obs["num_nodes"], obs["num_edges"]: ``(B, 1)``.
+        obs["num_nodes"], obs["num_edges"]: ``(B, 1)``; optional obs["edge_attr"]: ``(B, max_edges, F_e)``.
     """
     x = obs["x"].float()
     batch_size, max_nodes, _ = x.shape
@@ -50,9 +55,12 @@ def to_disjoint(obs: dict[str, torch.Tensor]) -> DisjointGraph:
     offsets = torch.cumsum(num_nodes, 0) - num_nodes  # (B,)
     shifted = edge_index + offsets[:, None, None]  # (B, 2, max_edges)
     batch = torch.repeat_interleave(torch.arange(batch_size, device=device), num_nodes)
+    edge_attr = obs.get("edge_attr")
     if bool(node_mask.all()) and bool(edge_mask.all()):  # nothing padded: views, no copies
-        return DisjointGraph(x.reshape(-1, x.shape[2]), shifted.transpose(0, 1).reshape(2, -1), batch, node_mask)
-    return DisjointGraph(x[node_mask], shifted.transpose(0, 1)[:, edge_mask], batch, node_mask)
+        attr = None if edge_attr is None else edge_attr.float().reshape(-1, edge_attr.shape[-1])
+        return DisjointGraph(x.reshape(-1, x.shape[2]), shifted.transpose(0, 1).reshape(2, -1), batch, node_mask, edge_mask, attr)
+    attr = None if edge_attr is None else edge_attr.float()[edge_mask]
+    return DisjointGraph(x[node_mask], shifted.transpose(0, 1)[:, edge_mask], batch, node_mask, edge_mask, attr)
 
 
 class IncomingEdges(NamedTuple):

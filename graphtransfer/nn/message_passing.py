@@ -198,6 +198,11 @@ def add_linear(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torc
     return flat_out.addmm_(flat_x, weight.t()).view(out.shape)
 
 
+def relu(out: torch.Tensor) -> torch.Tensor:
+    """``ReLU(out)``, in ``out``'s own memory when no gradient is needed."""
+    return torch.relu(out) if torch.is_grad_enabled() else out.relu_()
+
+
 def residual_relu(h: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     """``h + ReLU(out)``, in ``out``'s own memory when no gradient is needed: a fresh
     ``(N, width)`` tensor per step costs page faults as well as a pass over memory."""

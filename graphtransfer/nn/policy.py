@@ -3,10 +3,14 @@
 - :class:`NodePolicy` (PPO): ``MultiDiscrete([k] * max_nodes)``, every node picks one of k actions.
 - :class:`NodeChoicePolicy` (sb3-contrib ``MaskablePPO``): ``Discrete(max_nodes)``, pick one node;
   padding is masked here and invalid nodes through the env's ``action_masks()``.
+- :class:`EdgePolicy` (PPO): ``MultiDiscrete([k] * max_edges)``, every edge picks one of k actions.
+- :class:`EdgeChoicePolicy` (``MaskablePPO``): ``Discrete(max_edges)``, pick one edge.
 - graph-level tasks use SB3's own ``MultiInputPolicy`` with :class:`GNNExtractor`.
 
-The weights of the node head, the value head and the extractor depend on feature widths only,
-so a policy trained on 50-node graphs loads strictly into one built for 250,000 nodes.
+Edge heads score an edge from its two endpoints' embeddings and its own features (one shared
+MLP, see :class:`EdgeHeads`). The weights of every head, the value head and the extractor depend
+on feature widths only, so a policy trained on 50-node graphs loads strictly into one built for
+250,000 nodes.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from stable_baselines3.common.type_aliases import Schedule
 from torch import nn
 
 from graphtransfer.config import ModelConfig
+from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.envs.protocol import Head
 from graphtransfer.nn.batching import DisjointGraph
 from graphtransfer.nn.distributions import NodeWiseCategorical
@@ -55,15 +60,21 @@ class NodeHeads:
 
     outputs_per_node: int
     head_width: int
+    head_name = "node_head"
+    """the attribute (and state-dict prefix) of the action MLP"""
+
+    def _head_inputs(self) -> int:
+        """Input width of the action MLP: one node embedding."""
+        return self.features_extractor.width
 
     def _build(self, lr_schedule: Schedule) -> None:
-        width = self.features_extractor.width
-        self.node_head = mlp([width, self.head_width, self.outputs_per_node])
+        action_head = mlp([self._head_inputs(), self.head_width, self.outputs_per_node])
+        setattr(self, self.head_name, action_head)
         self.value_head = mlp([self.features_dim, self.head_width, 1])
         if self.ortho_init:
-            for module in (self.features_extractor, self.node_head, self.value_head):
+            for module in (self.features_extractor, action_head, self.value_head):
                 module.apply(lambda m: self.init_weights(m, gain=np.sqrt(2)))
-            self.init_weights(self.node_head[-1], gain=0.01)
+            self.init_weights(action_head[-1], gain=0.01)
             self.init_weights(self.value_head[-1], gain=1.0)
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
 
@@ -106,7 +117,7 @@ class NodePolicy(NodeHeads, ActorCriticPolicy):
     ):
         nvec = np.asarray(action_space.nvec)
         if nvec.ndim != 1 or (nvec != nvec[0]).any():
-            raise ValueError(f"NodePolicy needs MultiDiscrete([k] * max_nodes); got nvec {nvec[:5]}...")
+            raise ValueError(f"{type(self).__name__} needs MultiDiscrete([k] * units), the same k for every unit; got nvec {nvec[:5]}...")
         self.outputs_per_node, self.head_width = int(nvec[0]), head_width
         kwargs.setdefault("features_extractor_class", GNNExtractor)
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)
@@ -175,9 +186,66 @@ class NodeChoicePolicy(NodeHeads, MaskableActorCriticPolicy):
         return self._distribution(obs, action_masks, with_values=False)[0]
 
 
+class EdgeHeads(NodeHeads):
+    """A per-edge MLP over ``[h_source, h_destination, edge_attr]`` with ``outputs_per_node``
+    outputs per edge, and the node heads' value MLP. Its first layer is split by input (source,
+    destination, features) so the ``(E, 2 * width + F_e)`` input is never built: two
+    ``(N, head_width)`` products gathered per edge, the same sums in another order."""
+
+    head_name = "edge_head"
+
+    def _head_inputs(self) -> int:
+        """Input width of the action MLP: two node embeddings and the edge's features."""
+        edge_space = self.observation_space.spaces.get(EDGE_ATTR)
+        return 2 * self.features_extractor.width + (0 if edge_space is None else int(edge_space.shape[-1]))
+
+    def edge_outputs(
+        self, obs: dict[str, torch.Tensor], with_values: bool = True
+    ) -> tuple[torch.Tensor, DisjointGraph, torch.Tensor | None]:
+        """Per-edge outputs in the padded layout ``(B, max_edges, outputs_per_node)`` (zeros in
+        padding), the disjoint graph, and values ``(B, 1)`` (``None`` without ``with_values``)."""
+        h, graph = self.features_extractor.node_embeddings(obs)
+        first, width = self.edge_head[0], h.shape[1]
+        source, destination = graph.edge_index
+        hidden = (h @ first.weight[:, :width].t())[source] + (h @ first.weight[:, width : 2 * width].t())[destination] + first.bias
+        if graph.edge_attr is not None:
+            hidden = hidden + graph.edge_attr @ first.weight[:, 2 * width :].t()
+        outputs = run_mlp(self.edge_head[1:], hidden)  # (total_edges, outputs_per_node)
+        padded = h.new_zeros((*graph.edge_mask.shape, self.outputs_per_node))
+        padded[graph.edge_mask] = outputs
+        return padded, graph, self.value_head(self.features_extractor.pool(h, graph)) if with_values else None
+
+
+class EdgePolicy(EdgeHeads, NodePolicy):
+    """Every edge picks one of k actions: k logits per edge; padding edges never act.
+
+    Args: as :class:`NodePolicy`, with ``action_space`` ``MultiDiscrete([k] * max_edges)``.
+    """
+
+    def _distribution(self, obs: dict[str, torch.Tensor], with_values: bool = True) -> tuple[NodeWiseCategorical, torch.Tensor | None]:
+        logits, graph, values = self.edge_outputs(obs, with_values)
+        return NodeWiseCategorical(logits, graph.edge_mask), values
+
+
+class EdgeChoicePolicy(EdgeHeads, NodeChoicePolicy):
+    """Pick one edge: one score per edge, a categorical over the edges of each graph; padding
+    edges get probability 0 here, the env's ``action_masks()`` ``(max_edges,)`` removes invalid ones.
+
+    Args: as :class:`NodeChoicePolicy`, with ``action_space`` ``Discrete(max_edges)``.
+    """
+
+    def node_scores(self, obs: dict[str, torch.Tensor], with_values: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Edge scores ``(B, max_edges)``, padding at :data:`PADDING_LOGIT`, and values; the
+        name is the choice heads' shared interface (see :meth:`NodeChoicePolicy.node_scores`)."""
+        scores, graph, values = self.edge_outputs(obs, with_values)
+        return scores[..., 0].masked_fill(~graph.edge_mask, PADDING_LOGIT), values
+
+
 POLICIES: dict[Head, type[ActorCriticPolicy]] = {
     Head.NODE_WISE: NodePolicy,
     Head.NODE_CHOICE: NodeChoicePolicy,
+    Head.EDGE_WISE: EdgePolicy,
+    Head.EDGE_CHOICE: EdgeChoicePolicy,
     Head.GRAPH_LEVEL: MultiInputActorCriticPolicy,
 }
 
@@ -185,6 +253,8 @@ POLICIES: dict[Head, type[ActorCriticPolicy]] = {
 def policy_kwargs(head: str, model: ModelConfig) -> dict[str, Any]:
     """SB3 ``policy_kwargs`` for the head's policy class from the run's model settings."""
     extractor = {"conv": model.conv, "num_layers": model.num_layers, "width": model.width, "aggr": model.aggr}
+    if not model.project_input:  # only then: checkpoints of older versions keep their exact kwargs
+        extractor["project_input"] = False
     kwargs: dict[str, Any] = {"features_extractor_class": GNNExtractor, "features_extractor_kwargs": extractor}
     if head == Head.GRAPH_LEVEL:  # SB3's own MLP heads on the pooled graph embedding
         return {**kwargs, "net_arch": [model.head_width, model.head_width]}

@@ -3,8 +3,9 @@
 Each head decodes differently: node-wise policies with commit and defer actions (MIS) commit, by
 default, every node the policy ranks above all its active neighbours (``local-max``), or act on
 every active node as drawn (``drawn``; with a commit fraction below 1 only the most confident
-ones commit); other node-wise policies act as drawn; node-choice policies commit the top-scoring
-valid nodes of each pass (a fraction of them); graph-level policies take one action per step
+ones commit); other node-wise policies act as drawn; edge-wise policies act on every observed
+edge at once; node- and edge-choice policies commit the top-scoring valid node or edge of each
+pass (a fraction of them, for envs with ``step_many``); graph-level policies take one action per step
 from the pooled embedding.
 """
 
@@ -23,6 +24,7 @@ from torch_geometric.utils import to_dense_batch
 
 from graphtransfer.baselines.completion import FinishedSet
 from graphtransfer.config import DECODINGS, DEFAULT_COMMIT_FRACTION, LOCAL_MAX_COMMIT_FRACTION
+from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.envs.protocol import EnvFeatures, Head, features_of
 from graphtransfer.errors import UsageError
 
@@ -68,8 +70,8 @@ def solve(
             with a ``commit_fraction`` below 1, see :func:`patient_actions`). Other envs decode
             as drawn; naming ``local-max`` for them is a usage error.
         commit_fraction: the share of the nodes that one pass may commit, most confident first
-            (at least one); ``None`` is the default of the head and decoding. Node-choice heads:
-            the share of the valid nodes committed (default :data:`DEFAULT_COMMIT_FRACTION`).
+            (at least one); ``None`` is the default of the head and decoding. Node- and edge-choice
+            heads: the share of the valid units committed (default :data:`DEFAULT_COMMIT_FRACTION`).
             Local-max: the candidates of a pass, as a share of the graph's nodes (default
             :data:`LOCAL_MAX_COMMIT_FRACTION`). Drawn, on node-wise tasks that name a
             ``commit_action`` and a ``defer_action`` (MIS: include and defer): only the active
@@ -87,7 +89,7 @@ def solve(
     features = features_of(env)
     decoding = check_decoding(env, features, decoding)
     commit_fraction = check_commit_fraction(env, features, commit_fraction, decoding)
-    act = _local_max_step if decoding == LOCAL_MAX else _STEPS[features.head]
+    act = _local_max_step if decoding == LOCAL_MAX else STEPS[features.head]
     done, passes, rewards = False, 0, []
     with torch.inference_mode():
         while not done:
@@ -127,11 +129,11 @@ def check_decoding(env: gym.Env, features: EnvFeatures, decoding: str | None) ->
 
 def check_commit_fraction(env: gym.Env, features: EnvFeatures, commit_fraction: float | None, decoding: str = DRAWN) -> float:
     """The fraction to decode with: ``commit_fraction`` or the default of the head and decoding
-    (node choice :data:`DEFAULT_COMMIT_FRACTION`, local-max :data:`LOCAL_MAX_COMMIT_FRACTION`,
+    (node and edge choice :data:`DEFAULT_COMMIT_FRACTION`, local-max :data:`LOCAL_MAX_COMMIT_FRACTION`,
     otherwise 1); a fraction below 1 for a node-wise env that names no commit and defer actions
     is a usage error."""
     if commit_fraction is None:
-        if features.head is Head.NODE_CHOICE:
+        if features.head.chooses:
             return DEFAULT_COMMIT_FRACTION
         return LOCAL_MAX_COMMIT_FRACTION if decoding == LOCAL_MAX else 1.0
     if not 0 < commit_fraction <= 1:
@@ -188,7 +190,7 @@ def local_max_commits(confidence: torch.Tensor, edge_index: torch.Tensor, candid
     merely of its neighbourhood. The decoding takes a fixed share of the graph's nodes per pass,
     so the passes do not grow with the graph and the last, small passes go fast; a share of the
     nodes still undecided instead took up to three times the passes for the same sets
-    (``bench/RESULTS.md``, "Decoding").
+    (``bench/RESULTS.md``, "Transfer quality").
 
     Shapes:
         confidence: ``(N,)``; edge_index: ``(2, E)`` directed edges (both directions);
@@ -251,12 +253,24 @@ def settle_clashes(drawn: torch.Tensor, confidence: torch.Tensor, edge_index: to
     return settled
 
 
-def _node_choice_step(policy, env, features, obs, deterministic, generator, commit_fraction):
+def _edge_wise_step(policy, env, features, obs, deterministic, generator, commit_fraction):
+    """Every observed edge acts; the active subgraph keeps the observation's edges in order."""
+    num_edges = int(obs["num_edges"][0])
+    actions = np.zeros(obs["edge_index"].shape[1], dtype=np.int64)
+    if num_edges:
+        compact = obs_to_tensors(active_subgraph(obs, _active_nodes(features, obs)), policy.device)
+        actions[:num_edges] = policy._predict(compact, deterministic=deterministic)[0, :num_edges].cpu().numpy()
+    return env.step(actions)
+
+
+def _choice_step(policy, env, features, obs, deterministic, generator, commit_fraction):
+    """Node or edge choice: the top-scoring valid units of the pass (Gumbel top-k when sampling)."""
     active = _active_nodes(features, obs)
-    valid = np.ones(active.size, dtype=bool)
+    units = np.arange(int(obs["num_edges"][0])) if features.head is Head.EDGE_CHOICE else active
+    valid = np.ones(units.size, dtype=bool)
     if features.action_masks is not None:
-        valid = np.asarray(features.action_masks(), dtype=bool)[active]
-    candidates = active[valid]
+        valid = np.asarray(features.action_masks(), dtype=bool)[units]
+    candidates = units[valid]
     scores, _ = policy.node_scores(obs_to_tensors(active_subgraph(obs, active), policy.device), with_values=False)
     scores = scores[0][torch.from_numpy(np.flatnonzero(valid)).to(policy.device)]
     if not deterministic:  # Gumbel top-k: k draws without replacement from softmax(scores)
@@ -273,7 +287,14 @@ def _graph_level_step(policy, env, features, obs, deterministic, generator, comm
     return env.step(action.cpu().numpy())
 
 
-_STEPS = {Head.NODE_WISE: _node_wise_step, Head.NODE_CHOICE: _node_choice_step, Head.GRAPH_LEVEL: _graph_level_step}
+STEPS = {
+    Head.NODE_WISE: _node_wise_step,
+    Head.NODE_CHOICE: _choice_step,
+    Head.EDGE_WISE: _edge_wise_step,
+    Head.EDGE_CHOICE: _choice_step,
+    Head.GRAPH_LEVEL: _graph_level_step,
+}
+"""one decoding pass of each head"""
 
 
 def _active_nodes(features: EnvFeatures, obs: dict[str, np.ndarray]) -> np.ndarray:
@@ -289,8 +310,9 @@ def active_subgraph(obs: dict[str, np.ndarray], active: np.ndarray) -> dict[str,
     :meth:`GraphEnv.active_nodes` contract); later passes shrink as nodes get decided.
     """
     num_nodes, num_edges = int(obs["num_nodes"][0]), int(obs["num_edges"][0])
+    edge_attr = {EDGE_ATTR: obs[EDGE_ATTR][:num_edges]} if EDGE_ATTR in obs else {}  # the edges keep their order
     if active.size == num_nodes:
-        return {**obs, "x": obs["x"][:num_nodes], "edge_index": obs["edge_index"][:, :num_edges]}
+        return {**obs, "x": obs["x"][:num_nodes], "edge_index": obs["edge_index"][:, :num_edges], **edge_attr}
     new_id = np.full(num_nodes, -1, dtype=np.int64)
     new_id[active] = np.arange(active.size)
     edge_index = new_id[obs["edge_index"][:, :num_edges]]
@@ -299,6 +321,7 @@ def active_subgraph(obs: dict[str, np.ndarray], active: np.ndarray) -> dict[str,
         "edge_index": edge_index,
         "num_nodes": np.array([active.size], dtype=np.int64),
         "num_edges": np.array([num_edges], dtype=np.int64),
+        **edge_attr,
     }
 
 
@@ -320,7 +343,8 @@ def act(policy, obs: dict[str, torch.Tensor] | Data | Batch, deterministic: bool
         deterministic: the most likely action instead of a sample.
 
     Returns:
-        Node-wise heads: ``(B, max_nodes)`` actions, or ``(num_nodes,)`` for a ``Data``.
+        Node-wise heads: ``(B, max_nodes)`` actions, or ``(num_nodes,)`` for a ``Data``; edge-wise
+        heads likewise per edge.
         Node-choice and graph-level heads: ``(B, ...)`` actions, one per graph.
     """
     single = isinstance(obs, Data) and not isinstance(obs, Batch)
@@ -341,15 +365,17 @@ def pyg_to_padded(data: Data | Batch) -> dict[str, torch.Tensor]:
 
     Shapes:
         returns x ``(B, max_nodes, F)``, edge_index ``(B, 2, max_edges)`` in each graph's own node
-        ids, num_nodes and num_edges ``(B, 1)``.
+        ids, num_nodes and num_edges ``(B, 1)``, and edge_attr ``(B, max_edges, F_e)`` where the
+        data has ``edge_attr``.
     """
-    x, edge_index = data.x, data.edge_index
+    x, edge_index, edge_attr = data.x, data.edge_index, data.edge_attr
     if not isinstance(data, Batch):
         return {
             "x": x[None],
             "edge_index": edge_index[None],
             "num_nodes": _column(x.shape[0], x),
             "num_edges": _column(edge_index.shape[1], x),
+            **({} if edge_attr is None else {EDGE_ATTR: edge_attr.reshape(edge_index.shape[1], -1)[None]}),
         }
     dense_x, _ = to_dense_batch(x, data.batch)
     graph_of_edge = data.batch[edge_index[0]]  # (E,), edges of a Batch are stored graph by graph
@@ -359,7 +385,12 @@ def pyg_to_padded(data: Data | Batch) -> dict[str, torch.Tensor]:
     padded = torch.zeros((data.num_graphs, 2, int(num_edges.max())), dtype=torch.long, device=x.device)
     padded[graph_of_edge, :, slot] = local.T
     num_nodes = torch.diff(data.ptr)
-    return {"x": dense_x, "edge_index": padded, "num_nodes": num_nodes[:, None], "num_edges": num_edges[:, None]}
+    padded_obs = {"x": dense_x, "edge_index": padded, "num_nodes": num_nodes[:, None], "num_edges": num_edges[:, None]}
+    if edge_attr is not None:
+        attr = edge_attr.reshape(edge_index.shape[1], -1)
+        padded_obs[EDGE_ATTR] = attr.new_zeros((data.num_graphs, int(num_edges.max()), attr.shape[1]))
+        padded_obs[EDGE_ATTR][graph_of_edge, slot] = attr
+    return padded_obs
 
 
 def _column(value: int, like: torch.Tensor) -> torch.Tensor:

@@ -16,6 +16,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 
 from graphtransfer.checkpoint import Checkpoint, LoadReport, load_policy_into_env, read_checkpoint
 from graphtransfer.envs.factory import inference_env, run_env
+from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph, load_graph
 from graphtransfer.nn import configure_runtime
 from graphtransfer.solve.memory import check_memory
@@ -60,8 +61,9 @@ def policy_for_graphs(
     """
     checkpoint = model if isinstance(model, Checkpoint) else read_checkpoint(model, env)
     config = checkpoint.config
+    edge_head = config.head in (Head.EDGE_WISE, Head.EDGE_CHOICE)
     for graph in graphs:
-        check_memory(graph.num_nodes, graph.edge_index[1], config.model, f"graph {graph.name}", runtime.max_nodes_per_batch)
+        check_memory(graph.num_nodes, graph.edge_index[1], config.model, f"graph {graph.name}", runtime.max_nodes_per_batch, edge_head)
     built = inference_env(config, graphs[0], max_passes) if len(graphs) == 1 else run_env(config, graphs)
     policy, report = load_policy_into_env(checkpoint, built)
     configure_runtime(policy, runtime.max_nodes_per_batch, runtime.mixed_precision)

@@ -2,8 +2,9 @@
 
 SB3's ``DictRolloutBuffer`` keeps every key of every step in the key's dtype; for graph
 observations most of that is the padded int64 ``edge_index``, which changes little (residual
-graphs) or not at all between steps. Here each distinct edge set is stored once, a step keeps a
-reference to one plus a bit per edge, and every other key keeps a bit per element (zero or not)
+graphs) or not at all between steps. Here each distinct edge set is stored once (with its
+``edge_attr`` rows, when the observation has edge features), a step keeps a reference to one plus
+a bit per edge, and every other key keeps a bit per element (zero or not)
 and its nonzero values, column by column, in the narrowest dtype that holds them exactly. Samples
 are rebuilt into the padded arrays SB3 would return, bit for bit, so training is unchanged.
 """
@@ -22,6 +23,7 @@ from sb3_contrib.common.maskable.buffers import MaskableDictRolloutBuffer
 from stable_baselines3.common.buffers import DictRolloutBuffer
 from stable_baselines3.common.preprocessing import get_obs_shape
 
+from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.envs.protocol import features_of
 
 EDGE_KEY = "edge_index"
@@ -73,22 +75,25 @@ def edge_keys(edges: np.ndarray) -> np.ndarray:
 
 
 class EdgeSet(NamedTuple):
-    """One distinct edge set, kept as sorted keys for membership tests.
+    """One distinct edge set, kept as sorted keys for membership tests, with its edge features.
 
     Shapes:
         keys: ``(E,)`` int64, sorted; order: ``(E,)`` int32, the position in the observation of
-        each sorted key, or ``None`` when the observation listed its edges sorted.
+        each sorted key, or ``None`` when the observation listed its edges sorted; attr:
+        ``(E, F_e)`` in listing order, or ``None`` for observations without ``edge_attr``.
     """
 
     keys: np.ndarray
     order: np.ndarray | None
+    attr: np.ndarray | None = None
 
     @classmethod
-    def of(cls, keys: np.ndarray) -> EdgeSet:
+    def of(cls, keys: np.ndarray, attr: np.ndarray | None = None) -> EdgeSet:
+        attr = None if attr is None else attr.copy()
         if keys.size < 2 or bool((keys[1:] > keys[:-1]).all()):
-            return cls(keys.copy(), None)
+            return cls(keys.copy(), None, attr)
         order = np.argsort(keys, kind="stable")
-        return cls(keys[order], order.astype(np.int32))
+        return cls(keys[order], order.astype(np.int32), attr)
 
     @property
     def size(self) -> int:
@@ -107,9 +112,10 @@ class EdgeSet(NamedTuple):
         keys = self.listed_keys()
         return np.stack([keys >> NODE_BITS, keys & ((1 << NODE_BITS) - 1)])
 
-    def positions(self, keys: np.ndarray) -> np.ndarray | None:
+    def positions(self, keys: np.ndarray, attr: np.ndarray | None = None) -> np.ndarray | None:
         """Where ``keys`` sit in this set's listing, or ``None`` unless they are a subset listed
-        in the same order (so ``edges()[:, positions]`` rebuilds them exactly)."""
+        in the same order with the same features bit for bit (so ``edges()[:, positions]`` and
+        ``attr[positions]`` rebuild them exactly)."""
         if keys.size > self.keys.size:
             return None
         if keys.size == 0:
@@ -118,20 +124,28 @@ class EdgeSet(NamedTuple):
         if not bool((self.keys[found] == keys).all()):
             return None
         positions = found if self.order is None else self.order[found].astype(np.int64)
-        return positions if bool((positions[1:] > positions[:-1]).all()) else None
+        if not bool((positions[1:] > positions[:-1]).all()):
+            return None
+        if attr is not None and not _same_bits(self.attr[positions], attr):
+            return None
+        return positions
 
 
 class EdgeStore:
-    """The ``edge_index`` of every step: a table of distinct edge sets, deduplicated by content,
-    and per step the set's id and a bit per edge of the set.
+    """The ``edge_index`` (and ``edge_attr``, given its ``(F_e, dtype)``) of every step: a table
+    of distinct edge sets, deduplicated by content (features included), and per step the set's
+    id and a bit per edge of the set.
 
     A step whose edges are an ordered subset of the set its env used last (a residual graph)
     refers to that set; otherwise to an identical set already in the table, or to a new one. The
     table outlives a rollout for the sets that rollout used, so a static graph is stored once.
     """
 
-    def __init__(self, max_edges: int, buffer_size: int, n_envs: int, carried: EdgeStore | None = None):
+    def __init__(
+        self, max_edges: int, buffer_size: int, n_envs: int, carried: EdgeStore | None = None, edge_attr: tuple[int, np.dtype] | None = None
+    ):
         self.max_edges = max_edges
+        self.edge_attr = edge_attr  # (F_e, dtype) of the observation's edge features, or None
         self.set_ids = np.zeros((buffer_size, n_envs), dtype=np.int32)
         self.bits = np.zeros((buffer_size, n_envs, (max_edges + 7) // 8), dtype=np.uint8)
         self.sets: dict[int, EdgeSet] = {}
@@ -148,28 +162,33 @@ class EdgeStore:
         self.by_digest = {digest: i for digest, i in previous.by_digest.items() if i in used}
         self.last_set, self.next_id = dict(previous.last_set), previous.next_id
 
-    def add(self, pos: int, env: int, edge_index: np.ndarray) -> None:
-        """Store one env's ``(2, max_edges)`` edge_index; trailing ``(0, 0)`` columns are padding."""
-        real = np.flatnonzero(edge_index.any(axis=0))
-        keys = edge_keys(edge_index[:, : real[-1] + 1 if real.size else 0])
+    def add(self, pos: int, env: int, edge_index: np.ndarray, edge_attr: np.ndarray | None = None) -> None:
+        """Store one env's ``(2, max_edges)`` edge_index and ``(max_edges, F_e)`` edge_attr;
+        trailing columns that are ``(0, 0)`` with all-zero features are padding."""
+        real = edge_index.any(axis=0) if edge_attr is None else edge_index.any(axis=0) | nonzero_bits(edge_attr).any(axis=1)
+        count = int(np.flatnonzero(real)[-1]) + 1 if real.any() else 0
+        keys = edge_keys(edge_index[:, :count])
+        attr = None if edge_attr is None else np.ascontiguousarray(edge_attr[:count])
         set_id = self.last_set.get(env)
-        positions = None if set_id is None else self.sets[set_id].positions(keys)
+        positions = None if set_id is None else self.sets[set_id].positions(keys, attr)
         if positions is None:
-            set_id, positions = self._set_of(keys), np.arange(keys.size)
+            set_id, positions = self._set_of(keys, attr), np.arange(keys.size)
             self.last_set[env] = set_id
         mask = np.zeros(self.max_edges, dtype=bool)
         mask[positions] = True
         self.set_ids[pos, env] = set_id
         self.bits[pos, env] = np.packbits(mask)
 
-    def _set_of(self, keys: np.ndarray) -> int:
-        """The id of the set listing exactly ``keys``, added to the table when new."""
-        digest = hashlib.blake2b(keys.tobytes(), digest_size=16).digest()
+    def _set_of(self, keys: np.ndarray, attr: np.ndarray | None = None) -> int:
+        """The id of the set listing exactly ``keys`` (with exactly ``attr``), added to the table when new."""
+        content = keys.tobytes() + (b"" if attr is None else attr.tobytes())
+        digest = hashlib.blake2b(content, digest_size=16).digest()
         known = self.by_digest.get(digest)
         if known is not None and np.array_equal(self.sets[known].listed_keys(), keys):
-            return known
+            if attr is None or _same_bits(self.sets[known].attr, attr):
+                return known
         set_id, self.next_id = self.next_id, self.next_id + 1
-        self.sets[set_id] = EdgeSet.of(keys)
+        self.sets[set_id] = EdgeSet.of(keys, attr)
         self.by_digest[digest] = set_id
         return set_id
 
@@ -178,7 +197,13 @@ class EdgeStore:
 
     def rebuild(self, steps: np.ndarray, envs: np.ndarray) -> np.ndarray:
         """The padded ``(B, 2, max_edges)`` int64 edge_index of each (step, env)."""
+        return self.rebuild_with_attr(steps, envs)[0]
+
+    def rebuild_with_attr(self, steps: np.ndarray, envs: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """The padded edge_index ``(B, 2, max_edges)`` int64 and edge_attr ``(B, max_edges, F_e)``
+        in its own dtype (``None`` without edge features) of each (step, env)."""
         out = np.zeros((steps.size, 2, self.max_edges), dtype=np.int64)
+        attr = None if self.edge_attr is None else np.zeros((steps.size, self.max_edges, self.edge_attr[0]), dtype=self.edge_attr[1])
         ids = self.set_ids[steps, envs]
         for set_id in np.unique(ids):
             rows = np.flatnonzero(ids == set_id)
@@ -190,7 +215,9 @@ class EdgeStore:
             edges = edge_set.edges()
             for end in (0, 1):
                 out[:, end][rows[row], column] = edges[end, edge]
-        return out
+            if attr is not None:
+                attr[rows[row], column] = edge_set.attr[edge]
+        return out, attr
 
 
 class ValueColumn:
@@ -314,20 +341,24 @@ class CompactStorage:
         self.actions = self.actions.astype(narrow_action_dtype(self.action_space))
         if isinstance(self, MaskableDictRolloutBuffer):
             self.action_masks = self.action_masks.astype(bool)  # MaskablePPO's masks are 0/1
-        self.edges = EdgeStore(shapes[EDGE_KEY][1], self.buffer_size, self.n_envs, carried=self.edges)
+        edge_attr = (shapes[EDGE_ATTR][-1], self.observation_space[EDGE_ATTR].dtype) if EDGE_ATTR in shapes else None
+        self.edges = EdgeStore(shapes[EDGE_KEY][1], self.buffer_size, self.n_envs, carried=self.edges, edge_attr=edge_attr)
         self.stores = {
             key: ValueStore(shape, self.observation_space[key].dtype, self.buffer_size, self.n_envs)
             for key, shape in shapes.items()
-            if key != EDGE_KEY
+            if key not in (EDGE_KEY, EDGE_ATTR)
         }
 
     def add(self, obs: dict[str, np.ndarray], *args, **kwargs) -> None:
-        for key, space in self.observation_space.spaces.items():
-            # SB3 casts into the space's dtype on storing; so do we, before compressing.
-            arrays = np.asarray(obs[key]).astype(space.dtype, copy=False).reshape(self.n_envs, *self.observation_shapes[key])
-            store = self.edges if key == EDGE_KEY else self.stores[key]
-            for env in range(self.n_envs):
-                store.add(self.pos, env, arrays[env])
+        # SB3 casts into the space's dtype on storing; so do we, before compressing.
+        arrays = {
+            key: np.asarray(obs[key]).astype(space.dtype, copy=False).reshape(self.n_envs, *self.observation_shapes[key])
+            for key, space in self.observation_space.spaces.items()
+        }
+        for env in range(self.n_envs):
+            self.edges.add(self.pos, env, arrays[EDGE_KEY][env], arrays[EDGE_ATTR][env] if EDGE_ATTR in arrays else None)
+            for key, store in self.stores.items():
+                store.add(self.pos, env, arrays[key][env])
         super().add(obs, *args, **kwargs)
 
     def get(self, batch_size: int | None = None) -> Generator[Any, None, None]:
@@ -338,8 +369,10 @@ class CompactStorage:
     def _get_samples(self, batch_inds: np.ndarray, env=None):
         samples = super()._get_samples(batch_inds, env)
         envs, steps = np.divmod(batch_inds, self.buffer_size)  # SB3 flattens (step, env) env-major
+        edge_index, edge_attr = self.edges.rebuild_with_attr(steps, envs)
+        structure = {EDGE_KEY: edge_index, EDGE_ATTR: edge_attr}
         observations = {
-            key: self.to_torch(self.edges.rebuild(steps, envs) if key == EDGE_KEY else self.stores[key].rebuild(steps, envs))
+            key: self.to_torch(structure[key] if key in structure else self.stores[key].rebuild(steps, envs))
             for key in self.observation_space.spaces
         }
         samples = samples._replace(observations=observations)

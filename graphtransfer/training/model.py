@@ -31,11 +31,14 @@ VEC_ENVS = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv, "ray": RayVecEnv}
 
 
 def build_model(config: RunConfig, envs: VecEnv, seed: int | None = None) -> PPO:
-    """The SB3 algorithm for ``config.head`` on ``envs``: PPO, or MaskablePPO for node choice,
+    """The SB3 algorithm for ``config.head`` on ``envs``: PPO, or MaskablePPO for node or edge choice,
     each with the run's node budget and mixed-precision setting (SB3's own update without a budget)."""
-    if config.head == Head.NODE_CHOICE and not envs.has_attr("action_masks"):
-        raise UsageError(f"{config.name}: a node-choice env (Discrete(max_nodes) actions) needs an action_masks() method for MaskablePPO")
-    algorithm = BudgetMaskablePPO if config.head == Head.NODE_CHOICE else BudgetPPO
+    chooses = Head(config.head).chooses
+    if chooses and not envs.has_attr("action_masks"):
+        raise UsageError(
+            f"{config.name}: a {config.head} env (Discrete(max_nodes or max_edges) actions) needs an action_masks() method for MaskablePPO"
+        )
+    algorithm = BudgetMaskablePPO if chooses else BudgetPPO
     kwargs = {**sb3_kwargs(config.ppo), "seed": config.ppo.seed if seed is None else seed}
     kwargs |= {"max_nodes_per_batch": config.ppo.max_nodes_per_batch, "mixed_precision": config.ppo.mixed_precision}
     kwargs["rollout_buffer_class"] = buffer_class(config.head)
@@ -44,7 +47,7 @@ def build_model(config: RunConfig, envs: VecEnv, seed: int | None = None) -> PPO
 
 def buffer_class(head: str) -> type[CompactDictRolloutBuffer | CompactMaskableDictRolloutBuffer]:
     """The compact rollout buffer for ``head``'s algorithm (MaskablePPO's keeps action masks)."""
-    return CompactMaskableDictRolloutBuffer if head == Head.NODE_CHOICE else CompactDictRolloutBuffer
+    return CompactMaskableDictRolloutBuffer if Head(head).chooses else CompactDictRolloutBuffer
 
 
 def sb3_kwargs(ppo: PPOConfig) -> dict[str, Any]:
@@ -106,8 +109,8 @@ def make_model(config: RunConfig, graphs: list[Graph], seed: int) -> PPO:
 
 
 def load_model(folder: str | Path, graphs: str | Path | list[Graph], env: str | None = None) -> PPO:
-    """The model in ``folder`` as an SB3 algorithm (``PPO``, or ``MaskablePPO`` for a node-choice
-    head) on ``graphs`` (a sample set name, a graph file, a folder, or :class:`Graph` objects),
+    """The model in ``folder`` as an SB3 algorithm (``PPO``, or ``MaskablePPO`` for a node- or
+    edge-choice head) on ``graphs`` (a sample set name, a graph file, a folder, or :class:`Graph` objects),
     with the folder's weights loaded strictly. ``env`` names the user env of a model trained on one.
 
     The weights do not depend on the graphs' size, so a model trained on 50-node graphs loads for

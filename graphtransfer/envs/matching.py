@@ -1,0 +1,152 @@
+"""Maximum-weight matching, every edge acts at once (skip / take / wait).
+
+Edge weights come from :func:`graphtransfer.graphs.edge_weights` (seeded by the graph alone, so
+weightless files such as the sample graphs get them too) and are the observation's ``edge_attr``.
+An undirected edge is *live* while both its endpoints are unmatched and it was not skipped; the
+observation shows the live edges, both directions, as the residual graph. Rules of one step:
+
+1. every live directed edge picks ``SKIP``, ``TAKE`` or ``WAIT``; an undirected edge is taken
+   when either direction picks ``TAKE``, skipped when both pick ``SKIP``;
+2. a taken edge joins the matching when it is the heaviest taken edge at both its endpoints
+   (ties: the lower edge id), so the heaviest taken edge always joins and no node is matched twice;
+3. skipped edges leave the graph; so do the live edges at the newly matched nodes.
+
+Reward: the weight joining / the graph's node count, so an episode returns the matching's weight
+per node. Taking every edge every step is exactly greedy-by-weight; the policy can beat it only
+by skipping (or waiting on) a heavy edge whose endpoints are worth more elsewhere.
+
+Why edge-wise and not edge choice as this task's head: one edge per pass would take one pass
+per matched edge, about 100,000 passes on the 250k-node graph; every edge at once settles it in
+a few dozen (bench/RESULTS.md, "Edges as actions").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium import spaces
+
+from graphtransfer.envs.base import GraphEnv, Graphs
+from graphtransfer.envs.protocol import Head
+from graphtransfer.graphs import Graph, edge_weights, pair_weights
+
+SKIP, TAKE, WAIT = 0, 1, 2
+
+
+class MatchingEnv(GraphEnv):
+    """Node features, ``(num_nodes, 3)``: matched, ``log(1 + live degree)``, and the heaviest
+    live weight at the node. Edge features, ``(E, 3)``: the weight, and whether it is the
+    heaviest live weight at its source and at its destination (an edge heaviest at both ends is
+    one greedy would take now)."""
+
+    num_features = 3
+    num_edge_features = 3
+    num_actions = 3
+    head = Head.EDGE_WISE
+    objective_name = "matching weight"
+    inference_horizon = 256  # passes allowed at inference, where graphs are far larger
+    solution_header = "node,mate"
+
+    def __init__(self, graphs: Graphs, horizon: int = 32):
+        super().__init__(graphs, horizon)
+        self.action_space = spaces.MultiDiscrete(np.full(self.max_edges, self.num_actions))
+
+    def _start(self) -> None:
+        self.mate = np.full(self.graph.num_nodes, -1, dtype=np.int64)
+        self.weights, self.twin = edge_weights(self.graph), twin_edges(self.graph)
+        self.live = np.arange(self.graph.edge_index.shape[1])  # ids of the live directed edges, in graph order
+        self._heaviest_live()
+
+    def _heaviest_live(self) -> None:
+        """The heaviest live weight at every node, ``(num_nodes,)``, for the features."""
+        self.heaviest = np.zeros(self.graph.num_nodes, dtype=np.float32)
+        np.maximum.at(self.heaviest, self.graph.edge_index[0, self.live], self.weights[self.live])
+
+    def _edges(self) -> np.ndarray:
+        return self.graph.edge_index[:, self.live]
+
+    def active_nodes(self) -> np.ndarray:
+        active = np.zeros(self.graph.num_nodes, dtype=bool)
+        active[self.graph.edge_index[0, self.live]] = True
+        return active
+
+    def _features(self, edges: np.ndarray) -> np.ndarray:
+        degree = np.bincount(edges[0], minlength=self.graph.num_nodes)
+        return np.stack([self.mate >= 0, np.log1p(degree), self.heaviest], axis=1).astype(np.float32)
+
+    def _edge_features(self, edges: np.ndarray) -> np.ndarray:
+        weight = self.weights[self.live]
+        return np.stack([weight, weight == self.heaviest[edges[0]], weight == self.heaviest[edges[1]]], axis=1).astype(np.float32)
+
+    def _apply(self, action: np.ndarray) -> float:
+        picked = np.full(self.graph.edge_index.shape[1], WAIT, dtype=np.int64)
+        picked[self.live] = np.asarray(action)[: self.live.size]
+        taken = (picked == TAKE) | (picked[self.twin] == TAKE)
+        skipped = (picked == SKIP) & (picked[self.twin] == SKIP)
+        joining = locally_heaviest(self.graph, self.weights, self.twin, self.live[taken[self.live]])
+        src, dst = self.graph.edge_index[:, joining]
+        self.mate[src], self.mate[dst] = dst, src
+        src, dst = self.graph.edge_index[:, self.live]
+        self.live = self.live[~skipped[self.live] & (self.mate[src] < 0) & (self.mate[dst] < 0)]
+        self._heaviest_live()
+        return float(self.weights[joining].sum()) / 2 / self.graph.num_nodes  # both directions of each edge joined
+
+    def _finished(self) -> bool:
+        return self.live.size == 0
+
+    def solution(self) -> np.ndarray:
+        """``(num_nodes,)`` int64, each node's mate (its position), -1 where unmatched."""
+        return self.mate.copy()
+
+    @staticmethod
+    def objective(graph: Graph, solution: np.ndarray) -> float:
+        """The matching's total weight (larger is better)."""
+        matched = np.flatnonzero(solution > np.arange(solution.size))  # each pair once, from its lower end
+        return float(pair_weights(matched, solution[matched]).astype(np.float64).sum())
+
+    @staticmethod
+    def feasible(graph: Graph, solution: np.ndarray) -> bool:
+        return is_matching(graph, solution)
+
+
+def twin_edges(graph: Graph) -> np.ndarray:
+    """``(2|E|,)`` int64: the column of ``graph.edge_index`` holding each edge's other direction."""
+    src, dst = graph.edge_index
+    keys, reverse = src * graph.num_nodes + dst, dst * graph.num_nodes + src
+    order = np.argsort(keys)
+    return order[np.searchsorted(keys, reverse, sorter=order)]
+
+
+def locally_heaviest(graph: Graph, weights: np.ndarray, twin: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """The candidate edges that are the heaviest candidate at both endpoints (ties: the lower
+    edge id), both directions of each: never two at one node, and the heaviest candidate always.
+
+    Shapes:
+        weights, twin: ``(2|E|,)``; candidates: ``(C,)`` directed edge ids, one or both
+        directions of an edge; returns ``(2K,)`` directed edge ids.
+    """
+    edges = np.unique(np.minimum(candidates, twin[candidates]))  # one id per undirected edge
+    if edges.size == 0:
+        return edges
+    src, dst = graph.edge_index[:, edges]
+    rank = np.empty(edges.size, dtype=np.int64)
+    rank[np.lexsort((edges, -weights[edges].astype(np.float64)))] = np.arange(edges.size)  # heaviest first
+    best = np.full(graph.num_nodes, edges.size, dtype=np.int64)
+    np.minimum.at(best, src, rank)
+    np.minimum.at(best, dst, rank)
+    joined = edges[(best[src] == rank) & (best[dst] == rank)]
+    return np.concatenate([joined, twin[joined]])
+
+
+def is_matching(graph: Graph, mate: np.ndarray) -> bool:
+    """``mate`` ``(num_nodes,)`` pairs nodes symmetrically along edges of ``graph``; -1 is unmatched."""
+    mate = np.asarray(mate)
+    if mate.shape != (graph.num_nodes,) or ((mate < -1) | (mate >= graph.num_nodes)).any():
+        return False
+    matched = np.flatnonzero(mate >= 0)
+    if not (mate[mate[matched]] == matched).all() or (mate[matched] == matched).any():
+        return False
+    src, dst = graph.edge_index
+    keys = np.sort(src * graph.num_nodes + dst)
+    wanted = matched * graph.num_nodes + mate[matched]
+    found = np.minimum(np.searchsorted(keys, wanted), keys.size - 1) if keys.size else np.zeros(0, dtype=np.int64)
+    return bool(matched.size == 0 or (keys.size and (keys[found] == wanted).all()))
