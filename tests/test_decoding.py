@@ -15,7 +15,7 @@ from graphtransfer.graphs import barabasi_albert, erdos_renyi, random_geometric
 from graphtransfer.graphs.generators import delaunay
 from graphtransfer.nn import build_policy
 from graphtransfer.solve.inference import local_max_commits, patient_actions, settle_clashes, solve
-from tests.brute_force import is_independent, is_maximal_independent
+from tests.brute_force import is_independent, is_maximal_independent, is_vertex_cover
 
 
 def test_only_the_surest_nodes_may_commit_and_nothing_else_is_decided():
@@ -186,8 +186,23 @@ def test_local_max_is_refused_where_it_cannot_apply():
     config = RunConfig(task="maxcut", head="node-wise", model=ModelConfig(width=16, head_width=16))
     env = inference_env(config, graph)
     policy = build_policy("node-wise", config.model, env.observation_space, env.action_space)
-    with pytest.raises(UsageError, match="MaxCutEnv names no commit_action and defer_action, so the local-max decoding cannot apply"):
+    with pytest.raises(UsageError, match="MaxCutEnv names neither commit_action and defer_action"):
         solve(policy, env, decoding="local-max")
     policy, env, _ = _mis_policy_and_env(graph)
     with pytest.raises(UsageError, match="decoding 'greedy' is not one of local-max, drawn"):
         solve(policy, env, decoding="greedy")
+
+
+def test_local_max_is_mvcs_default_and_gives_a_cover_one_candidate_at_a_time_if_asked(tiny_model):
+    """Node choice (MVC): the committed nodes of a pass outscore their valid neighbours, so two
+    adjacent hubs are never taken together; with one candidate per pass it is sequential."""
+    from graphtransfer.solve.loading import policy_for_graphs
+
+    graph = barabasi_albert(1500, 4, 7)
+    loaded = policy_for_graphs(tiny_model("mvc"), [graph])
+    default = solve(loaded.policy, loaded.env)
+    one_at_a_time = solve(loaded.policy, loaded.env, commit_fraction=1e-9)
+    for found in (default, one_at_a_time):
+        assert found.feasible and is_vertex_cover(graph, found.solution)
+    assert one_at_a_time.passes == one_at_a_time.objective  # one node joins the cover per pass
+    assert default.passes < one_at_a_time.passes

@@ -1,11 +1,13 @@
 """Running a policy on one graph until the task is solved: no gradients, no SB3 predict detour.
 
-Each head decodes differently: node-wise policies with commit and defer actions (MIS) commit, by
-default, every node the policy ranks above all its active neighbours (``local-max``), or act on
-every active node as drawn (``drawn``; with a commit fraction below 1 only the most confident
-ones commit); other node-wise policies act as drawn; edge-wise policies act on every observed
-edge at once; node- and edge-choice policies commit the top-scoring valid node or edge of each
-pass (a fraction of them, for envs with ``step_many``); graph-level policies take one action per step
+Each head decodes differently: node-wise policies with commit and defer actions (MIS) and
+node-choice policies with ``step_many`` (MVC) commit, by default, the surest nodes that the
+policy ranks above all their active neighbours (``local-max``); under ``drawn`` node-wise
+policies act on every active node as drawn (with a commit fraction below 1 only the most
+confident ones commit) and node-choice policies commit the top-scoring valid nodes; other
+node-wise policies act as drawn; edge-wise policies act on every observed edge at once;
+edge-choice policies commit the top-scoring valid edges of each pass (a fraction of them, for
+envs with ``step_many``); graph-level policies take one action per step
 from the pooled embedding.
 """
 
@@ -67,12 +69,16 @@ def solve(
     Args:
         decoding: node-wise envs with commit and defer actions (MIS): ``local-max`` (the default;
             see :func:`local_max_commits`) or ``drawn`` (every node acts as drawn, or patiently
-            with a ``commit_fraction`` below 1, see :func:`patient_actions`). Other envs decode
-            as drawn; naming ``local-max`` for them is a usage error.
+            with a ``commit_fraction`` below 1, see :func:`patient_actions`). Node-choice envs
+            with ``step_many`` (MVC): ``local-max`` (the default: the top-scoring valid nodes
+            that outscore every valid neighbour) or ``drawn`` (the top-scoring valid nodes,
+            Gumbel top-k when sampling). Other envs decode as drawn; naming ``local-max`` for
+            them is a usage error.
         commit_fraction: the share of the nodes that one pass may commit, most confident first
             (at least one); ``None`` is the default of the head and decoding. Node- and edge-choice
-            heads: the share of the valid units committed (default :data:`DEFAULT_COMMIT_FRACTION`).
-            Local-max: the candidates of a pass, as a share of the graph's nodes (default
+            heads: the share of the valid units committed, or under local-max the candidates as
+            a share of the graph's nodes (default :data:`DEFAULT_COMMIT_FRACTION`). Node-wise
+            local-max: the candidates of a pass, as a share of the graph's nodes (default
             :data:`LOCAL_MAX_COMMIT_FRACTION`). Drawn, on node-wise tasks that name a
             ``commit_action`` and a ``defer_action`` (MIS: include and defer): only the active
             nodes with the highest probability of the commit action may take it, everyone else
@@ -89,7 +95,7 @@ def solve(
     features = features_of(env)
     decoding = check_decoding(env, features, decoding)
     commit_fraction = check_commit_fraction(env, features, commit_fraction, decoding)
-    act = _local_max_step if decoding == LOCAL_MAX else STEPS[features.head]
+    act = LOCAL_MAX_STEPS[features.head] if decoding == LOCAL_MAX else STEPS[features.head]
     done, passes, rewards = False, 0, []
     with torch.inference_mode():
         while not done:
@@ -114,24 +120,26 @@ LOCAL_MAX, DRAWN = DECODINGS
 
 def check_decoding(env: gym.Env, features: EnvFeatures, decoding: str | None) -> str:
     """The decoding to run: ``decoding``, else ``local-max`` where it applies (node-wise envs with
-    commit and defer actions) and ``drawn`` elsewhere; ``local-max`` where it cannot apply is a usage error."""
+    commit and defer actions, node-choice envs with ``step_many``) and ``drawn`` elsewhere;
+    ``local-max`` where it cannot apply is a usage error."""
+    applies = features.patient or (features.head is Head.NODE_CHOICE and features.step_many is not None)
     if decoding is None:
-        return LOCAL_MAX if features.patient else DRAWN
+        return LOCAL_MAX if applies else DRAWN
     if decoding not in DECODINGS:
         raise UsageError(f"decoding {decoding!r} is not one of {', '.join(DECODINGS)}")
-    if decoding == LOCAL_MAX and not features.patient:
+    if decoding == LOCAL_MAX and not applies:
         raise UsageError(
-            f"{type(env.unwrapped).__name__} names no commit_action and defer_action, so the local-max decoding cannot apply "
-            "to it; use --decoding drawn"
+            f"{type(env.unwrapped).__name__} names neither commit_action and defer_action (node-wise) nor step_many (node "
+            "choice), so the local-max decoding cannot apply to it; use --decoding drawn"
         )
     return decoding
 
 
 def check_commit_fraction(env: gym.Env, features: EnvFeatures, commit_fraction: float | None, decoding: str = DRAWN) -> float:
     """The fraction to decode with: ``commit_fraction`` or the default of the head and decoding
-    (node and edge choice :data:`DEFAULT_COMMIT_FRACTION`, local-max :data:`LOCAL_MAX_COMMIT_FRACTION`,
-    otherwise 1); a fraction below 1 for a node-wise env that names no commit and defer actions
-    is a usage error."""
+    (node and edge choice :data:`DEFAULT_COMMIT_FRACTION`, node-wise local-max
+    :data:`LOCAL_MAX_COMMIT_FRACTION`, otherwise 1); a fraction below 1 for a node-wise env that
+    names no commit and defer actions is a usage error."""
     if commit_fraction is None:
         if features.head.chooses:
             return DEFAULT_COMMIT_FRACTION
@@ -197,7 +205,10 @@ def local_max_commits(confidence: torch.Tensor, edge_index: torch.Tensor, candid
         returns ``(N,)`` bool.
     """
     src, dst = edge_index
-    candidate = confidence >= torch.topk(confidence, min(candidates, confidence.numel())).values[-1]
+    count = min(candidates, confidence.numel())
+    if count == 0:
+        return torch.zeros_like(confidence, dtype=torch.bool)
+    candidate = confidence >= torch.topk(confidence, count).values[-1]
     beaten_by = (confidence[dst] > confidence[src]) | ((confidence[dst] == confidence[src]) & (dst < src))  # (E,)
     beaten = torch.zeros_like(candidate)
     beaten[src[beaten_by]] = True
@@ -282,6 +293,23 @@ def _choice_step(policy, env, features, obs, deterministic, generator, commit_fr
     return step_many(chosen) if step_many else env.step(int(chosen[0]))
 
 
+def _local_max_choice_step(policy, env, features, obs, deterministic, generator, commit_fraction):
+    """Node choice with ``step_many``: of the ``commit_fraction`` × the graph's node count
+    top-scoring valid nodes, those that outscore every valid neighbour are committed together
+    (see :func:`local_max_commits`); two adjacent hubs are never both taken in one pass."""
+    active = _active_nodes(features, obs)
+    compact = obs_to_tensors(active_subgraph(obs, active), policy.device)
+    scores, _ = policy.node_scores(compact, with_values=False)
+    valid = np.ones(active.size, dtype=bool)
+    if features.action_masks is not None:
+        valid = np.asarray(features.action_masks(), dtype=bool)[active]
+    valid_t = torch.from_numpy(valid).to(scores.device)
+    scores = scores[0].masked_fill(~valid_t, float("-inf"))
+    candidates = max(1, math.ceil(commit_fraction * int(obs["num_nodes"][0])))
+    commits = local_max_commits(scores, compact["edge_index"][0], min(candidates, int(valid.sum()))) & valid_t
+    return features.step_many(active[commits.cpu().numpy()])
+
+
 def _graph_level_step(policy, env, features, obs, deterministic, generator, commit_fraction):
     action = policy._predict(obs_to_tensors(obs, policy.device), deterministic=deterministic)[0]
     return env.step(action.cpu().numpy())
@@ -295,6 +323,8 @@ STEPS = {
     Head.GRAPH_LEVEL: _graph_level_step,
 }
 """one decoding pass of each head"""
+LOCAL_MAX_STEPS = {Head.NODE_WISE: _local_max_step, Head.NODE_CHOICE: _local_max_choice_step}
+"""one local-max decoding pass of each head it applies to (see :func:`check_decoding`)"""
 
 
 def _active_nodes(features: EnvFeatures, obs: dict[str, np.ndarray]) -> np.ndarray:
