@@ -60,8 +60,9 @@ MaxNodesOption = Annotated[
 CommitFractionOption = Annotated[
     float | None,
     typer.Option(
-        help="Share of the nodes one pass may commit, most confident first. Node-choice tasks such as mvc: the valid nodes "
-        f"committed per pass, default {DEFAULT_COMMIT_FRACTION}. mis, --decoding local-max: the candidates per pass, default "
+        help="Share of the nodes one pass may commit, most confident first. Node-choice tasks such as mvc: the candidates "
+        f"per pass, default {DEFAULT_COMMIT_FRACTION} (of the graph's nodes under local-max, of the valid ones under drawn). "
+        "mis, --decoding local-max: the candidates per pass, default "
         f"{LOCAL_MAX_COMMIT_FRACTION} of the graph's nodes; smaller finds larger sets in more passes. mis, --decoding drawn: "
         "only this share, those likeliest to join, may join; the rest wait (default 1: every node acts)."
     ),
@@ -70,8 +71,9 @@ DecodingOption = Annotated[
     str | None,
     typer.Option(
         metavar="[local-max|drawn]",
-        help="mis: local-max (default) commits, each pass, the surest undecided nodes the policy ranks above all their "
-        "undecided neighbours; drawn lets every node act as the policy draws (the decoding before local-max). Other tasks: drawn.",
+        help="mis and mvc: local-max (default) commits, each pass, the surest undecided nodes the policy ranks above all "
+        "their undecided neighbours; drawn is the decoding before local-max (mis: every node acts as the policy draws; mvc: the "
+        "top-scoring valid nodes). Other tasks: drawn.",
     ),
 ]
 ThreadsOption = Annotated[
