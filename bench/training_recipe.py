@@ -30,14 +30,18 @@ from bench.recipe_env import RECIPE
 TAG = "RESULT_JSON:"
 PPO = {"n_steps": 64, "batch_size": 32, "n_epochs": 2}
 TARGETS = {50: 2.0, 1000: 5.0, 10000: 3.0}  # steps/s over the recipe's (issue 16)
+MODELS = {
+    "default": {},  # GraphSAGE max, 3 x 64, input projection
+    "gcn2": {"conv": "gcn", "num_layers": 2, "width": 64, "project_input": False},  # the recipe's shape: GCN 2 -> 64 -> 64
+}
 
 
-def ours(env: str, nodes: int, timesteps: int) -> dict:
+def ours(env: str, nodes: int, timesteps: int, model_name: str = "default") -> dict:
     """One graphtransfer measurement, in this process: warm-up, then ``timesteps`` timed steps
     (:func:`measure` starts it with torch's huge pages on, as importing graphtransfer does)."""
     import torch
 
-    from graphtransfer.config import PPOConfig, RunConfig
+    from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
     from graphtransfer.envs.factory import run_env
     from graphtransfer.envs.protocol import head_of
     from graphtransfer.graphs import erdos_renyi
@@ -45,11 +49,12 @@ def ours(env: str, nodes: int, timesteps: int) -> dict:
     from graphtransfer.training.model import make_model
 
     torch.set_num_threads(1)
-    ppo = PPOConfig(n_envs=1, seed=0, device="cpu", **PPO)
+    ppo, network = PPOConfig(n_envs=1, seed=0, device="cpu", **PPO), ModelConfig(**MODELS[model_name])
     if env == "recipe":
-        config, graphs = RunConfig(env="bench.recipe_env:RecipeEnv", env_kwargs={"num_nodes": nodes}, ppo=ppo), [erdos_renyi(2, 1.0, 0)]
+        recipe_env = {"env": "bench.recipe_env:RecipeEnv", "env_kwargs": {"num_nodes": nodes}}
+        config, graphs = RunConfig(**recipe_env, ppo=ppo, model=network), [erdos_renyi(2, 1.0, 0)]
     else:
-        config, graphs = RunConfig(task="mis", ppo=ppo), [erdos_renyi(nodes, 4.0, 0)]
+        config, graphs = RunConfig(task="mis", ppo=ppo, model=network), [erdos_renyi(nodes, 4.0, 0)]
     config = replace(config, head=head_of(run_env(config, graphs)))
     model = make_model(config, graphs, 0)
     model.learn(PPO["n_steps"])  # warm-up, as the recipe's driver does
@@ -88,8 +93,9 @@ def plain(nodes: int, timesteps: int) -> dict:
     )
 
 
-def ours_process(env: str, nodes: int, timesteps: int) -> dict:
-    return measure([sys.executable, "-m", "bench.training_recipe", "--worker", env, "--nodes", str(nodes), "--timesteps", str(timesteps)])
+def ours_process(env: str, nodes: int, timesteps: int, model: str) -> dict:
+    worker = ["--worker", env, "--nodes", str(nodes), "--timesteps", str(timesteps), "--model", model]
+    return measure([sys.executable, "-m", "bench.training_recipe", *worker])
 
 
 def main() -> None:
@@ -97,22 +103,25 @@ def main() -> None:
     parser.add_argument("--sizes", default="50,1000,10000")
     parser.add_argument("--timesteps", default="2048,1024,384", help="timed env steps per size, as the recipe's driver")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--model", choices=tuple(MODELS), default="default", help="ours: the default model, or gcn2, the recipe's shape")
     parser.add_argument("--worker", choices=("recipe", "mis"), help=argparse.SUPPRESS)
     parser.add_argument("--nodes", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(TAG + json.dumps(ours(args.worker, args.nodes, int(args.timesteps))), flush=True)
+        print(TAG + json.dumps(ours(args.worker, args.nodes, int(args.timesteps), args.model)), flush=True)
         return
     load = open("/proc/loadavg").read().split()[:3]
-    print(f"`python -m bench.training_recipe --repeats {args.repeats}`, {time.strftime('%Y-%m-%d %H:%M')}, load {' '.join(load)} before\n")
+    command = f"python -m bench.training_recipe --sizes {args.sizes} --timesteps {args.timesteps} --repeats {args.repeats}"
+    command += f" --model {args.model}"
+    print(f"`{command}`, {time.strftime('%Y-%m-%d %H:%M')}, load {' '.join(load)} before\n")
     print("| N | metric | plain recipe | ours, recipe env | ratio | ours, MIS | ratio | target |")
     print("|---:|---|---:|---:|---:|---:|---:|---|")
     for nodes, timesteps in zip((int(n) for n in args.sizes.split(",")), (int(t) for t in args.timesteps.split(",")), strict=True):
         runs: dict[str, list[dict]] = {"plain": [], "recipe": [], "mis": []}
         for _ in range(args.repeats):
             runs["plain"].append(plain(nodes, timesteps))
-            runs["recipe"].append(ours_process("recipe", nodes, timesteps))
-            runs["mis"].append(ours_process("mis", nodes, timesteps))
+            runs["recipe"].append(ours_process("recipe", nodes, timesteps, args.model))
+            runs["mis"].append(ours_process("mis", nodes, timesteps, args.model))
         rows = [
             ("train env steps/s", "sps", lambda a, b: b / a, f"≥ {TARGETS.get(nodes, 1):g}x"),
             ("stored observation bytes per step", "obs_bytes_per_step", lambda a, b: b / a, "≤ 1/10" if nodes == 10000 else ""),
