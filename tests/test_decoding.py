@@ -1,15 +1,21 @@
-"""Patient decoding of node-wise policies: with a commit fraction below 1 only the surest nodes commit."""
+"""Decoding node-wise policies: the local-max decoding (MIS's default), and the drawn one, where
+with a commit fraction below 1 only the surest nodes commit."""
 
+import numpy as np
 import pytest
 import torch
 
+from graphtransfer.baselines.completion import FINISH
+from graphtransfer.baselines.mis import greedy_in_order
 from graphtransfer.config import ModelConfig, RunConfig
 from graphtransfer.envs.factory import inference_env
 from graphtransfer.envs.mis import DEFER, EXCLUDE, INCLUDE, UNDECIDED
 from graphtransfer.errors import UsageError
-from graphtransfer.graphs import erdos_renyi
+from graphtransfer.graphs import barabasi_albert, erdos_renyi, random_geometric
+from graphtransfer.graphs.generators import delaunay
 from graphtransfer.nn import build_policy
-from graphtransfer.solve.inference import patient_actions, settle_clashes, solve
+from graphtransfer.solve.inference import local_max_commits, patient_actions, settle_clashes, solve
+from tests.brute_force import is_independent, is_maximal_independent, is_vertex_cover
 
 
 def test_only_the_surest_nodes_may_commit_and_nothing_else_is_decided():
@@ -35,8 +41,8 @@ def _mis_policy_and_env(graph):
 def test_patient_decoding_decides_every_node_in_more_passes():
     graph = erdos_renyi(300, 4.0, 0)
     policy, env, _ = _mis_policy_and_env(graph)
-    hasty = solve(policy, env, seed=0)
-    patient = solve(policy, env, seed=0, commit_fraction=0.05)
+    hasty = solve(policy, env, seed=0, decoding="drawn")
+    patient = solve(policy, env, seed=0, commit_fraction=0.05, decoding="drawn")
     assert patient.feasible and not (env.unwrapped.status == UNDECIDED).any()
     assert patient.passes > hasty.passes
 
@@ -89,5 +95,114 @@ def test_deterministic_decoding_of_look_alike_neighbours_never_stalls():
     with torch.no_grad():  # every node, alike, most wants to include: unsettled, all would roll back every pass
         last.weight.zero_()
         last.bias.copy_(torch.tensor([0.0, 5.0, 0.0]))
-    solution = solve(policy, env, deterministic=True)
+    solution = solve(policy, env, deterministic=True, decoding="drawn")
     assert solution.feasible and solution.objective == 1 and solution.passes == 1
+
+
+# The local-max decoding, MIS's default: the surest nodes that outrank every undecided neighbour commit.
+
+
+def _trained_mis(tiny_model, graph):
+    from graphtransfer.solve.loading import policy_for_graphs
+
+    loaded = policy_for_graphs(tiny_model("mis"), [graph])
+    return loaded.policy, loaded.env
+
+
+def test_one_local_max_pass_commits_an_independent_set_that_includes_the_surest_node():
+    graph = erdos_renyi(2000, 8.0, 3)
+    confidence = torch.from_numpy(np.random.default_rng(0).random(graph.num_nodes)).float()
+    edge_index = torch.from_numpy(graph.edge_index)
+    for candidates in (graph.num_nodes, 40, 1):
+        commits = local_max_commits(confidence, edge_index, candidates).numpy()
+        assert is_independent(graph, commits) and commits[int(torch.argmax(confidence))]
+    assert local_max_commits(confidence, edge_index, 1).sum() == 1
+
+
+def test_a_local_max_pass_is_the_first_round_of_greedy_in_the_policys_order():
+    """Scanning the nodes surest first and taking each one whose neighbours are all free (greedy
+    in that order) takes, in its first round, exactly the nodes that outrank all their neighbours."""
+    graph = delaunay(1500, 2)
+    confidence = torch.from_numpy(np.random.default_rng(1).random(graph.num_nodes).round(2)).float()  # with ties: lower id first
+    order = np.lexsort((np.arange(graph.num_nodes), -confidence.numpy()))
+    first_round = greedy_in_order(graph, order) & ~_has_earlier_neighbour(graph, order)
+    commits = local_max_commits(confidence, torch.from_numpy(graph.edge_index), graph.num_nodes)
+    assert np.array_equal(commits.numpy(), first_round)
+
+
+def _has_earlier_neighbour(graph, order):
+    position = np.empty(graph.num_nodes, dtype=np.int64)
+    position[order] = np.arange(graph.num_nodes)
+    src, dst = graph.edge_index
+    earlier = np.zeros(graph.num_nodes, dtype=bool)
+    earlier[src[position[dst] < position[src]]] = True
+    return earlier
+
+
+def test_local_max_decoding_gives_a_maximal_independent_set_deciding_every_node(tiny_model):
+    graph = random_geometric(3000, 8.0, 4)
+    policy, env = _trained_mis(tiny_model, graph)
+    found = solve(policy, env, finish=FINISH["mis"])
+    assert found.finished.undecided == 0 and found.finished.by_rule == 0  # the policy decided every node itself
+    assert found.finished.for_maximality == 0  # nobody left out who could join: local-max excludes only neighbours of the set
+    assert is_maximal_independent(graph, found.solution)
+
+
+def test_local_max_decoding_repeats_exactly_for_a_seed_and_draws_nothing(tiny_model):
+    graph = barabasi_albert(2000, 4, 5)
+    policy, env = _trained_mis(tiny_model, graph)
+    first, again = solve(policy, env, seed=3), solve(policy, env, seed=3, deterministic=True)
+    other = solve(policy, env, seed=4)
+    assert np.array_equal(first.solution, again.solution) and first.passes == again.passes
+    assert not np.array_equal(first.solution, other.solution)  # the seed still seeds the env's random features
+
+
+def test_local_max_decoding_never_stalls_on_a_dense_graph(tiny_model):
+    """Look-alike neighbours everywhere: the surest node of the whole graph always commits."""
+    graph = erdos_renyi(400, 200.0, 6)
+    policy, env = _trained_mis(tiny_model, graph)
+    found = solve(policy, env, commit_fraction=1e-9, finish=FINISH["mis"])  # one candidate per pass: the slowest the rule can go
+    assert found.finished.undecided == 0 and found.passes < env.unwrapped.horizon
+    assert found.passes == found.finished.by_policy  # exactly one node joins per pass
+    assert is_maximal_independent(graph, found.solution)
+
+
+def test_local_max_and_drawn_decodings_agree_where_every_maximal_set_is_the_same_size(tiny_model):
+    """Disjoint cliques: any maximal independent set holds one node of each, so both decodings,
+    finished, must find exactly that many."""
+    from graphtransfer.graphs import from_edges
+
+    cliques, size = 40, 6
+    pairs = np.array([(c * size + a, c * size + b) for c in range(cliques) for a in range(size) for b in range(a + 1, size)])
+    graph, _, _ = from_edges(pairs[:, 0], pairs[:, 1], cliques * size, "cliques")
+    policy, env = _trained_mis(tiny_model, graph)
+    for decoding in ("local-max", "drawn"):
+        found = solve(policy, env, decoding=decoding, finish=FINISH["mis"])
+        assert found.objective == cliques, decoding
+
+
+def test_local_max_is_refused_where_it_cannot_apply():
+    graph = erdos_renyi(60, 4.0, 0)
+    config = RunConfig(task="maxcut", head="node-wise", model=ModelConfig(width=16, head_width=16))
+    env = inference_env(config, graph)
+    policy = build_policy("node-wise", config.model, env.observation_space, env.action_space)
+    with pytest.raises(UsageError, match="MaxCutEnv names neither commit_action and defer_action"):
+        solve(policy, env, decoding="local-max")
+    policy, env, _ = _mis_policy_and_env(graph)
+    with pytest.raises(UsageError, match="decoding 'greedy' is not one of local-max, drawn"):
+        solve(policy, env, decoding="greedy")
+
+
+def test_local_max_is_mvcs_default_and_gives_a_cover_one_candidate_at_a_time_if_asked(tiny_model):
+    """Node choice (MVC): the committed nodes of a pass outscore their valid neighbours, so two
+    adjacent hubs are never taken together; with one candidate per pass it is sequential."""
+    from graphtransfer.solve.loading import policy_for_graphs
+
+    graph = barabasi_albert(1500, 4, 7)
+    loaded = policy_for_graphs(tiny_model("mvc"), [graph])
+    default = solve(loaded.policy, loaded.env)
+    one_at_a_time = solve(loaded.policy, loaded.env, commit_fraction=1e-9)
+    for found in (default, one_at_a_time):
+        assert found.feasible and is_vertex_cover(graph, found.solution)
+    assert one_at_a_time.passes == one_at_a_time.objective  # one node joins the cover per pass
+    assert default.passes < one_at_a_time.passes

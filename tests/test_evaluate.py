@@ -16,7 +16,7 @@ def rows():
     config = RunConfig(task="mis", head="node-wise", model=ModelConfig(width=16, head_width=16))
     env = run_env(config, graphs)
     policy = build_policy("node-wise", config.model, env.observation_space, env.action_space)
-    return evaluate(policy, config, graphs, samples=3, deterministic=True, polish=True)
+    return evaluate(policy, config, graphs, samples=3, deterministic=True, polish=True, decoding="drawn")
 
 
 def test_every_decoding_and_baseline_is_reported_separately(rows):
@@ -25,6 +25,15 @@ def test_every_decoding_and_baseline_is_reported_separately(rows):
         assert row.decodings["best-of-3"].objective >= row.decodings["sampled"].objective
         assert [b.name for b in row.baselines] == ["greedy-min-degree", "random-greedy", "local-search"]
         assert all(s.feasible for s in row.decodings.values())
+
+
+def test_the_default_mis_decoding_is_local_max_without_a_deterministic_twin():
+    graphs = [erdos_renyi(100, 4.0, 0)]
+    config = RunConfig(task="mis", head="node-wise", model=ModelConfig(width=16, head_width=16))
+    env = run_env(config, graphs)
+    policy = build_policy("node-wise", config.model, env.observation_space, env.action_space)
+    row = evaluate(policy, config, graphs, samples=2, deterministic=True)[0]
+    assert list(row.decodings) == ["local-max", "best-of-2"]  # local-max draws nothing: a deterministic row would repeat it
 
 
 def test_polish_is_applied_to_policy_and_baselines_alike(rows):

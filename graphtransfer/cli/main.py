@@ -18,7 +18,17 @@ import typer
 from graphtransfer.cli.common import fail as _fail
 from graphtransfer.cli.common import friendly_errors
 from graphtransfer.cli.graphs import app as graphs_app
-from graphtransfer.config import DEFAULT_COMMIT_FRACTION, MAX_DRAW_NODES, SEED_LIMIT, ModelConfig, PPOConfig, RunConfig, cli_keys, help_of
+from graphtransfer.config import (
+    DEFAULT_COMMIT_FRACTION,
+    LOCAL_MAX_COMMIT_FRACTION,
+    MAX_DRAW_NODES,
+    SEED_LIMIT,
+    ModelConfig,
+    PPOConfig,
+    RunConfig,
+    cli_keys,
+    help_of,
+)
 from graphtransfer.errors import UsageError
 
 if TYPE_CHECKING:
@@ -50,9 +60,20 @@ MaxNodesOption = Annotated[
 CommitFractionOption = Annotated[
     float | None,
     typer.Option(
-        help="Share of the nodes one pass may commit, most confident first. Node-choice tasks such as mvc: the valid nodes "
-        f"committed per pass, default {DEFAULT_COMMIT_FRACTION}. mis: only this share of the nodes, those likeliest to join, "
-        "may join; the rest wait. Default 1 (every node acts); 0.03 finds larger sets in more passes."
+        help="Share of the nodes one pass may commit, most confident first. Node-choice tasks such as mvc: the candidates "
+        f"per pass, default {DEFAULT_COMMIT_FRACTION} (of the graph's nodes under local-max, of the valid ones under drawn). "
+        "mis, --decoding local-max: the candidates per pass, default "
+        f"{LOCAL_MAX_COMMIT_FRACTION} of the graph's nodes; smaller finds larger sets in more passes. mis, --decoding drawn: "
+        "only this share, those likeliest to join, may join; the rest wait (default 1: every node acts)."
+    ),
+]
+DecodingOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="[local-max|drawn]",
+        help="mis and mvc: local-max (default) commits, each pass, the surest undecided nodes the policy ranks above all "
+        "their undecided neighbours; drawn is the decoding before local-max (mis: every node acts as the policy draws; mvc: the "
+        "top-scoring valid nodes). Other tasks: drawn.",
     ),
 ]
 ThreadsOption = Annotated[
@@ -350,9 +371,12 @@ def predict(
     graph: Annotated[str, typer.Option(help="Graph file in any supported format (see 'graphtransfer graphs info'), or a sample name.")],
     out: Annotated[Path, typer.Option(help="CSV to write: one 'node,decision' row per node, or one row per step for graph-level tasks.")],
     max_passes: Annotated[int | None, typer.Option(help="Policy passes before stopping (default: the task's).")] = None,
-    deterministic: Annotated[bool, typer.Option(help="Take the most likely actions instead of sampling (seeded) from the policy.")] = False,
+    deterministic: Annotated[
+        bool, typer.Option(help="--decoding drawn: take the most likely actions instead of sampling (seeded) from the policy.")
+    ] = False,
     seed: Annotated[int, typer.Option(help="Seed for the sampled actions, 0 to 2^32 - 1.")] = 0,
     commit_fraction: CommitFractionOption = None,
+    decoding: DecodingOption = None,
     threads: ThreadsOption = _DEFAULT_PPO.threads,
     max_nodes_per_batch: MaxNodesOption = None,
     mixed_precision: MixedPrecisionOption = False,
@@ -378,6 +402,7 @@ def predict(
     _check_seed(seed)
     _use_threads(threads)
     options = {"max_passes": max_passes, "deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction}
+    options["decoding"] = decoding
     options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env, "force": force}
     if resolve(graph).is_dir():
         return _predict_folder(model, graph, out, draw, workers, ray_address, options)
@@ -443,12 +468,13 @@ def evaluate(
     model: Annotated[Path, typer.Option(help="Model folder written by train or transfer.")],
     graphs: Annotated[str, typer.Option(help="Sample set name, graph file or folder of graphs to evaluate on.")],
     samples: Annotated[int, typer.Option(help="Also report the best of this many sampled rollouts.")] = 1,
-    deterministic: Annotated[bool, typer.Option(help="Also report the deterministic decoding.")] = True,
+    deterministic: Annotated[bool, typer.Option(help="Also report the deterministic decoding (--decoding drawn).")] = True,
     polish: Annotated[bool, typer.Option(help="Also report the best decoding and every baseline after the same local search.")] = False,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON to this file.")] = None,
     plot: Annotated[Path | None, typer.Option(help="Draw policy/baseline against graph size to this PNG.")] = None,
     max_passes: Annotated[int | None, typer.Option(help="Policy passes per graph before stopping (default: the task's).")] = None,
     commit_fraction: CommitFractionOption = None,
+    decoding: DecodingOption = None,
     threads: ThreadsOption = _DEFAULT_PPO.threads,
     max_nodes_per_batch: MaxNodesOption = None,
     mixed_precision: MixedPrecisionOption = False,
@@ -467,6 +493,7 @@ def evaluate(
     _check_positive(samples=samples, max_passes=max_passes or 1, threads=threads, workers=workers or 1)
     _use_threads(threads)
     options = {"samples": samples, "deterministic": deterministic, "polish": polish, "commit_fraction": commit_fraction}
+    options["decoding"] = decoding
     options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env}
     config, rows = evaluate_many(model, graphs, workers=workers, ray_address=ray_address, max_passes=max_passes, **options)
     for line in format_rows(rows):

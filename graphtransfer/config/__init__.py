@@ -3,7 +3,9 @@
 from graphtransfer.config.schema import (
     ALGOS,
     CONVS,
+    DECODINGS,
     DEFAULT_COMMIT_FRACTION,
+    LOCAL_MAX_COMMIT_FRACTION,
     MAX_DRAW_NODES,
     SECTIONS,
     SEED_LIMIT,
@@ -24,7 +26,9 @@ from graphtransfer.config.schema import (
 __all__ = [
     "ALGOS",
     "CONVS",
+    "DECODINGS",
     "DEFAULT_COMMIT_FRACTION",
+    "LOCAL_MAX_COMMIT_FRACTION",
     "MAX_DRAW_NODES",
     "SECTIONS",
     "SEED_LIMIT",

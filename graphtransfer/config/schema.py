@@ -30,8 +30,16 @@ HeadName = Literal["", "node-wise", "node-choice", "edge-wise", "edge-choice", "
 Algo = Literal["ppo", "a2c", "dqn"]
 ALGOS: tuple[str, ...] = typing.get_args(Algo)
 CONVS: tuple[str, ...] = typing.get_args(Conv)
+Decoding = Literal["local-max", "drawn"]
+DECODINGS: tuple[str, ...] = typing.get_args(Decoding)
+"""how node-wise tasks with commit and defer actions (MIS) and node-choice tasks with ``step_many`` (MVC) decode:
+``local-max`` (the default: each pass, the surest nodes that the policy ranks above every undecided neighbour commit) or
+``drawn`` (MIS: every node acts as drawn, with a commit fraction below 1 only the surest may commit; MVC: the top-scoring
+valid nodes commit)"""
 DEFAULT_COMMIT_FRACTION = 0.1
-"""node-choice heads commit this share of the valid nodes per pass by default; node-wise heads every node (1.0)"""
+"""node-choice heads commit this share of the valid nodes per pass by default; drawn node-wise decoding every node (1.0)"""
+LOCAL_MAX_COMMIT_FRACTION = 0.02
+"""the local-max decoding's candidates per pass: the surest undecided nodes, this share of the graph's node count"""
 MAX_DRAW_NODES = 3000
 """``predict --draw`` refuses larger graphs: the layout is quadratic, and more nodes draw a blot"""
 SEED_LIMIT = 2**32

@@ -1,7 +1,8 @@
 """Measuring a policy against the task's classical baselines, graph by graph.
 
-Every decoding is reported on its own line of numbers: the policy sampled once (seeded),
-deterministic, and the best of k sampled rollouts. A local-search polish, when asked for, is
+Every decoding is reported on its own line of numbers: the policy decoded once (seeded: MIS by
+local maxima, ``local-max``, other tasks ``sampled``), deterministic where actions are drawn, and
+the best of k seeded rollouts. A local-search polish, when asked for, is
 applied to the best policy solution and to every baseline alike.
 """
 
@@ -18,7 +19,7 @@ from graphtransfer.config import RunConfig
 from graphtransfer.envs.factory import inference_env
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.graphs import Graph, load_graphs
-from graphtransfer.solve.inference import Solution, peak_rss_mib, solve
+from graphtransfer.solve.inference import DRAWN, LOCAL_MAX, Solution, check_decoding, peak_rss_mib, solve
 from graphtransfer.solve.loading import DEFAULT_RUNTIME, Runtime, policy_for_graphs
 
 
@@ -77,12 +78,15 @@ def evaluate(
     polish: bool = False,
     seed: int = 0,
     commit_fraction: float | None = None,
+    decoding: str | None = None,
 ) -> list[EvalRow]:
     """Run the policy under each decoding and every baseline of the task on each graph.
 
     Args:
         samples: also report the best of this many sampled rollouts (seeds ``seed..``), when > 1.
-        deterministic: also report the deterministic decoding.
+        deterministic: also report the deterministic decoding, where the decoding draws actions
+            (``drawn``; the local-max decoding draws none, so its row would repeat the first).
+        commit_fraction, decoding: as in :func:`graphtransfer.solve.inference.solve`.
         polish: also report the best decoding and every baseline after the task's local search.
     """
     baselines = BASELINES.get(config.task, {}) if config.env is None else {}
@@ -90,16 +94,20 @@ def evaluate(
     rows = []
     for graph in graphs:
         env = inference_env(config, graph, max_passes)
-        sense = features_of(env).sense
-        options = {"seed": seed, "commit_fraction": commit_fraction, "finish": finish_rule(config)}
-        decodings = {"sampled": solve(policy, env, **options)}
-        if deterministic:
+        features = features_of(env)
+        options = {"seed": seed, "commit_fraction": commit_fraction, "finish": finish_rule(config), "decoding": decoding}
+        drawn = check_decoding(env, features, decoding) == DRAWN
+        first = solve(policy, env, **options)
+        decodings = {"sampled" if drawn else LOCAL_MAX: first}
+        if deterministic and drawn:
             decodings["deterministic"] = solve(policy, env, deterministic=True, **options)
         if samples > 1:
             more = [solve(policy, env, **{**options, "seed": seed + i}) for i in range(1, samples)]
-            rolls = [decodings["sampled"], *more]
-            decodings[f"best-of-{samples}"] = (max if sense == "max" else min)(rolls, key=lambda s: s.objective)
-        row = EvalRow(graph, decodings, [_run_baseline(name, fn, env.unwrapped, graph, polisher) for name, fn in baselines.items()], sense)
+            rolls = [first, *more]
+            decodings[f"best-of-{samples}"] = (max if features.sense == "max" else min)(rolls, key=lambda s: s.objective)
+        row = EvalRow(
+            graph, decodings, [_run_baseline(name, fn, env.unwrapped, graph, polisher) for name, fn in baselines.items()], features.sense
+        )
         if polisher:
             row.polished = env.unwrapped.objective(graph, polisher(graph, row.best().solution))
         row.peak_rss_mib = peak_rss_mib()

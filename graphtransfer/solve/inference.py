@@ -1,9 +1,13 @@
 """Running a policy on one graph until the task is solved: no gradients, no SB3 predict detour.
 
-Each head decodes differently: node-wise policies act on every active node at once (or, with a
-commit fraction, only the most confident ones commit); edge-wise policies on every observed edge
-at once; node- and edge-choice policies commit the top-scoring valid node or edge of each pass
-(a fraction of them, for envs with ``step_many``); graph-level policies take one action per step
+Each head decodes differently: node-wise policies with commit and defer actions (MIS) and
+node-choice policies with ``step_many`` (MVC) commit, by default, the surest nodes that the
+policy ranks above all their active neighbours (``local-max``); under ``drawn`` node-wise
+policies act on every active node as drawn (with a commit fraction below 1 only the most
+confident ones commit) and node-choice policies commit the top-scoring valid nodes; other
+node-wise policies act as drawn; edge-wise policies act on every observed edge at once;
+edge-choice policies commit the top-scoring valid edges of each pass (a fraction of them, for
+envs with ``step_many``); graph-level policies take one action per step
 from the pooled embedding.
 """
 
@@ -21,7 +25,7 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.utils import to_dense_batch
 
 from graphtransfer.baselines.completion import FinishedSet
-from graphtransfer.config import DEFAULT_COMMIT_FRACTION
+from graphtransfer.config import DECODINGS, DEFAULT_COMMIT_FRACTION, LOCAL_MAX_COMMIT_FRACTION
 from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.envs.protocol import EnvFeatures, Head, features_of
 from graphtransfer.errors import UsageError
@@ -45,21 +49,40 @@ def obs_to_tensors(obs: dict[str, np.ndarray], device: torch.device) -> dict[str
     return {key: torch.from_numpy(np.ascontiguousarray(value)).unsqueeze(0).to(device) for key, value in obs.items()}
 
 
-def solve(policy, env: gym.Env, deterministic: bool = False, seed: int = 0, commit_fraction: float | None = None, finish=None) -> Solution:
+def solve(
+    policy,
+    env: gym.Env,
+    deterministic: bool = False,
+    seed: int = 0,
+    commit_fraction: float | None = None,
+    finish=None,
+    decoding: str | None = None,
+) -> Solution:
     """Run ``policy`` on the env's single graph until the episode ends (solved or horizon).
 
     Actions are sampled from the policy by default, seeded by ``seed`` so a run repeats exactly.
     Node-wise policies learn to break ties between look-alike neighbours by chance; taking each
     node's most likely action (``deterministic``) can leave such pairs rolling back until the
-    pass limit (see the README's decoding table).
+    pass limit (see the README's decoding table). The ``local-max`` decoding samples nothing:
+    ``deterministic`` changes nothing there, and ``seed`` only seeds the env's random features.
 
     Args:
+        decoding: node-wise envs with commit and defer actions (MIS): ``local-max`` (the default;
+            see :func:`local_max_commits`) or ``drawn`` (every node acts as drawn, or patiently
+            with a ``commit_fraction`` below 1, see :func:`patient_actions`). Node-choice envs
+            with ``step_many`` (MVC): ``local-max`` (the default: the top-scoring valid nodes
+            that outscore every valid neighbour) or ``drawn`` (the top-scoring valid nodes,
+            Gumbel top-k when sampling). Other envs decode as drawn; naming ``local-max`` for
+            them is a usage error.
         commit_fraction: the share of the nodes that one pass may commit, most confident first
-            (at least one); ``None`` is the head's default. Node-choice heads: the share of the
-            valid nodes committed (default :data:`DEFAULT_COMMIT_FRACTION`). Node-wise tasks that
-            name a ``commit_action`` and a ``defer_action`` (MIS: include and defer): only the
-            active nodes with the highest probability of the commit action may take it, everyone
-            else defers (default 1.0: every node acts as drawn); see :func:`patient_actions`.
+            (at least one); ``None`` is the default of the head and decoding. Node- and edge-choice
+            heads: the share of the valid units committed, or under local-max the candidates as
+            a share of the graph's nodes (default :data:`DEFAULT_COMMIT_FRACTION`). Node-wise
+            local-max: the candidates of a pass, as a share of the graph's nodes (default
+            :data:`LOCAL_MAX_COMMIT_FRACTION`). Drawn, on node-wise tasks that name a
+            ``commit_action`` and a ``defer_action`` (MIS: include and defer): only the active
+            nodes with the highest probability of the commit action may take it, everyone else
+            defers (default 1.0: every node acts as drawn).
         finish: the task's finishing rule (:data:`graphtransfer.baselines.completion.FINISH`),
             called as ``finish(graph, solution, undecided)`` once the policy stops; what it
             added is reported apart, in :attr:`Solution.finished`.
@@ -70,8 +93,9 @@ def solve(policy, env: gym.Env, deterministic: bool = False, seed: int = 0, comm
     generator = torch.Generator(device=policy.device).manual_seed(seed)
     torch.manual_seed(seed)
     features = features_of(env)
-    act = STEPS[features.head]
-    commit_fraction = check_commit_fraction(env, features, commit_fraction)
+    decoding = check_decoding(env, features, decoding)
+    commit_fraction = check_commit_fraction(env, features, commit_fraction, decoding)
+    act = LOCAL_MAX_STEPS[features.head] if decoding == LOCAL_MAX else STEPS[features.head]
     done, passes, rewards = False, 0, []
     with torch.inference_mode():
         while not done:
@@ -91,11 +115,35 @@ def solve(policy, env: gym.Env, deterministic: bool = False, seed: int = 0, comm
     return Solution(solution, objective, feasible, passes, time.perf_counter() - started, peak_rss_mib(), finished)
 
 
-def check_commit_fraction(env: gym.Env, features: EnvFeatures, commit_fraction: float | None) -> float:
-    """The fraction to decode with: ``commit_fraction`` or the head's default; a fraction below 1
-    for a node-wise env that names no commit and defer actions is a usage error."""
+LOCAL_MAX, DRAWN = DECODINGS
+
+
+def check_decoding(env: gym.Env, features: EnvFeatures, decoding: str | None) -> str:
+    """The decoding to run: ``decoding``, else ``local-max`` where it applies (node-wise envs with
+    commit and defer actions, node-choice envs with ``step_many``) and ``drawn`` elsewhere;
+    ``local-max`` where it cannot apply is a usage error."""
+    applies = features.patient or (features.head is Head.NODE_CHOICE and features.step_many is not None)
+    if decoding is None:
+        return LOCAL_MAX if applies else DRAWN
+    if decoding not in DECODINGS:
+        raise UsageError(f"decoding {decoding!r} is not one of {', '.join(DECODINGS)}")
+    if decoding == LOCAL_MAX and not applies:
+        raise UsageError(
+            f"{type(env.unwrapped).__name__} names neither commit_action and defer_action (node-wise) nor step_many (node "
+            "choice), so the local-max decoding cannot apply to it; use --decoding drawn"
+        )
+    return decoding
+
+
+def check_commit_fraction(env: gym.Env, features: EnvFeatures, commit_fraction: float | None, decoding: str = DRAWN) -> float:
+    """The fraction to decode with: ``commit_fraction`` or the default of the head and decoding
+    (node and edge choice :data:`DEFAULT_COMMIT_FRACTION`, node-wise local-max
+    :data:`LOCAL_MAX_COMMIT_FRACTION`, otherwise 1); a fraction below 1 for a node-wise env that
+    names no commit and defer actions is a usage error."""
     if commit_fraction is None:
-        return DEFAULT_COMMIT_FRACTION if features.head.chooses else 1.0
+        if features.head.chooses:
+            return DEFAULT_COMMIT_FRACTION
+        return LOCAL_MAX_COMMIT_FRACTION if decoding == LOCAL_MAX else 1.0
     if not 0 < commit_fraction <= 1:
         raise UsageError(f"commit fraction {commit_fraction} must be in (0, 1]")
     if features.head is Head.NODE_WISE and commit_fraction < 1 and not features.patient:
@@ -123,6 +171,48 @@ def _node_wise_step(policy, env, features, obs, deterministic, generator, commit
             chosen = policy._predict(compact, deterministic=deterministic)[0]
         actions[active] = chosen.cpu().numpy()
     return env.step(actions)
+
+
+def _local_max_step(policy, env, features, obs, deterministic, generator, commit_fraction):
+    active = _active_nodes(features, obs)
+    actions = np.full(obs["x"].shape[0], features.defer_action, dtype=np.int64)
+    if active.size:
+        compact = obs_to_tensors(active_subgraph(obs, active), policy.device)
+        confidence = policy.get_distribution(compact).distribution.probs[0, :, features.commit_action]
+        candidates = max(1, math.ceil(commit_fraction * int(obs["num_nodes"][0])))  # of the whole graph: see local_max_commits
+        commits = local_max_commits(confidence, compact["edge_index"][0], candidates)
+        actions[active[commits.cpu().numpy()]] = features.commit_action
+    return env.step(actions)
+
+
+def local_max_commits(confidence: torch.Tensor, edge_index: torch.Tensor, candidates: int) -> torch.Tensor:
+    """The nodes that commit in one pass of the local-max decoding: of the ``candidates`` nodes
+    with the highest ``confidence`` (the policy's probability of committing), each one whose
+    confidence is higher than every neighbour's, ties going to the lower id.
+
+    The nodes that commit are never adjacent, so none is rolled back, and the surest node always
+    commits, so every pass decides something, on any graph. It is greedy in the policy's order,
+    done in parallel as Luby's algorithm does with random priorities: the policy, not chance,
+    picks who goes first, and the next pass ranks again what is left. The number of candidates
+    is the patience: a node commits only when it is among the surest of the whole graph, not
+    merely of its neighbourhood. The decoding takes a fixed share of the graph's nodes per pass,
+    so the passes do not grow with the graph and the last, small passes go fast; a share of the
+    nodes still undecided instead took up to three times the passes for the same sets
+    (``bench/RESULTS.md``, "Transfer quality").
+
+    Shapes:
+        confidence: ``(N,)``; edge_index: ``(2, E)`` directed edges (both directions);
+        returns ``(N,)`` bool.
+    """
+    src, dst = edge_index
+    count = min(candidates, confidence.numel())
+    if count == 0:
+        return torch.zeros_like(confidence, dtype=torch.bool)
+    candidate = confidence >= torch.topk(confidence, count).values[-1]
+    beaten_by = (confidence[dst] > confidence[src]) | ((confidence[dst] == confidence[src]) & (dst < src))  # (E,)
+    beaten = torch.zeros_like(candidate)
+    beaten[src[beaten_by]] = True
+    return candidate & ~beaten
 
 
 def patient_actions(drawn: torch.Tensor, confidence: torch.Tensor, fraction: float, commit: int, defer: int) -> torch.Tensor:
@@ -203,6 +293,23 @@ def _choice_step(policy, env, features, obs, deterministic, generator, commit_fr
     return step_many(chosen) if step_many else env.step(int(chosen[0]))
 
 
+def _local_max_choice_step(policy, env, features, obs, deterministic, generator, commit_fraction):
+    """Node choice with ``step_many``: of the ``commit_fraction`` × the graph's node count
+    top-scoring valid nodes, those that outscore every valid neighbour are committed together
+    (see :func:`local_max_commits`); two adjacent hubs are never both taken in one pass."""
+    active = _active_nodes(features, obs)
+    compact = obs_to_tensors(active_subgraph(obs, active), policy.device)
+    scores, _ = policy.node_scores(compact, with_values=False)
+    valid = np.ones(active.size, dtype=bool)
+    if features.action_masks is not None:
+        valid = np.asarray(features.action_masks(), dtype=bool)[active]
+    valid_t = torch.from_numpy(valid).to(scores.device)
+    scores = scores[0].masked_fill(~valid_t, float("-inf"))
+    candidates = max(1, math.ceil(commit_fraction * int(obs["num_nodes"][0])))
+    commits = local_max_commits(scores, compact["edge_index"][0], min(candidates, int(valid.sum()))) & valid_t
+    return features.step_many(active[commits.cpu().numpy()])
+
+
 def _graph_level_step(policy, env, features, obs, deterministic, generator, commit_fraction):
     action = policy._predict(obs_to_tensors(obs, policy.device), deterministic=deterministic)[0]
     return env.step(action.cpu().numpy())
@@ -216,6 +323,8 @@ STEPS = {
     Head.GRAPH_LEVEL: _graph_level_step,
 }
 """one decoding pass of each head"""
+LOCAL_MAX_STEPS = {Head.NODE_WISE: _local_max_step, Head.NODE_CHOICE: _local_max_choice_step}
+"""one local-max decoding pass of each head it applies to (see :func:`check_decoding`)"""
 
 
 def _active_nodes(features: EnvFeatures, obs: dict[str, np.ndarray]) -> np.ndarray:

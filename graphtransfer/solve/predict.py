@@ -25,6 +25,7 @@ def predict(
     deterministic: bool = False,
     seed: int = 0,
     commit_fraction: float | None = None,
+    decoding: str | None = None,
     max_nodes_per_batch: int | None = None,
     mixed_precision: bool = False,
     env: str | None = None,
@@ -33,8 +34,9 @@ def predict(
     """Run the model in folder ``model`` on ``graph`` (a :class:`Graph` or what names one); write
     the solution to ``out`` as CSV.
 
-    By default actions are sampled from the policy (seeded, so runs repeat exactly); see
-    :func:`graphtransfer.solve.inference.solve`. A graph too large for the memory available is
+    By default MIS decodes by local maxima of the policy's scores and other tasks sample their
+    actions from the policy (seeded, so runs repeat exactly); see
+    :func:`graphtransfer.solve.inference.solve` for ``decoding`` and ``commit_fraction``. A graph too large for the memory available is
     refused before anything is built (:mod:`graphtransfer.solve.memory`). ``max_nodes_per_batch``
     runs the layers in chunks of that many nodes (same solution, less memory);
     ``mixed_precision``, bfloat16 message passing on CUDA. ``env`` names the user env of a model
@@ -45,7 +47,7 @@ def predict(
     if out is not None:
         check_output_file(Path(out), [] if isinstance(graph, Graph) else [resolve(graph)], force)
     loaded = graph if isinstance(graph, Graph) else load_graph(graph)
-    options = {"deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction}
+    options = {"deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction, "decoding": decoding}
     runtime = Runtime(max_nodes_per_batch, mixed_precision)
     solution, header = predict_graph(checkpoint, loaded, max_passes=max_passes, runtime=runtime, **options)
     if out is not None:

@@ -80,7 +80,7 @@ class Periodic(BaseCallback):
 
 class EvalOnGraphs(Periodic):
     """Evaluates the policy on held-out graphs with :func:`graphtransfer.solve.evaluate.evaluate` (one
-    seeded sampled rollout per graph, as ``predict`` does), logs ``eval/objective`` and, where the
+    seeded rollout per graph in the default decoding, as ``predict`` does), logs ``eval/objective`` and, where the
     task has baselines, ``eval/vs_<baseline>`` (mean policy/baseline ratio), and saves the best
     policy so far to ``best/``: best by that ratio, or by the objective without baselines."""
 
