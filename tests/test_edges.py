@@ -201,12 +201,18 @@ def test_edge_tasks_train_transfer_and_predict_from_the_cli(tmp_path, task):
         assert cut.exit_code == 1 and "stopped at the pass limit, raise --max-passes" in cut.stderr
 
 
+def line_upgrade_env(tmp_path, monkeypatch) -> str:
+    """The example env's ``--env`` name, importable from the repository root, and a 1,500-node
+    graph to transfer it to at ``tmp_path / "big.txt"``."""
+    monkeypatch.syspath_prepend(str(__import__("pathlib").Path(__file__).parents[1]))
+    write_edge_list(barabasi_albert(1500, 3, 1), tmp_path / "big.txt")
+    return "examples.line_upgrade:LineUpgradeEnv"
+
+
 @pytest.mark.slow
 def test_the_line_upgrade_example_trains_transfers_and_predicts_from_the_cli(tmp_path, monkeypatch):
     """examples/line_upgrade.py: edge features and an edge-choice action in a user's own env."""
-    monkeypatch.syspath_prepend(str(__import__("pathlib").Path(__file__).parents[1]))
-    env = "examples.line_upgrade:LineUpgradeEnv"
-    write_edge_list(barabasi_albert(1500, 3, 1), tmp_path / "big.txt")
+    env = line_upgrade_env(tmp_path, monkeypatch)
     common = ["--n-envs", "2", "--n-steps", "32", "--batch-size", "32", "--epochs", "2", "--width", "16", "--no-progress"]
     trained = cli("train", "--env", env, "--graphs", "small", "--steps", "128", *common, "--out", tmp_path / "m")
     assert "lineupgradeenv (edge-choice head, MaskablePPO)" in trained
@@ -258,9 +264,7 @@ def test_dqn_trains_the_edge_choice_example_and_its_q_network_transfers(tmp_path
     from graphtransfer.graphs import load_graphs
     from graphtransfer.nn.qnetwork import EdgeQPolicy
 
-    monkeypatch.syspath_prepend(str(__import__("pathlib").Path(__file__).parents[1]))
-    env = "examples.line_upgrade:LineUpgradeEnv"
-    write_edge_list(barabasi_albert(1500, 3, 1), tmp_path / "big.txt")
+    env = line_upgrade_env(tmp_path, monkeypatch)
     steps = ["--steps", "96", "--n-envs", "2", "--batch-size", "16", "--width", "16", "--no-progress", "--set", "dqn.learning_starts=32"]
     trained = cli("train", "--env", env, "--graphs", "small", "--algo", "dqn", *steps, "--out", tmp_path / "m")
     assert "lineupgradeenv (edge-choice head, DQN)" in trained
