@@ -228,3 +228,17 @@ def test_every_option_help_is_shown_whole(path, command):
     for param in command.params:
         if getattr(param, "help", None):
             assert " ".join(param.help.replace("\\[", "[").split()) in shown, f"{' '.join(path)} {param.name}"
+
+
+@pytest.mark.parametrize("task", ["mis", "mvc"])
+def test_predict_writes_the_same_solution_on_one_thread_and_on_every_core(task, tiny_model, tmp_path):
+    """``--threads`` defaults to every core; the numbers must not depend on it."""
+    write_edge_list(barabasi_albert(3000, 4, 2), tmp_path / "g.txt")
+    solutions = []
+    for threads in (["--threads", "1"], []):
+        out = tmp_path / f"s{len(solutions)}.csv"
+        command = ["predict", "--model", str(tiny_model(task)), "--graph", str(tmp_path / "g.txt"), "--out", str(out), *threads]
+        result = runner.invoke(app, command)
+        assert result.exit_code == 0, result.output
+        solutions.append(out.read_text())
+    assert solutions[0] == solutions[1]

@@ -8,6 +8,7 @@ PyG and SB3 are imported inside the commands that run a model, so ``--help``, ``
 from __future__ import annotations
 
 import json
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -77,7 +78,11 @@ DecodingOption = Annotated[
     ),
 ]
 ThreadsOption = Annotated[
-    int, typer.Option(help="Torch CPU threads; 1 is fastest on a shared 2-core machine, raise it on a dedicated one.")
+    int | None,
+    typer.Option(
+        help="Torch CPU threads (default: every core this process may use: 6.2 s instead of 8.0 s for MIS on the 250k graph on "
+        "2 cores; no change at 10k nodes); 1 leaves the other cores to other jobs."
+    ),
 ]
 MixedPrecisionOption = Annotated[bool, typer.Option(help="bfloat16 message passing on CUDA (autocast); ignored on the CPU.")]
 
@@ -326,7 +331,7 @@ def transfer(
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Model folder to write (default: runs/TASK/DST).")] = None,
     max_passes: Annotated[int | None, typer.Option(help="Policy passes per graph before stopping (default: the task's).")] = None,
-    threads: ThreadsOption = _DEFAULT_PPO.threads,
+    threads: ThreadsOption = None,
     finetune_steps: Annotated[
         int,
         typer.Option(
@@ -345,7 +350,7 @@ def transfer(
     from graphtransfer.reporting.report import format_rows
     from graphtransfer.transferring import transfer as run_transfer
 
-    _check_positive(max_passes=max_passes or 1, threads=threads)
+    _check_positive(max_passes=max_passes or 1, threads=threads or 1)
     _use_threads(threads)
     if finetune_steps < 0:
         raise UsageError(f"--finetune-steps {finetune_steps} must be 0 (no fine-tuning) or more")
@@ -377,7 +382,7 @@ def predict(
     seed: Annotated[int, typer.Option(help="Seed for the sampled actions, 0 to 2^32 - 1.")] = 0,
     commit_fraction: CommitFractionOption = None,
     decoding: DecodingOption = None,
-    threads: ThreadsOption = _DEFAULT_PPO.threads,
+    threads: ThreadsOption = None,
     max_nodes_per_batch: MaxNodesOption = None,
     mixed_precision: MixedPrecisionOption = False,
     env: EnvOption = None,
@@ -398,7 +403,7 @@ def predict(
     from graphtransfer.reporting.draw import check_drawable, draw_solution
     from graphtransfer.solve.predict import predict as run_predict
 
-    _check_positive(max_passes=max_passes or 1, threads=threads, workers=workers or 1)
+    _check_positive(max_passes=max_passes or 1, threads=threads or 1, workers=workers or 1)
     _check_seed(seed)
     _use_threads(threads)
     options = {"max_passes": max_passes, "deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction}
@@ -475,7 +480,7 @@ def evaluate(
     max_passes: Annotated[int | None, typer.Option(help="Policy passes per graph before stopping (default: the task's).")] = None,
     commit_fraction: CommitFractionOption = None,
     decoding: DecodingOption = None,
-    threads: ThreadsOption = _DEFAULT_PPO.threads,
+    threads: ThreadsOption = None,
     max_nodes_per_batch: MaxNodesOption = None,
     mixed_precision: MixedPrecisionOption = False,
     env: EnvOption = None,
@@ -490,7 +495,7 @@ def evaluate(
     from graphtransfer.reporting.report import format_rows, plot_ratios, write_json
     from graphtransfer.solve.parallel import evaluate_many
 
-    _check_positive(samples=samples, max_passes=max_passes or 1, threads=threads, workers=workers or 1)
+    _check_positive(samples=samples, max_passes=max_passes or 1, threads=threads or 1, workers=workers or 1)
     _use_threads(threads)
     options = {"samples": samples, "deterministic": deterministic, "polish": polish, "commit_fraction": commit_fraction}
     options["decoding"] = decoding
@@ -567,10 +572,16 @@ def tasks() -> None:
         typer.echo(f"{'':<{width}} gymnasium id {GYM_IDS[name]}; baselines: {', '.join(BASELINES.get(name, {})) or 'none yet'}")
 
 
-def _use_threads(threads: int) -> None:
+def _use_threads(threads: int | None) -> None:
+    """``threads`` torch threads, or one per core this process may use (its CPU affinity)."""
     import torch
 
-    torch.set_num_threads(threads)
+    torch.set_num_threads(threads or _available_cores())
+
+
+def _available_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the system has one."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _json_object(text: str, option: str) -> dict:
