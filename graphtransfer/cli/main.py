@@ -350,7 +350,7 @@ def transfer(
     from graphtransfer.reporting.report import format_rows
     from graphtransfer.transferring import transfer as run_transfer
 
-    _check_positive(max_passes=max_passes or 1, threads=threads or 1)
+    _check_positive(max_passes=max_passes or 1, threads=1 if threads is None else threads)
     _use_threads(threads)
     if finetune_steps < 0:
         raise UsageError(f"--finetune-steps {finetune_steps} must be 0 (no fine-tuning) or more")
@@ -403,7 +403,7 @@ def predict(
     from graphtransfer.reporting.draw import check_drawable, draw_solution
     from graphtransfer.solve.predict import predict as run_predict
 
-    _check_positive(max_passes=max_passes or 1, threads=threads or 1, workers=workers or 1)
+    _check_positive(max_passes=max_passes or 1, threads=1 if threads is None else threads, workers=workers or 1)
     _check_seed(seed)
     _use_threads(threads)
     options = {"max_passes": max_passes, "deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction}
@@ -495,7 +495,7 @@ def evaluate(
     from graphtransfer.reporting.report import format_rows, plot_ratios, write_json
     from graphtransfer.solve.parallel import evaluate_many
 
-    _check_positive(samples=samples, max_passes=max_passes or 1, threads=threads or 1, workers=workers or 1)
+    _check_positive(samples=samples, max_passes=max_passes or 1, threads=1 if threads is None else threads, workers=workers or 1)
     _use_threads(threads)
     options = {"samples": samples, "deterministic": deterministic, "polish": polish, "commit_fraction": commit_fraction}
     options["decoding"] = decoding
@@ -576,7 +576,7 @@ def _use_threads(threads: int | None) -> None:
     """``threads`` torch threads, or one per core this process may use (its CPU affinity)."""
     import torch
 
-    torch.set_num_threads(threads or _available_cores())
+    torch.set_num_threads(_available_cores() if threads is None else threads)
 
 
 def _available_cores() -> int:
