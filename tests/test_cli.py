@@ -242,3 +242,9 @@ def test_predict_writes_the_same_solution_on_one_thread_and_on_every_core(task, 
         assert result.exit_code == 0, result.output
         solutions.append(out.read_text())
     assert solutions[0] == solutions[1]
+
+
+def test_zero_threads_is_refused_not_read_as_the_default(tiny_model, tmp_path):
+    command = ["predict", "--model", str(tiny_model("mis")), "--graph", "small", "--out", str(tmp_path / "o.csv"), "--threads", "0"]
+    result = runner.invoke(app, command)
+    assert result.exit_code == 2 and result.stderr.strip() == "error: --threads 0 must be at least 1"
