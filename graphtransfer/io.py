@@ -14,8 +14,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 from graphtransfer.errors import UsageError
 
 LOCK_NAME = ".graphtransfer.lock"
@@ -63,6 +61,8 @@ def sync_folder(folder: Path) -> None:
 def folder_lock(folder: Path, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
     """Hold the exclusive write lock of ``folder``: a second writer waits up to ``timeout``
     seconds, then is refused with a message that says why."""
+    from filelock import FileLock, Timeout  # here, not at the top: --help and graphs commands never lock
+
     folder.mkdir(parents=True, exist_ok=True)
     lock = FileLock(folder / LOCK_NAME, timeout=timeout, mode=_default_mode())
     try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 from xml.parsers import expat
-from xml.sax.saxutils import escape
 
 import numpy as np
 
@@ -99,6 +98,8 @@ def read_graphml(path: str | Path) -> Graph:
 def write_graphml(graph: Graph, path: str | Path) -> None:
     """Write an undirected GraphML graph in the graph's own ids (``0..N-1`` when it has none),
     each edge once, atomically."""
+    from xml.sax.saxutils import escape  # here: it imports urllib, 20 ms of every command's start-up
+
     names = [escape(str(name), {'"': "&quot;"}) for name in graph.ids().tolist()]
     nodes = '    <node id="%s"/>\n' * graph.num_nodes % tuple(names)
     ends = one_direction(graph).T.ravel().tolist()
