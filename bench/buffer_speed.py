@@ -12,8 +12,7 @@ import argparse
 import torch
 from stable_baselines3.common.buffers import DictRolloutBuffer
 
-from bench.harness import bench_config, er_graphs, markdown_table, median, print_preamble, vec_env
-from bench.training_speed import timed_learn
+from bench.harness import bench_config, er_graphs, markdown_table, median, print_preamble, timed_learn, vec_env
 from graphtransfer.training.model import build_model
 
 PLAN = {50: (4, 5), 1000: (2, 3), 10000: (1, 3)}  # PPO iterations per repeat, repeats

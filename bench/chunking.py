@@ -18,8 +18,7 @@ import time
 
 import torch
 
-from bench.harness import markdown_table, median, print_preamble, seconds_per_call
-from bench.inference import MIB, in_fresh_process, rss_before_call
+from bench.harness import MIB, in_fresh_process, markdown_table, median, print_preamble, rss_before_call, seconds_per_call
 from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
 from graphtransfer.envs.factory import run_env
 from graphtransfer.graphs import load_graph

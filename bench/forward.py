@@ -111,7 +111,7 @@ def layers_and_floor(extractor, obs: dict) -> dict:
     import torch
 
     from graphtransfer.nn import to_disjoint
-    from graphtransfer.nn.message_passing import GraphStructure, layer_function, residual_relu
+    from graphtransfer.nn.message_passing import GraphStructure, layer_function, relu, residual_relu
 
     with torch.inference_mode():
         graph = to_disjoint(obs)
@@ -122,7 +122,7 @@ def layers_and_floor(extractor, obs: dict) -> dict:
         layers, floors = [], []
         for index, conv in enumerate(extractor.convs):
             layer = layer_function(conv)
-            finish = residual_relu if extractor._residual(index) else lambda h, out: out.relu_()
+            finish = residual_relu if extractor._residual(index) else lambda h, out: relu(out)
             layers.append(median_seconds(lambda conv=conv, layer=layer, h=h, finish=finish: finish(h, layer(conv, h, structure))))
             floors.append(sum(median_seconds(product) for product in products(conv, h, structure)))
             h = finish(h, layer(conv, h, structure))

@@ -1,19 +1,22 @@
-"""What the benchmarks share: the two compared models, the graphs, medians, tables, the machine.
-
-Both sides are built from one :class:`RunConfig`, so they train on the same env with the same
-PPO settings; ours always goes through ``graphtransfer.training.loop.build_model``, so a benchmark run
-measures whatever the library currently does.
+"""What the benchmarks that compare graphtransfer with itself share (dummy vs subproc vector
+envs, buffers, node budgets, workers): the run settings, the graphs, timed training, fresh
+processes, medians, tables, the machine. Comparisons with the plain SB3 + PyG recipe run
+``../shared/plain-recipe`` as it is (bench/forward.py, bench/training_recipe.py).
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import platform
+import resource
 import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
+from multiprocessing import get_context
 from pathlib import Path
 
 import torch
@@ -21,17 +24,15 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 
-from bench.plain_recipe import plain_model
 from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
 from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import head_of
-from graphtransfer.graphs import Graph, barabasi_albert, erdos_renyi
-from graphtransfer.training.model import build_model
+from graphtransfer.graphs import Graph, erdos_renyi
+from graphtransfer.training.callbacks import PhaseTimer
 
 # The architecture and PPO settings of the measurements in project issue 5.
 BENCH_MODEL = ModelConfig(conv="gcn", num_layers=2, width=64)
 BENCH_PPO = PPOConfig(n_steps=64, batch_size=32, n_epochs=2, n_envs=1, device="cpu")
-LARGE_NODES = 250_151
 
 
 def bench_config(graphs: Sequence[Graph], ppo: PPOConfig = BENCH_PPO, model: ModelConfig = BENCH_MODEL) -> RunConfig:
@@ -44,22 +45,52 @@ def vec_env(config: RunConfig, graphs: Sequence[Graph]) -> VecEnv:
     return make_vec_env(lambda: run_env(config, list(graphs)), n_envs=config.ppo.n_envs, seed=config.ppo.seed)
 
 
-def build_plain(config: RunConfig, envs: VecEnv) -> BaseAlgorithm:
-    return plain_model(envs, config.ppo, config.model.width)
+@dataclass
+class Run:
+    """One timed stretch of training."""
+
+    steps: int
+    seconds: float
+    rollout: float
+    update: float
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds
 
 
-# Each side turns the same config and env into an SB3 model; plain first, the baseline.
-SIDES: dict[str, Callable[[RunConfig, VecEnv], BaseAlgorithm]] = {"plain": build_plain, "ours": build_model}
+def timed_learn(model: BaseAlgorithm, iterations: int) -> Run:
+    """Continue training for ``iterations`` PPO iterations and time them."""
+    timer = PhaseTimer()
+    before = model.num_timesteps
+    started = time.perf_counter()
+    model.learn(iterations * model.n_steps * model.n_envs, callback=timer, reset_num_timesteps=False)
+    return Run(model.num_timesteps - before, time.perf_counter() - started, timer.rollout, timer.update)
+
+
+MIB = 1024  # ru_maxrss is in KiB on Linux
+
+
+def in_fresh_process(function: Callable, *args):
+    """``function(*args)`` in a newly spawned interpreter; its memory high-water mark is its own."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+        return pool.submit(function, *args).result()
+
+
+def rss_before_call() -> int:
+    """Lower the high-water mark to the current RSS (Linux), so that ``ru_maxrss`` afterwards
+    measures only what follows; without that, the larger of the two is what gets reported."""
+    gc.collect()
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def er_graphs(num_nodes: int, count: int = 3) -> list[Graph]:
     """``count`` Erdős–Rényi graphs of average degree 4: about ``4 * num_nodes`` directed edges."""
     return [erdos_renyi(num_nodes, 4.0, seed) for seed in range(count)]
-
-
-def large_graph() -> Graph:
-    """The issue's large graph: 250,151 nodes, about a million undirected edges (power law)."""
-    return barabasi_albert(LARGE_NODES, 4, 7)
 
 
 def median(values: Sequence[float]) -> float:
@@ -78,12 +109,6 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> 
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
-
-
-def verdict(ratio: float, target: float, higher_is_better: bool = True) -> str:
-    """Whether ``ratio`` meets ``target``, and by what factor it clears or misses it."""
-    margin = ratio / target if higher_is_better else target / ratio
-    return f"yes, {margin:.1f}× margin" if margin >= 1 else f"no, {1 / margin:.1f}× short"
 
 
 def cpu_model() -> str:

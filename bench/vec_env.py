@@ -13,8 +13,7 @@ from dataclasses import replace
 import torch
 from stable_baselines3.common.env_util import make_vec_env
 
-from bench.harness import bench_config, er_graphs, markdown_table, median, print_preamble
-from bench.training_speed import Run, timed_learn
+from bench.harness import Run, bench_config, er_graphs, markdown_table, median, print_preamble, timed_learn
 from graphtransfer.config import PPOConfig
 from graphtransfer.envs.factory import run_env
 from graphtransfer.graphs import load_graphs
