@@ -297,11 +297,16 @@ def _swap_candidates(graph: Graph, search: _Search) -> list[int]:
     return np.flatnonzero(counts >= 2).tolist()
 
 
+def _node_bools(graph: Graph, values: np.ndarray, name: str) -> np.ndarray:
+    """``values`` as one bool per node of ``graph``, or a one-line error naming ``name``."""
+    values = np.asarray(values)
+    if values.shape != (graph.num_nodes,):
+        raise UsageError(f"{name} has shape {values.shape}; expected ({graph.num_nodes},), one bool per node")
+    return values.astype(bool)
+
+
 def _checked_start(graph: Graph, start: np.ndarray) -> np.ndarray:
-    start = np.asarray(start)
-    if start.shape != (graph.num_nodes,):
-        raise UsageError(f"start has shape {start.shape}; expected ({graph.num_nodes},), one bool per node")
-    start = start.astype(bool)
+    start = _node_bools(graph, start, "start")
     src, dst = graph.edge_index
     clash = start[src] & start[dst]
     if clash.any():
@@ -314,10 +319,7 @@ def _checked_start(graph: Graph, start: np.ndarray) -> np.ndarray:
 
 
 def _checked_cover(graph: Graph, cover: np.ndarray) -> np.ndarray:
-    cover = np.asarray(cover)
-    if cover.shape != (graph.num_nodes,):
-        raise UsageError(f"cover has shape {cover.shape}; expected ({graph.num_nodes},), one bool per node")
-    cover = cover.astype(bool)
+    cover = _node_bools(graph, cover, "cover")
     src, dst = graph.edge_index
     open_edge = ~(cover[src] | cover[dst])
     if open_edge.any():
