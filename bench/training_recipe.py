@@ -29,6 +29,7 @@ from bench.recipe_env import RECIPE
 
 TAG = "RESULT_JSON:"
 PPO = {"n_steps": 64, "batch_size": 32, "n_epochs": 2}
+FLOOR = "plain torch kernels, bench.training_floor"
 TARGETS = {50: 2.0, 1000: 5.0, 10000: 3.0}  # steps/s over the recipe's (issue 16)
 MODELS = {
     "default": {},  # GraphSAGE max, 3 x 64, input projection
@@ -93,6 +94,16 @@ def plain(nodes: int, timesteps: int) -> dict:
     )
 
 
+def floor(nodes: int) -> dict:
+    """The floor for the recipe's model and PPO settings (:mod:`bench.training_floor`), in a
+    process of its own with graphtransfer's huge pages."""
+    code = (
+        "import json, torch; torch.set_num_threads(1); from bench.training_floor import floor_steps_per_second as f; "
+        f"print({TAG!r} + json.dumps({{'sps': f({nodes}, {PPO['batch_size']}, {PPO['n_epochs']})}}))"
+    )
+    return measure([sys.executable, "-c", code])
+
+
 def ours_process(env: str, nodes: int, timesteps: int, model: str) -> dict:
     worker = ["--worker", env, "--nodes", str(nodes), "--timesteps", str(timesteps), "--model", model]
     return measure([sys.executable, "-m", "bench.training_recipe", *worker])
@@ -117,11 +128,13 @@ def main() -> None:
     print("| N | metric | plain recipe | ours, recipe env | ratio | ours, MIS | ratio | target |")
     print("|---:|---|---:|---:|---:|---:|---:|---|")
     for nodes, timesteps in zip((int(n) for n in args.sizes.split(",")), (int(t) for t in args.timesteps.split(",")), strict=True):
-        runs: dict[str, list[dict]] = {"plain": [], "recipe": [], "mis": []}
+        runs: dict[str, list[dict]] = {"plain": [], "recipe": [], "mis": [], "floor": []}
         for _ in range(args.repeats):
             runs["plain"].append(plain(nodes, timesteps))
             runs["recipe"].append(ours_process("recipe", nodes, timesteps, args.model))
             runs["mis"].append(ours_process("mis", nodes, timesteps, args.model))
+            if args.model == "gcn2":  # the floor is the recipe's model shape
+                runs["floor"].append(floor(nodes))
         rows = [
             ("train env steps/s", "sps", lambda a, b: b / a, f"≥ {TARGETS.get(nodes, 1):g}x"),
             ("stored observation bytes per step", "obs_bytes_per_step", lambda a, b: b / a, "≤ 1/10" if nodes == 10000 else ""),
@@ -132,6 +145,10 @@ def main() -> None:
             print(
                 f"| {nodes:,} | {label} | {p:,.1f} | {r:,.1f} | {ratio(p, r):.3f} | {m:,.1f} | {ratio(p, m):.3f} | {target} |", flush=True
             )
+        if runs["floor"]:
+            f, r, m = (statistics.median(run["sps"] for run in runs[side]) for side in ("floor", "recipe", "mis"))
+            label = f"floor env steps/s ({FLOOR}); floor / ours"
+            print(f"| {nodes:,} | {label} | {f:,.1f} | | {f / r:.2f} | | {f / m:.2f} | ≤ 1.5 |", flush=True)
     print(f"\nload {' '.join(open('/proc/loadavg').read().split()[:3])} after")
 
 

@@ -1,0 +1,121 @@
+"""The floor of PPO training on one static graph (issue 16), measured with plain torch kernels.
+
+What the hardware allows for the plain recipe's model shape and PPO settings, with nothing but
+the products themselves: a GCN 2 -> 64 -> 64 on the raw ``(N, 2)`` features (the normalised
+adjacency built once, outside the timing), ``torch.sparse.mm`` over the CSR and ``torch.addmm``,
+mean pooling and a linear output, all under autograd. Per env step, PPO costs one rollout
+forward of one sample (no gradients) plus, per epoch, one sample's share of a minibatch's
+forward + backward, where the minibatch's ``B`` samples of the graph run as one product over
+``(N, B * 64)`` (the best layout; it costs the same per column as ``B`` products)::
+
+    floor seconds per env step = t_forward(1) + epochs * t_forward_backward(B) / B
+
+Everything else a real trainer does (the env, SB3's bookkeeping, storing and rebuilding
+observations, the optimizer step) is left out, so no trainer can beat it.
+
+    .venv/bin/python -m bench.training_floor --nodes 1000 [--batch 32 --epochs 2]
+
+prints the floor in env steps/s; :func:`floor_steps_per_second` is what ``bench.training_recipe
+--model gcn2`` calls, in a process of its own, to put the floor beside the recipe and ours in
+the same run. Not part of the test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from graphtransfer.graphs import erdos_renyi
+from graphtransfer.nn.message_passing import GraphStructure
+
+WIDTH = 64
+
+
+class PlainGCN:
+    """GCN 2 -> 64 -> 64 in plain torch over a cached normalised CSR adjacency, with a pooled
+    linear output: the recipe's model, as products and nothing else.
+
+    Shapes:
+        x: ``(N, B, 2)``; returns ``(B,)``, one number per sample (what a loss reads).
+    """
+
+    def __init__(self, nodes: int, seed: int = 0):
+        graph = erdos_renyi(nodes, 4.0, seed)
+        structure = GraphStructure(torch.as_tensor(graph.edge_index), nodes)
+        self.adjacency = structure.gcn_adjacency(False, True)
+        generator = torch.Generator().manual_seed(seed)
+        self.weights = [
+            torch.randn(2, WIDTH, generator=generator) * 0.5,
+            torch.randn(WIDTH, WIDTH, generator=generator) / WIDTH**0.5,
+            torch.randn(WIDTH, 1, generator=generator) / WIDTH**0.5,
+        ]
+        self.biases = [torch.zeros(WIDTH), torch.zeros(WIDTH)]
+        for tensor in (*self.weights, *self.biases):
+            tensor.requires_grad_(True)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        nodes, samples, _ = x.shape
+        h = x
+        for weight, bias in zip(self.weights[:2], self.biases, strict=True):
+            aggregated = torch.sparse.mm(self.adjacency, h.reshape(nodes, -1), "sum").view(nodes * samples, -1)
+            h = torch.relu(torch.addmm(bias, aggregated, weight)).view(nodes, samples, WIDTH)
+        return (h.mean(dim=0) @ self.weights[2]).view(samples)
+
+
+def timed(call, repeats: int) -> float:
+    """Median wall seconds of ``call()`` over ``repeats`` runs, after one warm-up."""
+    call()
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def floor_times(nodes: int, batch: int, repeats: int = 3) -> tuple[float, float]:
+    """Seconds of one rollout forward (one sample, no gradients) and of one minibatch's forward
+    + backward (``batch`` samples), each the median of ``repeats``."""
+    model = PlainGCN(nodes)
+    one, many = torch.rand(nodes, 1, 2), torch.rand(nodes, batch, 2)
+
+    def rollout_forward() -> None:
+        with torch.no_grad():
+            model(one)
+
+    def minibatch() -> None:
+        model(many).sum().backward()
+
+    return timed(rollout_forward, repeats), timed(minibatch, repeats)
+
+
+def floor_steps_per_second(nodes: int, batch: int, epochs: int, repeats: int = 3) -> float:
+    """The floor in env steps per second (see the module)."""
+    forward, minibatch = floor_times(nodes, batch, repeats)
+    return 1.0 / (forward + epochs * minibatch / batch)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, required=True)
+    parser.add_argument("--batch", type=int, default=32, help="minibatch size (the recipe's 32)")
+    parser.add_argument("--epochs", type=int, default=2, help="PPO epochs (the recipe's 2)")
+    parser.add_argument("--n-steps", type=int, default=64, help="steps per iteration, for the seconds per iteration")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    forward, minibatch = floor_times(args.nodes, args.batch, args.repeats)
+    per_step = forward + args.epochs * minibatch / args.batch
+    print(
+        f"N = {args.nodes:,}, batch {args.batch}, {args.epochs} epochs, {args.threads} thread(s): rollout forward {forward * 1000:.1f} ms, "
+        f"minibatch forward + backward {minibatch * 1000:.1f} ms; floor {1 / per_step:.2f} env steps/s, "
+        f"{per_step * args.n_steps:.1f} s per iteration of {args.n_steps} steps"
+    )
+
+
+if __name__ == "__main__":
+    main()
