@@ -46,6 +46,21 @@ def test_edge_store_keeps_a_graph_once_and_residual_steps_as_bits():
     assert following.set_ids[0, 0] == 0 and len(following.sets) == 2
 
 
+def test_the_same_edges_listed_unsorted_are_one_set_unless_their_features_change():
+    store = EdgeStore(max_edges=6, buffer_size=4, n_envs=1, edge_attr=(1, np.dtype(np.float32)))
+    edges = _padded([(2, 3), (0, 1), (3, 2), (1, 0)])  # listed out of key order
+    attr = np.zeros((6, 1), dtype=np.float32)
+    attr[:4, 0] = [1, 2, 3, 4]
+    changed = attr.copy()
+    changed[1, 0] = -2
+    for pos, features in enumerate((attr, attr, changed, changed)):
+        store.add(pos, 0, edges, features)
+    assert store.set_ids[:, 0].tolist() == [0, 0, 1, 1]
+    rebuilt_edges, rebuilt_attr = store.rebuild_with_attr(np.arange(4), np.zeros(4, dtype=np.int64))
+    assert np.array_equal(rebuilt_edges, np.stack([edges] * 4))
+    assert np.array_equal(rebuilt_attr, np.stack([attr, attr, changed, changed]))
+
+
 def test_value_columns_take_the_narrowest_dtype_that_holds_every_value_exactly():
     column = ValueColumn(np.dtype(np.float32))
     column.append(np.ones(3, dtype=np.float32))
