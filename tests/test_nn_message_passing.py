@@ -54,6 +54,23 @@ def test_samples_of_one_graph_equal_each_sample_alone_with_gradients(conv, aggr)
 
 
 @pytest.mark.parametrize(("conv", "aggr"), CASES)
+def test_a_graph_without_edges_equals_pyg_with_gradients(conv, aggr):
+    """A residual graph whose every edge is gone (the end of an MIS episode) takes the structure path too."""
+    torch.manual_seed(3)
+    extractor = GNNExtractor(space(), conv=conv, num_layers=2, width=8, aggr=aggr)
+    x, none = torch.randn(2, 6, 3), torch.zeros(2, 0, dtype=torch.long)
+    fast = extractor.embed_samples(x, GraphStructure(none, 6))
+    fast.square().sum().backward()
+    fast_grads = [p.grad.clone() for p in extractor.parameters()]
+    extractor.zero_grad()
+    slow = torch.stack([reference(extractor, x[b], none) for b in range(2)], dim=1)
+    slow.square().sum().backward()
+    assert torch.allclose(fast, slow, atol=1e-5, rtol=0)
+    for fast_grad, slow_grad in zip(fast_grads, (p.grad for p in extractor.parameters()), strict=True):
+        assert torch.allclose(fast_grad, slow_grad, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize(("conv", "aggr"), CASES)
 def test_no_grad_forward_in_place_equals_pyg(conv, aggr):
     torch.manual_seed(2)
     extractor = GNNExtractor(space(), conv=conv, num_layers=3, width=8, aggr=aggr)

@@ -21,7 +21,7 @@ from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.nn.batching import DisjointGraph, IncomingEdges, incoming_edges, shared_edges, to_disjoint
 from graphtransfer.nn.message_passing import GraphStructure, layer_function, relu, residual_relu
 
-CSR_MIN_EDGES = 1  # the structure path beat gathered edges from 200 nodes up (GCN 5x at 10k); bench and tests raise it
+CSR_MIN_EDGES = 0  # structure path from 0 edges: it beat gathered edges from 200 nodes up (GCN 5x at 10k); bench and tests raise it
 STRUCTURES_KEPT = 4  # graphs whose structure an extractor keeps: one per static graph in training, a few to spare
 
 
