@@ -208,6 +208,28 @@ def test_pooling_of_unpadded_samples_equals_pyg_scatter_pooling_with_gradients()
     torch.testing.assert_close(dense_input.grad, scatter_input.grad, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("padding", [0, 7])
+def test_the_graph_level_forward_pools_samples_of_one_graph_as_pool_does_with_gradients(padding):
+    """Samples of one graph pool node-major in ``forward``: the numbers and gradients of
+    ``pool(node_embeddings(obs))``, with or without padding slots."""
+    graph = erdos_renyi(30, 3.0, 0)
+    env, obs = padded_batch([graph] * 3, max_nodes=30 + padding)
+    obs = {**obs, "x": obs["x"] + torch.rand_like(obs["x"])}  # samples differ in their features only
+    torch.manual_seed(0)
+    extractor = GNNExtractor(env.observation_space, width=8)
+    weights = torch.randn(3, 16)
+    pooled = extractor(obs)
+    (pooled * weights).sum().backward()
+    node_major = [p.grad.clone() for p in extractor.parameters()]
+    extractor.zero_grad()
+    h, disjoint = extractor.node_embeddings(obs)
+    reference = extractor.pool(h, disjoint)
+    (reference * weights).sum().backward()
+    torch.testing.assert_close(pooled, reference, rtol=1e-6, atol=1e-6)
+    for fast, slow in zip(node_major, (p.grad for p in extractor.parameters()), strict=True):
+        torch.testing.assert_close(fast, slow, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize(("conv", "aggr"), [("sage", "max"), ("sage", "mean"), ("gcn", "sum"), ("gin", "sum")])
 def test_a_first_layer_on_raw_features_equals_pyg_on_every_route(conv, aggr, monkeypatch):
     """``project_input: false``: ReLU(conv_0(x)), then residual layers, written with PyG's own
