@@ -8,8 +8,9 @@ the same layer functions). It gives the same numbers (checked before every timin
 gradients) but is not faster where it matters, so the package does not use it
 (bench/RESULTS.md, "Training against ../shared/plain-recipe (issue 16)"): the product spans every
 base edge, kept or not, at the same cost per column as the union's, and the masks add passes
-over the ``(N, B, width)`` activations; it wins only for GCN when nearly every edge is kept,
-which MIS minibatches never are (an untrained policy keeps 15-19 % of the edges per step).
+over the ``(N, B, width)`` activations, while building the union it replaces costs 1-8 % of a forward
+and backward; at best it ties (GCN with every edge kept), and MIS minibatches keep far fewer edges (an
+untrained policy keeps 13-19 % of them per step, 1,000-148,640 nodes).
 
 Timed the way the update runs: forward and backward of the node embeddings, one torch thread,
 the base graph's structure built beforehand (as the extractor caches it), process (CPU)
