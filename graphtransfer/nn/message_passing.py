@@ -41,6 +41,11 @@ class GraphStructure:
     (graphtransfer.nn.extractor) for every step of that graph; nothing in it depends on the
     weights, so it stays valid across updates. Do not modify ``edge_index`` afterwards.
 
+    The layers below read a structure only through :meth:`aggregate` and :meth:`gcn_aggregate`.
+    ``bench/residual_mask.py`` runs them through the same two methods on one base graph with a
+    node mask per sample (residual graphs as one product over ``(N, B * F)``): exact, and
+    measured slower than the samples' disjoint union for MIS's residual graphs.
+
     Args:
         edge_index: ``(2, E)`` int64 directed edges (source, destination).
         num_nodes: ``N``; nodes without edges are allowed.
@@ -60,11 +65,17 @@ class GraphStructure:
     def adjacency(self) -> torch.Tensor:
         return to_csr_adjacency(self.edge_index, self.num_nodes)
 
-    def adjacency_for(self, conv: nn.Module) -> torch.Tensor:
-        """The adjacency ``conv`` aggregates over: GCN's normalised one, else the plain one."""
-        if isinstance(conv, GCNConv):
-            return self.gcn_adjacency(conv.improved, conv.add_self_loops)
-        return self.adjacency
+    def aggregate(self, h: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
+        """Every node's reduction over its in-neighbours, all ``B`` samples at once.
+
+        Shapes:
+            h: ``(N, B, F)`` contiguous; returns ``(N, B, F)``.
+        """
+        return aggregate(self.adjacency, h, reduce)
+
+    def gcn_aggregate(self, h: torch.Tensor, conv: GCNConv) -> torch.Tensor:
+        """``Â h``, the aggregation of ``conv``: its normalised adjacency, self-loops included."""
+        return aggregate(self.gcn_adjacency(conv.improved, conv.add_self_loops), h)
 
     def gcn_adjacency(self, improved: bool, add_self_loops: bool) -> torch.Tensor:
         """The normalised adjacency a ``GCNConv`` with these settings builds in every call
@@ -133,7 +144,7 @@ def sage_layer(conv: SAGEConv, h: torch.Tensor, structure: GraphStructure) -> to
     Shapes:
         h: ``(N, B, F)``; returns ``(N, B, F_out)``.
     """
-    neighbours = aggregate(structure.adjacency, h, REDUCTIONS[str(conv.aggr)])
+    neighbours = structure.aggregate(h, REDUCTIONS[str(conv.aggr)])
     out = linear(neighbours, conv.lin_l.weight, conv.lin_l.bias)
     return add_linear(out, h, conv.lin_r.weight)
 
@@ -145,7 +156,7 @@ def gcn_layer(conv: GCNConv, h: torch.Tensor, structure: GraphStructure) -> torc
     Shapes:
         h: ``(N, B, F)``; returns ``(N, B, F_out)``.
     """
-    neighbours = aggregate(structure.adjacency_for(conv), h)
+    neighbours = structure.gcn_aggregate(h, conv)
     return linear(neighbours, conv.lin.weight, conv.bias)
 
 
@@ -155,7 +166,7 @@ def gin_layer(conv: GINConv, h: torch.Tensor, structure: GraphStructure) -> torc
     Shapes:
         h: ``(N, B, F)``; returns ``(N, B, F_out)``.
     """
-    summed = aggregate(structure.adjacency, h)
+    summed = structure.aggregate(h)
     if torch.is_grad_enabled():
         summed = summed + (1 + conv.eps) * h
     else:
