@@ -116,9 +116,9 @@ def layers_and_floor(extractor, obs: dict) -> dict:
     with torch.inference_mode():
         graph = to_disjoint(obs)
         structure = GraphStructure(graph.edge_index, graph.x.shape[0])
-        build = median_seconds(lambda: GraphStructure(graph.edge_index, graph.x.shape[0]).adjacency_for(extractor.convs[0]))
+        build = median_seconds(lambda: adjacency_of(GraphStructure(graph.edge_index, graph.x.shape[0]), extractor.convs[0]))
         h = extractor._encode(graph.x)[:, None]  # (N, 1, width), or (N, 1, F) on the raw features
-        structure.adjacency_for(extractor.convs[0])  # built once, as the forward does, before layers are timed
+        adjacency_of(structure, extractor.convs[0])  # built once, as the forward does, before layers are timed
         layers, floors = [], []
         for index, conv in enumerate(extractor.convs):
             layer = layer_function(conv)
@@ -132,6 +132,13 @@ def layers_and_floor(extractor, obs: dict) -> dict:
     return dict(layer_s=layers, layer_floor_s=floors, encode_floor_s=encode_floor, structure_s=build, embeddings_s=embeddings)
 
 
+def adjacency_of(structure, conv):
+    """The adjacency ``conv`` aggregates over (built on first use): GCN's normalised one, else the plain one."""
+    from torch_geometric.nn import GCNConv
+
+    return structure.gcn_adjacency(conv.improved, conv.add_self_loops) if isinstance(conv, GCNConv) else structure.adjacency
+
+
 def products(conv, h, structure) -> list[Callable[[], object]]:
     """The layer's sparse product and its dense products, as separate calls."""
     import torch
@@ -140,7 +147,7 @@ def products(conv, h, structure) -> list[Callable[[], object]]:
     from graphtransfer.nn.message_passing import REDUCTIONS, aggregate
 
     flat = h.view(-1, h.shape[-1])
-    adjacency = structure.adjacency_for(conv)
+    adjacency = adjacency_of(structure, conv)
     if isinstance(conv, GCNConv):
         weights, reduce = [conv.lin.weight], "sum"
     elif isinstance(conv, GINConv):
