@@ -99,7 +99,7 @@ def test_train_transfer_predict_end_to_end(tmp_path, monkeypatch, task):
             f"runs/{task}/small",
             "--graphs",
             str(tmp_path / "big.txt"),
-            "--samples",
+            "--rollouts",
             "2",
             "--polish",
             "--json",
@@ -109,10 +109,11 @@ def test_train_transfer_predict_end_to_end(tmp_path, monkeypatch, task):
         ],
     )
     assert evaluated.exit_code == 0, evaluated.output
-    decodings = {"local-max", "best-of-2"} if task in ("mis", "mvc") else {"sampled", "deterministic", "best-of-2"}
+    decodings = {"local-max"} if task in ("mis", "mvc") else {"sampled", "deterministic"}
     assert all(decoding in evaluated.output for decoding in decodings)
     record = json.loads((tmp_path / "e.json").read_text())[0]
     assert record["nodes"] == 3000 and set(record["decodings"]) == decodings
+    assert all(decoding["rollouts"] == 2 for decoding in record["decodings"].values())
     assert (tmp_path / "e.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
