@@ -245,6 +245,19 @@ def test_predict_writes_the_same_solution_on_one_thread_and_on_every_core(task, 
     assert solutions[0] == solutions[1]
 
 
+def test_threads_default_to_one_below_10000_nodes_and_every_core_above(monkeypatch):
+    import importlib
+
+    import torch
+
+    main = importlib.import_module("graphtransfer.cli.main")  # the module: the package exports a function of that name
+    monkeypatch.setattr(main, "_available_cores", lambda: 2)
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: chosen.append(n))
+    chosen = []
+    main._use_threads(None, 9_999), main._use_threads(None, 10_000), main._use_threads(None), main._use_threads(3, 50)
+    assert chosen == [1, 2, 2, 3]
+
+
 def test_zero_threads_is_refused_not_read_as_the_default(tiny_model, tmp_path):
     command = ["predict", "--model", str(tiny_model("mis")), "--graph", "small", "--out", str(tmp_path / "o.csv"), "--threads", "0"]
     result = runner.invoke(app, command)

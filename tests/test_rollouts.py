@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 from graphtransfer.baselines.completion import FINISH
 from graphtransfer.cli import app
 from graphtransfer.errors import UsageError
-from graphtransfer.graphs import erdos_renyi, random_geometric, write_edge_list
+from graphtransfer.graphs import barabasi_albert, random_geometric, write_edge_list
 from graphtransfer.graphs.generators import delaunay
 from graphtransfer.solve.inference import solve
 from graphtransfer.solve.loading import policy_for_graphs
@@ -59,7 +59,7 @@ def _predict(model, graph_file, out, *options):
 
 def test_predict_auto_runs_32_rollouts_on_50_nodes_and_one_on_a_big_graph(tiny_model, tmp_path):
     write_edge_list(random_geometric(50, 6.0, 1), tmp_path / "small.txt")
-    write_edge_list(erdos_renyi(6000, 4.0, 1), tmp_path / "big.txt")
+    write_edge_list(barabasi_albert(6000, 3, 1), tmp_path / "big.txt")
     small = _predict(tiny_model("mis"), tmp_path / "small.txt", tmp_path / "s.csv")
     assert re.search(r"objective \d+ in \d+ passes, best of 32 rollouts \(seeds 0-31; best: seed \d+, (local-max|drawn)\)", small)
     assert ", 1 rollout, " in _predict(tiny_model("mis"), tmp_path / "big.txt", tmp_path / "b.csv")

@@ -90,11 +90,15 @@ RolloutsOption = Annotated[
         "of mis and mvc every other rollout is drawn. 1: a single rollout, the decoding before auto.",
     ),
 ]
+ONE_THREAD_BELOW = 10_000
+"""predict runs graphs of fewer nodes on one torch thread unless --threads says otherwise"""
 ThreadsOption = Annotated[
     int | None,
     typer.Option(
         help="Torch CPU threads (default: every core this process may use: 6.2 s instead of 8.0 s for MIS on the 250k graph on "
-        "2 cores; no change at 10k nodes); 1 leaves the other cores to other jobs."
+        f"2 cores; no change at 10k nodes; predict on a graph of fewer than {ONE_THREAD_BELOW:,} nodes: 1, since there each "
+        "operation is too small to share: 32 rollouts on 200 nodes took 1.3 s on one thread, 28-32 s on two of a busy machine); "
+        "1 leaves the other cores to other jobs."
     ),
 ]
 MixedPrecisionOption = Annotated[bool, typer.Option(help="bfloat16 message passing on CUDA (autocast); ignored on the CPU.")]
@@ -414,23 +418,27 @@ def predict(
     """
     from graphtransfer.checkpoint import read_checkpoint
     from graphtransfer.graphs import load_graph, resolve
+    from graphtransfer.io import check_output_file
     from graphtransfer.reporting.draw import check_drawable, draw_solution
     from graphtransfer.solve.predict import predict as run_predict
 
     _check_positive(max_passes=max_passes or 1, threads=1 if threads is None else threads, workers=workers or 1)
     _check_seed(seed)
-    _use_threads(threads)
     options = {"max_passes": max_passes, "deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction}
     options |= {"decoding": decoding, "rollouts": _rollouts(rollouts)}
     options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env, "force": force}
     if resolve(graph).is_dir():
+        _use_threads(threads)
         return _predict_folder(model, graph, out, draw, workers, ray_address, options)
     if workers is not None or ray_address is not None:
         raise UsageError("--workers and --ray-address spread a folder of graphs over workers; --graph names a single graph")
+    read_checkpoint(model, env)  # a bad model folder is reported before the graph is read, as the library does
+    loaded = load_graph(graph)
     if draw is not None:
-        loaded = load_graph(graph)
         check_drawable(loaded)  # before the policy runs, not after
-    loaded, solution = run_predict(model, loaded if draw is not None else graph, out, **options)
+    check_output_file(out, [resolve(graph)], force)  # predict gets the graph already read, so the input file is guarded here
+    _use_threads(threads, loaded.num_nodes)
+    loaded, solution = run_predict(model, loaded, out, **options)
     typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges; node ids {loaded.describe_ids()}")
     typer.echo(
         f"objective {solution.objective:.6g} in {solution.passes} passes, {_rollouts_run(solution, seed)}, {solution.seconds:.2f} s, "
@@ -594,11 +602,14 @@ def tasks() -> None:
         typer.echo(f"{'':<{width}} gymnasium id {GYM_IDS[name]}; baselines: {', '.join(BASELINES.get(name, {})) or 'none yet'}")
 
 
-def _use_threads(threads: int | None) -> None:
-    """``threads`` torch threads, or one per core this process may use (its CPU affinity)."""
+def _use_threads(threads: int | None, nodes: int | None = None) -> None:
+    """``threads`` torch threads; by default one on a graph of fewer than ``ONE_THREAD_BELOW`` nodes,
+    else one per core this process may use (its CPU affinity)."""
     import torch
 
-    torch.set_num_threads(_available_cores() if threads is None else threads)
+    if threads is None:
+        threads = 1 if nodes is not None and nodes < ONE_THREAD_BELOW else _available_cores()
+    torch.set_num_threads(threads)
 
 
 def _available_cores() -> int:
