@@ -48,7 +48,7 @@ ROLLOUT_NODE_BUDGET = 10_000
 5,001 nodes on"""
 MAX_AUTO_ROLLOUTS = 32
 """the most rollouts ``--rollouts auto`` runs: best of 32 is within 2% of the optimum on all 12 graphs of 100-300 nodes in
-bench/RESULTS.md ("Transfer quality"), best of 24 on 11"""
+bench/RESULTS.md ("Transfer quality"), best of 24 on 10"""
 MAX_DRAW_NODES = 3000
 """``predict --draw`` refuses larger graphs: the layout is quadratic, and more nodes draw a blot"""
 SEED_LIMIT = 2**32
