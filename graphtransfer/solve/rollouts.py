@@ -60,7 +60,7 @@ def best_of_rollouts(
     ``decoding`` those of the rollout that gave it, its ``rollouts`` the count.
 
     Args:
-        rollouts: how many (see :func:`rollout_count` for ``"auto"``).
+        rollouts: how many, at least 1 (:func:`rollout_count` turns ``"auto"`` into a count).
         options: ``deterministic`` and ``finish``, as for ``solve``.
     """
     features = features_of(env)
