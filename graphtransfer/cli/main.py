@@ -526,10 +526,10 @@ def evaluate(
     from graphtransfer.solve.parallel import evaluate_many
 
     _check_positive(max_passes=max_passes or 1, threads=1 if threads is None else threads, workers=workers or 1)
-    _use_threads(threads)
     options = {"rollouts": _rollouts(rollouts), "deterministic": deterministic, "polish": polish, "commit_fraction": commit_fraction}
     options["decoding"] = decoding
     options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env}
+    _use_threads(threads)  # after the options are checked: bad input changes nothing in the process
     config, rows = evaluate_many(model, graphs, workers=workers, ray_address=ray_address, max_passes=max_passes, **options)
     for line in format_rows(rows):
         typer.echo(line)
