@@ -17,7 +17,7 @@ for algo in ppo a2c dqn; do
   for graphs in "$OUT/ba10k.npz" large; do
     uptime
     echo "== eval $algo ($STEPS steps) on $graphs"
-    $GT eval --model "$OUT/$STEPS/$algo" --graphs "$graphs" --samples 1
+    $GT eval --model "$OUT/$STEPS/$algo" --graphs "$graphs" --rollouts 1
   done
 done
 uptime

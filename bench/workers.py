@@ -29,7 +29,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--graphs", type=int, default=8, help="graphs in the folder")
     parser.add_argument("--nodes", type=int, default=20_000, help="nodes per graph (Erdős–Rényi, average degree 4)")
-    parser.add_argument("--samples", type=int, default=4, help="eval --samples")
+    parser.add_argument("--rollouts", type=int, default=4, help="eval --rollouts")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -46,7 +46,7 @@ def main() -> None:
         for repeat in range(args.repeats):
             for workers in WORKERS:  # alternate, so a change in the machine's load hits both sides
                 started = time.perf_counter()
-                _, rows = evaluate_many(model, folder, workers=workers, samples=args.samples, deterministic=False)
+                _, rows = evaluate_many(model, folder, workers=workers, rollouts=args.rollouts, deterministic=False)
                 seconds[workers].append(time.perf_counter() - started)
                 loads.append(os.getloadavg()[0])
                 objectives[workers] = [s.objective for row in rows for s in row.decodings.values()]

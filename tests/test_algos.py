@@ -64,7 +64,7 @@ def test_mvc_trains_resumes_transfers_predicts_evaluates_and_exports(algo, polic
     assert "missing 0, unexpected 0, resized 0" in transferred and read_checkpoint(tmp_path / "big").config.algo == algo
     predicted = invoke("predict", "--model", tmp_path / "big", "--graph", larger_graph, "--out", tmp_path / "cover.csv")
     assert "valid solution: yes" in predicted
-    assert "greedy-max-degree" in invoke("eval", "--model", out, "--graphs", larger_graph, "--samples", "1")
+    assert "greedy-max-degree" in invoke("eval", "--model", out, "--graphs", larger_graph, "--rollouts", "1")
     exported = invoke("export", out, "--sb3", tmp_path / "model.zip")
     loader = {"a2c": "graphtransfer.training.a2c.MaskableA2C", "dqn": "graphtransfer.training.dqn.GraphDQN"}[algo]
     assert f"load it with {loader}.load(" in exported

@@ -99,7 +99,7 @@ def test_train_transfer_predict_end_to_end(tmp_path, monkeypatch, task):
             f"runs/{task}/small",
             "--graphs",
             str(tmp_path / "big.txt"),
-            "--samples",
+            "--rollouts",
             "2",
             "--polish",
             "--json",
@@ -109,10 +109,11 @@ def test_train_transfer_predict_end_to_end(tmp_path, monkeypatch, task):
         ],
     )
     assert evaluated.exit_code == 0, evaluated.output
-    decodings = {"local-max", "best-of-2"} if task in ("mis", "mvc") else {"sampled", "deterministic", "best-of-2"}
+    decodings = {"local-max"} if task in ("mis", "mvc") else {"sampled", "deterministic"}
     assert all(decoding in evaluated.output for decoding in decodings)
     record = json.loads((tmp_path / "e.json").read_text())[0]
     assert record["nodes"] == 3000 and set(record["decodings"]) == decodings
+    assert all(decoding["rollouts"] == 2 for decoding in record["decodings"].values())
     assert (tmp_path / "e.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -242,6 +243,19 @@ def test_predict_writes_the_same_solution_on_one_thread_and_on_every_core(task, 
         assert result.exit_code == 0, result.output
         solutions.append(out.read_text())
     assert solutions[0] == solutions[1]
+
+
+def test_threads_default_to_one_below_10000_nodes_and_every_core_above(monkeypatch):
+    import importlib
+
+    import torch
+
+    main = importlib.import_module("graphtransfer.cli.main")  # the module: the package exports a function of that name
+    monkeypatch.setattr(main, "_available_cores", lambda: 2)
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: chosen.append(n))
+    chosen = []
+    main._use_threads(None, 9_999), main._use_threads(None, 10_000), main._use_threads(None), main._use_threads(3, 50)
+    assert chosen == [1, 2, 2, 3]
 
 
 def test_zero_threads_is_refused_not_read_as_the_default(tiny_model, tmp_path):

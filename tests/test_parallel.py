@@ -24,7 +24,7 @@ def folder(tmp_path_factory):
 def evaluated(model, folder, out, *extra) -> list[dict]:
     """The --json records of an eval run, without the fields that time or measure the process."""
     result = runner.invoke(
-        app, ["eval", "--model", str(model), "--graphs", str(folder), "--samples", "2", "--no-deterministic", "--json", str(out), *extra]
+        app, ["eval", "--model", str(model), "--graphs", str(folder), "--rollouts", "2", "--no-deterministic", "--json", str(out), *extra]
     )
     assert result.exit_code == 0, result.output
     records = json.loads(out.read_text())

@@ -20,9 +20,12 @@ from graphtransfer.cli.common import fail as _fail
 from graphtransfer.cli.common import friendly_errors
 from graphtransfer.cli.graphs import app as graphs_app
 from graphtransfer.config import (
+    AUTO_ROLLOUTS,
     DEFAULT_COMMIT_FRACTION,
     LOCAL_MAX_COMMIT_FRACTION,
+    MAX_AUTO_ROLLOUTS,
     MAX_DRAW_NODES,
+    ROLLOUT_NODE_BUDGET,
     SEED_LIMIT,
     ModelConfig,
     PPOConfig,
@@ -77,11 +80,25 @@ DecodingOption = Annotated[
         "top-scoring valid nodes). Other tasks: drawn.",
     ),
 ]
+RolloutsOption = Annotated[
+    str,
+    typer.Option(
+        metavar="auto|K",
+        help=f"Run the policy K times (seeds --seed, --seed + 1, ...) and keep the best solution; still the policy alone, no "
+        f"search. auto (default): {ROLLOUT_NODE_BUDGET:,} // the graph's nodes, 1 to {MAX_AUTO_ROLLOUTS} ({MAX_AUTO_ROLLOUTS} up to "
+        f"{ROLLOUT_NODE_BUDGET // MAX_AUTO_ROLLOUTS} nodes, 1 from {ROLLOUT_NODE_BUDGET // 2 + 1:,} on). With the default decoding "
+        "of mis and mvc every other rollout is drawn. 1: a single rollout, the decoding before auto.",
+    ),
+]
+ONE_THREAD_BELOW = 10_000
+"""predict runs graphs of fewer nodes on one torch thread unless --threads says otherwise"""
 ThreadsOption = Annotated[
     int | None,
     typer.Option(
         help="Torch CPU threads (default: every core this process may use: 6.2 s instead of 8.0 s for MIS on the 250k graph on "
-        "2 cores; no change at 10k nodes); 1 leaves the other cores to other jobs."
+        f"2 cores; no change at 10k nodes; predict on a graph of fewer than {ONE_THREAD_BELOW:,} nodes: 1, since there each "
+        "operation is too small to share: 32 rollouts on 200 nodes took 1.3 s on one thread, 28-32 s on two of a busy machine); "
+        "1 leaves the other cores to other jobs."
     ),
 ]
 MixedPrecisionOption = Annotated[bool, typer.Option(help="bfloat16 message passing on CUDA (autocast); ignored on the CPU.")]
@@ -382,6 +399,7 @@ def predict(
     seed: Annotated[int, typer.Option(help="Seed for the sampled actions, 0 to 2^32 - 1.")] = 0,
     commit_fraction: CommitFractionOption = None,
     decoding: DecodingOption = None,
+    rollouts: RolloutsOption = AUTO_ROLLOUTS,
     threads: ThreadsOption = None,
     max_nodes_per_batch: MaxNodesOption = None,
     mixed_precision: MixedPrecisionOption = False,
@@ -400,26 +418,30 @@ def predict(
     """
     from graphtransfer.checkpoint import read_checkpoint
     from graphtransfer.graphs import load_graph, resolve
+    from graphtransfer.io import check_output_file
     from graphtransfer.reporting.draw import check_drawable, draw_solution
     from graphtransfer.solve.predict import predict as run_predict
 
     _check_positive(max_passes=max_passes or 1, threads=1 if threads is None else threads, workers=workers or 1)
     _check_seed(seed)
-    _use_threads(threads)
     options = {"max_passes": max_passes, "deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction}
-    options["decoding"] = decoding
+    options |= {"decoding": decoding, "rollouts": _rollouts(rollouts)}
     options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env, "force": force}
     if resolve(graph).is_dir():
+        _use_threads(threads)
         return _predict_folder(model, graph, out, draw, workers, ray_address, options)
     if workers is not None or ray_address is not None:
         raise UsageError("--workers and --ray-address spread a folder of graphs over workers; --graph names a single graph")
+    read_checkpoint(model, env)  # a bad model folder is reported before the graph is read, as the library does
+    loaded = load_graph(graph)
     if draw is not None:
-        loaded = load_graph(graph)
         check_drawable(loaded)  # before the policy runs, not after
-    loaded, solution = run_predict(model, loaded if draw is not None else graph, out, **options)
+    check_output_file(out, [resolve(graph)], force)  # predict gets the graph already read, so the input file is guarded here
+    _use_threads(threads, loaded.num_nodes)
+    loaded, solution = run_predict(model, loaded, out, **options)
     typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges; node ids {loaded.describe_ids()}")
     typer.echo(
-        f"objective {solution.objective:.6g} in {solution.passes} passes, {solution.seconds:.2f} s, "
+        f"objective {solution.objective:.6g} in {solution.passes} passes, {_rollouts_run(solution, seed)}, {solution.seconds:.2f} s, "
         f"peak memory {solution.peak_rss_mib:.0f} MiB (process RSS)"
     )
     _report_finished(solution)
@@ -433,6 +455,14 @@ def predict(
     if draw is not None:
         draw_solution(loaded, solution, read_checkpoint(model, env).config, draw)
         typer.echo(f"wrote {draw}")
+
+
+def _rollouts_run(solution, seed: int) -> str:
+    """How many rollouts the solution is the best of, and the one that gave it (to repeat it alone)."""
+    if solution.rollouts == 1:
+        return "1 rollout"
+    last = (seed + solution.rollouts - 1) % SEED_LIMIT
+    return f"best of {solution.rollouts} rollouts (seeds {seed}-{last}; best: seed {solution.seed}, {solution.decoding})"
 
 
 def _report_finished(solution) -> None:
@@ -460,7 +490,7 @@ def _predict_folder(model: Path, graphs: str, out: Path, draw: Path | None, work
         valid = "yes" if solution.feasible else "NO"
         typer.echo(
             f"{graph.name}: {graph.num_nodes} nodes, objective {solution.objective:.6g} in {solution.passes} passes, "
-            f"{solution.seconds:.2f} s, valid {valid}; wrote {path}"
+            f"{_rollouts_run(solution, options['seed'])}, {solution.seconds:.2f} s, valid {valid}; wrote {path}"
         )
         _report_finished(solution)
     if not all(solution.feasible for _, solution, _ in results):
@@ -472,7 +502,7 @@ def _predict_folder(model: Path, graphs: str, out: Path, draw: Path | None, work
 def evaluate(
     model: Annotated[Path, typer.Option(help="Model folder written by train or transfer.")],
     graphs: Annotated[str, typer.Option(help="Sample set name, graph file or folder of graphs to evaluate on.")],
-    samples: Annotated[int, typer.Option(help="Also report the best of this many sampled rollouts.")] = 1,
+    rollouts: RolloutsOption = AUTO_ROLLOUTS,
     deterministic: Annotated[bool, typer.Option(help="Also report the deterministic decoding (--decoding drawn).")] = True,
     polish: Annotated[bool, typer.Option(help="Also report the best decoding and every baseline after the same local search.")] = False,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON to this file.")] = None,
@@ -489,17 +519,17 @@ def evaluate(
 ) -> None:
     """Evaluate a saved policy against the task's baselines on a set of graphs.
 
-    Example: graphtransfer eval --model runs/mis/small --graphs large --samples 4 --json eval.json --plot eval.png
+    Example: graphtransfer eval --model runs/mis/small --graphs large --rollouts 4 --json eval.json --plot eval.png
     Example: graphtransfer eval --model runs/mis/small --graphs evalset/ --workers 2 --max-nodes-per-batch 50000
     """
     from graphtransfer.reporting.report import format_rows, plot_ratios, write_json
     from graphtransfer.solve.parallel import evaluate_many
 
-    _check_positive(samples=samples, max_passes=max_passes or 1, threads=1 if threads is None else threads, workers=workers or 1)
-    _use_threads(threads)
-    options = {"samples": samples, "deterministic": deterministic, "polish": polish, "commit_fraction": commit_fraction}
+    _check_positive(max_passes=max_passes or 1, threads=1 if threads is None else threads, workers=workers or 1)
+    options = {"rollouts": _rollouts(rollouts), "deterministic": deterministic, "polish": polish, "commit_fraction": commit_fraction}
     options["decoding"] = decoding
     options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env}
+    _use_threads(threads)  # after the options are checked: bad input changes nothing in the process
     config, rows = evaluate_many(model, graphs, workers=workers, ray_address=ray_address, max_passes=max_passes, **options)
     for line in format_rows(rows):
         typer.echo(line)
@@ -572,11 +602,14 @@ def tasks() -> None:
         typer.echo(f"{'':<{width}} gymnasium id {GYM_IDS[name]}; baselines: {', '.join(BASELINES.get(name, {})) or 'none yet'}")
 
 
-def _use_threads(threads: int | None) -> None:
-    """``threads`` torch threads, or one per core this process may use (its CPU affinity)."""
+def _use_threads(threads: int | None, nodes: int | None = None) -> None:
+    """``threads`` torch threads; by default one on a graph of fewer than ``ONE_THREAD_BELOW`` nodes,
+    else one per core this process may use (its CPU affinity)."""
     import torch
 
-    torch.set_num_threads(_available_cores() if threads is None else threads)
+    if threads is None:
+        threads = 1 if nodes is not None and nodes < ONE_THREAD_BELOW else _available_cores()
+    torch.set_num_threads(threads)
 
 
 def _available_cores() -> int:
@@ -604,6 +637,19 @@ def _node_budget(text: str | None) -> int | None:
         value = 0
     if value < 1:
         raise UsageError(f"--max-nodes-per-batch {text!r} must be a whole number of nodes, at least 1, e.g. --max-nodes-per-batch 50000")
+    return value
+
+
+def _rollouts(text: str) -> int | str:
+    """``--rollouts``: ``auto`` or a whole number of rollouts, at least 1."""
+    if text == AUTO_ROLLOUTS:
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UsageError(f"--rollouts {text!r} must be auto or a whole number, at least 1 (1: a single rollout), e.g. --rollouts 8")
     return value
 
 

@@ -2,11 +2,14 @@
 
 from graphtransfer.config.schema import (
     ALGOS,
+    AUTO_ROLLOUTS,
     CONVS,
     DECODINGS,
     DEFAULT_COMMIT_FRACTION,
     LOCAL_MAX_COMMIT_FRACTION,
+    MAX_AUTO_ROLLOUTS,
     MAX_DRAW_NODES,
+    ROLLOUT_NODE_BUDGET,
     SECTIONS,
     SEED_LIMIT,
     DQNConfig,
@@ -25,11 +28,14 @@ from graphtransfer.config.schema import (
 
 __all__ = [
     "ALGOS",
+    "AUTO_ROLLOUTS",
     "CONVS",
     "DECODINGS",
     "DEFAULT_COMMIT_FRACTION",
     "LOCAL_MAX_COMMIT_FRACTION",
+    "MAX_AUTO_ROLLOUTS",
     "MAX_DRAW_NODES",
+    "ROLLOUT_NODE_BUDGET",
     "SECTIONS",
     "SEED_LIMIT",
     "DQNConfig",

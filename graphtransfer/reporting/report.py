@@ -16,7 +16,8 @@ def format_rows(rows: list[EvalRow]) -> list[str]:
     better = "higher" if rows[0].sense == "max" else "lower"
     width = max(len("graph"), *(len(row.graph.name) for row in rows))  # whole names: graphs of one family differ at the end
     lines = [
-        f"{'graph':<{width}} {'nodes':>8} {'edges':>9} {'decoding':<13} {'objective':>10} {'valid':>5} {'passes':>6} {'secs':>6}"
+        f"{'graph':<{width}} {'nodes':>8} {'edges':>9} {'decoding':<13} {'objective':>10} {'valid':>5} {'passes':>6} {'best of':>7} "
+        f"{'secs':>6}"
         f"  vs baselines ({_what_is_compared(rows)}; {better} objective is better)"
     ]
     for row in rows:
@@ -25,12 +26,12 @@ def format_rows(rows: list[EvalRow]) -> list[str]:
             versus = "  ".join(f"{b.name} {b.objective:.6g} ({row.compare(solution.objective, b.objective)})" for b in row.baselines)
             lines.append(
                 f"{name} {label:<13} {solution.objective:>10.6g} {'yes' if solution.feasible else 'NO':>5} "
-                f"{solution.passes:>6} {solution.seconds:>6.2f}  {versus}"
+                f"{solution.passes:>6} {solution.rollouts:>7} {solution.seconds:>6.2f}  {versus}"
             )
             name = " " * len(name)
         if row.polished is not None:
             versus = "  ".join(f"{b.name}+polish {b.polished:.6g} ({row.compare(row.polished, b.polished)})" for b in row.baselines)
-            lines.append(f"{name} {'polished':<13} {row.polished:>10.6g} {'yes':>5} {'':>6} {'':>6}  {versus}")
+            lines.append(f"{name} {'polished':<13} {row.polished:>10.6g} {'yes':>5} {'':>6} {'':>7} {'':>6}  {versus}")
     return lines
 
 
@@ -75,6 +76,7 @@ def rows_to_json(rows: list[EvalRow]) -> list[dict]:
             "sense": row.sense,
             "decodings": {
                 label: {"objective": s.objective, "feasible": s.feasible, "passes": s.passes, "seconds": round(s.seconds, 4)}
+                | {"rollouts": s.rollouts, "best_rollout": {"seed": s.seed, "decoding": s.decoding}}
                 | finished_counts(s)
                 for label, s in row.decodings.items()
             },

@@ -1,9 +1,10 @@
 """Measuring a policy against the task's classical baselines, graph by graph.
 
-Every decoding is reported on its own line of numbers: the policy decoded once (seeded: MIS by
-local maxima, ``local-max``, other tasks ``sampled``), deterministic where actions are drawn, and
-the best of k seeded rollouts. A local-search polish, when asked for, is
-applied to the best policy solution and to every baseline alike.
+Every decoding is reported on its own line of numbers: the policy's default decoding (MIS by
+local maxima, ``local-max``, other tasks ``sampled``) and, where actions are drawn, the
+deterministic one, each the best of its seeded rollouts (``rollouts``: several on graphs of a few
+hundred nodes by default, see :mod:`graphtransfer.solve.rollouts`). A local-search polish, when
+asked for, is applied to the best policy solution and to every baseline alike.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from pathlib import Path
 from graphtransfer.baselines import BASELINES
 from graphtransfer.baselines.completion import FINISH
 from graphtransfer.baselines.polish import POLISH
-from graphtransfer.config import RunConfig
+from graphtransfer.config import AUTO_ROLLOUTS, RunConfig
 from graphtransfer.envs.factory import inference_env
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.graphs import Graph, load_graphs
-from graphtransfer.solve.inference import DRAWN, LOCAL_MAX, Solution, check_decoding, peak_rss_mib, solve
+from graphtransfer.solve.inference import DRAWN, LOCAL_MAX, Solution, check_decoding, peak_rss_mib
 from graphtransfer.solve.loading import DEFAULT_RUNTIME, Runtime, policy_for_graphs
+from graphtransfer.solve.rollouts import best_of_rollouts, rollout_count
 
 
 @dataclass
@@ -73,7 +75,7 @@ def evaluate(
     config: RunConfig,
     graphs: list[Graph],
     max_passes: int | None = None,
-    samples: int = 1,
+    rollouts: int | str = AUTO_ROLLOUTS,
     deterministic: bool = False,
     polish: bool = False,
     seed: int = 0,
@@ -83,7 +85,9 @@ def evaluate(
     """Run the policy under each decoding and every baseline of the task on each graph.
 
     Args:
-        samples: also report the best of this many sampled rollouts (seeds ``seed..``), when > 1.
+        rollouts: each decoding is the best of this many rollouts, seeds ``seed, seed + 1, ...``
+            (``"auto"``: several on graphs of a few hundred nodes, one from 5,001 nodes on; see
+            :func:`graphtransfer.solve.rollouts.best_of_rollouts`).
         deterministic: also report the deterministic decoding, where the decoding draws actions
             (``drawn``; the local-max decoding draws none, so its row would repeat the first).
         commit_fraction, decoding: as in :func:`graphtransfer.solve.inference.solve`.
@@ -96,15 +100,11 @@ def evaluate(
         env = inference_env(config, graph, max_passes)
         features = features_of(env)
         options = {"seed": seed, "commit_fraction": commit_fraction, "finish": finish_rule(config), "decoding": decoding}
+        options["rollouts"] = rollout_count(rollouts, graph.num_nodes)
         drawn = check_decoding(env, features, decoding) == DRAWN
-        first = solve(policy, env, **options)
-        decodings = {"sampled" if drawn else LOCAL_MAX: first}
+        decodings = {"sampled" if drawn else LOCAL_MAX: best_of_rollouts(policy, env, **options)}
         if deterministic and drawn:
-            decodings["deterministic"] = solve(policy, env, deterministic=True, **options)
-        if samples > 1:
-            more = [solve(policy, env, **{**options, "seed": seed + i}) for i in range(1, samples)]
-            rolls = [first, *more]
-            decodings[f"best-of-{samples}"] = (max if features.sense == "max" else min)(rolls, key=lambda s: s.objective)
+            decodings["deterministic"] = best_of_rollouts(policy, env, deterministic=True, **options)
         row = EvalRow(
             graph, decodings, [_run_baseline(name, fn, env.unwrapped, graph, polisher) for name, fn in baselines.items()], features.sense
         )

@@ -42,6 +42,9 @@ class Solution:
     seconds: float
     peak_rss_mib: float  # the process's peak resident memory so far
     finished: FinishedSet | None = None  # what the finishing rule added, when one ran (see baselines.completion)
+    seed: int = 0  # of the rollout that gave it
+    decoding: str = ""  # the decoding that gave it: local-max or drawn
+    rollouts: int = 1  # how many rollouts it is the best of (see graphtransfer.solve.rollouts); seconds count them all
 
 
 def obs_to_tensors(obs: dict[str, np.ndarray], device: torch.device) -> dict[str, torch.Tensor]:
@@ -112,7 +115,8 @@ def solve(
         objective, feasible = features.objective(graph, solution), features.feasible(graph, solution)
     else:  # a user env without a solution of its own: report the episode's rewards
         solution, objective, feasible = np.column_stack([np.arange(len(rewards)), rewards]), float(np.sum(rewards)), True
-    return Solution(solution, objective, feasible, passes, time.perf_counter() - started, peak_rss_mib(), finished)
+    seconds = time.perf_counter() - started
+    return Solution(solution, objective, feasible, passes, seconds, peak_rss_mib(), finished, seed, decoding)
 
 
 LOCAL_MAX, DRAWN = DECODINGS

@@ -9,12 +9,14 @@ from pathlib import Path
 import numpy as np
 
 from graphtransfer.checkpoint import Checkpoint, read_checkpoint
+from graphtransfer.config import AUTO_ROLLOUTS
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.graphs import Graph, load_graph, resolve
 from graphtransfer.io import atomic_write, check_output_file
 from graphtransfer.solve.evaluate import finish_rule
-from graphtransfer.solve.inference import Solution, solve
+from graphtransfer.solve.inference import Solution
 from graphtransfer.solve.loading import DEFAULT_RUNTIME, Runtime, policy_for_graphs
+from graphtransfer.solve.rollouts import best_of_rollouts, rollout_count
 
 
 def predict(
@@ -26,6 +28,7 @@ def predict(
     seed: int = 0,
     commit_fraction: float | None = None,
     decoding: str | None = None,
+    rollouts: int | str = AUTO_ROLLOUTS,
     max_nodes_per_batch: int | None = None,
     mixed_precision: bool = False,
     env: str | None = None,
@@ -36,7 +39,10 @@ def predict(
 
     By default MIS decodes by local maxima of the policy's scores and other tasks sample their
     actions from the policy (seeded, so runs repeat exactly); see
-    :func:`graphtransfer.solve.inference.solve` for ``decoding`` and ``commit_fraction``. A graph too large for the memory available is
+    :func:`graphtransfer.solve.inference.solve` for ``decoding`` and ``commit_fraction``. ``rollouts``
+    (a count, or ``"auto"``: several on graphs of a few hundred nodes, one from 5,001 nodes on) runs the
+    policy that many times, seeds ``seed, seed + 1, ...``, and keeps the best solution
+    (:mod:`graphtransfer.solve.rollouts`). A graph too large for the memory available is
     refused before anything is built (:mod:`graphtransfer.solve.memory`). ``max_nodes_per_batch``
     runs the layers in chunks of that many nodes (same solution, less memory);
     ``mixed_precision``, bfloat16 message passing on CUDA. ``env`` names the user env of a model
@@ -48,6 +54,7 @@ def predict(
         check_output_file(Path(out), [] if isinstance(graph, Graph) else [resolve(graph)], force)
     loaded = graph if isinstance(graph, Graph) else load_graph(graph)
     options = {"deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction, "decoding": decoding}
+    options["rollouts"] = rollouts
     runtime = Runtime(max_nodes_per_batch, mixed_precision)
     solution, header = predict_graph(checkpoint, loaded, max_passes=max_passes, runtime=runtime, **options)
     if out is not None:
@@ -61,17 +68,19 @@ def predict_graph(
     max_passes: int | None = None,
     runtime: Runtime = DEFAULT_RUNTIME,
     env: str | None = None,
+    rollouts: int | str = AUTO_ROLLOUTS,
     **options,
 ) -> tuple[Solution, str]:
-    """The policy of a model (a folder, or a checkpoint already read) on one graph: the solution
-    and its CSV header.
+    """The policy of a model (a folder, or a checkpoint already read) on one graph: the best
+    solution of its ``rollouts`` and its CSV header.
 
     One graph's run depends only on the model, the graph and ``options`` (those of
     :func:`graphtransfer.solve.inference.solve`), so workers that each call this give what a serial loop gives.
     """
+    count = rollout_count(rollouts, graph.num_nodes)  # before the model loads: a bad count is the user's to fix first
     loaded = policy_for_graphs(model, [graph], runtime, env, max_passes)
     finish = finish_rule(loaded.checkpoint.config)
-    return solve(loaded.policy, loaded.env, finish=finish, **options), features_of(loaded.env).solution_header
+    return best_of_rollouts(loaded.policy, loaded.env, count, finish=finish, **options), features_of(loaded.env).solution_header
 
 
 def write_solution(path: str | Path, solution: np.ndarray, header: str, node_ids: np.ndarray | None = None) -> None:

@@ -179,7 +179,7 @@ class ReportToTrial(Periodic):
 
     def act(self) -> None:
         with rng_kept():  # as the run's own evaluations: a trial trains the same weights with or without them
-            rows = evaluate(self.model.policy, self.config, self.graphs)
+            rows = evaluate(self.model.policy, self.config, self.graphs, rollouts=1)  # one rollout, as the run's evaluations
         self.score, self.by = eval_score(rows)
         self.steps = self.model.num_timesteps
         self.trial.report(self.score, self.steps)

@@ -1,0 +1,107 @@
+"""The best of several seeded rollouts: how many ``auto`` runs, which one wins, and the CLI's ``--rollouts``."""
+
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from graphtransfer.baselines.completion import FINISH
+from graphtransfer.cli import app
+from graphtransfer.errors import UsageError
+from graphtransfer.graphs import barabasi_albert, random_geometric, write_edge_list
+from graphtransfer.graphs.generators import delaunay
+from graphtransfer.solve.inference import solve
+from graphtransfer.solve.loading import policy_for_graphs
+from graphtransfer.solve.predict import write_solution
+from graphtransfer.solve.rollouts import best_of_rollouts, rollout_count, rollout_options
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize(("nodes", "count"), [(20, 32), (300, 32), (1000, 10), (5000, 2), (5001, 1), (250_151, 1)])
+def test_auto_runs_many_rollouts_on_small_graphs_and_one_from_5001_nodes(nodes, count):
+    assert rollout_count("auto", nodes) == count
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "8", True])
+def test_a_rollout_count_below_one_or_not_a_whole_number_is_refused(bad):
+    with pytest.raises(UsageError, match="must be 'auto' or a whole number, at least 1"):
+        rollout_count(bad, 100)
+
+
+def test_the_default_decoding_alternates_with_drawn_and_a_chosen_one_only_changes_seed():
+    plan = rollout_options(4, 7, None, None, "local-max")
+    assert [(p["seed"], p["decoding"]) for p in plan] == [(7, None), (8, "drawn"), (9, None), (10, "drawn")]
+    assert {p["decoding"] for p in rollout_options(3, 0, "local-max", None, "local-max")} == {"local-max"}
+    assert {p["commit_fraction"] for p in rollout_options(3, 0, None, 0.01, "local-max")} == {0.01}
+    assert {p["decoding"] for p in rollout_options(3, 0, None, 0.01, "local-max")} == {None}
+    assert [p["seed"] for p in rollout_options(2, 2**32 - 1, None, None, "drawn")] == [2**32 - 1, 0]  # seeds stay 32-bit
+
+
+def test_the_best_of_k_is_the_best_rollout_never_worse_than_the_first(tiny_model):
+    graph = delaunay(200, 3)
+    loaded = policy_for_graphs(tiny_model("mis"), [graph])
+    runs = [solve(loaded.policy, loaded.env, finish=FINISH["mis"], **plan) for plan in rollout_options(8, 0, None, None, "local-max")]
+    best = best_of_rollouts(loaded.policy, loaded.env, 8, finish=FINISH["mis"])
+    assert best.objective == max(run.objective for run in runs) >= runs[0].objective
+    first_best = next(run for run in runs if run.objective == best.objective)  # ties go to the earliest rollout
+    assert (best.seed, best.decoding, best.rollouts) == (first_best.seed, first_best.decoding, 8)
+    assert (best.solution == first_best.solution).all()
+
+
+def _predict(model, graph_file, out, *options):
+    result = runner.invoke(
+        app, ["predict", "--model", str(model), "--graph", str(graph_file), "--out", str(out), "--threads", "1", *options]
+    )
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_predict_auto_runs_32_rollouts_on_50_nodes_and_one_on_a_big_graph(tiny_model, tmp_path):
+    write_edge_list(random_geometric(50, 6.0, 1), tmp_path / "small.txt")
+    write_edge_list(barabasi_albert(6000, 3, 1), tmp_path / "big.txt")
+    small = _predict(tiny_model("mis"), tmp_path / "small.txt", tmp_path / "s.csv")
+    assert re.search(r"objective \d+ in \d+ passes, best of 32 rollouts \(seeds 0-31; best: seed \d+, (local-max|drawn)\)", small)
+    assert ", 1 rollout, " in _predict(tiny_model("mis"), tmp_path / "big.txt", tmp_path / "b.csv")
+
+
+def test_predict_writes_the_best_rollout_which_its_seed_and_decoding_repeat_alone(tiny_model, tmp_path):
+    write_edge_list(delaunay(150, 2), tmp_path / "g.txt")
+    model = tiny_model("mis")
+    shown = _predict(model, tmp_path / "g.txt", tmp_path / "best.csv", "--rollouts", "6", "--seed", "3")
+    assert "best of 6 rollouts (seeds 3-8;" in shown
+    _predict(model, tmp_path / "g.txt", tmp_path / "again.csv", "--rollouts", "6", "--seed", "3")
+    assert (tmp_path / "best.csv").read_text() == (tmp_path / "again.csv").read_text()  # the same seeds, the same answer
+    seed, decoding = re.search(r"best: seed (\d+), ([a-z-]+)\)", shown).groups()
+    _predict(model, tmp_path / "g.txt", tmp_path / "alone.csv", "--rollouts", "1", "--seed", seed, "--decoding", decoding)
+    assert (tmp_path / "alone.csv").read_text() == (tmp_path / "best.csv").read_text()
+
+
+def test_one_rollout_is_the_single_rollout_of_before(tiny_model, tmp_path):
+    graph = delaunay(120, 4)
+    write_edge_list(graph, tmp_path / "g.txt")
+    shown = _predict(tiny_model("mis"), tmp_path / "g.txt", tmp_path / "one.csv", "--rollouts", "1")
+    assert ", 1 rollout, " in shown
+    loaded = policy_for_graphs(tiny_model("mis"), [graph])
+    before = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"])
+    write_solution(tmp_path / "before.csv", before.solution, "node,in_set", graph.ids())
+    assert (tmp_path / "one.csv").read_text().splitlines()[1:] == (tmp_path / "before.csv").read_text().splitlines()[1:]
+
+
+def test_eval_says_how_many_rollouts_each_decoding_is_the_best_of(tiny_model, tmp_path):
+    write_edge_list(delaunay(100, 1), tmp_path / "g.txt")
+    result = runner.invoke(app, ["eval", "--model", str(tiny_model("mis")), "--graphs", str(tmp_path / "g.txt"), "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    header, line = result.output.splitlines()[:2]
+    assert " best of " in header and re.search(r" local-max +\d+ +yes +\d+ +32 ", line)
+
+
+@pytest.mark.parametrize("command", [["predict", "--out", "o.csv", "--graph"], ["eval", "--graphs"]])
+@pytest.mark.parametrize("value", ["0", "-3", "many"])
+def test_a_bad_rollout_count_is_a_one_line_error(command, value, tiny_model, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, [*command[:-1], command[-1], "small", "--model", str(tiny_model("mis")), "--rollouts", value])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: --rollouts {value!r} must be auto or a whole number, at least 1 (1: a single rollout), e.g. --rollouts 8\n"
+    )
