@@ -19,6 +19,16 @@ settings.register_profile("repeatable", derandomize=True, database=None)
 settings.load_profile("default" if os.environ.get("GRAPHTRANSFER_FUZZ") == "random" else "repeatable")
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Commands run in-process set torch's threads from the cores (predict, eval, transfer); put
+    the suite back on one after each test, since a fork made while torch holds two threads can
+    hang in the child (test_safety forks writers)."""
+    yield
+    if torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+
+
 def graph_from_pairs(pairs, num_nodes, name="hand") -> Graph:
     pairs = np.array(pairs, dtype=np.int64).reshape(-1, 2)
     graph, _, _ = from_edges(pairs[:, 0], pairs[:, 1], num_nodes, name)
