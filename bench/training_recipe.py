@@ -148,7 +148,8 @@ def main() -> None:
         if runs["floor"]:
             f, r, m = (statistics.median(run["sps"] for run in runs[side]) for side in ("floor", "recipe", "mis"))
             label = f"floor env steps/s ({FLOOR}); floor / ours"
-            print(f"| {nodes:,} | {label} | {f:,.1f} | | {f / r:.2f} | | {f / m:.2f} | ≤ 1.5 |", flush=True)
+            target = "≤ 1.5" if nodes >= 1000 else ""  # issue 16 sets it from N = 1,000; at 50 per-step overhead is all there is
+            print(f"| {nodes:,} | {label} | {f:,.1f} | | {f / r:.2f} | | {f / m:.2f} | {target} |", flush=True)
     print(f"\nload {' '.join(open('/proc/loadavg').read().split()[:3])} after")
 
 
