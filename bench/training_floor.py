@@ -23,11 +23,10 @@ the same run. Not part of the test run.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import torch
 
+from bench.forward import median_seconds
 from graphtransfer.graphs import erdos_renyi
 from graphtransfer.nn.message_passing import GraphStructure
 
@@ -65,17 +64,6 @@ class PlainGCN:
         return (h.mean(dim=0) @ self.weights[2]).view(samples)
 
 
-def timed(call, repeats: int) -> float:
-    """Median wall seconds of ``call()`` over ``repeats`` runs, after one warm-up."""
-    call()
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
 def floor_times(nodes: int, batch: int, repeats: int = 3) -> tuple[float, float]:
     """Seconds of one rollout forward (one sample, no gradients) and of one minibatch's forward
     + backward (``batch`` samples), each the median of ``repeats``."""
@@ -89,7 +77,7 @@ def floor_times(nodes: int, batch: int, repeats: int = 3) -> tuple[float, float]
     def minibatch() -> None:
         model(many).sum().backward()
 
-    return timed(rollout_forward, repeats), timed(minibatch, repeats)
+    return median_seconds(rollout_forward, repeats), median_seconds(minibatch, repeats)
 
 
 def floor_steps_per_second(nodes: int, batch: int, epochs: int, repeats: int = 3) -> float:
