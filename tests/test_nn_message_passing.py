@@ -42,15 +42,21 @@ def test_samples_of_one_graph_equal_each_sample_alone_with_gradients(conv, aggr)
     torch.manual_seed(1)
     extractor = GNNExtractor(space(), conv=conv, num_layers=3, width=8, aggr=aggr)
     x = torch.randn(4, 6, 3)  # 4 samples of the same graph; random features: no tied maxima
-    wide = extractor.embed_samples(x, GraphStructure(EDGES, 6))  # (6, 4, 8)
+    assert_structure_path_equals_reference(extractor, x, EDGES, grad_tolerance=1e-4)
+
+
+def assert_structure_path_equals_reference(extractor: GNNExtractor, x: torch.Tensor, edges: torch.Tensor, grad_tolerance: float) -> None:
+    """The samples ``x`` of one graph through the structure path at once equal :func:`reference`
+    on each sample alone: embeddings to 1e-5, parameter gradients to ``grad_tolerance``."""
+    wide = extractor.embed_samples(x, GraphStructure(edges, x.shape[1]))  # (N, B, width)
     wide.square().sum().backward()
     fast_grads = [p.grad.clone() for p in extractor.parameters()]
     extractor.zero_grad()
-    alone = torch.stack([reference(extractor, x[b], EDGES) for b in range(4)], dim=1)
+    alone = torch.stack([reference(extractor, x[b], edges) for b in range(x.shape[0])], dim=1)
     alone.square().sum().backward()
     assert torch.allclose(wide, alone, atol=1e-5, rtol=0)
     for fast, slow in zip(fast_grads, (p.grad for p in extractor.parameters()), strict=True):
-        assert torch.allclose(fast, slow, atol=1e-4, rtol=1e-4)
+        assert torch.allclose(fast, slow, atol=grad_tolerance, rtol=grad_tolerance)
 
 
 @pytest.mark.parametrize(("conv", "aggr"), CASES)
@@ -58,16 +64,7 @@ def test_a_graph_without_edges_equals_pyg_with_gradients(conv, aggr):
     """A residual graph whose every edge is gone (the end of an MIS episode) takes the structure path too."""
     torch.manual_seed(3)
     extractor = GNNExtractor(space(), conv=conv, num_layers=2, width=8, aggr=aggr)
-    x, none = torch.randn(2, 6, 3), torch.zeros(2, 0, dtype=torch.long)
-    fast = extractor.embed_samples(x, GraphStructure(none, 6))
-    fast.square().sum().backward()
-    fast_grads = [p.grad.clone() for p in extractor.parameters()]
-    extractor.zero_grad()
-    slow = torch.stack([reference(extractor, x[b], none) for b in range(2)], dim=1)
-    slow.square().sum().backward()
-    assert torch.allclose(fast, slow, atol=1e-5, rtol=0)
-    for fast_grad, slow_grad in zip(fast_grads, (p.grad for p in extractor.parameters()), strict=True):
-        assert torch.allclose(fast_grad, slow_grad, atol=1e-5, rtol=1e-5)
+    assert_structure_path_equals_reference(extractor, torch.randn(2, 6, 3), torch.zeros(2, 0, dtype=torch.long), grad_tolerance=1e-5)
 
 
 @pytest.mark.parametrize(("conv", "aggr"), CASES)

@@ -627,14 +627,19 @@ def _json_object(text: str, option: str) -> dict:
     return value
 
 
+def _whole_number(text: str) -> int:
+    """``text`` as an int (``50_000`` is accepted), or 0 when it is not one: the callers refuse values below 1."""
+    try:
+        return int(text)
+    except ValueError:
+        return 0
+
+
 def _node_budget(text: str | None) -> int | None:
     """``--max-nodes-per-batch``: a whole number of nodes, at least 1 (``50_000`` is accepted)."""
     if text is None:
         return None
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
+    value = _whole_number(text)
     if value < 1:
         raise UsageError(f"--max-nodes-per-batch {text!r} must be a whole number of nodes, at least 1, e.g. --max-nodes-per-batch 50000")
     return value
@@ -644,10 +649,7 @@ def _rollouts(text: str) -> int | str:
     """``--rollouts``: ``auto`` or a whole number of rollouts, at least 1."""
     if text == AUTO_ROLLOUTS:
         return text
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
+    value = _whole_number(text)
     if value < 1:
         raise UsageError(f"--rollouts {text!r} must be auto or a whole number, at least 1 (1: a single rollout), e.g. --rollouts 8")
     return value
