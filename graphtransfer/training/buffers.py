@@ -211,10 +211,15 @@ class EdgeStore:
             rows = np.flatnonzero(ids == set_id)
             edge_set = self.sets[int(set_id)]
             chosen = np.unpackbits(self.bits[steps[rows], envs[rows]], axis=1, count=edge_set.size).view(bool)  # (rows, E)
+            edges = edge_set.edges()
+            whole = chosen.all(axis=1)  # every edge of the set, as a static graph's steps: copied, not searched
+            out[rows[whole], :, : edge_set.size] = edges
+            if attr is not None:
+                attr[rows[whole], : edge_set.size] = edge_set.attr
+            rows, chosen = rows[~whole], chosen[~whole]
             row, edge = np.nonzero(chosen)  # row by row, edges in listing order
             counts = chosen.sum(axis=1)
             column = np.arange(row.size) - np.repeat(np.cumsum(counts) - counts, counts)  # rank within the row
-            edges = edge_set.edges()
             for end in (0, 1):
                 out[:, end][rows[row], column] = edges[end, edge]
             if attr is not None:
