@@ -108,16 +108,14 @@ def test_a_model_folder_without_algo_reads_as_ppo(tiny_model, tmp_path):
     assert type(load_model(folder, "small")).__name__ == "BudgetMaskablePPO"
 
 
+def small_mvc(algo: str, ppo: PPOConfig, **more) -> RunConfig:
+    """MVC on the small sample graphs with a tiny node-choice model, trained by ``algo``."""
+    model = ModelConfig(width=16, head_width=16, num_layers=2)
+    return RunConfig(task="mvc", graphs="small", algo=algo, head="node-choice", model=model, ppo=ppo, **more)
+
+
 def dqn_on_small(**dqn) -> GraphDQN:
-    config = RunConfig(
-        task="mvc",
-        graphs="small",
-        algo="dqn",
-        head="node-choice",
-        model=ModelConfig(width=16, head_width=16, num_layers=2),
-        ppo=PPOConfig(n_envs=2, batch_size=8, seed=1, device="cpu"),
-        dqn=DQNConfig(**dqn),
-    )
+    config = small_mvc("dqn", PPOConfig(n_envs=2, batch_size=8, seed=1, device="cpu"), dqn=DQNConfig(**dqn))
     return make_model(config, load_graphs("small"), 1)
 
 
@@ -178,14 +176,7 @@ def test_maskable_a2c_updates_as_sb3s_a2c_when_every_action_is_valid():
 
     from stable_baselines3 import A2C
 
-    config = RunConfig(
-        task="mvc",
-        graphs="small",
-        algo="a2c",
-        head="node-choice",
-        model=ModelConfig(width=16, head_width=16, num_layers=2),
-        ppo=PPOConfig(n_envs=2, n_steps=8, seed=2, device="cpu"),
-    )
+    config = small_mvc("a2c", PPOConfig(n_envs=2, n_steps=8, seed=2, device="cpu"))
     model = make_model(config, load_graphs("small")[:6], 2)
     model.learn(16)  # one rollout, one update; the buffer keeps the rollout
     model.rollout_buffer.action_masks[...] = True

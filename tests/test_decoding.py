@@ -47,11 +47,17 @@ def test_patient_decoding_decides_every_node_in_more_passes():
     assert patient.passes > hasty.passes
 
 
-def test_a_commit_fraction_is_refused_where_it_means_nothing():
-    graph = erdos_renyi(60, 4.0, 0)
+def untrained_maxcut(graph):
+    """An untrained node-wise policy and MaxCut's inference env on ``graph``: a task with
+    neither a commit nor a defer action."""
     config = RunConfig(task="maxcut", head="node-wise", model=ModelConfig(width=16, head_width=16))
     env = inference_env(config, graph)
-    policy = build_policy("node-wise", config.model, env.observation_space, env.action_space)
+    return build_policy("node-wise", config.model, env.observation_space, env.action_space), env
+
+
+def test_a_commit_fraction_is_refused_where_it_means_nothing():
+    graph = erdos_renyi(60, 4.0, 0)
+    policy, env = untrained_maxcut(graph)
     with pytest.raises(UsageError, match="MaxCutEnv names no commit_action"):
         solve(policy, env, commit_fraction=0.5)
     policy, env, _ = _mis_policy_and_env(graph)
@@ -183,9 +189,7 @@ def test_local_max_and_drawn_decodings_agree_where_every_maximal_set_is_the_same
 
 def test_local_max_is_refused_where_it_cannot_apply():
     graph = erdos_renyi(60, 4.0, 0)
-    config = RunConfig(task="maxcut", head="node-wise", model=ModelConfig(width=16, head_width=16))
-    env = inference_env(config, graph)
-    policy = build_policy("node-wise", config.model, env.observation_space, env.action_space)
+    policy, env = untrained_maxcut(graph)
     with pytest.raises(UsageError, match="MaxCutEnv names neither commit_action and defer_action"):
         solve(policy, env, decoding="local-max")
     policy, env, _ = _mis_policy_and_env(graph)
