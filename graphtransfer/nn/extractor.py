@@ -20,6 +20,7 @@ from graphtransfer.config import CONVS
 from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.nn.batching import DisjointGraph, IncomingEdges, incoming_edges, shared_edges, to_disjoint
 from graphtransfer.nn.message_passing import GraphStructure, layer_function, relu, residual_relu
+from graphtransfer.nn.pooling import mean_max_pool
 
 CSR_MIN_EDGES = 0  # structure path from 0 edges: it beat gathered edges from 200 nodes up (GCN 5x at 10k); bench and tests raise it
 STRUCTURES_KEPT = 4  # graphs whose structure an extractor keeps: one per static graph in training, a few to spare
@@ -311,14 +312,14 @@ class GNNExtractor(BaseFeaturesExtractor):
         size = graph.num_graphs
         if bool(graph.node_mask.all()):
             blocks = h.view(size, -1, h.shape[-1])
-            return torch.cat([blocks.mean(dim=1), blocks.amax(dim=1)], dim=1)
+            return mean_max_pool(blocks, dim=1)
         return torch.cat([global_mean_pool(h, graph.batch, size), global_max_pool(h, graph.batch, size)], dim=1)
 
     def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         shared = shared_edges(obs) if self._on_structure_path(obs) else None
         if shared is not None:  # pooled node-major: the (N, B, width) embeddings are never transposed
             h = self._shared_embeddings(obs, shared)
-            return torch.cat([h.mean(dim=0), h.amax(dim=0)], dim=1)
+            return mean_max_pool(h, dim=0)
         h, graph = self.node_embeddings(obs)
         return self.pool(h, graph)
 
