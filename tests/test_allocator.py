@@ -1,0 +1,47 @@
+"""``import graphtransfer`` fixes glibc's allocation thresholds (see ``graphtransfer._reuse_freed_memory``)."""
+
+import ctypes
+import os
+import subprocess
+import sys
+
+import pytest
+
+PROBE = """
+import ctypes, sys
+{imports}
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype, libc.malloc.restype = MallInfo2, ctypes.c_void_p
+def mapped(size):
+    before = libc.mallinfo2().hblks
+    block = libc.malloc(size)
+    after = libc.mallinfo2().hblks
+    libc.free(ctypes.c_void_p(block))
+    return after > before
+print(mapped(20 * 2**20), mapped(40 * 2**20))
+"""
+
+
+def allocation_probe(imports: str, **env: str) -> str:
+    """Whether a fresh process maps a 20 MiB and a 40 MiB block of its own (rather than taking them from the heap)."""
+    environment = {name: value for name, value in os.environ.items() if name != "GLIBC_TUNABLES" and not name.startswith("MALLOC_")}
+    command = [sys.executable, "-c", PROBE.format(imports=imports)]
+    return subprocess.run(command, capture_output=True, text=True, env={**environment, **env}, check=True).stdout.strip()
+
+
+def has_mallinfo2() -> bool:
+    return sys.platform.startswith("linux") and hasattr(ctypes.CDLL(None), "mallinfo2")
+
+
+@pytest.mark.skipif(not has_mallinfo2(), reason="glibc 2.33 or later only")
+def test_blocks_below_32_mib_come_from_the_heap_after_import_and_larger_ones_stay_mapped():
+    assert allocation_probe("") == "True True"  # glibc's default: both mapped
+    assert allocation_probe("import graphtransfer") == "False True"
+
+
+@pytest.mark.skipif(not has_mallinfo2(), reason="glibc 2.33 or later only")
+def test_a_users_own_malloc_settings_win():
+    assert allocation_probe("import graphtransfer", MALLOC_ARENA_MAX="2") == "True True"
