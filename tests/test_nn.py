@@ -51,7 +51,7 @@ def test_same_weights_same_node_outputs_padded_to_5_or_50(conv):
         h50, _ = large.features_extractor.node_embeddings(obs50)
         d5, d50 = small.get_distribution(obs5), large.get_distribution(obs50)
     assert torch.allclose(h5, h50, atol=1e-6)
-    assert torch.allclose(d5.distribution.logits[0, :5], d50.distribution.logits[0, :5], atol=1e-6)
+    assert torch.allclose(d5.log_probs[0, :5], d50.log_probs[0, :5], atol=1e-6)
     assert torch.allclose(small.predict_values(obs5), large.predict_values(obs50), atol=1e-6)
 
 
@@ -81,6 +81,27 @@ def test_padding_contributes_nothing_to_log_prob_or_entropy():
     assert torch.allclose(base.log_prob(actions)[0], expected)
 
 
+@pytest.mark.parametrize("classes", [2, 3, 5])
+def test_node_wise_categorical_equals_torchs_categorical_with_gradients(classes):
+    """Class-major log-softmax: torch's ``Categorical`` numbers to float rounding, gradients
+    too, and the same draws from the same generator state."""
+    raw = torch.randn(4, 50, classes, generator=torch.Generator().manual_seed(0)) * 3
+    mask = torch.ones(4, 50, dtype=torch.bool)
+    ours_logits, torch_logits = raw.clone().requires_grad_(), raw.clone().requires_grad_()
+    ours, reference = NodeWiseCategorical(ours_logits, mask), torch.distributions.Categorical(logits=torch_logits)
+    actions = reference.sample()
+    torch.testing.assert_close(ours.log_probs, reference.logits, rtol=0, atol=1e-6)
+    torch.testing.assert_close(ours.probs, reference.probs, rtol=0, atol=1e-6)
+    assert torch.equal(ours.mode(), reference.logits.argmax(dim=-1))
+    (ours.log_prob(actions) + ours.entropy()).sum().backward()
+    (reference.log_prob(actions).sum(dim=1) + reference.entropy().mean(dim=1)).sum().backward()
+    torch.testing.assert_close(ours_logits.grad, torch_logits.grad, rtol=1e-5, atol=1e-6)
+    torch.manual_seed(1)
+    drawn = ours.sample()
+    torch.manual_seed(1)
+    assert torch.equal(drawn, reference.sample())
+
+
 def test_extractor_plugs_into_sb3_as_pooled_features():
     env, obs = padded_batch([erdos_renyi(8, 3.0, 0), erdos_renyi(5, 2.0, 1)])
     extractor = GNNExtractor(env.observation_space, width=16)
@@ -97,8 +118,8 @@ def test_policy_on_active_subgraph_equals_policy_on_full_observation():
     assert 0 < active.size < 40
     policy = build_policy("node-wise", ModelConfig(), env.observation_space, env.action_space)
     with torch.no_grad():
-        full = policy.get_distribution(obs_to_tensors(obs, policy.device)).distribution.logits[0, active]
-        part = policy.get_distribution(obs_to_tensors(active_subgraph(obs, active), policy.device)).distribution.logits[0]
+        full = policy.get_distribution(obs_to_tensors(obs, policy.device)).log_probs[0, active]
+        part = policy.get_distribution(obs_to_tensors(active_subgraph(obs, active), policy.device)).log_probs[0]
     assert torch.allclose(full, part, atol=1e-6)
 
 

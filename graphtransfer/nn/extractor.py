@@ -179,9 +179,9 @@ class GNNExtractor(BaseFeaturesExtractor):
         if shared is None:  # a fresh union per call: residual graphs rarely repeat
             context = self._edge_context(graph.edge_attr, graph.edge_index[1], graph.x.shape[0])
             context = None if context is None else context[:, None]  # (N, 1, F_e)
-            return self.embed_samples(graph.x[None], GraphStructure(graph.edge_index, graph.x.shape[0]), context)[:, 0]
+            return self.embed_samples(graph.x[None], GraphStructure(graph.edge_index, graph.x.shape[0]), context).squeeze(1)
         h = self._shared_embeddings(obs, shared)  # (N, B, width); no name keeps a layer's input
-        return h[:, 0] if h.shape[1] == 1 else h.transpose(0, 1).reshape(-1, h.shape[2])
+        return h.squeeze(1) if h.shape[1] == 1 else h.transpose(0, 1).reshape(-1, h.shape[2])
 
     def _shared_embeddings(self, obs: dict[str, torch.Tensor], shared: torch.Tensor) -> torch.Tensor:
         """Node-major embeddings of ``B`` samples that all hold the graph ``shared``, over its cached structure.

@@ -166,7 +166,7 @@ def _node_wise_step(policy, env, features, obs, deterministic, generator, commit
         if features.patient:
             distribution = policy.get_distribution(compact)
             drawn = distribution.get_actions(deterministic=deterministic)[0]
-            confidence = distribution.distribution.probs[0, :, features.commit_action]
+            confidence = distribution.probs[0, :, features.commit_action]
             commit, defer = features.commit_action, features.defer_action
             if commit_fraction < 1:
                 drawn = patient_actions(drawn, confidence, commit_fraction, commit, defer)
@@ -182,7 +182,7 @@ def _local_max_step(policy, env, features, obs, deterministic, generator, commit
     actions = np.full(obs["x"].shape[0], features.defer_action, dtype=np.int64)
     if active.size:
         compact = obs_to_tensors(active_subgraph(obs, active), policy.device)
-        confidence = policy.get_distribution(compact).distribution.probs[0, :, features.commit_action]
+        confidence = policy.get_distribution(compact).probs[0, :, features.commit_action]
         candidates = max(1, math.ceil(commit_fraction * int(obs["num_nodes"][0])))  # of the whole graph: see local_max_commits
         commits = local_max_commits(confidence, compact["edge_index"][0], candidates)
         actions[active[commits.cpu().numpy()]] = features.commit_action
