@@ -39,7 +39,7 @@ def run(args: list[str]) -> tuple[float, float, str]:
 
 def medians(args: list[str], repeats: int) -> dict[str, float]:
     runs = [run(args) for _ in range(repeats)]
-    solve = [float(m.group(1)) for _, _, out in runs if (m := re.search(r"passes, ([\d.]+) s,", out))]
+    solve = [float(m.group(1)) for _, _, out in runs if (m := re.search(r"passes, (?:\d+ rollouts?, )?([\d.]+) s,", out))]
     passes = [int(m.group(1)) for _, _, out in runs if (m := re.search(r"in (\d+) passes", out))]
     return {
         "wall": statistics.median(r[0] for r in runs),
