@@ -75,3 +75,27 @@ def test_weights_load_strictly_into_a_20x_larger_model(env_class, head):
     moved.load_state_dict(trained.state_dict(), strict=True)
     for (name, a), (_, b) in zip(trained.named_parameters(), moved.named_parameters(), strict=True):
         assert torch.equal(a, b), name
+
+
+def test_the_graph_level_policy_is_sb3s_with_an_unchecked_categorical():
+    """Same weights, same numbers as SB3's ``MultiInputActorCriticPolicy``; only torch's
+    argument checks are gone, and non-finite logits still fail."""
+    from stable_baselines3.common.policies import MultiInputActorCriticPolicy
+
+    from graphtransfer.nn import policy_kwargs
+
+    env = EpidemicEnv([erdos_renyi(30, 3.0, 0)])
+    model = ModelConfig(width=16, head_width=16)
+    ours = build_policy("graph-level", model, env.observation_space, env.action_space)
+    sb3 = MultiInputActorCriticPolicy(env.observation_space, env.action_space, lambda _: 0.0, **policy_kwargs("graph-level", model))
+    sb3.load_state_dict(ours.state_dict(), strict=True)
+    obs, _ = env.reset(seed=0)
+    batch = obs_to_tensors(obs, ours.device)
+    ours_distribution, sb3_distribution = ours.get_distribution(batch), sb3.get_distribution(batch)
+    assert not ours_distribution.distribution._validate_args and sb3_distribution.distribution._validate_args
+    torch.testing.assert_close(ours_distribution.distribution.logits, sb3_distribution.distribution.logits, rtol=0, atol=0)
+    actions = torch.arange(env.action_space.n)
+    torch.testing.assert_close(ours_distribution.log_prob(actions), sb3_distribution.log_prob(actions), rtol=0, atol=0)
+    broken = ours.action_dist.proba_distribution(torch.full((1, env.action_space.n), float("nan")))
+    with pytest.raises(RuntimeError, match="probability tensor contains"):
+        broken.sample()
