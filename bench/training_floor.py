@@ -23,6 +23,8 @@ the same run. Not part of the test run.
 from __future__ import annotations
 
 import argparse
+import math
+import time
 
 import torch
 
@@ -66,7 +68,9 @@ class PlainGCN:
 
 def floor_times(nodes: int, batch: int, repeats: int = 3) -> tuple[float, float]:
     """Seconds of one rollout forward (one sample, no gradients) and of one minibatch's forward
-    + backward (``batch`` samples), each the median of ``repeats``."""
+    + backward (``batch`` samples), each the median of at least ``repeats`` calls and of as many
+    more as fill :data:`TIMED_SECONDS`: at 1,000 nodes a minibatch takes 20 ms, and the median
+    of three such calls swung from 460 to 660 env steps/s between processes on this machine."""
     model = PlainGCN(nodes)
     one, many = torch.rand(nodes, 1, 2), torch.rand(nodes, batch, 2)
 
@@ -77,7 +81,17 @@ def floor_times(nodes: int, batch: int, repeats: int = 3) -> tuple[float, float]
     def minibatch() -> None:
         model(many).sum().backward()
 
-    return median_seconds(rollout_forward, repeats), median_seconds(minibatch, repeats)
+    return tuple(median_seconds(call, calls_to_time(call, repeats)) for call in (rollout_forward, minibatch))
+
+
+TIMED_SECONDS = 1.0
+
+
+def calls_to_time(call, repeats: int) -> int:
+    """How many calls of ``call`` to time: ``repeats``, or as many as take about :data:`TIMED_SECONDS`."""
+    started = time.perf_counter()
+    call()
+    return max(repeats, math.ceil(TIMED_SECONDS / max(time.perf_counter() - started, 1e-6)))
 
 
 def floor_steps_per_second(nodes: int, batch: int, epochs: int, repeats: int = 3) -> float:
