@@ -62,8 +62,8 @@ def ours(env: str, nodes: int, timesteps: int, model_name: str = "default") -> d
     started = time.perf_counter()
     model.learn(timesteps, reset_num_timesteps=False)
     seconds = time.perf_counter() - started
-    buffer = model.rollout_buffer
-    stored = held_bytes(buffer.edges) + held_bytes(buffer.stores)
+    buffer = model.rollout_buffer  # SB3's own for small rollouts (training.model.buffer_class)
+    stored = held_bytes(buffer.edges) + held_bytes(buffer.stores) if hasattr(buffer, "edges") else held_bytes(buffer.observations)
     return {
         "sps": timesteps / seconds,
         "update_s": sum(model.update_seconds.values()),

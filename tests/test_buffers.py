@@ -11,16 +11,24 @@ from stable_baselines3.common.buffers import DictRolloutBuffer
 from stable_baselines3.common.env_util import make_vec_env
 
 from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
+from graphtransfer.envs import MISEnv
 from graphtransfer.envs.contract import padded_structure
 from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import erdos_renyi
+from graphtransfer.training import model as training_model
 from graphtransfer.training.buffers import EdgeStore, ValueColumn, ValueStore, estimate_rollout_bytes, held_bytes
 from graphtransfer.training.model import buffer_class, build_model, check_buffer_fits
 
 TASKS = ("mis", "mvc", "epidemic", "maxcut", "matching", "path")  # node-wise residual, node-choice, graph-level,
 # node-wise static, edge-wise residual with edge_attr, node choice with static edge_attr
+
+
+@pytest.fixture(autouse=True)
+def compact_for_every_size(monkeypatch):
+    """These tests are about the compact buffer: use it for their small rollouts too."""
+    monkeypatch.setattr(training_model, "COMPACT_FROM_BYTES", 0)
 
 
 def _padded(pairs, max_edges=6):
@@ -195,3 +203,27 @@ def test_a_column_that_repeats_the_previous_step_is_stored_once_and_rebuilt_exac
     rebuilt = store.rebuild(steps, envs)
     for row, (pos, env) in enumerate(zip(steps, envs, strict=True)):
         assert rebuilt[row].tobytes() == added[pos, env].tobytes()
+
+
+@pytest.mark.parametrize("head", ["node-wise", "node-choice"])
+def test_small_rollouts_stay_in_sb3s_own_buffer_and_large_ones_are_compact(head, monkeypatch):
+    monkeypatch.setattr(training_model, "COMPACT_FROM_BYTES", 16 * 2**20)
+    small, large = (MISEnv([erdos_renyi(n, 4.0, 0)]).observation_space for n in (1000, 10000))
+    # 1,000 nodes: 5 floats per node + 2 per edge (4,000 of them) = 13,000 floats, 52 KB a step
+    assert buffer_class(head, small, 64) in (DictRolloutBuffer, MaskableDictRolloutBuffer)
+    assert buffer_class(head, small, 64 * 4) in (DictRolloutBuffer, MaskableDictRolloutBuffer)
+    assert buffer_class(head, small, 2048 * 8).__name__.startswith("Compact")
+    assert buffer_class(head, large, 64).__name__.startswith("Compact")
+    assert buffer_class(head).__name__.startswith("Compact")  # no space given: the compact one
+    assert issubclass(buffer_class(head, small, 64), MaskableDictRolloutBuffer) == (head == "node-choice")
+
+
+def test_a_small_rollout_trains_in_sb3s_buffer_and_says_so(monkeypatch):
+    monkeypatch.setattr(training_model, "COMPACT_FROM_BYTES", 16 * 2**20)
+    config, graphs = _config("mis", n_steps=16)
+    model = build_model(config, make_vec_env(lambda: run_env(config, graphs), n_envs=2))
+    assert type(model.rollout_buffer) is DictRolloutBuffer
+    model.learn(64)
+    lines = []
+    check_buffer_fits(config, run_env(config, graphs), lines.append)
+    assert re.fullmatch(r"rollout buffer: [\d.]+ MiB for 16 steps x 2 envs \(SB3's own buffer, below 16 MiB\)", lines[0])
