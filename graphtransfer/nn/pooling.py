@@ -35,6 +35,7 @@ class MeanMaxPool(torch.autograd.Function):
         max_share, mean_share = grad[..., width:] / ties, grad[..., :width] / h.shape[dim]
         return at_maximum.mul_(max_share.unsqueeze(dim)).add_(mean_share.unsqueeze(dim)), None
 
+
 def mean_max_pool(h: torch.Tensor, dim: int) -> torch.Tensor:
     """Mean and max of ``h`` over ``dim`` (the nodes of equal-sized graphs), side by side.
 
@@ -42,8 +43,4 @@ def mean_max_pool(h: torch.Tensor, dim: int) -> torch.Tensor:
         h: ``(..., N, ..., F)`` with the nodes at ``dim`` (not the last); returns ``h``'s shape
         without ``dim`` and with ``2 * F`` channels, the means first.
     """
-    if dim < 0:
-        dim += h.dim()
-    if h.requires_grad and torch.is_grad_enabled():
-        return MeanMaxPool.apply(h, dim)
-    return torch.cat([h.mean(dim), h.amax(dim)], dim=-1)
+    return MeanMaxPool.apply(h, dim % h.dim())  # without gradients, apply runs the forward alone

@@ -31,7 +31,12 @@ from graphtransfer.nn import POLICIES, Q_POLICIES, policy_kwargs, q_policy_kwarg
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.memory import available_bytes
 from graphtransfer.training.a2c import GraphA2C, MaskableA2C
-from graphtransfer.training.buffers import CompactDictRolloutBuffer, CompactMaskableDictRolloutBuffer, estimate_rollout_bytes
+from graphtransfer.training.buffers import (
+    CompactDictRolloutBuffer,
+    CompactMaskableDictRolloutBuffer,
+    CompactStorage,
+    estimate_rollout_bytes,
+)
 from graphtransfer.training.dqn import GraphDQN
 from graphtransfer.training.ppo import BudgetMaskablePPO, BudgetPPO
 from graphtransfer.training.ray_vec_env import RayVecEnv
@@ -146,12 +151,13 @@ def check_buffer_fits(config: RunConfig, env, log: Callable[[str], None]) -> Non
         return check_replay_fits(config, env, log)
     ppo = config.ppo
     steps = ppo.n_steps * ppo.n_envs
-    if buffer_class(config.head, env.observation_space, steps) in (DictRolloutBuffer, MaskableDictRolloutBuffer):
+    chosen = buffer_class(config.head, env.observation_space, steps)
+    if not issubclass(chosen, CompactStorage):
         plain = plain_rollout_bytes(env.observation_space, steps)
         below = COMPACT_FROM_BYTES // 2**20
         log(f"rollout buffer: {plain / 2**20:.1f} MiB for {ppo.n_steps} steps x {ppo.n_envs} envs (SB3's own buffer, below {below} MiB)")
         return
-    estimate = estimate_rollout_bytes(buffer_class(config.head), env)
+    estimate = estimate_rollout_bytes(chosen, env)
     needed = estimate.total(ppo.n_steps, ppo.n_envs)
     budget = memory_budget()
     log(f"rollout buffer: {needed / 2**20:.1f} MiB for {ppo.n_steps} steps x {ppo.n_envs} envs (estimated from a 16-step probe)")
