@@ -5,8 +5,11 @@ the products themselves: a GCN 2 -> 64 -> 64 on the raw ``(N, 2)`` features (the
 adjacency built once, outside the timing), ``torch.sparse.mm`` over the CSR and ``torch.addmm``,
 mean pooling and a linear output, all under autograd. Per env step, PPO costs one rollout
 forward of one sample (no gradients) plus, per epoch, one sample's share of a minibatch's
-forward + backward, where the minibatch's ``B`` samples of the graph run as one product over
-``(N, B * 64)`` (the best layout; it costs the same per column as ``B`` products)::
+forward + backward, in the faster of two layouts: the minibatch's ``B`` samples of the graph as
+one product over ``(N, B * 64)``, or in groups of at most 32,768 nodes whose gradients add up
+(what graphtransfer's update does, ``graphtransfer.training.ppo.UPDATE_GROUP_NODES``; at 10,000
+nodes groups of three samples ran 1.4x faster than the whole minibatch, their activations small
+enough to stay in the heap and the caches)::
 
     floor seconds per env step = t_forward(1) + epochs * t_forward_backward(B) / B
 
@@ -31,6 +34,7 @@ import torch
 from bench.forward import median_seconds
 from graphtransfer.graphs import erdos_renyi
 from graphtransfer.nn.message_passing import GraphStructure
+from graphtransfer.training.ppo import UPDATE_GROUP_NODES
 
 WIDTH = 64
 
@@ -68,20 +72,30 @@ class PlainGCN:
 
 def floor_times(nodes: int, batch: int, repeats: int = 3) -> tuple[float, float]:
     """Seconds of one rollout forward (one sample, no gradients) and of one minibatch's forward
-    + backward (``batch`` samples), each the median of at least ``repeats`` calls and of as many
-    more as fill :data:`TIMED_SECONDS`: at 1,000 nodes a minibatch takes 20 ms, and the median
-    of three such calls swung from 460 to 660 env steps/s between processes on this machine."""
+    + backward (``batch`` samples, the faster layout: see the module), each the median of at
+    least ``repeats`` calls and of as many more as fill :data:`TIMED_SECONDS`: at 1,000 nodes a
+    minibatch takes 20 ms, and the median of three such calls swung from 460 to 660 env steps/s
+    between processes on this machine."""
     model = PlainGCN(nodes)
-    one, many = torch.rand(nodes, 1, 2), torch.rand(nodes, batch, 2)
+    one = torch.rand(nodes, 1, 2)
+    per_group = max(1, UPDATE_GROUP_NODES // nodes)
+    groups = [torch.rand(nodes, min(per_group, batch - start), 2) for start in range(0, batch, per_group)]
 
     def rollout_forward() -> None:
         with torch.no_grad():
             model(one)
 
-    def minibatch() -> None:
-        model(many).sum().backward()
+    def whole_minibatch() -> None:
+        model(torch.cat(groups, dim=1)).sum().backward()
 
-    return tuple(median_seconds(call, calls_to_time(call, repeats)) for call in (rollout_forward, minibatch))
+    def grouped_minibatch() -> None:
+        for group in groups:
+            model(group).sum().backward()
+
+    minibatches = (whole_minibatch,) if len(groups) == 1 else (whole_minibatch, grouped_minibatch)
+    forward = median_seconds(rollout_forward, calls_to_time(rollout_forward, repeats))
+    return forward, min(median_seconds(call, calls_to_time(call, repeats)) for call in minibatches)
+
 
 
 TIMED_SECONDS = 1.0
