@@ -94,6 +94,33 @@ def test_split_update_equals_the_unsplit_update(task, head, algorithm, budget):
         assert split_logged[key] == pytest.approx(expected, abs=1e-6), key
 
 
+@pytest.mark.parametrize(("task", "head"), [("mis", "node-wise"), ("mvc", "node-choice")])
+def test_without_a_budget_large_minibatches_run_in_groups_with_the_same_update(task, head, monkeypatch):
+    """Minibatches above UPDATE_GROUP_NODES real nodes split by whole observations with no
+    budget set (nothing runs in chunks): the whole minibatch's update to 1e-6."""
+    from graphtransfer.training import ppo
+
+    config = RunConfig(
+        task=task,
+        graphs="small",
+        head=head,
+        model=ModelConfig(width=16, head_width=16, num_layers=2),
+        ppo=PPOConfig(n_envs=2, n_steps=16, batch_size=16, n_epochs=2, target_kl=None, seed=3, device="cpu"),
+    )
+    model = make_model(config, load_graphs("small")[:6], 3)
+    keep = KeepRollout()
+    model.learn(32, callback=keep)
+    whole = {name: p.detach().clone() for name, p in model.policy.named_parameters()}
+    monkeypatch.setattr(ppo, "UPDATE_GROUP_NODES", 120)  # 2-6 of the 20-60-node observations per group
+    seen = batch_sizes_seen(model.policy)
+    grouped = train_from(model, keep)
+    assert model.max_nodes_per_batch is None and len(seen) > 8 and 1 < max(seen) < 16
+    assert model.policy.features_extractor.max_nodes_per_batch is None  # no layer-wise chunks
+    for name, parameter in grouped.items():
+        assert torch.allclose(parameter, whole[name], atol=1e-6, rtol=0), name
+    assert not all(torch.equal(p, keep.state[0][n]) for n, p in grouped.items())  # it did update
+
+
 @pytest.mark.parametrize(("task", "head", "sb3_class"), [("mis", "node-wise", "PPO"), ("mvc", "node-choice", "MaskablePPO")])
 def test_the_timed_update_is_sb3s_update_bit_for_bit(task, head, sb3_class):
     """Without a budget, our update (timed, KL per epoch) gives SB3's own train()'s weights exactly."""
