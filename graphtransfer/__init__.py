@@ -25,20 +25,23 @@ from typing import Any
 # imported first.
 os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 
-MALLOC_MMAP_THRESHOLD = 32 * 2**20  # bytes: smaller blocks come from the heap and are reused
+MALLOC_MMAP_THRESHOLD = 64 * 2**20  # bytes: smaller blocks come from the heap and are reused
 MALLOC_TRIM_THRESHOLD = 256 * 2**20  # bytes of free heap top kept for the next allocations
 
 
 def _reuse_freed_memory() -> None:
-    """Fix glibc's allocation thresholds: torch's CPU tensors below 32 MiB then reuse freed heap
+    """Fix glibc's allocation thresholds: torch's CPU tensors below 64 MiB then reuse freed heap
     memory instead of fresh pages from the kernel, and at most 256 MiB of free heap top is
     kept. By default glibc moves both thresholds with each free, so whether a training step
     page-faults on its activations depends on the order of its frees: one change to a backward
     quadrupled training's minor faults at 1,000 nodes (110k -> 477k, 259 -> 233 env steps/s);
-    with these values it ran at 280 (bench/RESULTS.md). Blocks of 32 MiB and up stay mapped and
-    unmapped as before (fixed thresholds without that cap raised the 148,640-node example's peak
-    from 2.6 to 7 GB). Linux with glibc only; a user's own ``GLIBC_TUNABLES`` or ``MALLOC_*``
-    settings win."""
+    with fixed values it ran at 280 (bench/RESULTS.md). 64 MiB holds a ``(N, 64)`` float32
+    activation up to N = 262,144, the graphs of the seed's scale: against 32 MiB it took an MIS
+    iteration at 148,640 nodes from 99.8 to 55.7 s (peak 1.6 -> 3.2 GB), fine-tuning on the
+    250k graph from 29.4 to 21.1 s (2.9 -> 3.7 GB) and predict's solve there from 4.0 to 2.8-3.1 s
+    (1.0 -> 1.1 GB). Larger blocks stay mapped and unmapped as before (no cap raised the
+    148,640-node example's peak from 2.6 to 7 GB). Linux with glibc only; a user's own
+    ``GLIBC_TUNABLES`` or ``MALLOC_*`` settings win."""
     if not sys.platform.startswith("linux") or "GLIBC_TUNABLES" in os.environ or any(name.startswith("MALLOC_") for name in os.environ):
         return
     try:
