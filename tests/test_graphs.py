@@ -19,6 +19,7 @@ from graphtransfer.graphs import (
     write_edge_list,
     write_npz,
 )
+from graphtransfer.graphs.graph import stable_order
 
 
 def edge_set(graph):
@@ -136,3 +137,9 @@ def test_unknown_names_and_missing_files_are_clear_errors(tmp_path):
         load_graphs(tmp_path)
     with pytest.raises(GraphInputError, match="expected one"):
         load_graph("small")
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 5_000])
+def test_stable_order_is_numpys_stable_argsort(size):
+    values = np.random.default_rng(size).integers(0, max(size // 10, 1), size)  # many ties
+    np.testing.assert_array_equal(stable_order(values), np.argsort(values, kind="stable"))

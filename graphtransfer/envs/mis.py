@@ -19,6 +19,7 @@ from gymnasium import spaces
 from graphtransfer.envs.base import GraphEnv, Graphs
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
+from graphtransfer.graphs.graph import stable_order
 
 EXCLUDE, INCLUDE, DEFER = 0, 1, 2
 UNDECIDED, IN_SET, OUT = 0, 1, 2
@@ -104,7 +105,7 @@ def by_destination(graph: Graph) -> np.ndarray:
     """``graph.edge_index`` ordered by destination (stably), computed once per graph: ``(2, E)``."""
     cached = _BY_DESTINATION.get(id(graph))
     if cached is None or cached[0] is not graph:
-        order = np.argsort(graph.edge_index[1], kind="stable")
+        order = stable_order(graph.edge_index[1])
         cached = _BY_DESTINATION[id(graph)] = (graph, np.ascontiguousarray(graph.edge_index[:, order]))
     return cached[1]
 
