@@ -52,6 +52,22 @@ def batch_sizes_seen(policy) -> list[int]:
     return seen
 
 
+def after_one_rollout(task: str, head: str):
+    """A small model of the task on 6 training graphs, one rollout of 32 steps learned, and the
+    kept state its first update started from (minibatches of 16, 2 epochs)."""
+    config = RunConfig(
+        task=task,
+        graphs="small",
+        head=head,
+        model=ModelConfig(width=16, head_width=16, num_layers=2),
+        ppo=PPOConfig(n_envs=2, n_steps=16, batch_size=16, n_epochs=2, target_kl=None, seed=3, device="cpu"),
+    )
+    model = make_model(config, load_graphs("small")[:6], 3)
+    keep = KeepRollout()
+    model.learn(32, callback=keep)
+    return model, keep
+
+
 def test_groups_hold_the_budget_and_a_large_observation_alone():
     assert node_budget_groups([30, 40, 50, 10, 200, 5], 100) == [slice(0, 2), slice(2, 4), slice(4, 5), slice(5, 6)]
     assert node_budget_groups([7], 3) == [slice(0, 1)]
@@ -65,17 +81,8 @@ def test_split_update_equals_the_unsplit_update(task, head, algorithm, budget):
     The 20-60-node training graphs in minibatches of 16 observations: budget 150 groups a few
     observations; budget 25 puts each alone and runs the larger ones layer-wise in chunks.
     """
-    config = RunConfig(
-        task=task,
-        graphs="small",
-        head=head,
-        model=ModelConfig(width=16, head_width=16, num_layers=2),
-        ppo=PPOConfig(n_envs=2, n_steps=16, batch_size=16, n_epochs=2, target_kl=None, seed=3, device="cpu"),
-    )
-    model = make_model(config, load_graphs("small")[:6], 3)
+    model, keep = after_one_rollout(task, head)
     assert type(model) is algorithm and model.max_nodes_per_batch is None
-    keep = KeepRollout()
-    model.learn(32, callback=keep)
     unsplit = {name: p.detach().clone() for name, p in model.policy.named_parameters()}
     logged = {k: v for k, v in model.logger.name_to_value.items() if k.startswith("train/")}
 
@@ -100,16 +107,7 @@ def test_without_a_budget_large_minibatches_run_in_groups_with_the_same_update(t
     budget set (nothing runs in chunks): the whole minibatch's update to 1e-6."""
     from graphtransfer.training import ppo
 
-    config = RunConfig(
-        task=task,
-        graphs="small",
-        head=head,
-        model=ModelConfig(width=16, head_width=16, num_layers=2),
-        ppo=PPOConfig(n_envs=2, n_steps=16, batch_size=16, n_epochs=2, target_kl=None, seed=3, device="cpu"),
-    )
-    model = make_model(config, load_graphs("small")[:6], 3)
-    keep = KeepRollout()
-    model.learn(32, callback=keep)
+    model, keep = after_one_rollout(task, head)
     whole = {name: p.detach().clone() for name, p in model.policy.named_parameters()}
     monkeypatch.setattr(ppo, "UPDATE_GROUP_NODES", 120)  # 2-6 of the 20-60-node observations per group
     seen = batch_sizes_seen(model.policy)
@@ -127,16 +125,7 @@ def test_the_timed_update_is_sb3s_update_bit_for_bit(task, head, sb3_class):
     from sb3_contrib import MaskablePPO
     from stable_baselines3 import PPO
 
-    config = RunConfig(
-        task=task,
-        graphs="small",
-        head=head,
-        model=ModelConfig(width=16, head_width=16, num_layers=2),
-        ppo=PPOConfig(n_envs=2, n_steps=16, batch_size=16, n_epochs=2, target_kl=None, seed=3, device="cpu"),
-    )
-    model = make_model(config, load_graphs("small")[:6], 3)
-    keep = KeepRollout()
-    model.learn(32, callback=keep)
+    model, keep = after_one_rollout(task, head)
     ours = {name: p.detach().clone() for name, p in model.policy.named_parameters()}
     assert model.logger.name_to_value["time/update_forward_seconds"] > 0
     assert {"train/approx_kl_epoch_1", "train/approx_kl_epoch_2"} <= set(model.logger.name_to_value)
