@@ -39,9 +39,9 @@ def _reuse_freed_memory() -> None:
     activation up to N = 262,144, the graphs of the seed's scale: against 32 MiB it took an MIS
     iteration at 148,640 nodes from 99.8 to 55.7 s (peak 1.6 -> 3.2 GB), fine-tuning on the
     250k graph from 29.4 to 21.1 s (2.9 -> 3.7 GB) and predict's solve there from 4.0 to 2.8-3.1 s
-    (1.0 -> 1.1 GB). Larger blocks stay mapped and unmapped as before (no cap raised the
-    148,640-node example's peak from 2.6 to 7 GB). Linux with glibc only; a user's own
-    ``GLIBC_TUNABLES`` or ``MALLOC_*`` settings win."""
+    (1.0 -> 1.1 GB). Larger blocks stay mapped and unmapped as before: keeping every freed
+    block (glibc's ``MALLOC_MMAP_MAX_=0``) raised the 148,640-node example's peak from 2.6 to
+    7 GB. Linux with glibc only; a user's own ``GLIBC_TUNABLES`` or ``MALLOC_*`` settings win."""
     if not sys.platform.startswith("linux") or "GLIBC_TUNABLES" in os.environ or any(name.startswith("MALLOC_") for name in os.environ):
         return
     try:
