@@ -46,7 +46,7 @@ def ours(env: str, nodes: int, timesteps: int, model_name: str = "default") -> d
     from graphtransfer.envs.factory import run_env
     from graphtransfer.envs.protocol import head_of
     from graphtransfer.graphs import erdos_renyi
-    from graphtransfer.training.buffers import held_bytes
+    from graphtransfer.training.buffers import CompactStorage, held_bytes
     from graphtransfer.training.model import make_model
 
     torch.set_num_threads(1)
@@ -63,7 +63,7 @@ def ours(env: str, nodes: int, timesteps: int, model_name: str = "default") -> d
     model.learn(timesteps, reset_num_timesteps=False)
     seconds = time.perf_counter() - started
     buffer = model.rollout_buffer  # SB3's own for small rollouts (training.model.buffer_class)
-    stored = held_bytes(buffer.edges) + held_bytes(buffer.stores) if hasattr(buffer, "edges") else held_bytes(buffer.observations)
+    stored = held_bytes(buffer.edges) + held_bytes(buffer.stores) if isinstance(buffer, CompactStorage) else held_bytes(buffer.observations)
     return {
         "sps": timesteps / seconds,
         "update_s": sum(model.update_seconds.values()),
