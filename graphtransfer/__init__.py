@@ -22,8 +22,22 @@ from typing import Any
 # here, before anything of ours imports torch; a user's own value wins). A fresh (250k, 64)
 # float32 tensor costs 15-23 ms of page faults with it and ~40 ms without; one forward at 250k
 # nodes went from 0.61-0.72 s to 0.53-0.55 s (bench/RESULTS.md). Without effect when torch was
-# imported first.
+# imported first. Commands that solve rather than train turn it off: see prefer_small_pages.
+_HUGE_PAGES_SET_BY_USER = "THP_MEM_ALLOC_ENABLE" in os.environ
 os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
+
+
+def prefer_small_pages() -> None:
+    """Ordinary pages for torch's tensors in a process that solves rather than trains (predict,
+    eval). A solve touches most of its memory once, in its first, full-graph pass, and where the
+    kernel has no free huge page at hand (a machine up for hours) each huge-page fault waits for
+    it to compact memory: predict's solve at 250k nodes took 3.5-3.6 s with huge pages and
+    2.7-2.8 s without (``bench/RESULTS.md``, "Huge pages"), while training, which reuses its
+    memory for thousands of steps, stays faster with them. Call it before torch is imported;
+    a user's own ``THP_MEM_ALLOC_ENABLE`` wins."""
+    if not _HUGE_PAGES_SET_BY_USER and "torch" not in sys.modules:
+        os.environ["THP_MEM_ALLOC_ENABLE"] = "0"
+
 
 MALLOC_MMAP_THRESHOLD = 64 * 2**20  # bytes: smaller blocks come from the heap and are reused
 MALLOC_TRIM_THRESHOLD = 256 * 2**20  # bytes of free heap top kept for the next allocations

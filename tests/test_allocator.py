@@ -45,3 +45,29 @@ def test_blocks_below_64_mib_come_from_the_heap_after_import_and_larger_ones_sta
 @pytest.mark.skipif(not has_mallinfo2(), reason="glibc 2.33 or later only")
 def test_a_users_own_malloc_settings_win():
     assert allocation_probe("import graphtransfer", MALLOC_ARENA_MAX="2") == "True True"
+
+
+ALIGNMENT_PROBE = """
+import os, sys
+{before}
+import torch
+blocks = [torch.empty(2**22) for _ in range(4)]  # 16 MiB each, above torch's 2 MiB huge-page threshold
+print(os.environ["THP_MEM_ALLOC_ENABLE"], all(block.data_ptr() % 4096 == 0 for block in blocks))
+"""
+
+
+def alignment_probe(before: str, **env: str) -> str:
+    """The huge-page setting a fresh process ends with, and whether torch placed four large
+    blocks on page boundaries, as it does (and then advises huge pages) only with the setting
+    on; otherwise on 64-byte ones, all four on pages by chance once in 2**24."""
+    environment = {name: value for name, value in os.environ.items() if name != "THP_MEM_ALLOC_ENABLE"}
+    command = [sys.executable, "-c", ALIGNMENT_PROBE.format(before=before)]
+    return subprocess.run(command, capture_output=True, text=True, env={**environment, **env}, check=True).stdout.strip()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="torch's huge pages are a Linux setting")
+def test_huge_pages_for_training_and_small_pages_for_a_solve_unless_the_user_chose():
+    assert alignment_probe("import graphtransfer") == "1 True"
+    assert alignment_probe("import graphtransfer; graphtransfer.prefer_small_pages()") == "0 False"
+    assert alignment_probe("import torch, graphtransfer; graphtransfer.prefer_small_pages()") == "1 True"  # too late: torch loaded
+    assert alignment_probe("import graphtransfer; graphtransfer.prefer_small_pages()", THP_MEM_ALLOC_ENABLE="1") == "1 True"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+import graphtransfer
 from graphtransfer.cli.common import fail as _fail
 from graphtransfer.cli.common import friendly_errors
 from graphtransfer.cli.graphs import app as graphs_app
@@ -417,6 +418,7 @@ def predict(
     Example: graphtransfer predict --model runs/mis/large --graph large --out solution.csv [--max-nodes-per-batch 50000]
     Example: graphtransfer predict --model runs/mis/small --graph graphs/ --out solutions/ --workers 2
     """
+    graphtransfer.prefer_small_pages()  # before torch loads
     from graphtransfer.checkpoint import read_checkpoint
     from graphtransfer.graphs import load_graph, resolve
     from graphtransfer.io import check_output_file
@@ -523,6 +525,7 @@ def evaluate(
     Example: graphtransfer eval --model runs/mis/small --graphs large --rollouts 4 --json eval.json --plot eval.png
     Example: graphtransfer eval --model runs/mis/small --graphs evalset/ --workers 2 --max-nodes-per-batch 50000
     """
+    graphtransfer.prefer_small_pages()  # before torch loads
     from graphtransfer.reporting.report import format_rows, plot_ratios, write_json
     from graphtransfer.solve.parallel import evaluate_many
 
