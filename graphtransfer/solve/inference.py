@@ -208,12 +208,12 @@ def local_max_commits(confidence: torch.Tensor, edge_index: torch.Tensor, candid
         confidence: ``(N,)``; edge_index: ``(2, E)`` directed edges (both directions);
         returns ``(N,)`` bool.
     """
-    src, dst = edge_index
     count = min(candidates, confidence.numel())
     if count == 0:
         return torch.zeros_like(confidence, dtype=torch.bool)
     candidate = confidence >= torch.topk(confidence, count).values[-1]
-    beaten_by = (confidence[dst] > confidence[src]) | ((confidence[dst] == confidence[src]) & (dst < src))  # (E,)
+    src, dst = edge_index[:, candidate[edge_index[0]]]  # only a candidate's edges can stop it: a few % of E
+    beaten_by = (confidence[dst] > confidence[src]) | ((confidence[dst] == confidence[src]) & (dst < src))
     beaten = torch.zeros_like(candidate)
     beaten[src[beaten_by]] = True
     return candidate & ~beaten
