@@ -185,12 +185,12 @@ def recipe_on_grid() -> dict:
 
 
 # --------------------------------------------------------------------------- driver
-def run(command: list[str], threads: int, recipe: bool = False) -> dict:
+def run(command: list[str], threads: int) -> dict:
     """One measurement in a fresh process with ``threads`` torch threads; its RESULT_JSON line.
-    The recipe's processes run with torch's defaults (no huge pages: graphtransfer turns them
-    on when it is imported, the recipe's user has nothing that does)."""
+    Both sides run without torch's huge pages: the recipe's as torch's default, ours as
+    graphtransfer's solve commands run (``graphtransfer.prefer_small_pages``)."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    env["THP_MEM_ALLOC_ENABLE"] = "0" if recipe else "1"
+    env["THP_MEM_ALLOC_ENABLE"] = "0"
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     for line in done.stdout.splitlines():
         if line.startswith(TAG):
@@ -202,7 +202,7 @@ def recipe_random(threads: int) -> dict:
     """``bench_naive.py --phase transfer`` as its README gives it, shortened where it does not
     touch the forward (a 64-step small training, no large-env evaluation)."""
     command = [sys.executable, str(RECIPE / "bench_naive.py"), "--phase", "transfer", "--n", str(NODES)]
-    result = run(command + ["--small-timesteps", "64", "--predict-reps", str(CALLS), "--eval-large-steps", "0"], threads, recipe=True)
+    result = run(command + ["--small-timesteps", "64", "--predict-reps", str(CALLS), "--eval-large-steps", "0"], threads)
     memory = result["rss_mb"]  # high-water marks after each stage
     growth = memory["after_predict"] - memory["after_large_model"]
     return dict(seconds=result["predict_tensor_median_s"], peak_rss_mib=result["peak_rss_mb"], forward_rss_mib=growth)
@@ -218,7 +218,7 @@ def measure(repeats: int, threads: int) -> dict[str, list[dict]]:
         "recipe random": lambda: recipe_random(threads),
         "ours random default": lambda: run(worker_command("ours", "random", "default"), threads),
         "ours random gcn2": lambda: run(worker_command("ours", "random", "gcn2"), threads),
-        "recipe grid": lambda: run(worker_command("recipe-grid"), threads, recipe=True),
+        "recipe grid": lambda: run(worker_command("recipe-grid"), threads),
         "ours grid default": lambda: run(worker_command("ours", "grid", "default"), threads),
         "ours grid gcn2": lambda: run(worker_command("ours", "grid", "gcn2"), threads),
     }

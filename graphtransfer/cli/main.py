@@ -366,6 +366,8 @@ def transfer(
 
     Example: graphtransfer transfer --src small --dst large --finetune-steps 16 --max-nodes-per-batch 250000
     """
+    if finetune_steps == 0:  # it only solves: see graphtransfer.prefer_small_pages
+        graphtransfer.prefer_small_pages()
     from graphtransfer.reporting.report import format_rows
     from graphtransfer.transferring import transfer as run_transfer
 
