@@ -81,6 +81,12 @@ def test_padding_contributes_nothing_to_log_prob_or_entropy():
     assert torch.allclose(base.log_prob(actions)[0], expected)
 
 
+def test_node_wise_mode_takes_the_first_of_tied_actions_as_argmax_does():
+    logits = torch.tensor([[[0.0, 0.0, 0.0], [1.0, 2.0, 2.0], [3.0, 1.0, 3.0], [-1.0, 5.0, 4.0]]])  # (1, 4, 3)
+    mode = NodeWiseCategorical(logits, torch.ones(1, 4, dtype=torch.bool)).mode()
+    assert mode.tolist() == [[0, 1, 0, 1]] == logits.argmax(dim=-1).tolist()
+
+
 @pytest.mark.parametrize("classes", [2, 3, 5])
 def test_node_wise_categorical_equals_torchs_categorical_with_gradients(classes):
     """Class-major log-softmax: torch's ``Categorical`` numbers to float rounding, gradients

@@ -7,6 +7,8 @@ from typing import NamedTuple
 
 import torch
 
+from graphtransfer.graphs.graph import stable_order
+
 
 class DisjointGraph(NamedTuple):
     """A batch of padded graphs as one graph.
@@ -116,7 +118,11 @@ def incoming_edges(edge_index: torch.Tensor, num_nodes: int, weight: torch.Tenso
     if destination.numel() < 2 or bool((destination[1:] >= destination[:-1]).all()):
         row_starts[1:] = torch.cumsum(torch.bincount(destination, minlength=num_nodes), 0)
         return IncomingEdges(edge_index[0], row_starts, weight)
-    destination, order = torch.sort(destination, stable=True)
+    if destination.device.type == "cpu":  # numpy's sort of distinct keys: 13 against 36 ms for torch's stable sort of 1M edges
+        order = torch.from_numpy(stable_order(destination.numpy()))
+        destination = destination[order]
+    else:
+        destination, order = torch.sort(destination, stable=True)
     row_starts[1:] = torch.cumsum(torch.bincount(destination, minlength=num_nodes), 0)
     return IncomingEdges(edge_index[0][order], row_starts, None if weight is None else weight[order])
 
