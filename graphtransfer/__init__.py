@@ -29,12 +29,12 @@ os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 
 def prefer_small_pages() -> None:
     """Ordinary pages for torch's tensors in a process that solves rather than trains (predict,
-    eval, transfer without fine-tuning). A solve touches most of its memory once, in its first, full-graph pass, and where the
-    kernel has no free huge page at hand (a machine up for hours) each huge-page fault waits for
-    it to compact memory: predict's solve at 250k nodes took 3.5-3.6 s with huge pages and
-    2.7-2.8 s without (``bench/RESULTS.md``, "Huge pages"), while training, which reuses its
-    memory for thousands of steps, stays faster with them. Call it before torch is imported;
-    a user's own ``THP_MEM_ALLOC_ENABLE`` wins."""
+    eval, transfer without fine-tuning). A solve touches most of its memory once, in its first,
+    full-graph pass, and where the kernel has no free huge page at hand (a machine up for hours)
+    each huge-page fault waits for it to compact memory: predict's solve at 250k nodes took
+    3.5-3.6 s with huge pages and 2.7-2.8 s without (``bench/RESULTS.md``, "Huge pages"), while
+    training, which reuses its memory for thousands of steps, stays faster with them. Call it
+    before torch is imported; a user's own ``THP_MEM_ALLOC_ENABLE`` wins."""
     if not _HUGE_PAGES_SET_BY_USER and "torch" not in sys.modules:
         os.environ["THP_MEM_ALLOC_ENABLE"] = "0"
 
