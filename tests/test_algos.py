@@ -189,3 +189,70 @@ def test_maskable_a2c_updates_as_sb3s_a2c_when_every_action_is_valid():
     for name, tensor in model.policy.state_dict().items():
         assert torch.allclose(tensor, ours[name], atol=1e-6), name
     assert any(not torch.equal(weights[name], ours[name]) for name in weights)  # the update changed something
+
+
+def a2c_after_one_rollout(task: str, head: str):
+    """A tiny A2C model of the task after one rollout of 2 envs x 8 steps and its update, and the
+    weights and optimizer state that update started from (the buffer still holds the rollout)."""
+    import copy
+
+    model = ModelConfig(width=16, head_width=16, num_layers=2)
+    config = RunConfig(
+        task=task, graphs="small", algo="a2c", head=head, model=model, ppo=PPOConfig(n_envs=2, n_steps=8, seed=2, device="cpu")
+    )
+    a2c = make_model(config, load_graphs("small")[:6], 2)
+    kept = {}
+    a2c.train = lambda: kept.update(state=copy.deepcopy((a2c.policy.state_dict(), a2c.policy.optimizer.state_dict())))
+    a2c.learn(16)  # the rollout, and in place of its update the state it starts from
+    del a2c.train
+    return a2c, kept["state"]
+
+
+def restore(model, state) -> None:
+    """The kept weights and optimizer state, copied (the optimizer would update them in place)."""
+    import copy
+
+    weights, optimizer = copy.deepcopy(state)
+    model.policy.load_state_dict(weights)
+    model.policy.optimizer.load_state_dict(optimizer)
+
+
+def updated_from(model, state) -> dict[str, torch.Tensor]:
+    """The weights after ``model.train()`` from the kept ``state``."""
+    restore(model, state)
+    model.train()
+    return {name: tensor.clone() for name, tensor in model.policy.state_dict().items()}
+
+
+def test_a2cs_update_is_sb3s_when_the_rollout_fits_one_group():
+    """Node-wise A2C's update gives the weights SB3's own A2C.train gives (to 1e-6: two runs of
+    either from the same state differ by a few 1e-8 in this process)."""
+    from stable_baselines3 import A2C
+
+    model, state = a2c_after_one_rollout("mis", "node-wise")
+    ours = updated_from(model, state)
+    restore(model, state)
+    A2C.train(model)
+    for name, tensor in model.policy.state_dict().items():
+        assert torch.allclose(tensor, ours[name], atol=1e-6, rtol=0), name
+    assert any(not torch.equal(state[0][name], ours[name]) for name in ours)  # the update changed something
+
+
+@pytest.mark.parametrize(("task", "head"), [("mis", "node-wise"), ("mvc", "node-choice")])
+def test_a2c_backpropagates_a_large_rollout_in_groups_with_the_same_update(task, head, monkeypatch):
+    """A rollout above UPDATE_GROUP_NODES real nodes runs its loss in groups of whole observations
+    (16 observations of 20-60 nodes, groups of at most 120 nodes): the whole rollout's update to 1e-6."""
+    from graphtransfer.training import ppo
+
+    model, state = a2c_after_one_rollout(task, head)
+    whole = updated_from(model, state)
+    monkeypatch.setattr(ppo, "UPDATE_GROUP_NODES", 120)
+    seen, evaluate = [], model.policy.evaluate_actions
+    model.policy.evaluate_actions = lambda obs, *args, **kwargs: (
+        seen.append(int(obs["num_nodes"].shape[0])) or evaluate(obs, *args, **kwargs)
+    )
+    grouped = updated_from(model, state)
+    assert len(seen) > 3 and max(seen) < 16
+    for name, tensor in grouped.items():
+        assert torch.allclose(tensor, whole[name], atol=1e-6, rtol=0), name
+    assert any(not torch.equal(state[0][name], grouped[name]) for name in grouped)

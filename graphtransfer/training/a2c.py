@@ -11,6 +11,10 @@ the whole rollout, loss ``-mean(advantage * log_prob) + vf_coef * value_loss + e
 entropy_loss`` without clipping or advantage normalisation, RMSprop as SB3's A2C sets it up.
 The alternative, masks applied inside the policy's distribution from an observation key, would
 tie the policy to a mask key that user envs need not have, and would differ from PPO's masking.
+
+Both backpropagate a rollout of more real nodes than the node budget (or than
+:data:`~graphtransfer.training.ppo.UPDATE_GROUP_NODES` without one) in groups of whole
+observations, as PPO's update does its minibatches (:class:`GroupedA2CUpdate`).
 """
 
 from __future__ import annotations
@@ -19,23 +23,82 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from gymnasium import spaces
 from sb3_contrib import MaskablePPO
 from stable_baselines3 import A2C
 from stable_baselines3.common.utils import explained_variance
 
+from graphtransfer.training import ppo
 from graphtransfer.training.runtime import RuntimeSettings
 
 RMSPROP = {"optimizer_class": torch.optim.RMSprop, "optimizer_kwargs": {"alpha": 0.99, "eps": 1e-5, "weight_decay": 0}}
 """SB3's A2C optimizer (its ``use_rms_prop=True`` default with ``rms_prop_eps=1e-5``)"""
 
 
-class GraphA2C(RuntimeSettings, A2C):
+class GroupedA2CUpdate(RuntimeSettings):
+    """SB3's A2C update, one gradient step on the whole rollout, with the rollout's loss
+    backpropagated in groups of whole observations when its real nodes exceed the node budget
+    (``max_nodes_per_batch``), or :data:`~graphtransfer.training.ppo.UPDATE_GROUP_NODES` without
+    one. Each group's loss weighs its share of the rollout (every term is a mean over the
+    samples), so the accumulated gradient is the whole rollout's to float rounding, in the memory
+    of one group; advantages are normalised (where asked) over the whole rollout first and the
+    gradient norm is clipped after accumulation, as SB3 does. A rollout within the limit is
+    SB3's update as it is. Mixed in before the SB3 class."""
+
+    def _evaluate(self, rollout, actions: torch.Tensor):
+        return self.policy.evaluate_actions(rollout.observations, actions)
+
+    def train(self) -> None:
+        self.policy.set_training_mode(True)
+        self._update_learning_rate(self.policy.optimizer)
+        for rollout in self.rollout_buffer.get(batch_size=None):  # the whole rollout, once
+            if self.normalize_advantage:
+                advantages = rollout.advantages
+                rollout = rollout._replace(advantages=(advantages - advantages.mean()) / (advantages.std() + 1e-8))
+            self.policy.optimizer.zero_grad()
+            terms = self._backward_in_groups(rollout)
+            torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+            self.policy.optimizer.step()
+        self._n_updates += 1
+        buffer = self.rollout_buffer
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/explained_variance", explained_variance(buffer.values.flatten(), buffer.returns.flatten()))
+        for name, value in terms.items():
+            self.logger.record(f"train/{name}", value)
+
+    def _backward_in_groups(self, rollout) -> dict[str, float]:
+        """Backpropagate the rollout's A2C loss group by group; return the losses SB3 logs."""
+        size = len(rollout.advantages)
+        budget = min(self.max_nodes_per_batch or ppo.UPDATE_GROUP_NODES, ppo.UPDATE_GROUP_NODES)
+        groups = ppo.node_budget_groups(rollout.observations["num_nodes"].reshape(-1).long().tolist(), budget)
+        sums = dict.fromkeys(("entropy_loss", "policy_loss", "value_loss"), 0.0)
+        for rows in groups:
+            group = rollout if len(groups) == 1 else ppo.take(rollout, rows)
+            share = (rows.stop - rows.start) / size
+            terms = self._group_loss(group)
+            (terms.pop("loss") if len(groups) == 1 else share * terms.pop("loss")).backward()
+            for name, value in terms.items():
+                sums[name] += share * float(value)
+        return sums
+
+    def _group_loss(self, group) -> dict[str, torch.Tensor]:
+        """SB3's A2C loss on one group, and its parts (means over the group)."""
+        actions = group.actions.long().flatten() if isinstance(self.action_space, spaces.Discrete) else group.actions
+        values, log_prob, entropy = self._evaluate(group, actions)
+        policy_loss = -(group.advantages * log_prob).mean()
+        value_loss = F.mse_loss(group.returns, values.flatten())
+        entropy_loss = -torch.mean(-log_prob) if entropy is None else -torch.mean(entropy)
+        loss = policy_loss + self.ent_coef * entropy_loss + self.vf_coef * value_loss
+        return {"loss": loss, "entropy_loss": entropy_loss.detach(), "policy_loss": policy_loss.detach(), "value_loss": value_loss.detach()}
+
+
+class GraphA2C(GroupedA2CUpdate, A2C):
     """SB3's A2C, with the node budget and mixed precision of the policy's extractor."""
 
     algorithm_name = "A2C"
 
 
-class MaskableA2C(RuntimeSettings, MaskablePPO):
+class MaskableA2C(GroupedA2CUpdate, MaskablePPO):
     """A2C with invalid actions masked: MaskablePPO's rollouts, SB3's A2C update (see the module).
 
     Takes PPO's arguments; the update ignores ``batch_size``, ``n_epochs`` and ``clip_range``.
@@ -46,25 +109,5 @@ class MaskableA2C(RuntimeSettings, MaskablePPO):
     def __init__(self, *args: Any, policy_kwargs: dict[str, Any] | None = None, **kwargs: Any):
         super().__init__(*args, policy_kwargs={**RMSPROP, **(policy_kwargs or {})}, **kwargs)
 
-    def train(self) -> None:
-        """SB3's ``A2C.train`` with the rollout's action masks given to the policy."""
-        self.policy.set_training_mode(True)
-        self._update_learning_rate(self.policy.optimizer)
-        for rollout in self.rollout_buffer.get(batch_size=None):  # the whole rollout, once
-            actions = rollout.actions.long().flatten()
-            values, log_prob, entropy = self.policy.evaluate_actions(rollout.observations, actions, action_masks=rollout.action_masks)
-            policy_loss = -(rollout.advantages * log_prob).mean()
-            value_loss = F.mse_loss(rollout.returns, values.flatten())
-            entropy_loss = -torch.mean(-log_prob) if entropy is None else -torch.mean(entropy)
-            loss = policy_loss + self.ent_coef * entropy_loss + self.vf_coef * value_loss
-            self.policy.optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
-            self.policy.optimizer.step()
-        self._n_updates += 1
-        buffer = self.rollout_buffer
-        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
-        self.logger.record("train/explained_variance", explained_variance(buffer.values.flatten(), buffer.returns.flatten()))
-        self.logger.record("train/entropy_loss", entropy_loss.item())
-        self.logger.record("train/policy_loss", policy_loss.item())
-        self.logger.record("train/value_loss", value_loss.item())
+    def _evaluate(self, rollout, actions: torch.Tensor):
+        return self.policy.evaluate_actions(rollout.observations, actions, action_masks=rollout.action_masks)
