@@ -59,8 +59,8 @@ MaxNodesOption = Annotated[
     typer.Option(
         metavar="NODES",
         help="Most graph nodes one pass of the GNN spans; larger batches and graphs run in chunks with the same results, "
-        "in less memory (e.g. --max-nodes-per-batch 50000). Default: no limit (PPO's update still splits minibatches of "
-        "more than 32,768 nodes into groups of observations, which is faster).",
+        "in less memory (e.g. --max-nodes-per-batch 50000). Default: no limit (PPO's and A2C's updates still split "
+        "minibatches of more than 32,768 nodes into groups of observations, which is faster).",
     ),
 ]
 CommitFractionOption = Annotated[
