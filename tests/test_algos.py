@@ -192,8 +192,8 @@ def test_maskable_a2c_updates_as_sb3s_a2c_when_every_action_is_valid():
 
 
 def a2c_after_one_rollout(task: str, head: str):
-    """A tiny A2C model of the task after one rollout of 2 envs x 8 steps and its update, and the
-    weights and optimizer state that update started from (the buffer still holds the rollout)."""
+    """A tiny A2C model of the task after one rollout of 2 envs x 8 steps, its update not run, and
+    the weights and optimizer state that update would start from (the buffer holds the rollout)."""
     import copy
 
     model = ModelConfig(width=16, head_width=16, num_layers=2)
