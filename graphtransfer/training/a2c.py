@@ -69,8 +69,7 @@ class GroupedA2CUpdate(RuntimeSettings):
     def _backward_in_groups(self, rollout) -> dict[str, float]:
         """Backpropagate the rollout's A2C loss group by group; return the losses SB3 logs."""
         size = len(rollout.advantages)
-        budget = min(self.max_nodes_per_batch or ppo.UPDATE_GROUP_NODES, ppo.UPDATE_GROUP_NODES)
-        groups = ppo.node_budget_groups(rollout.observations["num_nodes"].reshape(-1).long().tolist(), budget)
+        groups = ppo.update_groups(rollout, self.max_nodes_per_batch)
         sums = dict.fromkeys(("entropy_loss", "policy_loss", "value_loss"), 0.0)
         for rows in groups:
             group = rollout if len(groups) == 1 else ppo.take(rollout, rows)

@@ -63,6 +63,13 @@ def node_budget_groups(num_nodes: list[int], budget: int) -> list[slice]:
     return groups
 
 
+def update_groups(samples: NamedTuple, max_nodes_per_batch: int | None) -> list[slice]:
+    """The groups an update backpropagates ``samples`` in: at most the node budget, or
+    :data:`UPDATE_GROUP_NODES` real nodes without one (see the module)."""
+    budget = min(max_nodes_per_batch or UPDATE_GROUP_NODES, UPDATE_GROUP_NODES)
+    return node_budget_groups(samples.observations["num_nodes"].reshape(-1).long().tolist(), budget)
+
+
 def take(samples: NamedTuple, rows: slice) -> NamedTuple:
     """The rows ``rows`` of every field of SB3's rollout samples (observation dicts key by key)."""
     fields = [None if f is None else {k: v[rows] for k, v in f.items()} if isinstance(f, dict) else f[rows] for f in samples]
@@ -164,8 +171,7 @@ class NodeBudgetUpdate(RuntimeSettings):
             advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
         samples = samples._replace(advantages=advantages)
         size = len(advantages)
-        budget = min(self.max_nodes_per_batch or UPDATE_GROUP_NODES, UPDATE_GROUP_NODES)
-        groups = node_budget_groups(samples.observations["num_nodes"].reshape(-1).long().tolist(), budget)
+        groups = update_groups(samples, self.max_nodes_per_batch)
         sums = dict.fromkeys(("loss", "policy_gradient_loss", "value_loss", "entropy_loss", "clip_fraction", "approx_kl"), 0.0)
         for rows in groups:
             group = samples if len(groups) == 1 else take(samples, rows)
