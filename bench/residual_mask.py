@@ -39,7 +39,7 @@ from graphtransfer.envs.factory import make_env
 from graphtransfer.graphs import erdos_renyi
 from graphtransfer.nn.batching import to_disjoint
 from graphtransfer.nn.extractor import GNNExtractor
-from graphtransfer.nn.message_passing import GraphStructure
+from graphtransfer.nn.message_passing import ALL_ROWS, GraphStructure
 
 MODELS = {
     "SAGE max 3x64": {},
@@ -53,8 +53,8 @@ class ResidualStructure:
     mask per sample: sample ``b`` holds exactly the base's edges between its kept nodes (what
     :func:`residual_nodes` checks). A node not kept receives and sends nothing: its aggregation
     is the empty one (0) and its GCN degree its self-loop alone. Implements what the layer
-    functions read of a structure (``aggregate``, ``gcn_aggregate``), for GCN with self-loops
-    on a base without them.
+    functions read of a structure (``aggregate``, ``gcn_aggregate``, ``row_blocks``), every
+    node at once (one block), for GCN with self-loops on a base without them.
 
     Shapes:
         nodes: ``(N, B)`` bool, the nodes each sample keeps.
@@ -70,7 +70,10 @@ class ResidualStructure:
         """``(N, B, 1)``: each kept node's edges from kept nodes, 0 at a node not kept."""
         return self.base.aggregate(self.kept) * self.kept
 
-    def aggregate(self, h: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
+    def row_blocks(self, row_bytes: int) -> list[slice]:
+        return [ALL_ROWS]
+
+    def aggregate(self, h: torch.Tensor, reduce: str = "sum", rows: slice = ALL_ROWS) -> torch.Tensor:
         """Every kept node's reduction over its kept in-neighbours, 0 where there are none. For
         ``amax`` / ``amin`` the nodes not kept hold ``-inf`` / ``inf`` and never win; a node
         left with none gets 0, and the fill stops its gradient.
@@ -84,7 +87,7 @@ class ResidualStructure:
         summed = self.base.aggregate(h * self.kept) * self.kept
         return summed / self.in_degree.clamp(min=1) if reduce == "mean" else summed
 
-    def gcn_aggregate(self, h: torch.Tensor, conv: GCNConv) -> torch.Tensor:
+    def gcn_aggregate(self, h: torch.Tensor, conv: GCNConv, rows: slice = ALL_ROWS) -> torch.Tensor:
         """``D^-1/2 (A + I) D^-1/2 h`` on each sample's residual graph, ``D`` = 1 + its in-degree
         there, as ``gcn_norm`` counts it on that graph alone."""
         scale = (self.in_degree + 1).rsqrt()  # (N, B, 1)

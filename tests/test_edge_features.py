@@ -83,7 +83,7 @@ def test_without_edge_attr_the_extractor_is_unchanged_and_zero_edge_weights_chan
 @pytest.mark.parametrize("project_input", [True, False])
 @pytest.mark.parametrize("conv", ["sage", "gcn", "gin"])
 def test_edge_features_give_the_same_embeddings_on_every_path(conv, project_input, monkeypatch):
-    """The structure path (shared and disjoint batches), gathered edges and node-budget chunks agree."""
+    """The structure path (shared and disjoint batches, whole and in row blocks), gathered edges and node-budget chunks agree."""
     graphs = [barabasi_albert(40, 2, 0), erdos_renyi(35, 3.0, 1)]
     observations = [graph_obs(graphs[0], seed=0), graph_obs(graphs[0], seed=1), graph_obs(graphs[1], seed=2)]
     max_edges = max(o["edge_index"].shape[1] for o in observations)
@@ -99,11 +99,17 @@ def test_edge_features_give_the_same_embeddings_on_every_path(conv, project_inpu
             structure = extractor.node_embeddings(stacked)[0]
             monkeypatch.setattr("graphtransfer.nn.extractor.CSR_MIN_EDGES", 10**9)
             gathered = extractor.node_embeddings(stacked)[0]
+            monkeypatch.undo()
+            monkeypatch.setattr("graphtransfer.nn.message_passing.BLOCK_BYTES", 7 * 16 * 4)  # blocks of 3 or 7 rows
+            blocked = extractor.node_embeddings(stacked)[0]
+            monkeypatch.undo()
+            monkeypatch.setattr("graphtransfer.nn.extractor.CSR_MIN_EDGES", 10**9)
             extractor.max_nodes_per_batch = 17
             chunked = extractor.node_embeddings(stacked)[0]
             extractor.max_nodes_per_batch = None
             monkeypatch.undo()
         torch.testing.assert_close(structure, gathered, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(blocked, gathered, atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(chunked, gathered, atol=1e-5, rtol=1e-5)
 
 

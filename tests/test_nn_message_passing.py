@@ -4,9 +4,9 @@ import pytest
 import torch
 from torch_geometric.nn import GCNConv
 
-from graphtransfer.nn import GNNExtractor
+from graphtransfer.nn import GNNExtractor, message_passing
 from graphtransfer.nn.extractor import make_conv
-from graphtransfer.nn.message_passing import GraphStructure, layer_function
+from graphtransfer.nn.message_passing import ALL_ROWS, GraphStructure, layer_function
 
 # 6 nodes: a directed triangle 0→1→2→0, 3→0 and 3→4 one way, a duplicated edge 4→5, node 5 has no
 # out-edges and node 3 no in-edges (an isolated target: PyG gives it zeros under every aggregation).
@@ -76,6 +76,35 @@ def test_no_grad_forward_in_place_equals_pyg(conv, aggr):
         fast = extractor.embed_samples(x, GraphStructure(EDGES, 6))
         slow = torch.stack([reference(extractor, x[b], EDGES) for b in range(2)], dim=1)
     assert torch.allclose(fast, slow, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("project_input", [True, False])
+@pytest.mark.parametrize(("conv", "aggr"), CASES)
+def test_a_forward_in_row_blocks_equals_pyg(conv, aggr, project_input, monkeypatch):
+    """Without gradients each layer runs a block of rows at a time: here blocks of 2 of the 6
+    nodes, each reading every node's input (node 0's neighbours lie in two other blocks)."""
+    torch.manual_seed(4)
+    extractor = GNNExtractor(space(), conv=conv, num_layers=3, width=8, aggr=aggr, project_input=project_input)
+    x = torch.randn(2, 6, 3)
+    structure = GraphStructure(EDGES, 6)
+    row_bytes = 2 * 8 * 4  # 2 samples of width 8, float32
+    assert structure.row_blocks(row_bytes) == [ALL_ROWS]
+    monkeypatch.setattr(message_passing, "BLOCK_BYTES", 2 * row_bytes)
+    assert structure.row_blocks(row_bytes) == [slice(0, 2), slice(2, 4), slice(4, 6)]
+    with torch.no_grad():
+        fast = extractor.embed_samples(x, structure)
+        slow = torch.stack([reference_of_any_input(extractor, x[b], EDGES) for b in range(2)], dim=1)
+    assert torch.allclose(fast, slow, atol=1e-5, rtol=0)
+
+
+def reference_of_any_input(extractor: GNNExtractor, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+    """:func:`reference`, also for a model without an input projection (its first layer has no residual)."""
+    if extractor.project_input:
+        return reference(extractor, x, edge_index)
+    h = torch.relu(extractor.convs[0](x, edge_index))
+    for conv in extractor.convs[1:]:
+        h = h + torch.relu(conv(h, edge_index))
+    return h
 
 
 def test_an_aggregation_without_a_sparse_form_runs_pyg_layers():

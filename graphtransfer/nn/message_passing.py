@@ -32,6 +32,10 @@ from graphtransfer.nn.batching import incoming_edges, to_csr_adjacency
 
 # PyG's aggregation names → torch.sparse.mm's reductions (which have gradients on the CPU).
 REDUCTIONS = {"sum": "sum", "add": "sum", "mean": "mean", "max": "amax", "min": "amin"}
+ALL_ROWS = slice(None)
+"""the ``rows`` of a layer call that computes every node"""
+BLOCK_BYTES = 4 * 2**20
+"""the output of one block of rows in a forward without gradients: it and the block's temporaries stay in cache"""
 
 
 class GraphStructure:
@@ -60,22 +64,41 @@ class GraphStructure:
             raise ValueError(f"edge_index has shape {tuple(edge_index.shape)}; expected (2, num_edges)")
         self.edge_index, self.num_nodes = edge_index.long(), int(num_nodes)
         self._gcn: dict[tuple[bool, bool], torch.Tensor] = {}
+        self._row_blocks: dict[tuple, torch.Tensor] = {}
 
     @cached_property
     def adjacency(self) -> torch.Tensor:
         return to_csr_adjacency(self.edge_index, self.num_nodes)
 
-    def aggregate(self, h: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
-        """Every node's reduction over its in-neighbours, all ``B`` samples at once.
+    def aggregate(self, h: torch.Tensor, reduce: str = "sum", rows: slice = ALL_ROWS) -> torch.Tensor:
+        """The reduction over its in-neighbours of every node in ``rows``, all ``B`` samples at once.
 
         Shapes:
-            h: ``(N, B, F)`` contiguous; returns ``(N, B, F)``.
+            h: ``(N, B, F)`` contiguous; returns ``(R, B, F)`` for the ``R`` nodes of ``rows``.
         """
-        return aggregate(self.adjacency, h, reduce)
+        return aggregate(self._rows_of(self.adjacency, "plain", rows), h, reduce)
 
-    def gcn_aggregate(self, h: torch.Tensor, conv: GCNConv) -> torch.Tensor:
-        """``Â h``, the aggregation of ``conv``: its normalised adjacency, self-loops included."""
-        return aggregate(self.gcn_adjacency(conv.improved, conv.add_self_loops), h)
+    def gcn_aggregate(self, h: torch.Tensor, conv: GCNConv, rows: slice = ALL_ROWS) -> torch.Tensor:
+        """``Â h`` at ``rows``, the aggregation of ``conv``: its normalised adjacency, self-loops included."""
+        key = (conv.improved, conv.add_self_loops)
+        return aggregate(self._rows_of(self.gcn_adjacency(*key), key, rows), h)
+
+    def row_blocks(self, row_bytes: int) -> list[slice]:
+        """The nodes in blocks whose layer output, ``row_bytes`` per node, is about
+        :data:`BLOCK_BYTES`; ``[ALL_ROWS]`` when one block holds them all."""
+        size = max(1, BLOCK_BYTES // row_bytes)
+        if size >= self.num_nodes:
+            return [ALL_ROWS]
+        return [slice(start, min(start + size, self.num_nodes)) for start in range(0, self.num_nodes, size)]
+
+    def _rows_of(self, adjacency: torch.Tensor, name: object, rows: slice) -> torch.Tensor:
+        """The rows ``rows`` of ``adjacency`` (``name`` tells the adjacencies apart), built once."""
+        if rows == ALL_ROWS:
+            return adjacency
+        key = (name, rows.start, rows.stop)
+        if key not in self._row_blocks:
+            self._row_blocks[key] = csr_rows(adjacency, rows.start, rows.stop)
+        return self._row_blocks[key]
 
     def gcn_adjacency(self, improved: bool, add_self_loops: bool) -> torch.Tensor:
         """The normalised adjacency a ``GCNConv`` with these settings builds in every call
@@ -125,59 +148,87 @@ def normalised_with_self_loops(adjacency: torch.Tensor, rows: torch.Tensor) -> t
         return torch.sparse_csr_tensor(new_starts, columns, values, (num_nodes, num_nodes), check_invariants=False)
 
 
-def aggregate(adjacency: torch.Tensor, h: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
-    """Every node's reduction over its in-neighbours, for all ``B`` feature matrices at once.
+def csr_rows(adjacency: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+    """Rows ``start..stop`` of a CSR matrix, sharing its columns and values.
 
     Shapes:
-        adjacency: ``(N, N)`` sparse CSR; h: ``(N, B, F)`` contiguous; returns ``(N, B, F)``.
+        adjacency: ``(N, M)`` sparse CSR; returns ``(stop - start, M)`` sparse CSR.
+    """
+    row_starts = adjacency.crow_indices()
+    first, last = int(row_starts[start]), int(row_starts[stop])
+    columns, values = adjacency.col_indices()[first:last], adjacency.values()[first:last]
+    with warnings.catch_warnings():  # torch calls CSR support beta; the products used here are tested
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.sparse_csr_tensor(
+            row_starts[start : stop + 1] - first, columns, values, (stop - start, adjacency.shape[1]), check_invariants=False
+        )
+
+
+def aggregate(adjacency: torch.Tensor, h: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
+    """Every target node's reduction over its in-neighbours, for all ``B`` feature matrices at once.
+
+    Shapes:
+        adjacency: ``(R, N)`` sparse CSR, a row per target node; h: ``(N, B, F)`` contiguous;
+        returns ``(R, B, F)``.
     """
     num_nodes, samples, width = h.shape
     with warnings.catch_warnings():  # torch calls sparse CSR beta; the reductions used here are tested
         warnings.simplefilter("ignore", UserWarning)
         out = torch.sparse.mm(adjacency, h.view(num_nodes, samples * width), reduce)
-    return out.view(num_nodes, samples, width)
+    return out.view(adjacency.shape[0], samples, width)
 
 
-def sage_layer(conv: SAGEConv, h: torch.Tensor, structure: GraphStructure) -> torch.Tensor:
+# Each layer computes the nodes of ``rows`` (all by default) from every node's ``h``, into
+# ``out`` when one is given (a forward without gradients, a block of rows at a time).
+
+
+def sage_layer(
+    conv: SAGEConv, h: torch.Tensor, structure: GraphStructure, rows: slice = ALL_ROWS, out: torch.Tensor | None = None
+) -> torch.Tensor:
     """``lin_l(aggr_j h_j) + lin_r(h_i)``, PyG's ``SAGEConv`` without projection or normalisation.
 
     Shapes:
-        h: ``(N, B, F)``; returns ``(N, B, F_out)``.
+        h: ``(N, B, F)``; out: ``(R, B, F_out)`` for the ``R`` nodes of ``rows``; returns ``(R, B, F_out)``.
     """
-    neighbours = structure.aggregate(h, REDUCTIONS[str(conv.aggr)])
-    out = linear(neighbours, conv.lin_l.weight, conv.lin_l.bias)
-    return add_linear(out, h, conv.lin_r.weight)
+    neighbours = structure.aggregate(h, REDUCTIONS[str(conv.aggr)], rows)
+    out = linear(neighbours, conv.lin_l.weight, conv.lin_l.bias, out)
+    return add_linear(out, h[rows], conv.lin_r.weight)
 
 
-def gcn_layer(conv: GCNConv, h: torch.Tensor, structure: GraphStructure) -> torch.Tensor:
+def gcn_layer(
+    conv: GCNConv, h: torch.Tensor, structure: GraphStructure, rows: slice = ALL_ROWS, out: torch.Tensor | None = None
+) -> torch.Tensor:
     """``Â h W + b`` with Â the normalised adjacency; PyG projects first, here the aggregation
     comes first (the same product, associativity) so that the bias rides in the dense product.
 
     Shapes:
-        h: ``(N, B, F)``; returns ``(N, B, F_out)``.
+        h: ``(N, B, F)``; out: ``(R, B, F_out)``; returns ``(R, B, F_out)``.
     """
-    neighbours = structure.gcn_aggregate(h, conv)
-    return linear(neighbours, conv.lin.weight, conv.bias)
+    neighbours = structure.gcn_aggregate(h, conv, rows)
+    return linear(neighbours, conv.lin.weight, conv.bias, out)
 
 
-def gin_layer(conv: GINConv, h: torch.Tensor, structure: GraphStructure) -> torch.Tensor:
+def gin_layer(
+    conv: GINConv, h: torch.Tensor, structure: GraphStructure, rows: slice = ALL_ROWS, out: torch.Tensor | None = None
+) -> torch.Tensor:
     """``mlp((1 + ε) h_i + Σ_j h_j)``, PyG's ``GINConv``.
 
     Shapes:
-        h: ``(N, B, F)``; returns ``(N, B, F_out)``.
+        h: ``(N, B, F)``; out: ``(R, B, F_out)``; returns ``(R, B, F_out)``.
     """
-    summed = structure.aggregate(h)
+    summed = structure.aggregate(h, "sum", rows)
     if torch.is_grad_enabled():
-        summed = summed + (1 + conv.eps) * h
+        summed = summed + (1 + conv.eps) * h[rows]
     else:
-        summed.add_(h, alpha=1 + float(conv.eps))
-    return conv.nn(summed)
+        summed.add_(h[rows], alpha=1 + float(conv.eps))
+    result = conv.nn(summed)
+    return result if out is None else out.copy_(result)
 
 
 LAYERS: dict[type[nn.Module], Callable[..., torch.Tensor]] = {SAGEConv: sage_layer, GCNConv: gcn_layer, GINConv: gin_layer}
 
 
-def layer_function(conv: nn.Module) -> Callable[[nn.Module, torch.Tensor, GraphStructure], torch.Tensor] | None:
+def layer_function(conv: nn.Module) -> Callable[..., torch.Tensor] | None:
     """The structure-based form of ``conv``, or ``None`` where it has none (an aggregation
     that torch's sparse products lack); the extractor then runs PyG's own layer."""
     if isinstance(conv, SAGEConv) and (str(conv.aggr) not in REDUCTIONS or conv.project or conv.normalize or not conv.root_weight):
@@ -185,16 +236,18 @@ def layer_function(conv: nn.Module) -> Callable[[nn.Module, torch.Tensor, GraphS
     return LAYERS.get(type(conv))
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor | None = None) -> torch.Tensor:
     """``x Wᵀ + b`` over the last dimension as one GEMM on the 2-D view (``addmm`` writes the
-    bias as the GEMM's initial value: no separate pass over the output).
+    bias as the GEMM's initial value: no separate pass over the output), into ``out`` when given.
 
     Shapes:
-        x: ``(..., F_in)`` contiguous; weight: ``(F_out, F_in)``; returns ``(..., F_out)``.
+        x: ``(..., F_in)`` contiguous; weight: ``(F_out, F_in)``; out: ``(..., F_out)``
+        contiguous; returns ``(..., F_out)``.
     """
-    flat = x.view(-1, x.shape[-1])
-    out = torch.mm(flat, weight.t()) if bias is None else torch.addmm(bias, flat, weight.t())
-    return out.view(*x.shape[:-1], weight.shape[0])
+    flat, shape = x.view(-1, x.shape[-1]), (*x.shape[:-1], weight.shape[0])
+    into = {} if out is None else {"out": out.view(-1, weight.shape[0])}
+    result = torch.mm(flat, weight.t(), **into) if bias is None else torch.addmm(bias, flat, weight.t(), **into)
+    return result.view(shape)
 
 
 def add_linear(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
