@@ -111,7 +111,7 @@ def layers_and_floor(extractor, obs: dict) -> dict:
     import torch
 
     from graphtransfer.nn import to_disjoint
-    from graphtransfer.nn.message_passing import GraphStructure, layer_function, relu, residual_relu
+    from graphtransfer.nn.message_passing import GraphStructure
 
     with torch.inference_mode():
         graph = to_disjoint(obs)
@@ -121,11 +121,9 @@ def layers_and_floor(extractor, obs: dict) -> dict:
         adjacency_of(structure, extractor.convs[0])  # built once, as the forward does, before layers are timed
         layers, floors = [], []
         for index, conv in enumerate(extractor.convs):
-            layer = layer_function(conv)
-            finish = residual_relu if extractor._residual(index) else lambda h, out: relu(out)
-            layers.append(median_seconds(lambda conv=conv, layer=layer, h=h, finish=finish: finish(h, layer(conv, h, structure))))
+            layers.append(median_seconds(lambda index=index, h=h: extractor.layer(index, h, structure)))
             floors.append(sum(median_seconds(product) for product in products(conv, h, structure)))
-            h = finish(h, layer(conv, h, structure))
+            h = extractor.layer(index, h, structure)
         projection = extractor.encode[0].weight if extractor.encode is not None else None
         encode_floor = median_seconds(lambda: torch.mm(graph.x, projection.t())) if projection is not None else 0.0
         embeddings = median_seconds(lambda: extractor.node_embeddings(obs))

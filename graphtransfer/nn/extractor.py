@@ -232,26 +232,34 @@ class GNNExtractor(BaseFeaturesExtractor):
         return self.message_passing(self._encode(x.transpose(0, 1).contiguous()), structure, context)
 
     def message_passing(self, h: torch.Tensor, structure: GraphStructure, context: torch.Tensor | None = None) -> torch.Tensor:
-        """Every layer, ``h + ReLU(conv(h))``, over the cached structure. Off the CPU (torch's
-        sparse reductions have CPU kernels only), and for aggregations without a sparse form,
-        PyG's own layer runs on the structure's edges, all ``B`` samples in one call.
+        """Every layer, ``h + ReLU(conv(h))``, over the cached structure (:meth:`layer`).
 
         Shapes:
             h: ``(N, B, width)`` contiguous; context: ``(N, B, F_e)`` or ``None``; returns ``h``'s shape.
         """
-        on_cpu = h.device.type == "cpu"
-        for index, conv in enumerate(self.convs):
-            layer = layer_function(conv) if on_cpu else None
-            if layer is not None and not torch.is_grad_enabled():
-                h = self._layer_in_row_blocks(layer, index, h, structure, context)
-            elif layer is not None:
-                out = self._with_edges(layer(conv, h, structure), index, context)
-                h = residual_relu(h, out) if self._residual(index) else relu(out)
-            else:
-                out = self._with_edges(conv(h.transpose(0, 1), structure.edge_index).transpose(0, 1), index, context)
-                out = torch.relu(out).contiguous()
-                h = h + out if self._residual(index) else out
+        for index in range(len(self.convs)):
+            h = self.layer(index, h, structure, context)
         return h
+
+    def layer(self, index: int, h: torch.Tensor, structure: GraphStructure, context: torch.Tensor | None = None) -> torch.Tensor:
+        """Layer ``index`` as the forward runs it: on the CPU without gradients in row blocks
+        (:meth:`_layer_in_row_blocks`), with gradients whole; off the CPU (torch's sparse
+        reductions have CPU kernels only), and for aggregations without a sparse form, PyG's own
+        layer on the structure's edges, all ``B`` samples in one call. ``h`` is left as it is.
+
+        Shapes:
+            h: ``(N, B, F)`` contiguous; context: ``(N, B, F_e)`` or ``None``; returns ``(N, B, width)``.
+        """
+        conv = self.convs[index]
+        function = layer_function(conv) if h.device.type == "cpu" else None
+        if function is not None and not torch.is_grad_enabled():
+            return self._layer_in_row_blocks(function, index, h, structure, context)
+        if function is not None:
+            out = self._with_edges(function(conv, h, structure), index, context)
+            return residual_relu(h, out) if self._residual(index) else relu(out)
+        out = self._with_edges(conv(h.transpose(0, 1), structure.edge_index).transpose(0, 1), index, context)
+        out = torch.relu(out).contiguous()
+        return h + out if self._residual(index) else out
 
     def _layer_in_row_blocks(
         self, layer: Callable[..., torch.Tensor], index: int, h: torch.Tensor, structure: GraphStructure, context: torch.Tensor | None
