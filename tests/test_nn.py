@@ -6,8 +6,9 @@ from torch_geometric.data import Batch, Data
 from graphtransfer.config import ModelConfig
 from graphtransfer.envs.mis import MISEnv
 from graphtransfer.graphs import erdos_renyi
-from graphtransfer.nn import GNNExtractor, build_policy, to_disjoint
+from graphtransfer.nn import GNNExtractor, build_policy, message_passing, to_disjoint
 from graphtransfer.nn.distributions import NodeWiseCategorical
+from graphtransfer.nn.policy import mlp, run_mlp
 
 from .conftest import graph_from_pairs
 
@@ -297,3 +298,16 @@ def test_a_model_without_input_projection_transfers_to_a_larger_graph():
     fresh = build_policy("node-wise", model, large.observation_space, large.action_space)
     fresh.load_state_dict(trained.state_dict(), strict=True)
     assert not any("encode" in name for name in trained.state_dict())
+
+
+@pytest.mark.parametrize("rows", [50, 0])
+def test_an_mlp_without_gradients_runs_in_row_blocks_with_the_same_values(rows, monkeypatch):
+    torch.manual_seed(0)
+    layers = mlp([8, 16, 3])
+    x = torch.randn(rows, 2, 8)
+    expected = layers(x).detach()
+    monkeypatch.setattr(message_passing, "BLOCK_BYTES", 7 * 2 * 16 * 4)  # blocks of 7 rows: 2 samples x 16 hidden, float32
+    with torch.no_grad():
+        got = run_mlp(layers, x.clone())
+    assert got.shape == (rows, 2, 3)
+    torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-6)

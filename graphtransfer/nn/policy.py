@@ -16,6 +16,7 @@ on feature widths only, so a policy trained on 50-node graphs loads strictly int
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,7 @@ from graphtransfer.envs.protocol import Head
 from graphtransfer.nn.batching import DisjointGraph
 from graphtransfer.nn.distributions import NodeWiseCategorical
 from graphtransfer.nn.extractor import GNNExtractor
+from graphtransfer.nn import message_passing
 
 HEADS = tuple(head.value for head in Head)
 PADDING_LOGIT = -1e8  # as sb3-contrib masks: probability 0, but no NaN from -inf - -inf
@@ -48,10 +50,32 @@ def mlp(sizes: list[int]) -> nn.Sequential:
 
 
 def run_mlp(layers: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
-    """``layers(x)`` for an :func:`mlp`; without gradients each ReLU runs in place, since at
-    250k nodes a fresh ``(N, width)`` tensor per ReLU costs as much as the ReLU itself."""
+    """``layers(x)`` for an :func:`mlp` (or a slice of one), over the first dimension of ``x``.
+
+    Without gradients the rows run in blocks of about
+    :data:`~graphtransfer.nn.message_passing.BLOCK_BYTES` of hidden activations, each ReLU in
+    place: a block stays in cache, and at 250k nodes no ``(N, width)`` hidden tensor is made
+    (a fresh one per ReLU cost as much as the ReLU itself). ``x`` may be overwritten when the
+    first layer is a ReLU.
+
+    Shapes:
+        x: ``(R, ..., F_in)``; returns ``(R, ..., F_out)``.
+    """
     if torch.is_grad_enabled():
         return layers(x)
+    linears = [layer for layer in layers if isinstance(layer, nn.Linear)]
+    widest = max([x.shape[-1]] + [layer.out_features for layer in linears])
+    size = max(1, message_passing.BLOCK_BYTES // (math.prod(x.shape[1:-1]) * widest * x.element_size()))
+    if x.shape[0] <= size:
+        return mlp_in_place(layers, x)
+    out = x.new_empty((*x.shape[:-1], linears[-1].out_features))
+    for start in range(0, x.shape[0], size):
+        out[start : start + size] = mlp_in_place(layers, x[start : start + size])
+    return out
+
+
+def mlp_in_place(layers: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
+    """``layers(x)`` without gradients, each ReLU in its input's memory."""
     for layer in layers:
         x = x.relu_() if isinstance(layer, nn.ReLU) else layer(x)
     return x
