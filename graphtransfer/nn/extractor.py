@@ -268,8 +268,8 @@ class GNNExtractor(BaseFeaturesExtractor):
         :data:`~graphtransfer.nn.message_passing.BLOCK_BYTES`): each block's aggregation,
         products, edge term and activation run while it is in cache, written into the layer's
         output, so no whole-graph temporary is made or read again. The same values as the whole
-        layer at once; 5-12% faster at 250k nodes, most where neighbours are near in the node
-        order (``bench/RESULTS.md``, "Row blocks").
+        layer at once; at 250k nodes 15% faster on a grid in locality order, level to 6% on a
+        random graph, whose time is the sparse product's gathers (``bench/RESULTS.md``, "Row blocks").
 
         Shapes:
             h: ``(N, B, F)`` contiguous; context: ``(N, B, F_e)`` or ``None``; returns ``(N, B, width)``.

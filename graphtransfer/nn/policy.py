@@ -32,10 +32,10 @@ from torch.distributions import Categorical
 from graphtransfer.config import ModelConfig
 from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.envs.protocol import Head
+from graphtransfer.nn import message_passing
 from graphtransfer.nn.batching import DisjointGraph
 from graphtransfer.nn.distributions import NodeWiseCategorical
 from graphtransfer.nn.extractor import GNNExtractor
-from graphtransfer.nn import message_passing
 
 HEADS = tuple(head.value for head in Head)
 PADDING_LOGIT = -1e8  # as sb3-contrib masks: probability 0, but no NaN from -inf - -inf
