@@ -29,10 +29,10 @@ from stable_baselines3.common.type_aliases import Schedule
 from torch import nn
 from torch.distributions import Categorical
 
+import graphtransfer.nn.message_passing as message_passing
 from graphtransfer.config import ModelConfig
 from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.envs.protocol import Head
-from graphtransfer.nn import message_passing
 from graphtransfer.nn.batching import DisjointGraph
 from graphtransfer.nn.distributions import NodeWiseCategorical
 from graphtransfer.nn.extractor import GNNExtractor
