@@ -63,6 +63,8 @@ def run_mlp(layers: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
     """
     if torch.is_grad_enabled():
         return layers(x)
+    if x.numel() * x.element_size() <= message_passing.BLOCK_BYTES:  # a small batch: no blocks to work out
+        return mlp_in_place(layers, x)
     linears = [layer for layer in layers if isinstance(layer, nn.Linear)]
     widest = max([x.shape[-1]] + [layer.out_features for layer in linears])
     size = max(1, message_passing.BLOCK_BYTES // (math.prod(x.shape[1:-1]) * widest * x.element_size()))
