@@ -31,6 +31,18 @@ def test_to_disjoint_matches_pyg_batch():
     assert torch.equal(merged.batch, reference.batch)
 
 
+def test_a_padded_batch_of_one_is_its_leading_rows():
+    """A batch of one (acting, rollouts) takes views of its real rows, as the general path takes them."""
+    graphs = [erdos_renyi(7, 3.0, 7), erdos_renyi(12, 3.0, 12)]
+    _, obs = padded_batch(graphs)  # padded to 12 nodes: the first sample has padding rows and edge slots
+    together = to_disjoint(obs)
+    first = {k: v[:1].float() if k != "x" else v[:1] for k, v in obs.items()}  # float indices, as SB3's buffer stores them
+    alone = to_disjoint(first)
+    assert torch.equal(alone.x, together.x[:7]) and torch.equal(alone.batch, torch.zeros(7, dtype=torch.long))
+    assert torch.equal(alone.edge_index, together.edge_index[:, together.batch[together.edge_index[0]] == 0])
+    assert torch.equal(alone.node_mask, together.node_mask[:1]) and torch.equal(alone.edge_mask, together.edge_mask[:1])
+
+
 def test_to_disjoint_accepts_float_indices_from_sb3_buffer():
     _, obs = padded_batch([erdos_renyi(9, 3.0, 1), erdos_renyi(6, 2.0, 2)])
     as_float = {k: v.float() for k, v in obs.items()}

@@ -48,6 +48,8 @@ def to_disjoint(obs: dict[str, torch.Tensor]) -> DisjointGraph:
     """
     x = obs["x"].float()
     batch_size, max_nodes, _ = x.shape
+    if batch_size == 1:
+        return _one_graph(obs, x)
     num_nodes = obs["num_nodes"].reshape(batch_size).long()
     num_edges = obs["num_edges"].reshape(batch_size).long()
     edge_index = obs["edge_index"].long()
@@ -63,6 +65,20 @@ def to_disjoint(obs: dict[str, torch.Tensor]) -> DisjointGraph:
         return DisjointGraph(x.reshape(-1, x.shape[2]), shifted.transpose(0, 1).reshape(2, -1), batch, node_mask, edge_mask, attr)
     attr = None if edge_attr is None else edge_attr.float()[edge_mask]
     return DisjointGraph(x[node_mask], shifted.transpose(0, 1)[:, edge_mask], batch, node_mask, edge_mask, attr)
+
+
+def _one_graph(obs: dict[str, torch.Tensor], x: torch.Tensor) -> DisjointGraph:
+    """:func:`to_disjoint` of a batch of one (acting, rollouts, the solve): its real rows are
+    leading slices, so the graph is views of them (the edge ids need no shift)."""
+    num_nodes, num_edges = int(obs["num_nodes"].reshape(-1)[0]), int(obs["num_edges"].reshape(-1)[0])
+    edge_index = obs["edge_index"]
+    device = x.device
+    node_mask = (torch.arange(x.shape[1], device=device) < num_nodes)[None]
+    edge_mask = (torch.arange(edge_index.shape[2], device=device) < num_edges)[None]
+    edge_attr = obs.get("edge_attr")
+    attr = None if edge_attr is None else edge_attr[0, :num_edges].float()
+    batch = torch.zeros(num_nodes, dtype=torch.long, device=device)
+    return DisjointGraph(x[0, :num_nodes], edge_index[0, :, :num_edges].long(), batch, node_mask, edge_mask, attr)
 
 
 class IncomingEdges(NamedTuple):
@@ -152,6 +168,8 @@ def shared_edges(obs: dict[str, torch.Tensor]) -> torch.Tensor | None:
     """
     num_nodes, num_edges = obs["num_nodes"].reshape(-1), obs["num_edges"].reshape(-1)
     edges = int(num_edges[0])
+    if num_nodes.numel() == 1:
+        return obs["edge_index"][0, :, :edges].long()
     if bool((num_nodes != num_nodes[0]).any()) or bool((num_edges != edges).any()):
         return None
     edge_index = obs["edge_index"][:, :, :edges]
