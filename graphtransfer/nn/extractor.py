@@ -20,7 +20,7 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from graphtransfer.config import CONVS
 from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.nn.batching import DisjointGraph, IncomingEdges, incoming_edges, shared_edges, to_disjoint
-from graphtransfer.nn.message_passing import ALL_ROWS, GraphStructure, layer_function, relu, residual_relu
+from graphtransfer.nn.message_passing import GraphStructure, layer_function, relu, residual_relu
 from graphtransfer.nn.pooling import mean_max_pool
 
 CSR_MIN_EDGES = 0  # structure path from 0 edges: it beat gathered edges from 200 nodes up (GCN 5x at 10k); bench and tests raise it
@@ -256,10 +256,11 @@ class GNNExtractor(BaseFeaturesExtractor):
             out = self._with_edges(conv(h.transpose(0, 1), structure.edge_index).transpose(0, 1), index, context)
             out = torch.relu(out).contiguous()
             return h + out if self._residual(index) else out
-        blocks = [ALL_ROWS] if torch.is_grad_enabled() else structure.row_blocks(h.shape[1] * self.width * h.element_size())
-        if len(blocks) > 1:
-            return self._layer_in_row_blocks(function, index, h, structure, context, blocks)
-        out = self._with_edges(function(conv, h, structure), index, context)  # one block: the whole layer, as fast
+        if not torch.is_grad_enabled():
+            blocks = structure.row_blocks(h.shape[1] * self.width * h.element_size())
+            if len(blocks) > 1:
+                return self._layer_in_row_blocks(function, index, h, structure, context, blocks)
+        out = self._with_edges(function(conv, h, structure), index, context)  # with gradients, or one block: the whole layer
         return residual_relu(h, out) if self._residual(index) else relu(out)
 
     def _layer_in_row_blocks(
@@ -271,13 +272,14 @@ class GNNExtractor(BaseFeaturesExtractor):
         context: torch.Tensor | None,
         blocks: list[slice],
     ) -> torch.Tensor:
-        """Layer ``index`` without gradients, one block of output rows of ``blocks`` at a time
-        (:meth:`GraphStructure.row_blocks`, about :data:`~graphtransfer.nn.message_passing.BLOCK_BYTES`
-        of output each): each block's aggregation,
-        products, edge term and activation run while it is in cache, written into the layer's
-        output, so no whole-graph temporary is made or read again. The same values as the whole
-        layer at once; at 250k nodes 15% faster on a grid in locality order, level to 6% on a
-        random graph, whose time is the sparse product's gathers (``bench/RESULTS.md``, "Row blocks").
+        """Layer ``index`` without gradients, one of ``blocks`` of output rows at a time
+        (:meth:`GraphStructure.row_blocks`, about
+        :data:`~graphtransfer.nn.message_passing.BLOCK_BYTES` of output each): each block's
+        aggregation, products, edge term and activation run while it is in cache, written into
+        the layer's output, so no whole-graph temporary is made or read again. The same values
+        as the whole layer at once; at 250k nodes 15% faster on a grid in locality order, level
+        to 6% on a random graph, whose time is the sparse product's gathers
+        (``bench/RESULTS.md``, "Row blocks").
 
         Shapes:
             h: ``(N, B, F)`` contiguous; context: ``(N, B, F_e)`` or ``None``; returns ``(N, B, width)``.
