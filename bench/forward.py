@@ -67,12 +67,11 @@ def graph_edges(graph: str):
     """The edges of ``graph`` as numpy ``(2, E)`` int64: the recipe's random graph, or the grid
     relabelled for locality."""
     import numpy as np
-    import torch
 
     sys.path.insert(0, str(RECIPE))
     from naive_graph_env import random_graph_edge_index
 
-    from graphtransfer.nn.message_passing import locality_order
+    from graphtransfer.graphs.ordering import locality_order
 
     if graph == "random":
         return random_graph_edge_index(NODES, 4.0, 0), NODES
@@ -81,9 +80,9 @@ def graph_edges(graph: str):
     b = np.concatenate([ids[:, 1:].ravel(), ids[1:, :].ravel()])
     edges = np.stack([np.concatenate([a, b]), np.concatenate([b, a])])
     num_nodes = GRID_SIDE * GRID_SIDE
-    new_id = torch.empty(num_nodes, dtype=torch.long)
-    new_id[locality_order(torch.from_numpy(edges), num_nodes)] = torch.arange(num_nodes)
-    return new_id[torch.from_numpy(edges)].numpy(), num_nodes
+    new_id = np.empty(num_nodes, dtype=np.int64)
+    new_id[locality_order(edges, num_nodes)] = np.arange(num_nodes)
+    return new_id[edges], num_nodes
 
 
 def ours(graph: str, model: str) -> dict:

@@ -38,6 +38,13 @@ DECODINGS: tuple[str, ...] = typing.get_args(Decoding)
 valid nodes commit)"""
 DEFAULT_COMMIT_FRACTION = 0.1
 """node-choice heads commit this share of the valid nodes per pass by default; drawn node-wise decoding every node (1.0)"""
+NodeOrder = Literal["auto", "given"]
+NODE_ORDERS: tuple[str, ...] = typing.get_args(NodeOrder)
+"""the order inference numbers a graph's nodes in: ``auto`` (the default: in locality order, reverse Cuthill-McKee, for
+tasks that allow it on graphs of :data:`RENUMBER_FROM_NODES` or more; the solution is written in the graph's own order)
+or ``given`` (as the file lists them)"""
+RENUMBER_FROM_NODES = 50_000
+"""``--node-order auto`` renumbers graphs of this many nodes or more; smaller ones fit the caches as they are"""
 LOCAL_MAX_COMMIT_FRACTION = 0.02
 """the local-max decoding's candidates per pass: the surest undecided nodes, this share of the graph's node count"""
 AUTO_ROLLOUTS = "auto"

@@ -44,6 +44,10 @@ class GraphEnv(gym.Env):
     """episode length at inference (None: the training horizon); see graphtransfer.envs.protocol"""
     solution_header: ClassVar[str] = "node,decision"
     """CSV header of what :meth:`solution` returns"""
+    renumberable: ClassVar[bool] = False
+    """the task depends on the graph's edges alone (no weight, feature or rule tied to a node's number) and its solution
+    is one row per node, so inference may renumber the nodes for speed (:mod:`graphtransfer.graphs.ordering`) and put
+    the solution back in the graph's own order"""
 
     def __init__(self, graphs: Graphs, horizon: int = 32):
         graphs = as_graphs(graphs)

@@ -27,6 +27,13 @@ from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
 
 
+def renumberable(config: RunConfig) -> bool:
+    """Whether the run's task lets inference renumber a graph's nodes (a built-in task that
+    declares :attr:`~graphtransfer.envs.base.GraphEnv.renumberable`; a user env never: its rules
+    may depend on node numbers in ways no declaration here can check)."""
+    return config.env is None and _task(config.task).renumberable
+
+
 def run_env(config: RunConfig, graphs: Sequence[Graph]) -> gym.Env:
     """The run's env over ``graphs``, with the run's training horizon."""
     return make_env(config.task, config.env, config.env_kwargs, graphs, config.horizon)

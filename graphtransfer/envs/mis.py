@@ -46,6 +46,7 @@ class MISEnv(GraphEnv):
     objective_name = "independent set size"
     inference_horizon = 256  # passes allowed at inference, where graphs are far larger
     commit_action, defer_action = INCLUDE, DEFER  # what a commit fraction below 1 lets the surest nodes do, and the rest
+    renumberable = True
 
     def __init__(self, graphs: Graphs, horizon: int = 32):
         super().__init__(graphs, horizon)

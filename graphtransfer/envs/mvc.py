@@ -33,6 +33,7 @@ class MVCEnv(GraphEnv):
     head = Head.NODE_CHOICE
     sense = "min"
     objective_name = "vertex cover size"
+    renumberable = True
 
     def __init__(self, graphs: Graphs, horizon: int | None = None):
         graphs = as_graphs(graphs)
@@ -109,6 +110,7 @@ class WeightedMVCEnv(MVCEnv):
 
     num_features = 6
     objective_name = "vertex cover weight"
+    renumberable = False  # a node's weight follows from its number
 
     def _start(self) -> None:
         super()._start()

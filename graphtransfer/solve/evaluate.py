@@ -22,6 +22,7 @@ from graphtransfer.envs.protocol import features_of
 from graphtransfer.graphs import Graph, load_graphs
 from graphtransfer.solve.inference import DRAWN, LOCAL_MAX, Solution, check_decoding, peak_rss_mib
 from graphtransfer.solve.loading import DEFAULT_RUNTIME, Runtime, policy_for_graphs
+from graphtransfer.solve.ordering import solving_order
 from graphtransfer.solve.rollouts import best_of_rollouts, rollout_count
 
 
@@ -81,6 +82,7 @@ def evaluate(
     seed: int = 0,
     commit_fraction: float | None = None,
     decoding: str | None = None,
+    node_order: str = "auto",
 ) -> list[EvalRow]:
     """Run the policy under each decoding and every baseline of the task on each graph.
 
@@ -92,19 +94,22 @@ def evaluate(
             (``drawn``; the local-max decoding draws none, so its row would repeat the first).
         commit_fraction, decoding: as in :func:`graphtransfer.solve.inference.solve`.
         polish: also report the best decoding and every baseline after the task's local search.
+        node_order: ``auto`` solves large MIS and MVC graphs renumbered in locality order, ``given``
+            as numbered; solutions come back in the graph's own order (:mod:`graphtransfer.solve.ordering`).
     """
     baselines = BASELINES.get(config.task, {}) if config.env is None else {}
     polisher = POLISH.get(config.task) if polish and config.env is None else None
     rows = []
     for graph in graphs:
-        env = inference_env(config, graph, max_passes)
+        order = solving_order(config, graph, node_order)
+        env = inference_env(config, order.graph, max_passes)
         features = features_of(env)
         options = {"seed": seed, "commit_fraction": commit_fraction, "finish": finish_rule(config), "decoding": decoding}
         options["rollouts"] = rollout_count(rollouts, graph.num_nodes)
         drawn = check_decoding(env, features, decoding) == DRAWN
-        decodings = {"sampled" if drawn else LOCAL_MAX: best_of_rollouts(policy, env, **options)}
+        decodings = {"sampled" if drawn else LOCAL_MAX: order.restore(best_of_rollouts(policy, env, **options))}
         if deterministic and drawn:
-            decodings["deterministic"] = best_of_rollouts(policy, env, deterministic=True, **options)
+            decodings["deterministic"] = order.restore(best_of_rollouts(policy, env, deterministic=True, **options))
         row = EvalRow(
             graph, decodings, [_run_baseline(name, fn, env.unwrapped, graph, polisher) for name, fn in baselines.items()], features.sense
         )

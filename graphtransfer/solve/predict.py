@@ -16,6 +16,7 @@ from graphtransfer.io import atomic_write, check_output_file
 from graphtransfer.solve.evaluate import finish_rule
 from graphtransfer.solve.inference import Solution
 from graphtransfer.solve.loading import DEFAULT_RUNTIME, Runtime, policy_for_graphs
+from graphtransfer.solve.ordering import solving_order
 from graphtransfer.solve.rollouts import best_of_rollouts, rollout_count
 
 
@@ -33,6 +34,7 @@ def predict(
     mixed_precision: bool = False,
     env: str | None = None,
     force: bool = False,
+    node_order: str = "auto",
 ) -> tuple[Graph, Solution]:
     """Run the model in folder ``model`` on ``graph`` (a :class:`Graph` or what names one); write
     the solution to ``out`` as CSV.
@@ -45,8 +47,10 @@ def predict(
     (:mod:`graphtransfer.solve.rollouts`). A graph too large for the memory available is
     refused before anything is built (:mod:`graphtransfer.solve.memory`). ``max_nodes_per_batch``
     runs the layers in chunks of that many nodes (same solution, less memory);
-    ``mixed_precision``, bfloat16 message passing on CUDA. ``env`` names the user env of a model
-    trained on one. ``out`` never replaces the graph, the model's files or a folder, and replaces
+    ``mixed_precision``, bfloat16 message passing on CUDA. ``node_order`` ``auto`` solves large MIS
+    and MVC graphs renumbered in locality order, ``given`` as the file numbers them; the solution is
+    in the graph's own order either way (:mod:`graphtransfer.solve.ordering`). ``env`` names the
+    user env of a model trained on one. ``out`` never replaces the graph, the model's files or a folder, and replaces
     an existing file only with ``force``.
     """
     checkpoint = read_checkpoint(model, env)
@@ -54,7 +58,7 @@ def predict(
         check_output_file(Path(out), [] if isinstance(graph, Graph) else [resolve(graph)], force)
     loaded = graph if isinstance(graph, Graph) else load_graph(graph)
     options = {"deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction, "decoding": decoding}
-    options["rollouts"] = rollouts
+    options |= {"rollouts": rollouts, "node_order": node_order}
     runtime = Runtime(max_nodes_per_batch, mixed_precision)
     solution, header = predict_graph(checkpoint, loaded, max_passes=max_passes, runtime=runtime, **options)
     if out is not None:
@@ -69,18 +73,22 @@ def predict_graph(
     runtime: Runtime = DEFAULT_RUNTIME,
     env: str | None = None,
     rollouts: int | str = AUTO_ROLLOUTS,
+    node_order: str = "auto",
     **options,
 ) -> tuple[Solution, str]:
     """The policy of a model (a folder, or a checkpoint already read) on one graph: the best
-    solution of its ``rollouts`` and its CSV header.
+    solution of its ``rollouts``, in the graph's own node order whatever ``node_order`` it was
+    solved in (:func:`graphtransfer.solve.ordering.solving_order`), and its CSV header.
 
     One graph's run depends only on the model, the graph and ``options`` (those of
     :func:`graphtransfer.solve.inference.solve`), so workers that each call this give what a serial loop gives.
     """
     count = rollout_count(rollouts, graph.num_nodes)  # before the model loads: a bad count is the user's to fix first
-    loaded = policy_for_graphs(model, [graph], runtime, env, max_passes)
-    finish = finish_rule(loaded.checkpoint.config)
-    return best_of_rollouts(loaded.policy, loaded.env, count, finish=finish, **options), features_of(loaded.env).solution_header
+    checkpoint = model if isinstance(model, Checkpoint) else read_checkpoint(model, env)
+    order = solving_order(checkpoint.config, graph, node_order)
+    loaded = policy_for_graphs(checkpoint, [order.graph], runtime, env, max_passes)
+    solution = best_of_rollouts(loaded.policy, loaded.env, count, finish=finish_rule(checkpoint.config), **options)
+    return order.restore(solution), features_of(loaded.env).solution_header
 
 
 def write_solution(path: str | Path, solution: np.ndarray, header: str, node_ids: np.ndarray | None = None) -> None:
