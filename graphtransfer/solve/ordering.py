@@ -9,6 +9,7 @@ given order's by about as much as two seeds' do (bench/RESULTS.md, "Node order")
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -28,15 +29,18 @@ class SolvingOrder:
     graph: Graph
     order: np.ndarray | None = None
     """``(num_nodes,)`` int64: ``order[k]`` is the position in the given graph of node ``k``; ``None``: as given"""
+    seconds: float = 0.0
+    """what choosing the order and renumbering took"""
 
     def restore(self, solution: Solution) -> Solution:
-        """``solution`` with its per-node rows (and the finishing rule's) in the given graph's order."""
+        """``solution`` with its per-node rows (and the finishing rule's) in the given graph's order,
+        and its seconds counting the renumbering's."""
         if self.order is None:
-            return solution
+            return replace(solution, seconds=solution.seconds + self.seconds)
         finished = solution.finished
         if finished is not None:
             finished = replace(finished, solution=self._given(finished.solution))
-        return replace(solution, solution=self._given(solution.solution), finished=finished)
+        return replace(solution, solution=self._given(solution.solution), finished=finished, seconds=solution.seconds + self.seconds)
 
     def _given(self, rows: np.ndarray) -> np.ndarray:
         given = np.empty_like(rows)
@@ -53,5 +57,8 @@ def solving_order(config: RunConfig, graph: Graph, node_order: str = "auto") -> 
         raise UsageError(f"node order {node_order!r}; choose one of {', '.join(NODE_ORDERS)}")
     if node_order == "given" or graph.num_nodes < RENUMBER_FROM_NODES or not renumberable(config):
         return SolvingOrder(graph)
+    started = time.perf_counter()
     order = better_order(graph)
-    return SolvingOrder(graph) if order is None else SolvingOrder(renumbered(graph, order), order)
+    if order is None:
+        return SolvingOrder(graph, seconds=time.perf_counter() - started)
+    return SolvingOrder(renumbered(graph, order), order, time.perf_counter() - started)
