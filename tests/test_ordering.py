@@ -12,7 +12,7 @@ from graphtransfer.config import RunConfig
 from graphtransfer.envs.mis import is_independent_set
 from graphtransfer.graphs import delaunay, erdos_renyi, read_graph, write_graph
 from graphtransfer.graphs.graph import from_edges, with_ids
-from graphtransfer.graphs.ordering import better_order, locality_order, mean_span, renumbered
+from graphtransfer.graphs.ordering import better_order, grows_like_an_expander, locality_order, mean_span, renumbered
 from graphtransfer.solve.predict import predict_graph
 from tests.brute_force import is_maximal_independent
 
@@ -25,6 +25,10 @@ def shuffled(graph, seed=0):
     edges = new_number[graph.edge_index]
     shuffled_graph, _, _ = from_edges(edges[0], edges[1], graph.num_nodes, graph.name)
     return shuffled_graph
+
+
+def edges_by_id(graph):
+    return {(graph.node_ids[a], graph.node_ids[b]) for a, b in graph.edge_index.T.tolist()}
 
 
 def path_graph(n):
@@ -40,13 +44,29 @@ def test_locality_order_numbers_a_shuffled_path_consecutively():
     assert mean_span(graph.edge_index) > 5
 
 
+def grid(side, seed=0):
+    """A ``side`` x ``side`` grid with its nodes numbered at random."""
+    ids = np.random.default_rng(seed).permutation(side * side).reshape(side, side)
+    a = np.concatenate([ids[:, :-1].ravel(), ids[:-1, :].ravel()])
+    b = np.concatenate([ids[:, 1:].ravel(), ids[1:, :].ravel()])
+    graph, _, _ = from_edges(a, b, side * side, "grid")
+    return graph
+
+
 def test_renumbered_keeps_every_edge_and_the_graphs_own_ids():
     graph = with_ids(shuffled(path_graph(6)), np.array([10, 20, 30, 40, 50, 60]))
     order = np.array([3, 0, 5, 1, 4, 2])
     new = renumbered(graph, order)
     assert new.node_ids.tolist() == [40, 10, 60, 20, 50, 30]  # new node k is old node order[k], with its id
-    as_ids = lambda g: {(g.node_ids[a], g.node_ids[b]) for a, b in g.edge_index.T.tolist()}
-    assert as_ids(new) == as_ids(graph)
+    assert edges_by_id(new) == edges_by_id(graph)
+    keys = new.edge_index[1] * 6 + new.edge_index[0]
+    assert (np.diff(keys) > 0).all()  # listed by destination, then source
+
+
+def test_expanders_are_told_from_graphs_with_locality():
+    assert grows_like_an_expander(erdos_renyi(20000, 8.0, 0))  # balls grow about 7x a step
+    assert not grows_like_an_expander(grid(150))  # balls grow by a ring
+    assert not grows_like_an_expander(shuffled(delaunay(20000, 0)))
 
 
 def test_better_order_renumbers_a_shuffled_mesh_and_keeps_random_and_local_graphs():
@@ -55,6 +75,7 @@ def test_better_order_renumbers_a_shuffled_mesh_and_keeps_random_and_local_graph
     assert order is not None
     assert mean_span(renumbered(mesh, order).edge_index) * 4 <= mean_span(mesh.edge_index)
     assert better_order(erdos_renyi(3000, 8.0, 0)) is None  # no locality to recover
+    assert better_order(grid(60)) is not None
     assert better_order(renumbered(mesh, order)) is None  # local as numbered already
 
 
@@ -77,6 +98,7 @@ def test_a_renumbered_solve_is_a_maximal_independent_set_in_the_graphs_own_order
     given, _ = predict_graph(checkpoint, mesh, node_order="given", rollouts=1)
     monkeypatch.setattr(solve_ordering, "RENUMBER_FROM_NODES", 1000)
     renumbered_run, _ = predict_graph(checkpoint, mesh, rollouts=1)
+    assert renumbered_run.renumbered and not given.renumbered
     chosen = renumbered_run.solution
     assert chosen.shape == (mesh.num_nodes,)
     assert is_independent_set(mesh, chosen) and is_maximal_independent(mesh, chosen)
@@ -87,13 +109,14 @@ def test_a_renumbered_solve_is_a_maximal_independent_set_in_the_graphs_own_order
 
 
 def test_predict_cli_writes_a_renumbered_solution_in_the_files_ids(tiny_model, tmp_path, monkeypatch):
-    mesh = with_ids(shuffled(delaunay(2000, 2)), np.arange(2000) * 7 + 3)
+    mesh = with_ids(shuffled(delaunay(6000, 2)), np.arange(6000) * 7 + 3)
     graph_file = tmp_path / "mesh.txt"
     write_graph(mesh, graph_file)
     monkeypatch.setattr(solve_ordering, "RENUMBER_FROM_NODES", 1000)
     out = tmp_path / "s.csv"
     result = runner.invoke(app, ["predict", "--model", str(tiny_model("mis")), "--graph", str(graph_file), "--out", str(out)])
     assert result.exit_code == 0, result.output
+    assert "solved with the nodes renumbered for locality (--node-order auto)" in result.output
     rows = np.loadtxt(out, delimiter=",", skiprows=1, dtype=np.int64)
     read = read_graph(graph_file)
     assert rows[:, 0].tolist() == read.ids().tolist()  # rows in the file's order, named by its ids

@@ -458,6 +458,8 @@ def predict(
     _use_threads(threads, loaded.num_nodes)
     loaded, solution = run_predict(model, loaded, out, **options)
     typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges; node ids {loaded.describe_ids()}")
+    if solution.renumbered:
+        typer.echo("solved with the nodes renumbered for locality (--node-order auto); the CSV is in the graph's own order")
     typer.echo(
         f"objective {solution.objective:.6g} in {solution.passes} passes, {_rollouts_run(solution, seed)}, {solution.seconds:.2f} s, "
         f"peak memory {solution.peak_rss_mib:.0f} MiB (process RSS)"

@@ -45,6 +45,7 @@ class Solution:
     seed: int = 0  # of the rollout that gave it
     decoding: str = ""  # the decoding that gave it: local-max or drawn
     rollouts: int = 1  # how many rollouts it is the best of (see graphtransfer.solve.rollouts); seconds count them all
+    renumbered: bool = False  # solved with the nodes renumbered in locality order (graphtransfer.solve.ordering), rows put back
 
 
 def obs_to_tensors(obs: dict[str, np.ndarray], device: torch.device) -> dict[str, torch.Tensor]:

@@ -40,7 +40,8 @@ class SolvingOrder:
         finished = solution.finished
         if finished is not None:
             finished = replace(finished, solution=self._given(finished.solution))
-        return replace(solution, solution=self._given(solution.solution), finished=finished, seconds=solution.seconds + self.seconds)
+        rows = self._given(solution.solution)
+        return replace(solution, solution=rows, finished=finished, seconds=solution.seconds + self.seconds, renumbered=True)
 
     def _given(self, rows: np.ndarray) -> np.ndarray:
         given = np.empty_like(rows)
