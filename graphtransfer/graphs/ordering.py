@@ -3,9 +3,9 @@
 A GNN layer gathers every node's neighbours' rows. When neighbours have nearby numbers those
 rows are already in cache; in a file that lists a mesh's or a geometric graph's nodes in random
 order, every gather is a cache miss once the graph's activations outgrow the cache. Renumbering
-by reverse Cuthill–McKee once, where the graph is read, recovers the locality: the whole MIS
-solve on a 250,000-node random geometric graph took 1.66 s instead of 2.7 s (bench/RESULTS.md,
-"Node order"). Random graphs have no locality to recover: there reverse Cuthill–McKee shortens
+by reverse Cuthill–McKee once, before a solve, recovers the locality: the whole MIS solve of a
+250,000-node random geometric graph took 2.03 s instead of 2.72 s, the renumbering included
+(bench/RESULTS.md, "Node order"). Random graphs have no locality to recover: there reverse Cuthill–McKee shortens
 the edges by 10-20% and changes nothing measurable, so :func:`better_order` keeps their order.
 """
 
