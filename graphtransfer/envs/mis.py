@@ -61,7 +61,9 @@ class MISEnv(GraphEnv):
         episode graph's order by destination: the message passing then needs no sort."""
         undecided = self.status == UNDECIDED
         src, dst = self._live
-        self._live = np.compress(undecided[src] & undecided[dst], self._live, axis=1)  # 5x faster than [:, mask] on 2 rows
+        kept = undecided[src] & undecided[dst]
+        if not kept.all():  # an episode's first observation keeps every edge: no copy of them
+            self._live = np.compress(kept, self._live, axis=1)  # 5x faster than [:, mask] on 2 rows
         return self._live
 
     def active_nodes(self) -> np.ndarray:
@@ -107,7 +109,9 @@ def by_destination(graph: Graph) -> np.ndarray:
     cached = _BY_DESTINATION.get(id(graph))
     if cached is None or cached[0] is not graph:
         order = stable_order(graph.edge_index[1])
-        cached = _BY_DESTINATION[id(graph)] = (graph, np.ascontiguousarray(graph.edge_index[:, order]))
+        # np.take writes the rows C-contiguous at once: indexing [:, order] gave a Fortran-ordered copy that needed a
+        # second one (2M edges: 0.19 s of a 250k solve's first pass, against 0.06 s)
+        cached = _BY_DESTINATION[id(graph)] = (graph, np.take(graph.edge_index, order, axis=1))
     return cached[1]
 
 
