@@ -10,14 +10,13 @@ Prints a Markdown table for bench/RESULTS.md. Not part of the test run.
 
 from __future__ import annotations
 
-import argparse
 import re
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from bench.predict_scale import run
+from bench.predict_scale import arguments, run
 from graphtransfer.graphs import barabasi_albert, delaunay, erdos_renyi, random_geometric, write_graph
 
 FAMILIES = {
@@ -36,11 +35,7 @@ def solve_line(output: str) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", required=True, help="an MIS model folder (make demo's runs/mis/small)")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--sizes", default="250000,1000000")
-    args = parser.parse_args()
+    args = arguments(__doc__.splitlines()[0], "250000,1000000")
     folder = Path(tempfile.mkdtemp(prefix="node-order-"))
     command = f"python -m bench.node_order --model {args.model} --repeats {args.repeats} --sizes {args.sizes}"
     print(f"`{command}`, {time.strftime('%Y-%m-%d %H:%M')}, load {' '.join(open('/proc/loadavg').read().split()[:3])} before\n")

@@ -49,12 +49,17 @@ def medians(args: list[str], repeats: int) -> dict[str, float]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(description: str, sizes: str) -> argparse.Namespace:
+    """The options of the benches that time whole predict commands: an MIS model, repeats and node counts."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--model", required=True, help="an MIS model folder (make demo's runs/mis/small)")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--sizes", default="10000,100000,250000,1000000")
-    args = parser.parse_args()
+    parser.add_argument("--sizes", default=sizes)
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments(__doc__.splitlines()[0], "10000,100000,250000,1000000")
     folder = Path(tempfile.mkdtemp(prefix="predict-scale-"))
     load = open("/proc/loadavg").read().split()[:3] if Path("/proc/loadavg").exists() else ["?"]
     when = time.strftime("%Y-%m-%d %H:%M")
