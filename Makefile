@@ -27,12 +27,13 @@ test: install  ## the test suite (what CI runs)
 docs: install  ## the documentation site into site/ (mkdocs, strict: a warning fails the build)
 	$(BIN)/python -m mkdocs build --strict
 
-bench: install  ## ratios against ../shared/plain-recipe, run as it is (about 50 minutes on 2 cores; not part of test)
+bench: install  ## ratios against ../shared/plain-recipe, run as it is (about 65 minutes on 2 cores; not part of test)
 	$(BIN)/python -m bench.forward --repeats 5 --threads 1
 	$(BIN)/python -m bench.training_recipe
 	$(BIN)/python -m bench.training_recipe --model gcn2
 	test -f runs/mis/small/config.json || $(BIN)/graphtransfer train --task mis --graphs small
 	$(BIN)/python -m bench.predict_scale --model runs/mis/small
+	$(BIN)/python -m bench.node_order --model runs/mis/small
 
 lint: install
 	$(BIN)/ruff check graphtransfer tests sample_graphs bench examples
