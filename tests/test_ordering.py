@@ -13,6 +13,8 @@ from graphtransfer.envs.mis import is_independent_set
 from graphtransfer.graphs import delaunay, erdos_renyi, read_graph, write_graph
 from graphtransfer.graphs.graph import from_edges, with_ids
 from graphtransfer.graphs.ordering import better_order, grows_like_an_expander, locality_order, mean_span, renumbered
+from graphtransfer.reporting.report import rows_to_json
+from graphtransfer.solve.evaluate import EvalRow
 from graphtransfer.solve.predict import predict_graph
 from tests.brute_force import is_maximal_independent
 
@@ -106,6 +108,8 @@ def test_a_renumbered_solve_is_a_maximal_independent_set_in_the_graphs_own_order
     assert abs(renumbered_run.objective - given.objective) <= 0.05 * given.objective  # as good as another seed
     unchanged, _ = predict_graph(checkpoint, mesh, node_order="given", rollouts=1)
     assert np.array_equal(unchanged.solution, given.solution)  # --node-order given: the decoding of before
+    rows = rows_to_json([EvalRow(mesh, {"local-max": renumbered_run, "given": given}, [])])
+    assert [d["renumbered"] for d in rows[0]["decodings"].values()] == [True, False]  # eval's JSON says which order ran
 
 
 def test_predict_cli_writes_a_renumbered_solution_in_the_files_ids(tiny_model, tmp_path, monkeypatch):
