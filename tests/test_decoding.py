@@ -14,7 +14,7 @@ from graphtransfer.errors import UsageError
 from graphtransfer.graphs import barabasi_albert, erdos_renyi, random_geometric
 from graphtransfer.graphs.generators import delaunay
 from graphtransfer.nn import build_policy
-from graphtransfer.solve.inference import local_max_commits, patient_actions, settle_clashes, solve
+from graphtransfer.solve.inference import local_max_commits, patient_actions, settle_clashes, solve, with_gumbel_noise
 from tests.brute_force import is_independent, is_maximal_independent, is_vertex_cover
 
 
@@ -187,14 +187,41 @@ def test_local_max_and_drawn_decodings_agree_where_every_maximal_set_is_the_same
         assert found.objective == cliques, decoding
 
 
-def test_local_max_is_refused_where_it_cannot_apply():
+@pytest.mark.parametrize("decoding", ["local-max", "local-max-sampled"])
+def test_local_max_is_refused_where_it_cannot_apply(decoding):
     graph = erdos_renyi(60, 4.0, 0)
     policy, env = untrained_maxcut(graph)
-    with pytest.raises(UsageError, match="MaxCutEnv names neither commit_action and defer_action"):
-        solve(policy, env, decoding="local-max")
+    with pytest.raises(UsageError, match=f"MaxCutEnv names neither commit_action and defer_action .* so the {decoding} decoding"):
+        solve(policy, env, decoding=decoding)
     policy, env, _ = _mis_policy_and_env(graph)
-    with pytest.raises(UsageError, match="decoding 'greedy' is not one of local-max, drawn"):
+    with pytest.raises(UsageError, match="decoding 'greedy' is not one of local-max, drawn, local-max-sampled"):
         solve(policy, env, decoding="greedy")
+
+
+# local-max-sampled: local-max on a ranking drawn near the policy's, what every other rollout of --rollouts auto runs.
+
+
+def test_gumbel_noise_at_scale_one_draws_the_first_place_in_proportion_to_exp_scores():
+    scores = torch.log(torch.tensor([0.6, 0.3, 0.1])).repeat(20_000, 1)
+    first = with_gumbel_noise(scores, 1.0, torch.Generator().manual_seed(0)).argmax(dim=1)
+    shares = torch.bincount(first, minlength=3) / first.numel()
+    assert torch.allclose(shares, torch.tensor([0.6, 0.3, 0.1]), atol=0.015)
+    sharper = with_gumbel_noise(scores, 0.1, torch.Generator().manual_seed(0)).argmax(dim=1)
+    assert (sharper == 0).float().mean() > 0.99  # a small scale keeps the scores' own order
+
+
+def test_sampled_local_max_gives_maximal_sets_that_differ_by_seed_and_repeat_for_one(tiny_model):
+    graph = delaunay(400, 2)
+    policy, env = _trained_mis(tiny_model, graph)
+    runs = [solve(policy, env, seed=seed, decoding="local-max-sampled", finish=FINISH["mis"]) for seed in range(4)]
+    for found in runs:
+        assert found.decoding == "local-max-sampled" and found.finished.undecided == 0 and found.finished.by_rule == 0
+        assert is_maximal_independent(graph, found.solution)
+    again = solve(policy, env, seed=2, decoding="local-max-sampled", finish=FINISH["mis"])
+    assert np.array_equal(again.solution, runs[2].solution)
+    plain = solve(policy, env, seed=2, finish=FINISH["mis"])  # the same env features: only the ranking's noise differs
+    assert not np.array_equal(plain.solution, runs[2].solution)
+    assert len({found.solution.tobytes() for found in runs}) == 4
 
 
 def test_local_max_is_mvcs_default_and_gives_a_cover_one_candidate_at_a_time_if_asked(tiny_model):
@@ -210,3 +237,6 @@ def test_local_max_is_mvcs_default_and_gives_a_cover_one_candidate_at_a_time_if_
         assert found.feasible and is_vertex_cover(graph, found.solution)
     assert one_at_a_time.passes == one_at_a_time.objective  # one node joins the cover per pass
     assert default.passes < one_at_a_time.passes
+    sampled = solve(loaded.policy, loaded.env, decoding="local-max-sampled")
+    assert sampled.feasible and is_vertex_cover(graph, sampled.solution)
+    assert not np.array_equal(sampled.solution, default.solution)

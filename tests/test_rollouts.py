@@ -18,8 +18,8 @@ from graphtransfer.solve.rollouts import best_of_rollouts, rollout_count, rollou
 runner = CliRunner()
 
 
-@pytest.mark.parametrize(("nodes", "count"), [(20, 32), (300, 32), (1000, 10), (5000, 2), (5001, 1), (250_151, 1)])
-def test_auto_runs_many_rollouts_on_small_graphs_and_one_from_5001_nodes(nodes, count):
+@pytest.mark.parametrize(("nodes", "count"), [(20, 64), (312, 64), (1000, 20), (10_000, 2), (10_001, 1), (250_151, 1)])
+def test_auto_runs_many_rollouts_on_small_graphs_and_one_from_10001_nodes(nodes, count):
     assert rollout_count("auto", nodes) == count
 
 
@@ -29,9 +29,9 @@ def test_a_rollout_count_below_one_or_not_a_whole_number_is_refused(bad):
         rollout_count(bad, 100)
 
 
-def test_the_default_decoding_alternates_with_drawn_and_a_chosen_one_only_changes_seed():
+def test_the_default_decoding_alternates_with_its_sampled_ranking_and_a_chosen_one_only_changes_seed():
     plan = rollout_options(4, 7, None, None, "local-max")
-    assert [(p["seed"], p["decoding"]) for p in plan] == [(7, None), (8, "drawn"), (9, None), (10, "drawn")]
+    assert [(p["seed"], p["decoding"]) for p in plan] == [(7, None), (8, "local-max-sampled"), (9, None), (10, "local-max-sampled")]
     assert {p["decoding"] for p in rollout_options(3, 0, "local-max", None, "local-max")} == {"local-max"}
     assert {p["commit_fraction"] for p in rollout_options(3, 0, None, 0.01, "local-max")} == {0.01}
     assert {p["decoding"] for p in rollout_options(3, 0, None, 0.01, "local-max")} == {None}
@@ -57,11 +57,11 @@ def _predict(model, graph_file, out, *options):
     return result.output
 
 
-def test_predict_auto_runs_32_rollouts_on_50_nodes_and_one_on_a_big_graph(tiny_model, tmp_path):
+def test_predict_auto_runs_64_rollouts_on_50_nodes_and_one_on_a_big_graph(tiny_model, tmp_path):
     write_edge_list(random_geometric(50, 6.0, 1), tmp_path / "small.txt")
-    write_edge_list(barabasi_albert(6000, 3, 1), tmp_path / "big.txt")
+    write_edge_list(barabasi_albert(12_000, 3, 1), tmp_path / "big.txt")
     small = _predict(tiny_model("mis"), tmp_path / "small.txt", tmp_path / "s.csv")
-    assert re.search(r"objective \d+ in \d+ passes, best of 32 rollouts \(seeds 0-31; best: seed \d+, (local-max|drawn)\)", small)
+    assert re.search(r"objective \d+ in \d+ passes, best of 64 rollouts \(seeds 0-63; best: seed \d+, local-max(-sampled)?\)", small)
     assert ", 1 rollout, " in _predict(tiny_model("mis"), tmp_path / "big.txt", tmp_path / "b.csv")
 
 
@@ -93,7 +93,7 @@ def test_eval_says_how_many_rollouts_each_decoding_is_the_best_of(tiny_model, tm
     result = runner.invoke(app, ["eval", "--model", str(tiny_model("mis")), "--graphs", str(tmp_path / "g.txt"), "--threads", "1"])
     assert result.exit_code == 0, result.output
     header, line = result.output.splitlines()[:2]
-    assert " best of " in header and re.search(r" local-max +\d+ +yes +\d+ +32 ", line)
+    assert " best of " in header and re.search(r" local-max +\d+ +yes +\d+ +64 ", line)
 
 
 @pytest.mark.parametrize("command", [["predict", "--out", "o.csv", "--graph"], ["eval", "--graphs"]])

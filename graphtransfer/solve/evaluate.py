@@ -20,7 +20,7 @@ from graphtransfer.config import AUTO_ROLLOUTS, RunConfig
 from graphtransfer.envs.factory import inference_env
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.graphs import Graph, load_graphs
-from graphtransfer.solve.inference import DRAWN, LOCAL_MAX, Solution, check_decoding, peak_rss_mib
+from graphtransfer.solve.inference import DRAWN, Solution, check_decoding, peak_rss_mib
 from graphtransfer.solve.loading import DEFAULT_RUNTIME, Runtime, policy_for_graphs
 from graphtransfer.solve.ordering import solving_order
 from graphtransfer.solve.rollouts import best_of_rollouts, rollout_count
@@ -106,8 +106,9 @@ def evaluate(
         features = features_of(env)
         options = {"seed": seed, "commit_fraction": commit_fraction, "finish": finish_rule(config), "decoding": decoding}
         options["rollouts"] = rollout_count(rollouts, graph.num_nodes)
-        drawn = check_decoding(env, features, decoding) == DRAWN
-        decodings = {"sampled" if drawn else LOCAL_MAX: order.restore(best_of_rollouts(policy, env, **options))}
+        chosen = check_decoding(env, features, decoding)
+        drawn = chosen == DRAWN
+        decodings = {"sampled" if drawn else chosen: order.restore(best_of_rollouts(policy, env, **options))}
         if deterministic and drawn:
             decodings["deterministic"] = order.restore(best_of_rollouts(policy, env, deterministic=True, **options))
         row = EvalRow(

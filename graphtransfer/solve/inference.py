@@ -13,6 +13,7 @@ from the pooled embedding.
 
 from __future__ import annotations
 
+import functools
 import math
 import resource
 import time
@@ -25,7 +26,7 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.utils import to_dense_batch
 
 from graphtransfer.baselines.completion import FinishedSet
-from graphtransfer.config import DECODINGS, DEFAULT_COMMIT_FRACTION, LOCAL_MAX_COMMIT_FRACTION
+from graphtransfer.config import DECODINGS, DEFAULT_COMMIT_FRACTION, LOCAL_MAX_COMMIT_FRACTION, ORDER_NOISE
 from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.envs.protocol import EnvFeatures, Head, features_of
 from graphtransfer.errors import UsageError
@@ -68,7 +69,8 @@ def solve(
     Node-wise policies learn to break ties between look-alike neighbours by chance; taking each
     node's most likely action (``deterministic``) can leave such pairs rolling back until the
     pass limit (see the README's decoding table). The ``local-max`` decoding samples nothing:
-    ``deterministic`` changes nothing there, and ``seed`` only seeds the env's random features.
+    ``deterministic`` changes nothing there, and ``seed`` only seeds the env's random features;
+    ``local-max-sampled`` draws its ranking from ``seed`` too.
 
     Args:
         decoding: node-wise envs with commit and defer actions (MIS): ``local-max`` (the default;
@@ -76,8 +78,11 @@ def solve(
             with a ``commit_fraction`` below 1, see :func:`patient_actions`). Node-choice envs
             with ``step_many`` (MVC): ``local-max`` (the default: the top-scoring valid nodes
             that outscore every valid neighbour) or ``drawn`` (the top-scoring valid nodes,
-            Gumbel top-k when sampling). Other envs decode as drawn; naming ``local-max`` for
-            them is a usage error.
+            Gumbel top-k when sampling). ``local-max-sampled``, for both: local-max on the
+            policy's scores (MIS: the log-odds of including) plus Gumbel noise of scale
+            :data:`graphtransfer.config.ORDER_NOISE`, a ranking drawn near the policy's, so that
+            seeded rollouts differ. Other envs decode as drawn; naming ``local-max`` or
+            ``local-max-sampled`` for them is a usage error.
         commit_fraction: the share of the nodes that one pass may commit, most confident first
             (at least one); ``None`` is the default of the head and decoding. Node- and edge-choice
             heads: the share of the valid units committed, or under local-max the candidates as
@@ -99,7 +104,9 @@ def solve(
     features = features_of(env)
     decoding = check_decoding(env, features, decoding)
     commit_fraction = check_commit_fraction(env, features, commit_fraction, decoding)
-    act = LOCAL_MAX_STEPS[features.head] if decoding == LOCAL_MAX else STEPS[features.head]
+    act = STEPS[features.head]
+    if decoding in LOCAL_MAX_DECODINGS:
+        act = functools.partial(LOCAL_MAX_STEPS[features.head], order_noise=ORDER_NOISE if decoding == LOCAL_MAX_SAMPLED else 0.0)
     done, passes, rewards = False, 0, []
     with torch.inference_mode():
         while not done:
@@ -120,7 +127,8 @@ def solve(
     return Solution(solution, objective, feasible, passes, seconds, peak_rss_mib(), finished, seed, decoding)
 
 
-LOCAL_MAX, DRAWN = DECODINGS
+LOCAL_MAX, DRAWN, LOCAL_MAX_SAMPLED = DECODINGS
+LOCAL_MAX_DECODINGS = (LOCAL_MAX, LOCAL_MAX_SAMPLED)
 
 
 def check_decoding(env: gym.Env, features: EnvFeatures, decoding: str | None) -> str:
@@ -132,10 +140,10 @@ def check_decoding(env: gym.Env, features: EnvFeatures, decoding: str | None) ->
         return LOCAL_MAX if applies else DRAWN
     if decoding not in DECODINGS:
         raise UsageError(f"decoding {decoding!r} is not one of {', '.join(DECODINGS)}")
-    if decoding == LOCAL_MAX and not applies:
+    if decoding in LOCAL_MAX_DECODINGS and not applies:
         raise UsageError(
             f"{type(env.unwrapped).__name__} names neither commit_action and defer_action (node-wise) nor step_many (node "
-            "choice), so the local-max decoding cannot apply to it; use --decoding drawn"
+            f"choice), so the {decoding} decoding cannot apply to it; use --decoding drawn"
         )
     return decoding
 
@@ -148,7 +156,7 @@ def check_commit_fraction(env: gym.Env, features: EnvFeatures, commit_fraction: 
     if commit_fraction is None:
         if features.head.chooses:
             return DEFAULT_COMMIT_FRACTION
-        return LOCAL_MAX_COMMIT_FRACTION if decoding == LOCAL_MAX else 1.0
+        return LOCAL_MAX_COMMIT_FRACTION if decoding in LOCAL_MAX_DECODINGS else 1.0
     if not 0 < commit_fraction <= 1:
         raise UsageError(f"commit fraction {commit_fraction} must be in (0, 1]")
     if features.head is Head.NODE_WISE and commit_fraction < 1 and not features.patient:
@@ -178,16 +186,30 @@ def _node_wise_step(policy, env, features, obs, deterministic, generator, commit
     return env.step(actions)
 
 
-def _local_max_step(policy, env, features, obs, deterministic, generator, commit_fraction):
+def _local_max_step(policy, env, features, obs, deterministic, generator, commit_fraction, order_noise=0.0):
     active = _active_nodes(features, obs)
     actions = np.full(obs["x"].shape[0], features.defer_action, dtype=np.int64)
     if active.size:
         compact = obs_to_tensors(active_subgraph(obs, active), policy.device)
         confidence = policy.get_distribution(compact).probs[0, :, features.commit_action]
+        if order_noise:
+            confidence = with_gumbel_noise(torch.logit(confidence, eps=LOGIT_EPS), order_noise, generator)
         candidates = max(1, math.ceil(commit_fraction * int(obs["num_nodes"][0])))  # of the whole graph: see local_max_commits
         commits = local_max_commits(confidence, compact["edge_index"][0], candidates)
         actions[active[commits.cpu().numpy()]] = features.commit_action
     return env.step(actions)
+
+
+LOGIT_EPS = 1e-6
+"""probabilities are clamped to [eps, 1 - eps] before their log-odds are taken: a sure node keeps a finite score"""
+
+
+def with_gumbel_noise(scores: torch.Tensor, scale: float, generator: torch.Generator) -> torch.Tensor:
+    """``scores`` plus Gumbel noise of ``scale``, drawn from ``generator``. Sorted, the result is
+    a ranking drawn near the scores' own: at ``scale`` 1 a draw without replacement in
+    proportion to ``exp(scores)`` (the Gumbel-max trick), flatter above 1, sharper below."""
+    uniform = torch.rand(scores.shape, generator=generator, device=scores.device).clamp_(1e-20, 1.0)
+    return scores - scale * torch.log(-torch.log(uniform))
 
 
 def local_max_commits(confidence: torch.Tensor, edge_index: torch.Tensor, candidates: int) -> torch.Tensor:
@@ -290,15 +312,14 @@ def _choice_step(policy, env, features, obs, deterministic, generator, commit_fr
     scores, _ = policy.node_scores(obs_to_tensors(active_subgraph(obs, active), policy.device), with_values=False)
     scores = scores[0][torch.from_numpy(np.flatnonzero(valid)).to(policy.device)]
     if not deterministic:  # Gumbel top-k: k draws without replacement from softmax(scores)
-        uniform = torch.rand(scores.shape, generator=generator, device=scores.device).clamp_(1e-20, 1.0)
-        scores = scores - torch.log(-torch.log(uniform))
+        scores = with_gumbel_noise(scores, 1.0, generator)
     step_many = features.step_many
     count = max(1, math.ceil(commit_fraction * candidates.size)) if step_many else 1
     chosen = candidates[torch.topk(scores, min(count, candidates.size)).indices.cpu().numpy()]
     return step_many(chosen) if step_many else env.step(int(chosen[0]))
 
 
-def _local_max_choice_step(policy, env, features, obs, deterministic, generator, commit_fraction):
+def _local_max_choice_step(policy, env, features, obs, deterministic, generator, commit_fraction, order_noise=0.0):
     """Node choice with ``step_many``: of the ``commit_fraction`` × the graph's node count
     top-scoring valid nodes, those that outscore every valid neighbour are committed together
     (see :func:`local_max_commits`); two adjacent hubs are never both taken in one pass."""
@@ -309,7 +330,8 @@ def _local_max_choice_step(policy, env, features, obs, deterministic, generator,
     if features.action_masks is not None:
         valid = np.asarray(features.action_masks(), dtype=bool)[active]
     valid_t = torch.from_numpy(valid).to(scores.device)
-    scores = scores[0].masked_fill(~valid_t, float("-inf"))
+    scores = scores[0] if not order_noise else with_gumbel_noise(scores[0], order_noise, generator)
+    scores = scores.masked_fill(~valid_t, float("-inf"))
     candidates = max(1, math.ceil(commit_fraction * int(obs["num_nodes"][0])))
     commits = local_max_commits(scores, compact["edge_index"][0], min(candidates, int(valid.sum()))) & valid_t
     return features.step_many(active[commits.cpu().numpy()])
