@@ -5,6 +5,10 @@ and compared with the task's classical baseline run on the same graph, with the 
 with the exact optimum of 100-300 node graphs. Prints Markdown tables, one row at a time.
 
     .venv/bin/python bench/transfer_quality.py [--task mis] [--sizes 1000,10000] [--reuse] [--out runs/transfer-quality]
+        [--long-search 60 --long-search-sizes 10000,30000]
+
+``--long-search S`` adds, for MIS, a table of the policy (one rollout) against the local search
+given ``S`` seconds, and of the default's set polished in the same budget.
 
 Each task trains into ``OUT/<task>``; ``--reuse`` loads the model already there instead, so a run
 can be split into parts (train once, then evaluate a few sizes at a time).
@@ -22,6 +26,8 @@ from pathlib import Path
 import torch
 
 from graphtransfer.baselines import EXACT
+from graphtransfer.baselines.local_search import local_search
+from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.baselines.polish import POLISH
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.config import AUTO_ROLLOUTS, RunConfig, ppo_for_task
@@ -155,6 +161,34 @@ def exact_line(row: EvalRow, time_limit: float) -> str:
     )
 
 
+def long_search_header(seconds: float) -> list[str]:
+    return [
+        f"| graph | nodes | greedy | local search {seconds:g} s | its seconds | default | patient ({PATIENCE}) | default "
+        f"/ local search | polished ({seconds:g} s) | load |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+
+
+def long_search_line(folder: Path, graph: Graph, seconds: float) -> str:
+    """One graph: the MIS policy (default and patient decodings, one rollout) against greedy and
+    the iterated local search given ``seconds``, and the default's set polished in that budget."""
+    checkpoint = read_checkpoint(folder)
+    config = checkpoint.config
+    loaded = policy_for_graphs(checkpoint, [graph])
+    default = solve(loaded.policy, inference_env(config, graph), finish=finish_rule(config))
+    patient = solve(loaded.policy, inference_env(config, graph), commit_fraction=PATIENCE, finish=finish_rule(config))
+    greedy = float(greedy_min_degree(graph).sum())
+    started = time.perf_counter()
+    searched = float(local_search(graph, time_budget=seconds).sum())
+    searched_seconds = time.perf_counter() - started
+    polished = float(POLISH["mis"](graph, default.solution, time_budget=seconds).sum())
+    return (
+        f"| {graph.name} | {graph.num_nodes} | {greedy:.0f} | {searched / greedy:.3f} | {searched_seconds:.1f} | "
+        f"{default.objective / greedy:.3f} | {patient.objective / greedy:.3f} | {default.objective / searched:.3f} | "
+        f"{polished / greedy:.3f} | {os.getloadavg()[0]:.1f} |"
+    )
+
+
 def graphs_of(sizes: list[int]) -> list[Graph]:
     return [make(n, SEED) for n in sizes for make in FAMILIES.values()]
 
@@ -176,6 +210,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, help="training steps instead of the benchmark's budget")
     parser.add_argument("--out", type=Path, default=Path("runs/transfer-quality"), help="model folders are OUT/<task>")
     parser.add_argument("--reuse", action="store_true", help="evaluate the model already in OUT/<task> instead of training")
+    parser.add_argument("--long-search", type=float, default=0.0, help="mis: also compare with the local search given this many seconds")
+    parser.add_argument("--long-search-sizes", default="10000,30000", help="node counts of that comparison")
     args = parser.parse_args()
     torch.set_num_threads(1)
     tasks = args.task or list(SIZES)
@@ -191,6 +227,10 @@ def main() -> None:
         small = graphs_of([int(n) for n in args.exact_sizes.split(",")])
         for row in transferred_rows(args.out / "mis", small, args.patience):
             print(exact_line(row, args.exact_time_limit), flush=True)
+    if "mis" in tasks and args.long_search:
+        print("\n" + "\n".join(long_search_header(args.long_search)), flush=True)
+        for graph in graphs_of([int(n) for n in args.long_search_sizes.split(",")]):
+            print(long_search_line(args.out / "mis", graph, args.long_search), flush=True)
     print("\ntraining wall time: " + ", ".join(f"{task} {s:.0f} s" for task, s in seconds.items()), flush=True)
 
 
