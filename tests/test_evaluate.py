@@ -68,6 +68,12 @@ def test_the_table_shows_whole_graph_names(rows):
     assert len({line.index(" sampled ") for line in lines if " sampled " in line}) == 1  # columns still line up
 
 
+def test_the_columns_line_up_after_the_longest_decoding_name(rows):
+    relabelled = [replace(row, decodings={"local-max-sampled": row.policy}) for row in rows]
+    lines = format_rows(relabelled)
+    assert len({line.index("objective") for line in lines[:1]} | {line.index(" yes ") - 11 for line in lines[1:]}) == 1
+
+
 def test_the_header_says_a_difference_where_the_objective_is_not_positive():
     graphs = [barabasi_albert(40, 2, 0)]
     config = RunConfig(task="epidemic", head="graph-level", model=ModelConfig(width=8, head_width=8))

@@ -15,8 +15,9 @@ def format_rows(rows: list[EvalRow]) -> list[str]:
         return []
     better = "higher" if rows[0].sense == "max" else "lower"
     width = max(len("graph"), *(len(row.graph.name) for row in rows))  # whole names: graphs of one family differ at the end
+    labels = max(13, *(len(label) for row in rows for label in row.decodings))  # local-max-sampled is the longest
     lines = [
-        f"{'graph':<{width}} {'nodes':>8} {'edges':>9} {'decoding':<13} {'objective':>10} {'valid':>5} {'passes':>6} {'best of':>7} "
+        f"{'graph':<{width}} {'nodes':>8} {'edges':>9} {'decoding':<{labels}} {'objective':>10} {'valid':>5} {'passes':>6} {'best of':>7} "
         f"{'secs':>6}"
         f"  vs baselines ({_what_is_compared(rows)}; {better} objective is better)"
     ]
@@ -25,13 +26,13 @@ def format_rows(rows: list[EvalRow]) -> list[str]:
         for label, solution in row.decodings.items():
             versus = "  ".join(f"{b.name} {b.objective:.6g} ({row.compare(solution.objective, b.objective)})" for b in row.baselines)
             lines.append(
-                f"{name} {label:<13} {solution.objective:>10.6g} {'yes' if solution.feasible else 'NO':>5} "
+                f"{name} {label:<{labels}} {solution.objective:>10.6g} {'yes' if solution.feasible else 'NO':>5} "
                 f"{solution.passes:>6} {solution.rollouts:>7} {solution.seconds:>6.2f}  {versus}"
             )
             name = " " * len(name)
         if row.polished is not None:
             versus = "  ".join(f"{b.name}+polish {b.polished:.6g} ({row.compare(row.polished, b.polished)})" for b in row.baselines)
-            lines.append(f"{name} {'polished':<13} {row.polished:>10.6g} {'yes':>5} {'':>6} {'':>7} {'':>6}  {versus}")
+            lines.append(f"{name} {'polished':<{labels}} {row.polished:>10.6g} {'yes':>5} {'':>6} {'':>7} {'':>6}  {versus}")
     return lines
 
 
