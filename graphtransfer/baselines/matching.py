@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphtransfer.baselines.exact import ExactSolution, check_size
-from graphtransfer.envs.matching import locally_heaviest, twin_edges
+from graphtransfer.envs.matching import PRICE_ROUNDS, gains, locally_heaviest, twin_edges
 from graphtransfer.graphs import Graph, edge_weights
 
 EXACT_MAX_NODES = 3000
@@ -29,6 +29,28 @@ def greedy_by_weight(graph: Graph) -> np.ndarray:
     live = np.flatnonzero(graph.edge_index[0] < graph.edge_index[1])
     while live.size:
         joined = locally_heaviest(graph, weights, twin, live)
+        src, dst = graph.edge_index[:, joined]
+        mate[src] = dst
+        src, dst = graph.edge_index[:, live]
+        live = live[(mate[src] < 0) & (mate[dst] < 0)]
+    return mate
+
+
+def greedy_by_gain(graph: Graph, rounds: int = PRICE_ROUNDS) -> np.ndarray:
+    """Greedy on gains instead of weights: in each round every live edge whose gain
+    (:func:`~graphtransfer.envs.matching.gains`, its weight less what its endpoints could get
+    elsewhere) is the highest at both its endpoints joins (ties to the lower edge id), then the
+    edges at matched nodes leave and the gains are recomputed on what is left. The rule the
+    matching env's gain features point at, here without a policy, so that a policy's figure can
+    be told apart from its features'.
+    """
+    weights, twin = edge_weights(graph), twin_edges(graph)
+    mate = np.full(graph.num_nodes, -1, dtype=np.int64)
+    live = np.arange(graph.edge_index.shape[1])
+    while live.size:
+        score = np.full(weights.size, -np.inf)
+        score[live] = gains(graph, weights, twin, live, rounds)
+        joined = locally_heaviest(graph, score, twin, live)
         src, dst = graph.edge_index[:, joined]
         mate[src] = dst
         src, dst = graph.edge_index[:, live]
