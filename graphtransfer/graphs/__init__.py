@@ -7,7 +7,7 @@ from graphtransfer.graphs.formats.npz import read_npz, write_npz
 from graphtransfer.graphs.generators import GENERATORS, barabasi_albert, delaunay, erdos_renyi, generate, random_geometric, spec_for
 from graphtransfer.graphs.graph import Graph, from_edges
 from graphtransfer.graphs.summary import GraphSummary, summarize_file
-from graphtransfer.graphs.weights import edge_weights, pair_weights
+from graphtransfer.graphs.weights import edge_weights, pair_weights, weights_source
 
 __all__ = [
     "FORMATS",
@@ -26,6 +26,7 @@ __all__ = [
     "load_graph",
     "load_graphs",
     "pair_weights",
+    "weights_source",
     "random_geometric",
     "read_edge_list",
     "read_graph",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -27,16 +27,26 @@ class Graph:
             1-based numbering of METIS, DIMACS and Matrix Market), a numpy string array where
             they are names (GraphML ids that are not all integers); ``None`` when the ids are
             the positions ``0..num_nodes-1`` (generated graphs, or files numbered that way).
+        edge_weight: the file's own weight of every column of ``edge_index``, ``(2|E|,)``
+            float64, the same for both directions; ``None`` when the file has none (tasks then
+            hash weights from node ids, :mod:`graphtransfer.graphs.weights`).
+        node_weight: the file's own weight of every node, ``(num_nodes,)`` float64, or ``None``.
     """
 
     edge_index: np.ndarray
     num_nodes: int
     name: str = ""
     node_ids: np.ndarray | None = None
+    edge_weight: np.ndarray | None = None
+    node_weight: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.node_ids is not None and self.node_ids.shape != (self.num_nodes,):
             raise ValueError(f"node_ids has shape {self.node_ids.shape}; expected ({self.num_nodes},), one id per node")
+        if self.edge_weight is not None and self.edge_weight.shape != (self.edge_index.shape[1],):
+            raise ValueError(f"edge_weight has shape {self.edge_weight.shape}; expected ({self.edge_index.shape[1]},), one per column")
+        if self.node_weight is not None and self.node_weight.shape != (self.num_nodes,):
+            raise ValueError(f"node_weight has shape {self.node_weight.shape}; expected ({self.num_nodes},), one per node")
 
     @property
     def num_edges(self) -> int:
@@ -83,7 +93,7 @@ def with_ids(graph: Graph, ids: np.ndarray | None) -> Graph:
     if ids is not None and ids.dtype.kind in "iu" and ids.size and ids[0] == 0 and ids[-1] == ids.size - 1:
         if np.array_equal(ids, np.arange(ids.size)):
             ids = None
-    return Graph(graph.edge_index, graph.num_nodes, graph.name, None if ids is None else ids)
+    return replace(graph, node_ids=ids)
 
 
 _INTEGER = re.compile(r"0|-?[1-9][0-9]{0,17}")
@@ -110,12 +120,17 @@ def induced_subgraph(graph: Graph, keep: np.ndarray) -> tuple[Graph, np.ndarray]
     src, dst = graph.edge_index
     inside = keep[src] & keep[dst]
     ids = None if graph.node_ids is None else graph.node_ids[nodes]
-    sub = Graph(new_id[graph.edge_index[:, inside]], int(nodes.size), graph.name, ids)
+    edge_weight = None if graph.edge_weight is None else graph.edge_weight[inside]
+    node_weight = None if graph.node_weight is None else graph.node_weight[nodes]
+    sub = Graph(new_id[graph.edge_index[:, inside]], int(nodes.size), graph.name, ids, edge_weight, node_weight)
     return sub, nodes
 
 
-def from_edges(src: np.ndarray, dst: np.ndarray, num_nodes: int, name: str = "") -> tuple[Graph, int, int]:
-    """Build a :class:`Graph` from undirected edge endpoints, in any order and with repeats.
+def from_edges(
+    src: np.ndarray, dst: np.ndarray, num_nodes: int, name: str = "", weights: np.ndarray | None = None
+) -> tuple[Graph, int, int]:
+    """Build a :class:`Graph` from undirected edge endpoints, in any order and with repeats,
+    and optionally their ``weights`` ``(len(src),)`` (a repeated edge keeps its first weight).
 
     Returns:
         The graph, the number of self-loops dropped and the number of duplicate edges dropped.
@@ -129,11 +144,17 @@ def from_edges(src: np.ndarray, dst: np.ndarray, num_nodes: int, name: str = "")
     loops = src == dst
     lo = np.minimum(src[~loops], dst[~loops])
     hi = np.maximum(src[~loops], dst[~loops])
-    keys = sorted_unique(lo * num_nodes + hi)
+    edge_weight = None
+    if weights is None:
+        keys = sorted_unique(lo * num_nodes + hi)
+    else:
+        keys, first = np.unique(lo * num_nodes + hi, return_index=True)  # the first of repeats, for its weight
+        kept = np.asarray(weights, dtype=np.float64)[~loops][first]
+        edge_weight = np.concatenate([kept, kept])
     duplicates = lo.size - keys.size
     lo, hi = keys // num_nodes, keys % num_nodes
     edge_index = np.stack([np.concatenate([lo, hi]), np.concatenate([hi, lo])])
-    return Graph(edge_index, int(num_nodes), name), int(loops.sum()), int(duplicates)
+    return Graph(edge_index, int(num_nodes), name, edge_weight=edge_weight), int(loops.sum()), int(duplicates)
 
 
 def sorted_unique(values: np.ndarray) -> np.ndarray:

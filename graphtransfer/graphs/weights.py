@@ -1,6 +1,7 @@
-"""Edge and node weights derived from a graph and a seed alone, so that generated graphs and
-weightless graph files (the sample graphs) get the same weights in every process and on every
-machine.
+"""The weights built-in tasks use: the graph file's own (``Graph.edge_weight``,
+``Graph.node_weight``) where it has them, else weights derived from the graph and a seed alone, so
+that generated graphs and weightless graph files (the sample graphs) get the same weights in every
+process and on every machine; :func:`weights_source` says which.
 
 An undirected edge ``{u, v}`` with ``u < v`` gets the weight ``(k + 1) / 2^24`` where ``k`` is
 the top 24 bits of ``splitmix64((u << 32 | v) ^ seed * 0x9E3779B97F4A7C15)``: uniform in
@@ -42,8 +43,18 @@ def pair_weights(src: np.ndarray, dst: np.ndarray, seed: int = 0) -> np.ndarray:
 
 
 def edge_weights(graph: Graph, seed: int = 0) -> np.ndarray:
-    """``(2|E|,)`` float32, the weight of every column of ``graph.edge_index`` (both directions alike)."""
+    """``(2|E|,)``, the weight of every column of ``graph.edge_index`` (both directions alike):
+    the file's own (float64) where it has them, else hashed from the node ids (float32)."""
+    if graph.edge_weight is not None:
+        return graph.edge_weight
     return pair_weights(graph.edge_index[0], graph.edge_index[1], seed)
+
+
+def weights_source(graph: Graph, kind: str = "edge") -> str:
+    """Where ``graph``'s ``kind`` ("edge" or "node") weights come from, for a run's output:
+    ``"edge weights: from the file"`` or ``"edge weights: hashed from node ids (the file has none)"``."""
+    own = graph.edge_weight if kind == "edge" else graph.node_weight
+    return f"{kind} weights: " + ("from the file" if own is not None else "hashed from node ids (the file has none)")
 
 
 MAX_WEIGHT = 10
@@ -57,7 +68,10 @@ def node_weights(graph: Graph, seed: int = NODE_WEIGHT_SEED) -> np.ndarray:
     weighs ``1 + splitmix64(v ^ seed * 0x9E3779B97F4A7C15) mod MAX_WEIGHT``, an integer 1 to
     :data:`MAX_WEIGHT`, uniform, the same for node ``v`` of any graph, in every process and on
     every machine, like the edge weights. Integers keep objectives exact (a cover's weight is a
-    sum of small integers, compared exactly with brute force and the MILP)."""
+    sum of small integers, compared exactly with brute force and the MILP). A graph file's own
+    node weights (``Graph.node_weight``) take their place where it has them."""
+    if graph.node_weight is not None:
+        return graph.node_weight
     with np.errstate(over="ignore"):
         salt = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
     bits = splitmix64(np.arange(graph.num_nodes, dtype=np.uint64) ^ salt)

@@ -5,6 +5,7 @@ with warnings for what was dropped."""
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -51,13 +52,24 @@ def check_node_count(path: Path, num_nodes: int, line: int | None = None) -> Non
 
 
 def build_graph(
-    path: Path, src: np.ndarray, dst: np.ndarray, num_nodes: int, *, repeats_expected: bool = False, node_ids: np.ndarray | None = None
+    path: Path,
+    src: np.ndarray,
+    dst: np.ndarray,
+    num_nodes: int,
+    *,
+    repeats_expected: bool = False,
+    node_ids: np.ndarray | None = None,
+    edge_weight: np.ndarray | None = None,
+    node_weight: np.ndarray | None = None,
 ) -> Graph:
     """The graph of these 0-based endpoints, warning about dropped self-loops, and about repeated
     edges unless the format lists each edge in both directions anyway (``repeats_expected``).
-    ``node_ids`` ``(num_nodes,)`` are the file's own ids of the positions (see :class:`Graph`)."""
-    graph, loops, repeats = from_edges(src, dst, num_nodes, path.name)
+    ``node_ids`` ``(num_nodes,)`` are the file's own ids of the positions (see :class:`Graph`);
+    ``edge_weight`` ``(len(src),)`` and ``node_weight`` ``(num_nodes,)`` the file's own weights."""
+    graph, loops, repeats = from_edges(src, dst, num_nodes, path.name, edge_weight)
     graph = with_ids(graph, node_ids)
+    if node_weight is not None:
+        graph = replace(graph, node_weight=np.asarray(node_weight, dtype=np.float64))
     dropped = [f"{loops} self-loop(s)"] if loops else []
     if repeats and not repeats_expected:
         dropped.append(f"{repeats} duplicate edge(s)")

@@ -27,8 +27,8 @@ EXPECTED = "lines of 'u v' node id pairs"
 
 
 def read_edge_list(path: str | Path) -> Graph:
-    """Read a SNAP-style edge list: one ``u v`` pair per line (extra columns such as weights are
-    ignored), any whitespace or commas, ``#`` or ``%`` comment lines, arbitrary non-negative
+    """Read a SNAP-style edge list: one ``u v`` pair per line, or ``u v weight`` (the third
+    column becomes the graph's ``edge_weight``; further columns are ignored), any whitespace or commas, ``#`` or ``%`` comment lines, arbitrary non-negative
     integer ids. Nodes sit at positions ``0..N-1`` in increasing id order and the ids are kept as
     the graph's ``node_ids``. Self-loops and repeated edges are dropped with a warning that
     counts them.
@@ -42,10 +42,12 @@ def read_edge_list(path: str | Path) -> Graph:
     numbers = parse_numbers(
         path, body, lines, np.int64 if columns == 2 else np.float64, "an integer node id" if columns == 2 else "a number"
     )
-    ids = numbers.reshape(-1, columns)[:, :2].ravel()
+    rows = numbers.reshape(-1, columns)
+    ids = rows[:, :2].ravel()
     check_ids(path, ids, lines, lambda k: (k // 2) * columns + k % 2, 0, None, "node id")
     node_ids, compact = _compact_ids(ids.astype(np.int64, copy=False))
-    return build_graph(path, compact[0::2], compact[1::2], node_ids.size, node_ids=node_ids)
+    weights = rows[:, 2] if columns > 2 else None
+    return build_graph(path, compact[0::2], compact[1::2], node_ids.size, node_ids=node_ids, edge_weight=weights)
 
 
 def write_edge_list(graph: Graph, path: str | Path) -> None:

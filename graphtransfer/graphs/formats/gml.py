@@ -1,6 +1,7 @@
 """GML (Graph Modelling Language): ``graph [ node [ id 1 ] edge [ source 1 target 2 ] ]``, split
-into tokens and walked by a small state machine; only node ids and edge endpoints of the
-top-level ``graph`` matter, every other key (labels, graphics, nested lists) is skipped."""
+into tokens and walked by a small state machine; only node ids, edge endpoints and ``weight``
+keys of the top-level ``graph`` matter, every other key (labels, graphics, nested lists) is
+skipped."""
 
 from __future__ import annotations
 
@@ -43,13 +44,16 @@ class _Parsed:
     sources: list[int] = field(default_factory=list)
     targets: list[int] = field(default_factory=list)
     edge_tokens: list[int] = field(default_factory=list)
+    node_weights: list[bytes | None] = field(default_factory=list)
+    edge_weights: list[bytes | None] = field(default_factory=list)
     directed: bool = False
 
 
 def read_gml(path: str | Path) -> Graph:
     """Read a GML graph. Node ids must be integers; nodes sit at positions ``0..N-1`` in the order
     they are declared, their ids kept as the graph's ``node_ids``, and an edge to an undeclared
-    node is an error."""
+    node is an error. A ``weight`` on every edge (every node) becomes the graph's
+    ``edge_weight`` (``node_weight``); on some but not all, it is an error."""
     path = Path(path)
     body = read_bytes(path, EXPECTED)
     if len(body) > SLOW_BYTES:
@@ -73,7 +77,32 @@ def read_gml(path: str | Path) -> Graph:
         line = _line(body, parsed.edge_tokens[k])
         raise GraphFileError(path, f"an edge to node {node}, which no node [ id {node} ] declares; declare every node", line)
     node_ids = np.fromiter(index, dtype=np.int64, count=len(index))  # dicts keep declaration order
-    return build_graph(path, src, dst, len(index), repeats_expected=parsed.directed, node_ids=node_ids)
+    edge_weight, node_weight = _weights(path, parsed.edge_weights, "edge"), _weights(path, parsed.node_weights, "node")
+    return build_graph(
+        path, src, dst, len(index), repeats_expected=parsed.directed, node_ids=node_ids, edge_weight=edge_weight, node_weight=node_weight
+    )
+
+
+def _weights(path: Path, values: list[bytes | None], kind: str) -> np.ndarray | None:
+    """The ``weight`` of every node or edge as float64, or None when none has one."""
+    given = sum(value is not None for value in values)
+    if given == 0:
+        return None
+    if given < len(values):
+        raise GraphFileError(path, f"{given} of {len(values)} {kind}s have a weight; give every {kind} a weight or none")
+    try:
+        return np.array([float(value) for value in values], dtype=np.float64)
+    except ValueError:
+        bad = next(value for value in values if not _is_number(value))
+        raise GraphFileError(path, f"{kind} weight {show(bad)} is not a number") from None
+
+
+def _is_number(value: bytes | None) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def write_gml(graph: Graph, path: str | Path) -> None:
@@ -168,7 +197,9 @@ class _Walk:
             if node in self.parsed.index:
                 self.fail(f"node id {node} is declared a second time; every node needs its own id", opened)
             self.parsed.index[node] = len(self.parsed.index)
+            self.parsed.node_weights.append(item.get(b"weight"))
         elif closed == b"edge":
+            self.parsed.edge_weights.append(item.get(b"weight"))
             self.parsed.sources.append(self.integer(item, b"source", "edge", opened))
             self.parsed.targets.append(self.integer(item, b"target", "edge", opened))
             self.parsed.edge_tokens.append(opened)

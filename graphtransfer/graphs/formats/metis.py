@@ -1,5 +1,6 @@
 """METIS graphs: a header ``n m [fmt [ncon]]``, then line ``i`` lists the 1-based neighbours of
-node ``i``, optionally with a node size, node weights and edge weights (all ignored here)."""
+node ``i``, optionally with a node size, node weights and edge weights. Edge weights become the
+graph's ``edge_weight`` and the first node weight its ``node_weight``; node sizes are ignored."""
 
 from __future__ import annotations
 
@@ -53,7 +54,21 @@ def read_metis(path: str | Path) -> Graph:
             f"{neighbours.size}; METIS lists every edge from both ends, so set m to {neighbours.size // 2} or fix the lists",
             header_line + 1,
         )
-    graph = build_graph(path, owner[is_neighbour], neighbours - 1, num_nodes, repeats_expected=True, node_ids=one_based_ids(num_nodes))
+    values = numbers[first_token:]
+    edge_weight = values[np.flatnonzero(is_neighbour) + 1] if stride == 2 else None
+    node_weight = None
+    if prefix > layout.flags.startswith("1"):  # a node weight follows the optional size
+        node_weight = values[np.cumsum(counts) - counts + int(layout.flags.startswith("1"))]
+    graph = build_graph(
+        path,
+        owner[is_neighbour],
+        neighbours - 1,
+        num_nodes,
+        repeats_expected=True,
+        node_ids=one_based_ids(num_nodes),
+        edge_weight=edge_weight,
+        node_weight=node_weight,
+    )
     if graph.num_edges != num_edges:
         warnings.warn(
             f"{path}: the lists are not symmetric (some edge is listed from one end only); read {graph.num_edges} edges, "

@@ -1,10 +1,11 @@
-"""numpy archives (``.npz``) holding ``edge_index`` and optionally ``num_nodes`` and ``node_ids``,
-and the checks on those arrays that the PyTorch reader shares."""
+"""numpy archives (``.npz``) holding ``edge_index`` and optionally ``num_nodes``, ``node_ids``,
+``edge_weight`` and ``node_weight``, and the checks on those arrays that the PyTorch reader shares."""
 
 from __future__ import annotations
 
 import math
 import zipfile
+from dataclasses import replace
 import zlib
 from pathlib import Path
 
@@ -19,9 +20,10 @@ EXPECTED = "an .npz archive with an integer 'edge_index' array of shape (2, E); 
 
 
 def read_npz(path: str | Path) -> Graph:
-    """Read ``edge_index`` ``(2, E)``, optional ``num_nodes`` and optional ``node_ids`` ``(N,)``
-    (integers or strings, the graph's own ids); each undirected edge may appear in one or both
-    directions. Arrays are read straight from the zip members: nothing is unpickled,
+    """Read ``edge_index`` ``(2, E)``, optional ``num_nodes``, optional ``node_ids`` ``(N,)``
+    (integers or strings, the graph's own ids), optional ``edge_weight`` ``(E,)`` (one per column
+    of ``edge_index``) and ``node_weight`` ``(N,)``; each undirected edge may appear in one or
+    both directions. Arrays are read straight from the zip members: nothing is unpickled,
     and a header that promises more data than the member holds is refused before allocating."""
     path = Path(path)
     check_is_file(path)
@@ -33,15 +35,23 @@ def read_npz(path: str | Path) -> Graph:
             edge_index = _read_member(path, archive, names["edge_index"])
             num_nodes = _read_member(path, archive, names["num_nodes"]) if "num_nodes" in names else None
             node_ids = _read_member(path, archive, names["node_ids"]) if "node_ids" in names else None
+            weights = {key: _read_member(path, archive, names[key]) for key in ("edge_weight", "node_weight") if key in names}
     except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError, ValueError, TypeError, NotImplementedError) as err:
         raise GraphFileError(path, f"is not a readable .npz archive ({_reason(err)}); expected {EXPECTED}") from None
-    return graph_from_arrays(path, edge_index, num_nodes, node_ids)
+    graph = graph_from_arrays(path, edge_index, num_nodes, node_ids, weights.get("edge_weight"))
+    if "node_weight" in weights:
+        graph = replace(graph, node_weight=_check_weights(path, weights["node_weight"], graph.num_nodes, "node_weight", "N"))
+    return graph
 
 
 def write_npz(graph: Graph, path: str | Path) -> None:
-    """Write ``edge_index`` (one direction per edge), ``num_nodes`` and, when the graph has ids of
-    its own, ``node_ids``, atomically."""
+    """Write ``edge_index`` (one direction per edge), ``num_nodes`` and, when the graph has them,
+    ``node_ids``, ``edge_weight`` and ``node_weight``, atomically."""
     ids = {} if graph.node_ids is None else {"node_ids": graph.node_ids}
+    if graph.edge_weight is not None:
+        ids["edge_weight"] = graph.edge_weight[: graph.num_edges]  # the columns of one_direction(graph)
+    if graph.node_weight is not None:
+        ids["node_weight"] = graph.node_weight
 
     def write(tmp: Path) -> None:
         with tmp.open("wb") as file:  # a file object: np.savez would add ".npz" to a bare name
@@ -50,9 +60,15 @@ def write_npz(graph: Graph, path: str | Path) -> None:
     write_atomically(Path(path), write)
 
 
-def graph_from_arrays(path: Path, edge_index: np.ndarray, num_nodes: np.ndarray | int | None, node_ids: np.ndarray | None = None) -> Graph:
-    """Check an ``edge_index``, optional ``num_nodes`` and optional ``node_ids`` from an array
-    container and build the graph; without ``num_nodes`` the largest id + 1 is used."""
+def graph_from_arrays(
+    path: Path,
+    edge_index: np.ndarray,
+    num_nodes: np.ndarray | int | None,
+    node_ids: np.ndarray | None = None,
+    edge_weight: np.ndarray | None = None,
+) -> Graph:
+    """Check an ``edge_index``, optional ``num_nodes``, ``node_ids`` and ``edge_weight`` from an
+    array container and build the graph; without ``num_nodes`` the largest id + 1 is used."""
     if edge_index.ndim == 2 and edge_index.shape[1] == 2 and edge_index.shape[0] != 2:
         raise GraphFileError(path, f"edge_index has shape {edge_index.shape}; expected (2, E): transpose it")
     if edge_index.ndim != 2 or edge_index.shape[0] != 2 or edge_index.dtype.kind not in "iu":
@@ -72,7 +88,16 @@ def graph_from_arrays(path: Path, edge_index: np.ndarray, num_nodes: np.ndarray 
     check_node_count(path, num_nodes)
     if node_ids is not None:
         node_ids = _check_node_ids(path, node_ids, num_nodes)
-    return build_graph(path, edge_index[0], edge_index[1], num_nodes, repeats_expected=True, node_ids=node_ids)
+    if edge_weight is not None:
+        edge_weight = _check_weights(path, edge_weight, edge_index.shape[1], "edge_weight", "E")
+    return build_graph(path, edge_index[0], edge_index[1], num_nodes, repeats_expected=True, node_ids=node_ids, edge_weight=edge_weight)
+
+
+def _check_weights(path: Path, weights: np.ndarray, count: int, name: str, letter: str) -> np.ndarray:
+    """``weights`` as float64, one per edge column or node."""
+    if weights.shape != (count,) or weights.dtype.kind not in "iuf":
+        raise GraphFileError(path, f"{name} has shape {weights.shape} and dtype {weights.dtype}; expected ({letter},) = ({count},) numbers")
+    return weights.astype(np.float64)
 
 
 def _check_node_ids(path: Path, node_ids: np.ndarray, num_nodes: int) -> np.ndarray:
