@@ -32,7 +32,11 @@ BASELINES: dict[str, dict[str, Callable[[Graph], np.ndarray]]] = {
     "mvc-weighted": {"greedy-weight-degree": mvc.greedy_weight_degree, "greedy-max-degree": mvc.greedy_max_degree},
     "maxcut": {"one-flip": maxcut.greedy_one_flip, "random-cut": maxcut.random_cut},
     "epidemic": {"threshold-2%": epidemic.threshold, "never": epidemic.never, "always-lockdown": epidemic.always_lockdown},
-    "matching": {"greedy-by-weight": matching.greedy_by_weight, "greedy-by-gain": matching.greedy_by_gain, "path-growing": matching.path_growing},
+    "matching": {
+        "greedy-by-weight": matching.greedy_by_weight,
+        "greedy-by-gain": matching.greedy_by_gain,
+        "path-growing": matching.path_growing,
+    },
     "path": {"dijkstra": path.dijkstra_route},
 }
 

@@ -1,7 +1,8 @@
 """Maximum-weight matching, every edge acts at once (skip / take / wait).
 
-Edge weights come from :func:`graphtransfer.graphs.edge_weights` (seeded by the graph alone, so
-weightless files such as the sample graphs get them too) and are the observation's ``edge_attr``.
+Edge weights come from :func:`graphtransfer.graphs.edge_weights` (the graph file's own where it
+has them, else seeded by the graph alone, so weightless files such as the sample graphs get them
+too) and are the observation's ``edge_attr``.
 An undirected edge is *live* while both its endpoints are unmatched and it was not skipped; the
 observation shows the live edges, both directions, as the residual graph. Rules of one step:
 
@@ -34,7 +35,8 @@ from gymnasium import spaces
 
 from graphtransfer.envs.base import GraphEnv, Graphs
 from graphtransfer.envs.protocol import Head
-from graphtransfer.graphs import Graph, edge_weights, pair_weights
+from graphtransfer.graphs import Graph, edge_weights
+from graphtransfer.graphs.graph import edge_lookup
 
 SKIP, TAKE, WAIT = 0, 1, 2
 PRICE_ROUNDS = 5
@@ -121,7 +123,10 @@ class MatchingEnv(GraphEnv):
     def objective(graph: Graph, solution: np.ndarray) -> float:
         """The matching's total weight (larger is better)."""
         matched = np.flatnonzero(solution > np.arange(solution.size))  # each pair once, from its lower end
-        return float(pair_weights(matched, solution[matched]).astype(np.float64).sum())
+        columns = edge_lookup(graph, matched, solution[matched])
+        if (columns < 0).any():
+            return float("nan")
+        return float(np.asarray(edge_weights(graph))[columns].astype(np.float64).sum())
 
     @staticmethod
     def feasible(graph: Graph, solution: np.ndarray) -> bool:

@@ -116,11 +116,14 @@ class WeightedMVCEnv(MVCEnv):
         super()._start()
         self.weights = node_weights(self.graph)
         self.total_weight = float(self.weights.sum())
+        # a file's own weights, of any scale, are shown rescaled to the hashed weights' 1..MAX_WEIGHT
+        top = float(self.weights.max()) if self.weights.size else 1.0
+        self.shown = self.weights if self.graph.node_weight is None else self.weights * (MAX_WEIGHT / max(top, 1e-12))
 
     def _features(self, edges: np.ndarray) -> np.ndarray:
         unweighted = super()._features(edges)
-        ratio = np.log1p(self._uncovered_degree / self.weights)
-        return np.column_stack([unweighted, self.weights / MAX_WEIGHT, ratio]).astype(np.float32)
+        ratio = np.log1p(self._uncovered_degree / np.maximum(self.shown, 1e-6))
+        return np.column_stack([unweighted, self.shown / MAX_WEIGHT, ratio]).astype(np.float32)
 
     def _add(self, nodes: np.ndarray) -> float:
         nodes = np.unique(nodes[nodes < self.graph.num_nodes])  # padding slots are no nodes

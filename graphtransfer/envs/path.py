@@ -42,6 +42,7 @@ from scipy.sparse.csgraph import breadth_first_order, dijkstra, shortest_path
 from graphtransfer.envs.base import GraphEnv, Graphs
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph, edge_weights
+from graphtransfer.graphs.graph import edge_lookup
 
 QUERY_SEED = 0
 DETOUR = 2.0
@@ -150,7 +151,10 @@ class PathEnv(GraphEnv):
         neighbours, lengths = self._neighbours()
         features[neighbours, 4] = lengths / self.scale
         features[near, 5] = self.mask[near]
-        potential = relative(self.distance, near, self.current) / self.scale if self.guide == "distance" else relative(self.hops, near, self.current)
+        if self.guide == "distance":
+            potential = relative(self.distance, near, self.current) / self.scale
+        else:
+            potential = relative(self.hops, near, self.current)
         features[near, 6] = np.clip(potential, -POTENTIAL_CLIP, POTENTIAL_CLIP)
         return features
 
@@ -224,17 +228,6 @@ def without_loops(route: list[int]) -> np.ndarray:
             position[node] = len(kept)
             kept.append(node)
     return np.array(kept, dtype=np.int64)
-
-
-def edge_lookup(graph: Graph, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """The column of ``graph.edge_index`` of each edge ``(src[i], dst[i])``, -1 where there is none."""
-    keys = graph.edge_index[0] * graph.num_nodes + graph.edge_index[1]
-    order = np.argsort(keys)
-    wanted = np.asarray(src, dtype=np.int64) * graph.num_nodes + np.asarray(dst, dtype=np.int64)
-    if keys.size == 0:
-        return np.full(wanted.size, -1, dtype=np.int64)
-    found = order[np.minimum(np.searchsorted(keys, wanted, sorter=order), keys.size - 1)]
-    return np.where(keys[found] == wanted, found, -1)
 
 
 def route_length(graph: Graph, nodes: np.ndarray) -> float:

@@ -126,6 +126,17 @@ def induced_subgraph(graph: Graph, keep: np.ndarray) -> tuple[Graph, np.ndarray]
     return sub, nodes
 
 
+def edge_lookup(graph: Graph, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """The column of ``graph.edge_index`` of each edge ``(src[i], dst[i])``, -1 where there is none."""
+    keys = graph.edge_index[0] * graph.num_nodes + graph.edge_index[1]
+    wanted = np.asarray(src, dtype=np.int64) * graph.num_nodes + np.asarray(dst, dtype=np.int64)
+    if keys.size == 0:
+        return np.full(wanted.size, -1, dtype=np.int64)
+    order = np.argsort(keys)
+    found = order[np.minimum(np.searchsorted(keys, wanted, sorter=order), keys.size - 1)]
+    return np.where(keys[found] == wanted, found, -1)
+
+
 def from_edges(
     src: np.ndarray, dst: np.ndarray, num_nodes: int, name: str = "", weights: np.ndarray | None = None
 ) -> tuple[Graph, int, int]:

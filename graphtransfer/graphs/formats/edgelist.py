@@ -28,7 +28,8 @@ EXPECTED = "lines of 'u v' node id pairs"
 
 def read_edge_list(path: str | Path) -> Graph:
     """Read a SNAP-style edge list: one ``u v`` pair per line, or ``u v weight`` (the third
-    column becomes the graph's ``edge_weight``; further columns are ignored), any whitespace or commas, ``#`` or ``%`` comment lines, arbitrary non-negative
+    column becomes the graph's ``edge_weight``; further columns are ignored), any whitespace or
+    commas, ``#`` or ``%`` comment lines, arbitrary non-negative
     integer ids. Nodes sit at positions ``0..N-1`` in increasing id order and the ids are kept as
     the graph's ``node_ids``. Self-loops and repeated edges are dropped with a warning that
     counts them.

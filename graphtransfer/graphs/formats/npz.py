@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 import zipfile
-from dataclasses import replace
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
