@@ -452,7 +452,7 @@ def predict(
         return _predict_folder(model, graph, out, draw, workers, ray_address, options)
     if workers is not None or ray_address is not None:
         raise UsageError("--workers and --ray-address spread a folder of graphs over workers; --graph names a single graph")
-    read_checkpoint(model, env)  # a bad model folder is reported before the graph is read, as the library does
+    config = read_checkpoint(model, env).config  # a bad model folder is reported before the graph is read, as the library does
     loaded = load_graph(graph)
     if draw is not None:
         check_drawable(loaded)  # before the policy runs, not after
@@ -460,6 +460,7 @@ def predict(
     _use_threads(threads, loaded.num_nodes)
     loaded, solution = run_predict(model, loaded, out, **options)
     typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges; node ids {loaded.describe_ids()}")
+    _report_weights(config, loaded)
     if solution.renumbered:
         typer.echo("solved with the nodes renumbered for locality (--node-order auto); the CSV is in the graph's own order")
     typer.echo(
@@ -477,6 +478,16 @@ def predict(
     if draw is not None:
         draw_solution(loaded, solution, read_checkpoint(model, env).config, draw)
         typer.echo(f"wrote {draw}")
+
+
+def _report_weights(config, graph, prefix: str = "") -> None:
+    """Say which weights a built-in task that reads weights used: the file's own or hashed ones."""
+    from graphtransfer.envs import TASKS
+    from graphtransfer.graphs import weights_source
+
+    if config.env is None:
+        for kind in TASKS[config.task].weights:
+            typer.echo(prefix + weights_source(graph, kind))
 
 
 def _rollouts_run(solution, seed: int) -> str:
@@ -557,6 +568,8 @@ def evaluate(
     config, rows = evaluate_many(model, graphs, workers=workers, ray_address=ray_address, max_passes=max_passes, **options)
     for line in format_rows(rows):
         typer.echo(line)
+    for row in rows:
+        _report_weights(config, row.graph, f"{row.graph.name}: ")
     for row in rows:
         for label, solution in row.decodings.items():
             warning = solution.finished.pass_limit_warning(solution.passes) if solution.finished else None

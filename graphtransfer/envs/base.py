@@ -44,6 +44,9 @@ class GraphEnv(gym.Env):
     """episode length at inference (None: the training horizon); see graphtransfer.envs.protocol"""
     solution_header: ClassVar[str] = "node,decision"
     """CSV header of what :meth:`solution` returns"""
+    weights: ClassVar[tuple[str, ...]] = ()
+    """which of the graph's weights the task reads ("edge", "node"): the file's own where it has
+    them, else hashed (:mod:`graphtransfer.graphs.weights`); commands say which they used"""
     renumberable: ClassVar[bool] = False
     """the task depends on the graph's edges alone (no weight, feature or rule tied to a node's number) and its solution
     is one row per node, so inference may renumber the nodes for speed (:mod:`graphtransfer.graphs.ordering`) and put
