@@ -25,6 +25,7 @@ from graphtransfer.graphs.formats.npz import write_npz
 from graphtransfer.graphs.weights import node_weights
 
 runner = CliRunner()
+NAME = lambda graph: graph.name  # noqa: E731
 
 
 def drive(env, choose):
@@ -37,7 +38,7 @@ def drive(env, choose):
     return steps
 
 
-@pytest.mark.parametrize("graph", [random_geometric(3000, 6.0, 1), barabasi_albert(2000, 2, 0), delaunay(2000, 3)], ids=lambda graph: graph.name)
+@pytest.mark.parametrize("graph", [random_geometric(3000, 6.0, 1), barabasi_albert(2000, 2, 0), delaunay(2000, 3)], ids=NAME)
 def test_a_route_of_random_allowed_steps_arrives_within_its_budget(graph):
     rng = np.random.default_rng(0)
     env = PathEnv([graph], horizon=2**31 - 1)
@@ -101,7 +102,7 @@ def load_path_graph(edges):
     return from_edges(src.astype(int), dst.astype(int), int(max(src.max(), dst.max())) + 1, weights=weight)[0]
 
 
-@pytest.mark.parametrize("graph", [erdos_renyi(400, 4.0, 0), barabasi_albert(400, 3, 1), random_geometric(400, 8.0, 2)], ids=lambda graph: graph.name)
+@pytest.mark.parametrize("graph", [erdos_renyi(400, 4.0, 0), barabasi_albert(400, 3, 1), random_geometric(400, 8.0, 2)], ids=NAME)
 def test_taking_the_edges_of_highest_gain_beats_greedy_by_weight_and_is_a_valid_matching(graph):
     env = MatchingEnv([graph], horizon=256)
 
