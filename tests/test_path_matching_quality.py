@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 
 from graphtransfer.baselines.matching import exact_blossom, greedy_by_gain, greedy_by_weight
 from graphtransfer.baselines.path import dijkstra_route
+from graphtransfer.cli import app
 from graphtransfer.envs import MatchingEnv, PathEnv
 from graphtransfer.envs.matching import TAKE, WAIT, gains, twin_edges
 from graphtransfer.envs.path import without_loops
@@ -181,3 +182,34 @@ def test_matching_and_path_score_the_files_weights(tmp_path):
     route = dijkstra_route(weighted)[:, 1]
     steps = [lookup[tuple(sorted((int(file_ids[a]), int(file_ids[b]))))] for a, b in zip(route[:-1], route[1:], strict=True)]
     assert PathEnv.objective(weighted, dijkstra_route(weighted)) == sum(steps)
+
+
+def cli(*args):
+    result = runner.invoke(app, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.slow
+def test_a_tiny_trained_router_arrives_on_a_larger_geometric_graph_within_a_ratio_of_dijkstra(tmp_path):
+    """Trained on 60-node geometric graphs for a few seconds, routed zero-shot on 3,000 nodes
+    with the file's own edge lengths; a policy that moved at random goes about 4x Dijkstra's length."""
+    (tmp_path / "train").mkdir()
+    for seed in range(4):
+        write_npz(random_geometric(60, 6.0, seed), tmp_path / "train" / f"g{seed}.npz")
+    big = random_geometric(3000, 6.0, 7)
+    lengths = np.random.default_rng(1).integers(1, 50, big.num_edges)
+    ends = big.edge_index[:, : big.num_edges].T.tolist()
+    (tmp_path / "big.txt").write_text("".join(f"{u} {v} {w}\n" for (u, v), w in zip(ends, lengths.tolist(), strict=True)))
+    common = ["--n-envs", "4", "--n-steps", "64", "--batch-size", "64", "--width", "16", "--no-progress", "--threads", "1"]
+    cli("train", "--task", "path", "--graphs", tmp_path / "train", "--steps", "3072", *common, "--out", tmp_path / "m")
+    out = cli("predict", "--model", tmp_path / "m", "--graph", tmp_path / "big.txt", "--out", tmp_path / "route.csv", "--rollouts", "1")
+    assert "edge weights: from the file" in out and "valid solution: yes" in out
+    graph = load_graph(tmp_path / "big.txt")
+    env = PathEnv([graph])
+    env.reset(seed=0)
+    rows = np.loadtxt(tmp_path / "route.csv", delimiter=",", skiprows=1, dtype=np.int64)
+    position = {int(node_id): k for k, node_id in enumerate(graph.ids())}
+    route = np.array([position[int(node_id)] for node_id in rows[:, 1]])
+    assert route[0] == env.source and route[-1] == env.target and len(route) - 1 <= env.budget
+    assert PathEnv.objective(graph, np.column_stack([np.arange(route.size), route])) <= 1.5 * env.shortest

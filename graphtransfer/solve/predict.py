@@ -93,17 +93,22 @@ def predict_graph(
 
 def write_solution(path: str | Path, solution: np.ndarray, header: str, node_ids: np.ndarray | None = None) -> None:
     """CSV of the solution rows, written atomically. A per-node solution gets its node's id as
-    first column: the graph's own id (``node_ids``, e.g. ``Graph.ids()``), else its position."""
+    first column: the graph's own id (``node_ids``, e.g. ``Graph.ids()``), else its position; a
+    route (``step,node``) names its nodes by the graph's own ids likewise."""
     rows = solution.reshape(len(solution), -1)
     integral = np.issubdtype(rows.dtype, np.integer) or rows.dtype == bool
     columns = [rows.astype(np.int64) if integral else rows.astype(np.float64)]
     formats = ["%d" if integral else "%.9g"] * rows.shape[1]
+    named = 0  # the column that names nodes by the graph's own ids
     if header.startswith("node,"):
         ids = np.arange(len(rows)) if node_ids is None else node_ids
         columns.insert(0, ids.astype(object).reshape(-1, 1))
         formats.insert(0, "%s")
+    elif header == "step,node" and node_ids is not None:
+        columns = [rows[:, :1].astype(np.int64), node_ids[rows[:, 1]].astype(object).reshape(-1, 1)]
+        formats, named = ["%d", "%s"], 1
     table = np.concatenate([c.astype(object) for c in columns], axis=1)
-    if any(isinstance(v, str) and any(ch in v for ch in ',"\n\r') for v in table[:, 0].tolist()):
+    if any(isinstance(v, str) and any(ch in v for ch in ',"\n\r') for v in table[:, named].tolist()):
         text = io.StringIO()  # ids that need quoting: the csv module quotes them
         csv.writer(text, lineterminator="\n").writerows([header.split(","), *table.tolist()])
         body = text.getvalue()
