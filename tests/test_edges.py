@@ -11,7 +11,7 @@ from torch_geometric.data import Batch, Data
 from typer.testing import CliRunner
 
 from examples.line_upgrade import LineUpgradeEnv
-from graphtransfer.baselines.matching import exact_blossom, greedy_by_weight, path_growing
+from graphtransfer.baselines.matching import exact_blossom, greedy_by_gain, greedy_by_weight, path_growing
 from graphtransfer.baselines.path import dijkstra_route
 from graphtransfer.cli import app
 from graphtransfer.config import ModelConfig
@@ -118,16 +118,17 @@ def test_matching_baselines_are_matchings_within_their_guarantees():
             assert best / 2 - 1e-9 <= MatchingEnv.objective(graph, found) <= best + 1e-9
 
 
-def test_taking_every_edge_each_step_is_greedy_by_weight_and_skipping_ends_unmatched():
+@pytest.mark.parametrize(("priority", "greedy"), [("gain", greedy_by_gain), ("weight", greedy_by_weight)])
+def test_taking_every_edge_each_step_is_the_priority_s_greedy_and_skipping_ends_unmatched(priority, greedy):
     for seed in range(3):
         graph = barabasi_albert(80, 3, seed)
-        env = MatchingEnv([graph], horizon=256)
+        env = MatchingEnv([graph], horizon=256, priority=priority)
         env.reset(seed=0)
         returns, done = 0.0, False
         while not done:
             _, reward, terminated, truncated, _ = env.step(np.full(env.max_edges, TAKE))
             returns, done = returns + reward, terminated or truncated
-        assert terminated and np.array_equal(env.solution(), greedy_by_weight(graph))
+        assert terminated and np.array_equal(env.solution(), greedy(graph))
         assert returns * graph.num_nodes == pytest.approx(MatchingEnv.objective(graph, env.solution()))
         env.reset(seed=0)
         _, reward, terminated, _, _ = env.step(np.full(env.max_edges, SKIP))

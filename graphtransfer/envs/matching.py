@@ -8,20 +8,23 @@ observation shows the live edges, both directions, as the residual graph. Rules 
 
 1. every live directed edge picks ``SKIP``, ``TAKE`` or ``WAIT``; an undirected edge is taken
    when either direction picks ``TAKE``, skipped when both pick ``SKIP``;
-2. a taken edge joins the matching when it is the heaviest taken edge at both its endpoints
-   (ties: the lower edge id), so the heaviest taken edge always joins and no node is matched twice;
+2. a taken edge joins the matching when it has the highest *priority* among the taken edges at
+   both its endpoints (ties: the lower edge id), so the taken edge of highest priority always
+   joins and no node is matched twice;
 3. skipped edges leave the graph; so do the live edges at the newly matched nodes.
 
-Reward: the weight joining / the graph's node count, so an episode returns the matching's weight
-per node. Taking every edge every step is exactly greedy-by-weight; the policy can beat it only
-by skipping (or waiting on) a heavy edge whose endpoints are worth more elsewhere.
+The priority is the edge's *gain* (``priority="gain"``, the default) or its weight
+(``priority="weight"``). The gain is the weight less what the endpoints could get elsewhere:
+every step the env runs :data:`PRICE_ROUNDS` rounds of max-product message passing on the live
+edges (:func:`gains`), which prices each endpoint by the best it could get from another edge.
+Gains are also edge features, with whether each is the highest at each endpoint, beside greedy's
+signal (the heaviest edge at both ends).
 
-What an endpoint is worth elsewhere is in the edge features: every step the env runs
-:data:`PRICE_ROUNDS` rounds of max-product message passing on the live edges (:func:`gains`),
-which prices each endpoint by the best it could get from another edge, and shows each edge's
-*gain*, its weight less both prices, and whether that gain is the highest at each endpoint. An
-edge with the highest gain at both ends is the one to take now; greedy's signal (the heaviest
-edge at both ends) is shown too, and the policy learns which to follow.
+Reward: the weight joining / the graph's node count, so an episode returns the matching's weight
+per node. Taking every edge every step is exactly greedy-by-gain
+(:func:`graphtransfer.baselines.matching.greedy_by_gain`), or greedy-by-weight under the weight
+priority: that is what the rule does. What the policy decides is which edges to take now, which
+to wait on and which to give up (skip).
 
 Why edge-wise and not edge choice as this task's head: one edge per pass would take one pass
 per matched edge, about 100,000 passes on the 250k-node graph; every edge at once settles it in
@@ -39,6 +42,7 @@ from graphtransfer.graphs import Graph, edge_weights
 from graphtransfer.graphs.graph import edge_lookup
 
 SKIP, TAKE, WAIT = 0, 1, 2
+PRIORITIES = ("gain", "weight")
 PRICE_ROUNDS = 5
 """rounds of max-product message passing behind the gain features (see :func:`gains`): on graphs
 of 2,000 to 20,000 nodes, taking the highest-gain edges reached 1.02-1.04x greedy-by-weight's
@@ -62,8 +66,11 @@ class MatchingEnv(GraphEnv):
     inference_horizon = 256  # passes allowed at inference, where graphs are far larger
     solution_header = "node,mate"
 
-    def __init__(self, graphs: Graphs, horizon: int = 32):
+    def __init__(self, graphs: Graphs, horizon: int = 32, priority: str = "gain"):
+        if priority not in PRIORITIES:
+            raise ValueError(f"priority={priority!r}; choose one of {', '.join(PRIORITIES)}")
         super().__init__(graphs, horizon)
+        self.priority = priority
         self.action_space = spaces.MultiDiscrete(np.full(self.max_edges, self.num_actions))
 
     def _start(self) -> None:
@@ -105,7 +112,11 @@ class MatchingEnv(GraphEnv):
         picked[self.live] = np.asarray(action)[: self.live.size]
         taken = (picked == TAKE) | (picked[self.twin] == TAKE)
         skipped = (picked == SKIP) & (picked[self.twin] == SKIP)
-        joining = locally_heaviest(self.graph, self.weights, self.twin, self.live[taken[self.live]])
+        priority = self.weights
+        if self.priority == "gain":
+            priority = np.full(self.weights.size, -np.inf)
+            priority[self.live] = self.gain
+        joining = locally_heaviest(self.graph, priority, self.twin, self.live[taken[self.live]])
         src, dst = self.graph.edge_index[:, joining]
         self.mate[src], self.mate[dst] = dst, src
         src, dst = self.graph.edge_index[:, self.live]
@@ -184,6 +195,7 @@ def best_but_this(num_nodes: int, src: np.ndarray, value: np.ndarray) -> np.ndar
 def locally_heaviest(graph: Graph, weights: np.ndarray, twin: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """The candidate edges that are the heaviest candidate at both endpoints (ties: the lower
     edge id), both directions of each: never two at one node, and the heaviest candidate always.
+    ``weights`` may be any priority (the env passes gains).
 
     Shapes:
         weights, twin: ``(2|E|,)``; candidates: ``(C,)`` directed edge ids, one or both
