@@ -139,8 +139,8 @@ def test_path_routes_the_graphs_query_and_returns_minus_the_length_ratio():
     graph = barabasi_albert(200, 2, 4)
     source, target = route_query(graph)
     shortest = dijkstra_route(graph)
-    assert PathEnv.feasible(graph, shortest) and shortest[0, 1] == source and shortest[-1, 1] == target
     env = PathEnv([graph])
+    assert env.feasible(graph, shortest) and shortest[0, 1] == source and shortest[-1, 1] == target
     env.reset(seed=5)  # any seed: the graph's own query
     assert (env.source, env.target) == (source, target)
     returns, done = 0.0, False
@@ -160,7 +160,7 @@ def test_an_unfinished_route_is_not_feasible():
     env = PathEnv([graph], horizon=1)
     env.reset(seed=0)
     _, _, terminated, truncated, _ = env.step(int(np.flatnonzero(env.action_masks())[0]))
-    assert truncated and not terminated and not PathEnv.feasible(graph, env.solution())
+    assert truncated and not terminated and not env.feasible(graph, env.solution())
 
 
 def cli(*args):

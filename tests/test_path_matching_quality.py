@@ -45,7 +45,7 @@ def test_a_route_of_random_allowed_steps_arrives_within_its_budget(graph):
     env = PathEnv([graph], horizon=2**31 - 1)
     steps = drive(env, lambda env, obs: int(rng.choice(np.flatnonzero(env.action_masks()))))
     assert env.current == env.target and steps <= env.budget
-    assert PathEnv.feasible(graph, env.solution())
+    assert env.feasible(graph, env.solution())
     assert PathEnv.objective(graph, env.solution()) >= env.shortest * (1 - 1e-9)
 
 
@@ -73,7 +73,7 @@ def test_following_the_distance_guide_is_the_shortest_route_and_the_hop_guide_is
     assert PathEnv.objective(graph, env.solution()) == pytest.approx(PathEnv.objective(graph, dijkstra_route(graph)))
     hops = PathEnv([graph], horizon=2**31 - 1, guide="hops")
     drive(hops, follow)
-    assert PathEnv.feasible(graph, hops.solution()) and PathEnv.objective(graph, hops.solution()) > 1.05 * env.shortest
+    assert hops.feasible(graph, hops.solution()) and PathEnv.objective(graph, hops.solution()) > 1.05 * env.shortest
     with pytest.raises(ValueError, match="guide='meters'; choose one of distance, hops"):
         PathEnv([graph], guide="meters")
 

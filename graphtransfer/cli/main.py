@@ -429,11 +429,16 @@ def predict(
     ] = None,
     workers: Annotated[int | None, typer.Option(help=_WORKERS_HELP)] = None,
     ray_address: Annotated[str | None, typer.Option(help=_RAY_HELP)] = None,
+    source: Annotated[
+        str | None, typer.Option(help="path: the node to route from, by the graph's own id (as the file names it); with --target.")
+    ] = None,
+    target: Annotated[str | None, typer.Option(help="path: the node to route to, by the graph's own id; with --source.")] = None,
 ) -> None:
     """Run a saved policy on a graph and write its solution; on a folder of graphs, one CSV per graph into --out.
 
     Example: graphtransfer predict --model runs/mis/large --graph large --out solution.csv [--max-nodes-per-batch 50000]
     Example: graphtransfer predict --model runs/mis/small --graph graphs/ --out solutions/ --workers 2
+    Example: graphtransfer predict --model runs/path/small --graph roads.txt --out route.csv --source 17 --target 4032
     """
     graphtransfer.prefer_small_pages()  # before torch loads
     from graphtransfer.checkpoint import read_checkpoint
@@ -448,6 +453,8 @@ def predict(
     options |= {"decoding": decoding, "rollouts": _rollouts(rollouts), "node_order": _node_order(node_order)}
     options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env, "force": force}
     if resolve(graph).is_dir():
+        if source is not None or target is not None:
+            raise UsageError("--source and --target name nodes of one graph; --graph names a folder")
         _use_threads(threads)
         return _predict_folder(model, graph, out, draw, workers, ray_address, options)
     if workers is not None or ray_address is not None:
@@ -458,7 +465,7 @@ def predict(
         check_drawable(loaded)  # before the policy runs, not after
     check_output_file(out, [resolve(graph)], force)  # predict gets the graph already read, so the input file is guarded here
     _use_threads(threads, loaded.num_nodes)
-    loaded, solution = run_predict(model, loaded, out, **options)
+    loaded, solution = run_predict(model, loaded, out, source=source, target=target, **options)
     typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges; node ids {loaded.describe_ids()}")
     _report_weights(config, loaded)
     if solution.renumbered:

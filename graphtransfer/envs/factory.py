@@ -39,15 +39,18 @@ def run_env(config: RunConfig, graphs: Sequence[Graph]) -> gym.Env:
     return make_env(config.task, config.env, config.env_kwargs, graphs, config.horizon)
 
 
-def inference_env(config: RunConfig, graph: Graph, max_passes: int | None = None) -> gym.Env:
+def inference_env(config: RunConfig, graph: Graph, max_passes: int | None = None, query: tuple[int, int] | None = None) -> gym.Env:
     """The run's env on one graph, built for inference. Tasks that end once solved (MIS, MVC)
     run longer than in training, their ``inference_horizon``; ``max_passes`` overrides either.
     A built-in task gets the horizon in its constructor; a user env that declares
     ``inference_horizon`` or is given ``max_passes`` gets its ``horizon`` set here (see
-    :class:`~graphtransfer.envs.protocol.GraphEnvProtocol`)."""
+    :class:`~graphtransfer.envs.protocol.GraphEnvProtocol`). ``query``, the positions of a
+    source and a target, is for the ``path`` task alone."""
+    if query is not None and (config.env is not None or config.task != "path"):
+        raise UsageError(f"--source and --target route the path task; this model's task is {config.env or config.task}")
     if config.env is None:
         horizon = max_passes or _task(config.task).inference_horizon
-        kwargs = {**config.env_kwargs, **({"horizon": horizon} if horizon else {})}
+        kwargs = {**config.env_kwargs, **({"horizon": horizon} if horizon else {}), **({"query": query} if query else {})}
         return make_env(config.task, None, kwargs, [graph], config.horizon)
     env = make_env(None, config.env, config.env_kwargs, [graph])
     horizon = max_passes or features_of(env).inference_horizon

@@ -27,9 +27,10 @@ The reward is minus the edge's length over the shortest route's length, so an ep
 reaches the target returns minus the route's length ratio to the shortest (-1 at best), at any
 graph size.
 
-Queries: a reset with a seed (what ``predict`` and ``eval`` do) routes the graph's own query,
-:func:`route_query`, the one the Dijkstra baseline answers; an unseeded reset (training, after
-the first episode) draws a random source and a target reachable from it.
+Queries: a reset with a seed (what ``predict`` and ``eval`` do) routes the env's ``query``
+(positions ``(source, target)``, e.g. from :func:`query_positions` of the ids a user gave), else
+the graph's own query, :func:`route_query`, the one the Dijkstra baseline answers; an unseeded
+reset (training, after the first episode) draws a random source and a target reachable from it.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from scipy.sparse.csgraph import breadth_first_order, dijkstra, shortest_path
 
 from graphtransfer.envs.base import GraphEnv, Graphs
 from graphtransfer.envs.protocol import Head
+from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, edge_weights
 from graphtransfer.graphs.graph import edge_lookup
 
@@ -73,11 +75,12 @@ class PathEnv(GraphEnv):
     inference_horizon = 2**31 - 1  # routes end by the budget rule, within DETOUR x the hops (+2) passes
     solution_header = "step,node"
 
-    def __init__(self, graphs: Graphs, horizon: int = 64, guide: str = "distance"):
+    def __init__(self, graphs: Graphs, horizon: int = 64, guide: str = "distance", query: tuple[int, int] | None = None):
         if guide not in GUIDES:
             raise ValueError(f"guide={guide!r}; choose one of {', '.join(GUIDES)}")
         super().__init__(graphs, horizon)
         self.guide = guide
+        self.query = None if query is None else (int(query[0]), int(query[1]))
         self.action_space = spaces.Discrete(self.max_nodes)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -90,7 +93,7 @@ class PathEnv(GraphEnv):
         self.scale = float(self.weights.mean()) if self.weights.size else 1.0
         self.matrix = csr_array((self.weights, (graph.edge_index[0], graph.edge_index[1])), shape=(graph.num_nodes,) * 2)
         self.edge_id = csr_array((np.arange(self.weights.size) + 1, (graph.edge_index[0], graph.edge_index[1])), shape=self.matrix.shape)
-        self.source, self.target = route_query(graph) if self._canonical else self._random_query()
+        self.source, self.target = self._query_of(graph) if self._canonical else self._random_query()
         self.hops = shortest_path(self.matrix, unweighted=True, indices=self.target)
         self.distance = dijkstra(self.matrix, indices=self.target)
         self.shortest = float(self.distance[self.source])
@@ -99,6 +102,9 @@ class PathEnv(GraphEnv):
         self.visited = np.zeros(graph.num_nodes, dtype=bool)
         self.visited[self.source] = True
         self._look_around()
+
+    def _query_of(self, graph: Graph) -> tuple[int, int]:
+        return self.query if self.query is not None else route_query(graph)
 
     def _random_query(self) -> tuple[int, int]:
         """A random source with edges and a random other node reachable from it."""
@@ -189,10 +195,10 @@ class PathEnv(GraphEnv):
         """The route's length (smaller is better)."""
         return route_length(graph, np.asarray(solution)[:, 1])
 
-    @staticmethod
-    def feasible(graph: Graph, solution: np.ndarray) -> bool:
-        """The route walks along edges from the graph's query source to its target."""
-        return is_route(graph, np.asarray(solution)[:, 1], *route_query(graph))
+    def feasible(self, graph: Graph, solution: np.ndarray) -> bool:
+        """The route walks along edges from the query's source to its target (the env's
+        ``query``, else the graph's own): bound to the env, since the query is the env's."""
+        return is_route(graph, np.asarray(solution)[:, 1], *self._query_of(graph))
 
 
 def relative(values: np.ndarray, nodes: np.ndarray, current: int) -> np.ndarray:
@@ -250,6 +256,30 @@ def route_query(graph: Graph) -> tuple[int, int]:
     hops = shortest_path(matrix, unweighted=True, indices=source)
     hops[~np.isfinite(hops)] = -1
     return source, int(np.argmax(hops))
+
+
+def query_positions(graph: Graph, source: str, target: str) -> tuple[int, int]:
+    """The positions of the nodes a user named ``source`` and ``target`` in the graph's own ids
+    (as the file writes them), checked: both exist, they differ, and the target can be reached.
+
+    Raises:
+        UsageError: an unknown id, the same node twice, or a target in another component.
+    """
+    ids = graph.ids()
+    found = []
+    for option, name in (("--source", source), ("--target", target)):
+        matches = np.flatnonzero(ids.astype(str) == str(name).strip())
+        if matches.size == 0:
+            raise UsageError(
+                f"{option} {name!r}: graph {graph.name or '(unnamed)'} has no node with that id; its ids are {graph.describe_ids()}"
+            )
+        found.append(int(matches[0]))
+    if found[0] == found[1]:
+        raise UsageError(f"--source and --target are both node {source!r}; a route needs two different nodes")
+    matrix = csr_array((np.ones(graph.edge_index.shape[1]), (graph.edge_index[0], graph.edge_index[1])), shape=(graph.num_nodes,) * 2)
+    if not np.isfinite(shortest_path(matrix, unweighted=True, indices=found[0])[found[1]]):
+        raise UsageError(f"--target {target!r} cannot be reached from --source {source!r}: they lie in different components of the graph")
+    return found[0], found[1]
 
 
 def is_route(graph: Graph, nodes: np.ndarray, source: int, target: int) -> bool:

@@ -53,8 +53,9 @@ class GraphEnvProtocol(Protocol):
     - ``head: Head | str`` -- the policy head; otherwise inferred from the spaces.
     - ``sense: "max" | "min"`` -- whether eval's objective is maximised (default) or minimised.
     - ``solution() -> np.ndarray`` with static ``objective(graph, solution) -> float`` and
-      ``feasible(graph, solution) -> bool`` -- predict writes the solution and eval reports the
-      objective; without them, the episode's rewards are the solution.
+      ``feasible(graph, solution) -> bool`` (static, or a method where feasibility depends on
+      the env's settings, as path's query does) -- predict writes the solution and eval reports
+      the objective; without them, the episode's rewards are the solution.
     - ``solution_header: str`` -- the solution CSV's header (default ``node,decision``, or
       ``step,reward`` without ``solution``).
     - ``graph: Graph`` -- the graph of the current episode.

@@ -50,6 +50,7 @@ def policy_for_graphs(
     runtime: Runtime = DEFAULT_RUNTIME,
     env: str | None = None,
     max_passes: int | None = None,
+    query: tuple[int, int] | None = None,
 ) -> LoadedPolicy:
     """The policy of the model folder ``model`` (or of a checkpoint already read), for ``graphs``.
 
@@ -58,13 +59,14 @@ def policy_for_graphs(
         env: the user env the model was trained on, when it was (see :func:`read_checkpoint`).
         max_passes: with one graph, the env is built for inference with this horizon
             (``None``: the task's inference horizon).
+        query: with one graph, the path task's source and target (positions).
     """
     checkpoint = model if isinstance(model, Checkpoint) else read_checkpoint(model, env)
     config = checkpoint.config
     edge_head = config.head in (Head.EDGE_WISE, Head.EDGE_CHOICE)
     for graph in graphs:
         check_memory(graph.num_nodes, graph.edge_index[1], config.model, f"graph {graph.name}", runtime.max_nodes_per_batch, edge_head)
-    built = inference_env(config, graphs[0], max_passes) if len(graphs) == 1 else run_env(config, graphs)
+    built = inference_env(config, graphs[0], max_passes, query) if len(graphs) == 1 else run_env(config, graphs)
     policy, report = load_policy_into_env(checkpoint, built)
     configure_runtime(policy, runtime.max_nodes_per_batch, runtime.mixed_precision)
     return LoadedPolicy(checkpoint, policy, built, report)

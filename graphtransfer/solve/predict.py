@@ -10,7 +10,9 @@ import numpy as np
 
 from graphtransfer.checkpoint import Checkpoint, read_checkpoint
 from graphtransfer.config import AUTO_ROLLOUTS
+from graphtransfer.envs.path import query_positions
 from graphtransfer.envs.protocol import features_of
+from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, load_graph, resolve
 from graphtransfer.io import atomic_write, check_output_file
 from graphtransfer.solve.evaluate import finish_rule
@@ -35,6 +37,8 @@ def predict(
     env: str | None = None,
     force: bool = False,
     node_order: str = "auto",
+    source: str | None = None,
+    target: str | None = None,
 ) -> tuple[Graph, Solution]:
     """Run the model in folder ``model`` on ``graph`` (a :class:`Graph` or what names one); write
     the solution to ``out`` as CSV.
@@ -50,17 +54,21 @@ def predict(
     ``mixed_precision``, bfloat16 message passing on CUDA. ``node_order`` ``auto`` solves large MIS
     and MVC graphs renumbered in locality order, ``given`` as the file numbers them; the solution is
     in the graph's own order either way (:mod:`graphtransfer.solve.ordering`). ``env`` names the
-    user env of a model trained on one. ``out`` never replaces the graph, the model's files or a folder, and replaces
-    an existing file only with ``force``.
+    user env of a model trained on one. ``source`` and ``target`` (the path task) name the route's
+    ends by the graph's own ids; without them path routes the graph's own query. ``out`` never
+    replaces the graph, the model's files or a folder, and replaces an existing file only with ``force``.
     """
     checkpoint = read_checkpoint(model, env)
     if out is not None:
         check_output_file(Path(out), [] if isinstance(graph, Graph) else [resolve(graph)], force)
     loaded = graph if isinstance(graph, Graph) else load_graph(graph)
+    if (source is None) != (target is None):
+        raise UsageError("--source and --target go together: give both, or neither for the graph's own query")
+    query = None if source is None else query_positions(loaded, source, target)
     options = {"deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction, "decoding": decoding}
     options |= {"rollouts": rollouts, "node_order": node_order}
     runtime = Runtime(max_nodes_per_batch, mixed_precision)
-    solution, header = predict_graph(checkpoint, loaded, max_passes=max_passes, runtime=runtime, **options)
+    solution, header = predict_graph(checkpoint, loaded, max_passes=max_passes, runtime=runtime, query=query, **options)
     if out is not None:
         write_solution(out, solution.solution, header, loaded.ids())
     return loaded, solution
@@ -74,6 +82,7 @@ def predict_graph(
     env: str | None = None,
     rollouts: int | str = AUTO_ROLLOUTS,
     node_order: str = "auto",
+    query: tuple[int, int] | None = None,
     **options,
 ) -> tuple[Solution, str]:
     """The policy of a model (a folder, or a checkpoint already read) on one graph: the best
@@ -86,7 +95,7 @@ def predict_graph(
     count = rollout_count(rollouts, graph.num_nodes)  # before the model loads: a bad count is the user's to fix first
     checkpoint = model if isinstance(model, Checkpoint) else read_checkpoint(model, env)
     order = solving_order(checkpoint.config, graph, node_order)
-    loaded = policy_for_graphs(checkpoint, [order.graph], runtime, env, max_passes)
+    loaded = policy_for_graphs(checkpoint, [order.graph], runtime, env, max_passes, query)
     solution = best_of_rollouts(loaded.policy, loaded.env, count, finish=finish_rule(checkpoint.config), **options)
     return order.restore(solution), features_of(loaded.env).solution_header
 
