@@ -12,7 +12,7 @@ from graphtransfer.cli import app
 from graphtransfer.envs import MatchingEnv, PathEnv
 from graphtransfer.envs.matching import TAKE, WAIT, gains, twin_edges
 from graphtransfer.envs.path import without_loops
-from graphtransfer.errors import GraphFileError
+from graphtransfer.errors import GraphFileError, UsageError
 from graphtransfer.graphs import (
     barabasi_albert,
     delaunay,
@@ -190,26 +190,73 @@ def cli(*args):
     return result.output
 
 
-@pytest.mark.slow
-def test_a_tiny_trained_router_arrives_on_a_larger_geometric_graph_within_a_ratio_of_dijkstra(tmp_path):
-    """Trained on 60-node geometric graphs for a few seconds, routed zero-shot on 3,000 nodes
-    with the file's own edge lengths; a policy that moved at random goes about 4x Dijkstra's length."""
-    (tmp_path / "train").mkdir()
+@pytest.fixture(scope="module")
+def router(tmp_path_factory):
+    """A path model trained for a few seconds on 60-node geometric graphs."""
+    folder = tmp_path_factory.mktemp("router")
+    (folder / "train").mkdir()
     for seed in range(4):
-        write_npz(random_geometric(60, 6.0, seed), tmp_path / "train" / f"g{seed}.npz")
+        write_npz(random_geometric(60, 6.0, seed), folder / "train" / f"g{seed}.npz")
+    common = ["--n-envs", "4", "--n-steps", "64", "--batch-size", "64", "--width", "16", "--no-progress", "--threads", "1"]
+    cli("train", "--task", "path", "--graphs", folder / "train", "--steps", TINY_STEPS, *common, "--out", folder / "m")
+    return folder / "m"
+
+
+TINY_STEPS = 3072
+
+
+@pytest.mark.slow
+def test_a_tiny_trained_router_arrives_on_a_larger_geometric_graph_within_a_ratio_of_dijkstra(tmp_path, router):
+    """Routed zero-shot on 3,000 nodes with the file's own edge lengths; a policy that moved at
+    random would go about 4x Dijkstra's length."""
     big = random_geometric(3000, 6.0, 7)
     lengths = np.random.default_rng(1).integers(1, 50, big.num_edges)
     ends = big.edge_index[:, : big.num_edges].T.tolist()
     (tmp_path / "big.txt").write_text("".join(f"{u} {v} {w}\n" for (u, v), w in zip(ends, lengths.tolist(), strict=True)))
-    common = ["--n-envs", "4", "--n-steps", "64", "--batch-size", "64", "--width", "16", "--no-progress", "--threads", "1"]
-    cli("train", "--task", "path", "--graphs", tmp_path / "train", "--steps", "3072", *common, "--out", tmp_path / "m")
-    out = cli("predict", "--model", tmp_path / "m", "--graph", tmp_path / "big.txt", "--out", tmp_path / "route.csv", "--rollouts", "1")
+    out = cli(
+        "predict", "--model", router, "--graph", tmp_path / "big.txt", "--out", tmp_path / "route.csv", "--rollouts", "1", "--deterministic"
+    )
     assert "edge weights: from the file" in out and "valid solution: yes" in out
     graph = load_graph(tmp_path / "big.txt")
     env = PathEnv([graph])
     env.reset(seed=0)
-    rows = np.loadtxt(tmp_path / "route.csv", delimiter=",", skiprows=1, dtype=np.int64)
-    position = {int(node_id): k for k, node_id in enumerate(graph.ids())}
-    route = np.array([position[int(node_id)] for node_id in rows[:, 1]])
+    route = read_route(graph, tmp_path / "route.csv")
     assert route[0] == env.source and route[-1] == env.target and len(route) - 1 <= env.budget
     assert PathEnv.objective(graph, np.column_stack([np.arange(route.size), route])) <= 1.5 * env.shortest
+
+
+def read_route(graph, csv):
+    """The route a predict CSV holds (``step,node`` rows in the graph's own ids), as positions."""
+    rows = np.loadtxt(csv, delimiter=",", skiprows=1, dtype=np.int64, ndmin=2)
+    position = {int(node_id): k for k, node_id in enumerate(graph.ids())}
+    return np.array([position[int(node_id)] for node_id in rows[:, 1]])
+
+
+@pytest.mark.slow
+def test_predict_routes_between_the_source_and_target_a_user_names(tmp_path, router):
+    (tmp_path / "g.txt").write_text("10 20\n20 30\n30 40\n10 50\n50 40\n70 80\n")  # 70-80 is a component of its own
+    out = cli("predict", "--model", router, "--graph", tmp_path / "g.txt", "--out", tmp_path / "r.csv", "--source", 20, "--target", 50)
+    assert "edge weights: hashed from node ids (the file has none)" in out and "valid solution: yes" in out
+    rows = (tmp_path / "r.csv").read_text().splitlines()
+    assert rows[0] == "step,node" and rows[1] == "0,20" and rows[-1].endswith(",50")
+    cases = {
+        ("--source", "99", "--target", "50"): "--source '99': graph g.txt has no node with that id; its ids are 10..80, not contiguous",
+        ("--source", "20", "--target", "NaN"): "--target 'NaN': graph g.txt has no node with that id",
+        ("--source", "20", "--target", "20"): "--source and --target are both node '20'; a route needs two different nodes",
+        ("--source", "20", "--target", "80"): "--target '80' cannot be reached from --source '20'",
+        ("--source", "20"): "--source and --target go together",
+    }
+    for args, message in cases.items():
+        result = runner.invoke(
+            app, ["predict", "--model", str(router), "--graph", str(tmp_path / "g.txt"), "--out", str(tmp_path / "x.csv"), *args]
+        )
+        assert result.exit_code == 2 and message in result.stderr, (args, result.output)
+        assert "Traceback" not in result.output and not (tmp_path / "x.csv").exists()
+
+
+def test_only_the_path_task_takes_a_source_and_target():
+    from graphtransfer.config import RunConfig
+    from graphtransfer.envs.factory import inference_env
+
+    with pytest.raises(UsageError, match="--source and --target route the path task; this model's task is matching"):
+        inference_env(RunConfig(task="matching"), erdos_renyi(30, 3.0, 0), query=(0, 1))
