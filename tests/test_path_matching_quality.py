@@ -239,6 +239,7 @@ def test_predict_routes_between_the_source_and_target_a_user_names(tmp_path, rou
     assert "edge weights: hashed from node ids (the file has none)" in out and "valid solution: yes" in out
     rows = (tmp_path / "r.csv").read_text().splitlines()
     assert rows[0] == "step,node" and rows[1] == "0,20" and rows[-1].endswith(",50")
+    assert "g.txt: edge weights: hashed from node ids (the file has none)" in cli("eval", "--model", router, "--graphs", tmp_path / "g.txt")
     cases = {
         ("--source", "99", "--target", "50"): "--source '99': graph g.txt has no node with that id; its ids are 10..80, not contiguous",
         ("--source", "20", "--target", "NaN"): "--target 'NaN': graph g.txt has no node with that id",
