@@ -6,6 +6,7 @@ rollout), sampled and deterministic.
 
     python -m bench.path_matching_quality --task path --model runs/path/small
     python -m bench.path_matching_quality --task matching --model runs/matching/small --sizes 1000 10000 100000
+    python -m bench.path_matching_quality --task rounds --sizes 10000    # greedy by gain per PRICE_ROUNDS, no model
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ FAMILIES = {
     "er": lambda n, seed: erdos_renyi(n, 4.0, seed),
     "ba": lambda n, seed: barabasi_albert(n, 4, seed),
 }
-DEFAULT_FAMILIES = {"path": ["rgg", "grid", "delaunay"], "matching": ["rgg", "grid", "er", "ba"]}
+DEFAULT_FAMILIES = {"path": ["rgg", "grid", "delaunay"], "matching": ["rgg", "grid", "er", "ba"], "rounds": ["er", "ba", "rgg", "grid"]}
+ROUNDS = (1, 2, 3, 5, 8, 12, 20)
 
 
 def guide_rule(graph: Graph) -> tuple[float, int]:
@@ -93,21 +95,37 @@ def matching_row(model: str, graph: Graph) -> str:
     )
 
 
+def rounds_row(model: str | None, graph: Graph) -> str:
+    """Greedy by gain over greedy by weight for each number of message-passing rounds."""
+    greedy = MatchingEnv.objective(graph, greedy_by_weight(graph))
+    return (
+        f"| {graph.name} | " + " | ".join(f"{MatchingEnv.objective(graph, greedy_by_gain(graph, r)) / greedy:.4f}" for r in ROUNDS) + " |"
+    )
+
+
+HEADERS = {
+    "path": "| graph | nodes | Dijkstra length (s) | guide rule / Dijkstra | policy sampled / Dijkstra | deterministic / Dijkstra |\n"
+    "|---|---:|---:|---:|---:|---:|",
+    "matching": "| graph | nodes | greedy by weight (s) | greedy by gain / greedy | policy sampled / greedy | deterministic / greedy |\n"
+    "|---|---:|---:|---:|---:|---:|",
+    "rounds": "| graph | " + " | ".join(map(str, ROUNDS)) + " |\n|---|" + "---:|" * len(ROUNDS),
+}
+ROWS = {"path": path_row, "matching": matching_row, "rounds": rounds_row}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--task", choices=["path", "matching"], required=True)
-    parser.add_argument("--model", required=True, help="model folder trained on small graphs")
+    parser.add_argument("--task", choices=sorted(ROWS), required=True)
+    parser.add_argument("--model", help="model folder trained on small graphs (path, matching)")
     parser.add_argument("--families", nargs="+", choices=sorted(FAMILIES))
     parser.add_argument("--sizes", nargs="+", type=int, default=[10_000, 50_000, 250_000])
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    if args.task == "path":
-        print("| graph | nodes | Dijkstra length (s) | guide rule / Dijkstra | policy sampled / Dijkstra | deterministic / Dijkstra |")
-    else:
-        print("| graph | nodes | greedy by weight (s) | greedy by gain / greedy | policy sampled / greedy | deterministic / greedy |")
-    print("|---|---:|---:|---:|---:|---:|")
-    row = path_row if args.task == "path" else matching_row
+    if args.task != "rounds" and args.model is None:
+        parser.error(f"--task {args.task} needs --model")
+    print(HEADERS[args.task])
+    row = ROWS[args.task]
     for family in args.families or DEFAULT_FAMILIES[args.task]:
         for size in args.sizes:
             print(row(args.model, FAMILIES[family](size, args.seed)), flush=True)
