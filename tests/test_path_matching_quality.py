@@ -127,6 +127,13 @@ WEIGHTED_FILES = {
     "edges.txt": "# u v weight\n10 20 2.5\n20 30 1\n10 30 7\n",
     "edges.csv": "10,20,2.5\n20,30,1\n10,30,7\n",
     "g.graph": "% fmt 011: a node weight, then neighbour and edge weight pairs\n3 3 011\n5 2 2.5 3 7\n6 1 2.5 3 1\n7 1 7 2 1\n",
+    "g.graphml": '<?xml version="1.0"?><graphml xmlns="http://graphml.graphdrawing.org/xmlns">'
+    '<key id="w" for="edge" attr.name="weight" attr.type="double"/><key id="nw" for="node" attr.name="weight"/>'
+    '<key id="c" for="node" attr.name="colour"/><graph edgedefault="undirected">'
+    '<node id="10"><data key="nw">5</data><data key="c">red</data></node><node id="20"><data key="nw">6</data></node>'
+    '<node id="30"><data key="nw"> 7 </data></node>'
+    '<edge source="10" target="20"><data key="w">2.5</data></edge><edge source="20" target="30"><data key="w">1</data></edge>'
+    '<edge source="10" target="30"><data key="w">7</data></edge></graph></graphml>',
     "g.gml": "graph [ node [ id 10 weight 5 ] node [ id 20 weight 6 ] node [ id 30 weight 7 ]\n"
     "edge [ source 10 target 20 weight 2.5 ] edge [ source 20 target 30 weight 1 ] edge [ source 10 target 30 weight 7 ] ]",
 }
@@ -143,7 +150,7 @@ def test_edge_weights_come_from_the_file(tmp_path, name):
     first = 3.0 if name == "g.graph" else 2.5
     assert weight == {(0, 1): first, (1, 0): first, (0, 2): 7.0, (2, 0): 7.0, (1, 2): 1.0, (2, 1): 1.0}
     assert weights_source(graph) == "edge weights: from the file"
-    if name in ("g.graph", "g.gml"):
+    if name in ("g.graph", "g.gml", "g.graphml"):
         assert node_weights(graph).tolist() == [5.0, 6.0, 7.0] and weights_source(graph, "node") == "node weights: from the file"
     else:
         assert weights_source(graph, "node") == "node weights: hashed from node ids (the file has none)"

@@ -105,3 +105,27 @@ def warn_if_ids_lost(graph: Graph, path: Path, format_name: str, keeps: str) -> 
 def one_direction(graph: Graph) -> np.ndarray:
     """Each undirected edge once, ``lo < hi``: ``(2, |E|)``. :func:`from_edges` puts these first."""
     return graph.edge_index[:, : graph.num_edges]
+
+
+def weights_of(path: Path, values: list[bytes | str | None], kind: str) -> np.ndarray | None:
+    """The weights a file gives its nodes or edges (``None`` where one has none) as float64
+    ``(len(values),)``, or None when none has one; some but not all is an error."""
+    given = sum(value is not None for value in values)
+    if given == 0:
+        return None
+    if given < len(values):
+        raise GraphFileError(path, f"{given} of {len(values)} {kind}s have a weight; give every {kind} a weight or none")
+    try:
+        return np.array([float(value) for value in values], dtype=np.float64)
+    except ValueError:
+        bad = next(value for value in values if not _is_number(value))
+        text = bad.decode(errors="backslashreplace") if isinstance(bad, bytes) else str(bad)
+        raise GraphFileError(path, f"{kind} weight {text[:30]!r} is not a number") from None
+
+
+def _is_number(value: bytes | str | None) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True

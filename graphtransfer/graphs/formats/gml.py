@@ -20,6 +20,7 @@ from graphtransfer.graphs.formats.common import (
     one_direction,
     read_bytes,
     warn_if_ids_lost,
+    weights_of,
     write_atomically,
 )
 from graphtransfer.graphs.formats.text import show
@@ -77,32 +78,10 @@ def read_gml(path: str | Path) -> Graph:
         line = _line(body, parsed.edge_tokens[k])
         raise GraphFileError(path, f"an edge to node {node}, which no node [ id {node} ] declares; declare every node", line)
     node_ids = np.fromiter(index, dtype=np.int64, count=len(index))  # dicts keep declaration order
-    edge_weight, node_weight = _weights(path, parsed.edge_weights, "edge"), _weights(path, parsed.node_weights, "node")
+    edge_weight, node_weight = weights_of(path, parsed.edge_weights, "edge"), weights_of(path, parsed.node_weights, "node")
     return build_graph(
         path, src, dst, len(index), repeats_expected=parsed.directed, node_ids=node_ids, edge_weight=edge_weight, node_weight=node_weight
     )
-
-
-def _weights(path: Path, values: list[bytes | None], kind: str) -> np.ndarray | None:
-    """The ``weight`` of every node or edge as float64, or None when none has one."""
-    given = sum(value is not None for value in values)
-    if given == 0:
-        return None
-    if given < len(values):
-        raise GraphFileError(path, f"{given} of {len(values)} {kind}s have a weight; give every {kind} a weight or none")
-    try:
-        return np.array([float(value) for value in values], dtype=np.float64)
-    except ValueError:
-        bad = next(value for value in values if not _is_number(value))
-        raise GraphFileError(path, f"{kind} weight {show(bad)} is not a number") from None
-
-
-def _is_number(value: bytes | None) -> bool:
-    try:
-        float(value)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 def write_gml(graph: Graph, path: str | Path) -> None:

@@ -1,5 +1,6 @@
-"""GraphML, read as a stream by the standard library's expat parser: only ``<node id>`` and
-``<edge source target>`` matter; keys, data and attributes are skipped.
+"""GraphML, read as a stream by the standard library's expat parser: only ``<node id>``,
+``<edge source target>`` and the ``<data>`` of a key named ``weight`` matter; other keys, data
+and attributes are skipped.
 
 No third-party XML library is needed (networkx reads GraphML several times slower, holding the
 whole tree). A document type declaration is refused: GraphML needs none, and refusing it rules
@@ -15,7 +16,7 @@ from xml.parsers import expat
 import numpy as np
 
 from graphtransfer.errors import GraphFileError, GraphInputWarning
-from graphtransfer.graphs.formats.common import build_graph, check_is_file, check_node_count, one_direction, write_atomically
+from graphtransfer.graphs.formats.common import build_graph, check_is_file, check_node_count, one_direction, weights_of, write_atomically
 from graphtransfer.graphs.graph import Graph, ids_from_names
 
 EXTENSIONS = (".graphml",)
@@ -35,6 +36,11 @@ class _Collector:
         self.edge_lines: list[int] = []
         self.directed = False
         self.root_seen = False
+        self.weight_keys: dict[str, str] = {}  # "node" / "edge" -> the id of the key named weight
+        self.node_weights: list[str | None] = []
+        self.edge_weights: list[str | None] = []
+        self.inside: str | None = None  # "node" or "edge" while inside one
+        self.text: list[str] | None = None  # the text of a weight <data> being read
 
     def start(self, name: str, attributes: dict[str, str]) -> None:
         tag = name.rpartition(" ")[2]  # "namespace tag" -> tag
@@ -46,6 +52,10 @@ class _Collector:
             self.node(attributes.get("id"))
         elif tag == "edge":
             self.edge(attributes.get("source"), attributes.get("target"))
+        elif tag == "key" and attributes.get("attr.name") == "weight" and attributes.get("for") in ("node", "edge"):
+            self.weight_keys[attributes["for"]] = attributes.get("id", "")
+        elif tag == "data" and self.inside and attributes.get("key") == self.weight_keys.get(self.inside):
+            self.text = []
         elif tag == "graph":
             self.directed |= attributes.get("edgedefault") == "directed"
         elif tag == "hyperedge":
@@ -57,6 +67,8 @@ class _Collector:
         if node_id in self.index:
             self.fail(f"node id {node_id!r} appears a second time; every node needs its own id")
         self.index[node_id] = len(self.index)
+        self.node_weights.append(None)
+        self.inside = "node"
 
     def edge(self, source: str | None, target: str | None) -> None:
         if source is None or target is None:
@@ -64,6 +76,21 @@ class _Collector:
         self.sources.append(source)
         self.targets.append(target)
         self.edge_lines.append(self.parser.CurrentLineNumber)
+        self.edge_weights.append(None)
+        self.inside = "edge"
+
+    def end(self, name: str) -> None:
+        tag = name.rpartition(" ")[2]
+        if tag == "data" and self.text is not None:
+            weights = self.node_weights if self.inside == "node" else self.edge_weights
+            weights[-1] = "".join(self.text).strip()
+            self.text = None
+        elif tag in ("node", "edge"):
+            self.inside = None
+
+    def characters(self, data: str) -> None:
+        if self.text is not None:
+            self.text.append(data)
 
     def refuse_doctype(self, *_: object) -> None:
         self.fail("a <!DOCTYPE> declaration; GraphML needs none, and graphtransfer refuses them (entity expansion)")
@@ -75,13 +102,17 @@ class _Collector:
 def read_graphml(path: str | Path) -> Graph:
     """Read a GraphML graph; nodes sit at positions ``0..N-1`` in document order, their ids kept as
     the graph's ``node_ids`` (int64 when every id is a plain integer, else strings), and an edge
-    to a node that no ``<node>`` declares is an error."""
+    to a node that no ``<node>`` declares is an error. The ``<data>`` of a ``<key
+    attr.name="weight" for="edge">`` on every edge (``for="node"``: every node) becomes the
+    graph's ``edge_weight`` (``node_weight``); on some but not all, it is an error."""
     path = Path(path)
     check_is_file(path)
     _check_size(path)
     parser = expat.ParserCreate(namespace_separator=" ")
     collector = _Collector(path, parser)
     parser.StartElementHandler = collector.start
+    parser.EndElementHandler = collector.end
+    parser.CharacterDataHandler = collector.characters
     parser.StartDoctypeDeclHandler = collector.refuse_doctype
     try:
         with path.open("rb") as file:
@@ -121,7 +152,16 @@ def _graph(path: Path, collector: _Collector) -> Graph:
         k = int(np.argmax(unknown))
         name = collector.sources[k] if src[k] < 0 else collector.targets[k]
         raise GraphFileError(path, f"an <edge> to node {name!r}, which no <node> declares; declare every node", collector.edge_lines[k])
-    return build_graph(path, src, dst, len(index), repeats_expected=collector.directed, node_ids=ids_from_names(list(index)))
+    return build_graph(
+        path,
+        src,
+        dst,
+        len(index),
+        repeats_expected=collector.directed,
+        node_ids=ids_from_names(list(index)),
+        edge_weight=weights_of(path, collector.edge_weights, "edge"),
+        node_weight=weights_of(path, collector.node_weights, "node"),
+    )
 
 
 def _check_size(path: Path) -> None:
