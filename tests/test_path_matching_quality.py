@@ -12,7 +12,7 @@ from graphtransfer.cli import app
 from graphtransfer.envs import MatchingEnv, PathEnv
 from graphtransfer.envs.matching import TAKE, WAIT, gains, twin_edges
 from graphtransfer.envs.path import without_loops
-from graphtransfer.errors import GraphFileError, UsageError
+from graphtransfer.errors import GraphFileError, GraphInputWarning, UsageError
 from graphtransfer.graphs import (
     barabasi_albert,
     delaunay,
@@ -159,7 +159,7 @@ def test_edge_weights_come_from_the_file(tmp_path, name):
     assert np.array_equal(edge_weights(again), edge_weights(graph)) and np.array_equal(node_weights(again), node_weights(graph))
 
 
-def test_a_file_without_weights_gets_hashed_ones_and_a_gml_with_some_weights_is_refused(tmp_path):
+def test_a_file_without_weights_gets_hashed_ones_and_a_gml_with_some_weights_is_warned_of(tmp_path):
     (tmp_path / "plain.txt").write_text("1 2\n2 3\n")
     graph = load_graph(tmp_path / "plain.txt")
     assert weights_source(graph) == "edge weights: hashed from node ids (the file has none)"
@@ -167,8 +167,8 @@ def test_a_file_without_weights_gets_hashed_ones_and_a_gml_with_some_weights_is_
     (tmp_path / "some.gml").write_text(
         "graph [ node [ id 1 ] node [ id 2 ] node [ id 3 ] edge [ source 1 target 2 weight 2 ] edge [ source 2 target 3 ] ]"
     )
-    with pytest.raises(GraphFileError, match="1 of 2 edges have a weight; give every edge a weight or none"):
-        load_graph(tmp_path / "some.gml")
+    with pytest.warns(GraphInputWarning, match="1 of 2 edges have a weight, so the weights are not used; give every edge a weight"):
+        assert load_graph(tmp_path / "some.gml").edge_weight is None
     (tmp_path / "bad.gml").write_text('graph [ node [ id 1 ] node [ id 2 ] edge [ source 1 target 2 weight "heavy" ] ]')
     with pytest.raises(GraphFileError, match="edge weight .* is not a number"):
         load_graph(tmp_path / "bad.gml")

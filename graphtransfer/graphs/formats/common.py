@@ -109,12 +109,17 @@ def one_direction(graph: Graph) -> np.ndarray:
 
 def weights_of(path: Path, values: list[bytes | str | None], kind: str) -> np.ndarray | None:
     """The weights a file gives its nodes or edges (``None`` where one has none) as float64
-    ``(len(values),)``, or None when none has one; some but not all is an error."""
+    ``(len(values),)``, or None when none has one, or only some (with a warning)."""
     given = sum(value is not None for value in values)
     if given == 0:
         return None
     if given < len(values):
-        raise GraphFileError(path, f"{given} of {len(values)} {kind}s have a weight; give every {kind} a weight or none")
+        warnings.warn(
+            f"{path}: {given} of {len(values)} {kind}s have a weight, so the weights are not used; give every {kind} a weight",
+            GraphInputWarning,
+            stacklevel=3,
+        )
+        return None
     try:
         return np.array([float(value) for value in values], dtype=np.float64)
     except ValueError:

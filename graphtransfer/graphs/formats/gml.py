@@ -54,7 +54,7 @@ def read_gml(path: str | Path) -> Graph:
     """Read a GML graph. Node ids must be integers; nodes sit at positions ``0..N-1`` in the order
     they are declared, their ids kept as the graph's ``node_ids``, and an edge to an undeclared
     node is an error. A ``weight`` on every edge (every node) becomes the graph's
-    ``edge_weight`` (``node_weight``); on some but not all, it is an error."""
+    ``edge_weight`` (``node_weight``); on some but not all, a warning says they are not used."""
     path = Path(path)
     body = read_bytes(path, EXPECTED)
     if len(body) > SLOW_BYTES:

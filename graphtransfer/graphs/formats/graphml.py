@@ -104,7 +104,7 @@ def read_graphml(path: str | Path) -> Graph:
     the graph's ``node_ids`` (int64 when every id is a plain integer, else strings), and an edge
     to a node that no ``<node>`` declares is an error. The ``<data>`` of a ``<key
     attr.name="weight" for="edge">`` on every edge (``for="node"``: every node) becomes the
-    graph's ``edge_weight`` (``node_weight``); on some but not all, it is an error."""
+    graph's ``edge_weight`` (``node_weight``); on some but not all, a warning says they are not used."""
     path = Path(path)
     check_is_file(path)
     _check_size(path)
