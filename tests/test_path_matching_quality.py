@@ -283,3 +283,17 @@ def test_a_tiny_trained_matching_policy_beats_greedy_by_weight_on_a_larger_graph
     assert "edge weights: hashed from node ids (the file has none)" in out and "valid solution: yes" in out
     objective = float(out.split("objective ")[1].split()[0])
     assert objective >= 1.02 * MatchingEnv.objective(graph, greedy_by_weight(graph))
+
+
+def test_weighted_vertex_cover_prices_nodes_by_the_files_weights(tmp_path):
+    from graphtransfer.baselines.mvc import greedy_weight_degree
+    from graphtransfer.envs import WeightedMVCEnv
+
+    (tmp_path / "star.graph").write_text("4 3 10\n100 2 3 4\n1 1\n1 1\n1 1\n")  # a hub that costs 100, three leaves that cost 1
+    graph = load_graph(tmp_path / "star.graph")
+    assert node_weights(graph).tolist() == [100.0, 1.0, 1.0, 1.0]
+    cover = greedy_weight_degree(graph)
+    assert WeightedMVCEnv.objective(graph, cover) == 3.0  # the leaves, not the hub
+    env = WeightedMVCEnv([graph])
+    obs, _ = env.reset(seed=0)
+    assert obs["x"][:4, 4].tolist() == pytest.approx([1.0, 0.01, 0.01, 0.01])  # rescaled: the heaviest shows as MAX_WEIGHT / MAX_WEIGHT

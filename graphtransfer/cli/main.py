@@ -493,7 +493,7 @@ def _report_weights(config, graph, prefix: str = "") -> None:
     from graphtransfer.graphs import weights_source
 
     if config.env is None:
-        for kind in TASKS[config.task].weights:
+        for kind in TASKS[config.task].reads_weights:
             typer.echo(prefix + weights_source(graph, kind))
 
 

@@ -44,7 +44,7 @@ class GraphEnv(gym.Env):
     """episode length at inference (None: the training horizon); see graphtransfer.envs.protocol"""
     solution_header: ClassVar[str] = "node,decision"
     """CSV header of what :meth:`solution` returns"""
-    weights: ClassVar[tuple[str, ...]] = ()
+    reads_weights: ClassVar[tuple[str, ...]] = ()
     """which of the graph's weights the task reads ("edge", "node"): the file's own where it has
     them, else hashed (:mod:`graphtransfer.graphs.weights`); commands say which they used"""
     renumberable: ClassVar[bool] = False

@@ -61,7 +61,7 @@ class MatchingEnv(GraphEnv):
     num_edge_features = 6
     num_actions = 3
     head = Head.EDGE_WISE
-    weights = ("edge",)
+    reads_weights = ("edge",)
     objective_name = "matching weight"
     inference_horizon = 256  # passes allowed at inference, where graphs are far larger
     solution_header = "node,mate"

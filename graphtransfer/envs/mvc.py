@@ -110,7 +110,7 @@ class WeightedMVCEnv(MVCEnv):
 
     num_features = 6
     objective_name = "vertex cover weight"
-    weights = ("node",)
+    reads_weights = ("node",)
     renumberable = False  # a node's weight follows from its number
 
     def _start(self) -> None:

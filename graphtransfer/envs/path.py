@@ -69,7 +69,7 @@ class PathEnv(GraphEnv):
     num_features = 7
     num_edge_features = 1
     head = Head.NODE_CHOICE
-    weights = ("edge",)
+    reads_weights = ("edge",)
     sense = "min"
     objective_name = "route length"
     inference_horizon = 2**31 - 1  # routes end by the budget rule, within DETOUR x the hops (+2) passes
