@@ -245,13 +245,13 @@ def test_predict_writes_the_same_solution_on_one_thread_and_on_every_core(task, 
     assert solutions[0] == solutions[1]
 
 
-def test_threads_default_to_one_below_10000_nodes_and_every_core_above(monkeypatch):
+def test_threads_default_to_one_below_10000_nodes_and_every_free_core_above(monkeypatch):
     import importlib
 
     import torch
 
     main = importlib.import_module("graphtransfer.cli.main")  # the module: the package exports a function of that name
-    monkeypatch.setattr(main, "_available_cores", lambda: 2)
+    monkeypatch.setattr(main, "free_cores", lambda: 2)
     monkeypatch.setattr(torch, "set_num_threads", lambda n: chosen.append(n))
     chosen = []
     main._use_threads(None, 9_999), main._use_threads(None, 10_000), main._use_threads(None), main._use_threads(3, 50)

@@ -8,7 +8,6 @@ PyG and SB3 are imported inside the commands that run a model, so ``--help``, ``
 from __future__ import annotations
 
 import json
-import os
 import sys
 import warnings
 from pathlib import Path
@@ -16,7 +15,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-import graphtransfer
 from graphtransfer.cli.common import fail as _fail
 from graphtransfer.cli.common import friendly_errors
 from graphtransfer.cli.graphs import app as graphs_app
@@ -37,6 +35,7 @@ from graphtransfer.config import (
     help_of,
 )
 from graphtransfer.errors import UsageError
+from graphtransfer.process import free_cores, prefer_small_pages, tune_process
 
 if TYPE_CHECKING:
     from graphtransfer.training.loop import TrainResult
@@ -48,6 +47,13 @@ app = typer.Typer(
     help="Train a GNN policy on small graphs with PPO (or A2C, DQN), transfer it to large graphs, predict there.",
 )
 app.add_typer(graphs_app, name="graphs")
+
+
+@app.callback()
+def _tune_this_process() -> None:
+    """Before any command: the process tuning of :func:`graphtransfer.process.tune_process`
+    (the solving commands then ask for small pages before torch loads)."""
+    tune_process()
 
 _DEFAULT_MODEL, _DEFAULT_PPO = ModelConfig(), PPOConfig()
 _WORKERS_HELP = "With a folder of graphs: local worker processes, one torch thread each (default: 1; with --ray-address, one per CPU)."
@@ -380,8 +386,8 @@ def transfer(
 
     Example: graphtransfer transfer --src small --dst large --finetune-steps 16 --max-nodes-per-batch 250000
     """
-    if finetune_steps == 0:  # it only solves: see graphtransfer.prefer_small_pages
-        graphtransfer.prefer_small_pages()
+    if finetune_steps == 0:  # it only solves: see graphtransfer.process.prefer_small_pages
+        prefer_small_pages()
     from graphtransfer.reporting.report import format_rows
     from graphtransfer.transferring import transfer as run_transfer
 
@@ -435,7 +441,7 @@ def predict(
     Example: graphtransfer predict --model runs/mis/large --graph large --out solution.csv [--max-nodes-per-batch 50000]
     Example: graphtransfer predict --model runs/mis/small --graph graphs/ --out solutions/ --workers 2
     """
-    graphtransfer.prefer_small_pages()  # before torch loads
+    prefer_small_pages()  # before torch loads
     from graphtransfer.checkpoint import read_checkpoint
     from graphtransfer.graphs import load_graph, resolve
     from graphtransfer.io import check_output_file
@@ -545,7 +551,7 @@ def evaluate(
     Example: graphtransfer eval --model runs/mis/small --graphs large --rollouts 4 --json eval.json --plot eval.png
     Example: graphtransfer eval --model runs/mis/small --graphs evalset/ --workers 2 --max-nodes-per-batch 50000
     """
-    graphtransfer.prefer_small_pages()  # before torch loads
+    prefer_small_pages()  # before torch loads
     from graphtransfer.reporting.report import format_rows, plot_ratios, write_json
     from graphtransfer.solve.parallel import evaluate_many
 
@@ -628,17 +634,12 @@ def tasks() -> None:
 
 def _use_threads(threads: int | None, nodes: int | None = None) -> None:
     """``threads`` torch threads; by default one on a graph of fewer than ``ONE_THREAD_BELOW`` nodes,
-    else one per core this process may use (its CPU affinity)."""
+    else one per core this process may use (its CPU affinity) that no other running task holds."""
     import torch
 
     if threads is None:
-        threads = 1 if nodes is not None and nodes < ONE_THREAD_BELOW else _available_cores()
+        threads = 1 if nodes is not None and nodes < ONE_THREAD_BELOW else free_cores()
     torch.set_num_threads(threads)
-
-
-def _available_cores() -> int:
-    """The cores this process may run on: its CPU affinity where the system has one."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _json_object(text: str, option: str) -> dict:
