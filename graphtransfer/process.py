@@ -35,12 +35,14 @@ def tune_process(solving: bool = False) -> None:
 
 
 def wait_passively() -> None:
-    """``OMP_WAIT_POLICY=PASSIVE`` unless the user set it: an OpenMP thread that reaches a barrier
-    first sleeps until the others arrive instead of spinning on its core. When another process
+    """``OMP_WAIT_POLICY=PASSIVE`` unless the user set it (or GNU OpenMP's ``GOMP_SPINCOUNT``):
+    an OpenMP thread that reaches a barrier first sleeps until the others arrive instead of
+    spinning on its core. When another process
     holds a core, a spinning thread takes time from the very thread it waits for; a solve on two
     threads beside one busy process then took 3-6x as long as on one thread. Read by the OpenMP
     runtime when torch loads."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if "GOMP_SPINCOUNT" not in os.environ:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def prefer_small_pages() -> None:
