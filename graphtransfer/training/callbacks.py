@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 import torch
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 from graphtransfer.checkpoint import save_checkpoint
 from graphtransfer.config import RunConfig
@@ -229,6 +231,13 @@ class StopOnInterrupt(BaseCallback):
             signal.signal(signal.SIGINT, previous)
 
 
+def whole_rollouts(steps: int, model: BaseAlgorithm) -> int:
+    """``steps`` rounded up to what SB3 will run: on-policy algorithms collect whole rollouts of
+    ``n_steps`` per env, every algorithm steps all its envs at once."""
+    chunk = model.n_steps * model.n_envs if isinstance(model, OnPolicyAlgorithm) else model.n_envs
+    return -(-steps // chunk) * chunk
+
+
 class ProgressLines(BaseCallback):
     """A progress line for logs that are not a terminal (a batch job's log): at least every
     ``every_seconds`` or every ``every_fraction`` of the run, whichever comes first, checked at
@@ -241,6 +250,7 @@ class ProgressLines(BaseCallback):
 
     def _on_training_start(self) -> None:
         self.started = self.last_time = time.perf_counter()
+        self.budget = whole_rollouts(self.budget, self.model)
         self.first_steps = self.model.num_timesteps
         self.next_steps = self.first_steps + self.every_steps
 
