@@ -16,7 +16,11 @@ Importing it changes nothing in your process; the command line tunes its own pro
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
+
+if "gymnasium" in sys.modules:  # a gymnasium user's `gymnasium.make("graphtransfer/MIS-v0")` then finds the ids
+    importlib.import_module("graphtransfer.envs")  # (which register them); gymnasium is never imported for this
 
 # public name -> (module, attribute)
 _EXPORTS = {
