@@ -262,3 +262,16 @@ def test_zero_threads_is_refused_not_read_as_the_default(tiny_model, tmp_path):
     command = ["predict", "--model", str(tiny_model("mis")), "--graph", "small", "--out", str(tmp_path / "o.csv"), "--threads", "0"]
     result = runner.invoke(app, command)
     assert result.exit_code == 2 and result.stderr.strip() == "error: --threads 0 must be at least 1"
+
+
+def test_help_in_a_pipe_keeps_the_examples_on_one_line():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    environment = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TERMINAL_WIDTH")}
+    script = Path(sys.executable).parent / "graphtransfer"
+    result = subprocess.run([str(script), "eval", "--help"], capture_output=True, text=True, env=environment, check=True)
+    example = "graphtransfer eval --model runs/mis/small --graphs evalset/ --workers 2 --max-nodes-per-batch 50000"
+    assert example in result.stdout

@@ -8,6 +8,7 @@ PyG and SB3 are imported inside the commands that run a model, so ``--help``, ``
 from __future__ import annotations
 
 import json
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -698,6 +699,13 @@ def _check_positive(**values: int) -> None:
             raise UsageError(f"--{name.replace('_', '-')} {value} must be at least 1")
 
 
+HELP_COLUMNS_IN_A_PIPE = "120"
+"""--help's width when the output is no terminal (a pipe, a file) and COLUMNS is not set: rich's 80
+would wrap the examples mid-command"""
+
+
 def main() -> None:
     warnings.filterwarnings("ignore", module="stable_baselines3")
+    if not sys.stdout.isatty():
+        os.environ.setdefault("COLUMNS", HELP_COLUMNS_IN_A_PIPE)
     app()
