@@ -147,6 +147,16 @@ def _save_locked(
     return folder
 
 
+def is_model_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds a graphtransfer model (its ``config.json`` says so), which a save may
+    replace; a folder of anything else is never written into (:func:`graphtransfer.io.check_output_folder`)."""
+    try:
+        meta = json.loads((Path(folder) / CONFIG).read_text())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(meta, dict) and meta.get("format") == FORMAT
+
+
 def read_checkpoint(folder: str | Path, env: str | None = None) -> Checkpoint:
     """Read and verify a model folder. Nothing here unpickles or imports: JSON and safetensors only.
 

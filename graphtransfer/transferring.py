@@ -9,11 +9,12 @@ from pathlib import Path
 
 from stable_baselines3 import PPO
 
-from graphtransfer.checkpoint import LoadReport, read_checkpoint, save_checkpoint
+from graphtransfer.checkpoint import LoadReport, is_model_folder, read_checkpoint, save_checkpoint
 from graphtransfer.config import RunConfig
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import CheckpointError
-from graphtransfer.graphs import Graph, load_graphs
+from graphtransfer.graphs import Graph, load_graphs, resolve
+from graphtransfer.io import check_output_folder
 from graphtransfer.solve.evaluate import EvalRow, evaluate
 from graphtransfer.solve.loading import Runtime, policy_for_graphs
 from graphtransfer.training.loop import TrainResult, default_run_folder, finetune
@@ -84,11 +85,12 @@ def transfer(
             f"drop --task {task}, or pass a model trained with --task {task}"
         )
     graphs = load_graphs(dst)
+    out = Path(folder or default_run_folder(RunConfig(task=config.task, env=config.env, graphs=str(dst))))
+    check_output_folder(out, [checkpoint.folder, resolve(dst)], is_model_folder, "model")
     loaded = policy_for_graphs(checkpoint, graphs, Runtime(max_nodes_per_batch, mixed_precision))
     policy, report = loaded.policy, loaded.report
     config = replace(config, head=head_of(loaded.env))  # folders from before heads were recorded have none
     rows = evaluate(policy, config, graphs, max_passes)
-    out = Path(folder or default_run_folder(RunConfig(task=config.task, env=config.env, graphs=str(dst))))
     info = {k: v for k, v in checkpoint.meta.items() if k in ("trained_on", "training")}
     info["transferred"] = {"from": str(checkpoint.folder), "to": str(dst), "zero_shot": [_row_summary(row) for row in rows]}
     result = TransferResult(checkpoint.folder, out, config, report, rows, graphs=graphs, env=env)

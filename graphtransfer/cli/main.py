@@ -445,7 +445,7 @@ def predict(
     prefer_small_pages()  # before torch loads
     from graphtransfer.checkpoint import read_checkpoint
     from graphtransfer.graphs import load_graph, resolve
-    from graphtransfer.io import check_output_file
+    from graphtransfer.io import FIGURE_SUFFIXES, check_output_file
     from graphtransfer.reporting.draw import check_drawable, draw_solution
     from graphtransfer.solve.predict import predict as run_predict
 
@@ -463,6 +463,7 @@ def predict(
     loaded = load_graph(graph)
     if draw is not None:
         check_drawable(loaded)  # before the policy runs, not after
+        check_output_file(draw, [resolve(graph)], force, "--draw", FIGURE_SUFFIXES)
     check_output_file(out, [resolve(graph)], force)  # predict gets the graph already read, so the input file is guarded here
     _use_threads(threads, loaded.num_nodes)
     loaded, solution = run_predict(model, loaded, out, **options)
@@ -546,6 +547,7 @@ def evaluate(
     env: EnvOption = None,
     workers: Annotated[int | None, typer.Option(help=_WORKERS_HELP)] = None,
     ray_address: Annotated[str | None, typer.Option(help=_RAY_HELP)] = None,
+    force: Annotated[bool, typer.Option(help="Replace --json and --plot if they exist; never a graph or a model file.")] = False,
 ) -> None:
     """Evaluate a saved policy against the task's baselines on a set of graphs.
 
@@ -560,6 +562,7 @@ def evaluate(
     options = {"rollouts": _rollouts(rollouts), "deterministic": deterministic, "polish": polish, "commit_fraction": commit_fraction}
     options |= {"decoding": decoding, "node_order": _node_order(node_order)}
     options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env}
+    _check_eval_outputs(graphs, json_out, plot, force)
     _use_threads(threads)  # after the options are checked: bad input changes nothing in the process
     config, rows = evaluate_many(model, graphs, workers=workers, ray_address=ray_address, max_passes=max_passes, **options)
     for line in format_rows(rows):
@@ -578,11 +581,23 @@ def evaluate(
         typer.echo(f"wrote {plot}")
 
 
+def _check_eval_outputs(graphs: str, json_out: Path | None, plot: Path | None, force: bool) -> None:
+    """eval's outputs, checked before the evaluation runs (:func:`graphtransfer.io.check_output_file`)."""
+    from graphtransfer.graphs import resolve
+    from graphtransfer.io import FIGURE_SUFFIXES, check_output_file
+
+    if json_out is not None:
+        check_output_file(json_out, [resolve(graphs)], force, "--json")
+    if plot is not None:
+        check_output_file(plot, [resolve(graphs)], force, "--plot", FIGURE_SUFFIXES)
+
+
 @app.command()
 @friendly_errors
 def plot(
     run: Annotated[Path, typer.Argument(help="Run folder written by 'graphtransfer train' (it holds progress.csv).")],
     out: Annotated[Path | None, typer.Option(help="PNG to write (default: RUN/progress.png).")] = None,
+    force: Annotated[bool, typer.Option(help="Replace --out if it exists; never the run's own files.")] = False,
 ) -> None:
     """Draw a run's training curve (episode reward and held-out evaluation against env steps) and
     its rollout and update seconds per PPO iteration, from RUN/progress.csv, to a PNG.
@@ -591,7 +606,7 @@ def plot(
     """
     from graphtransfer.reporting.curves import plot_run
 
-    typer.echo(f"wrote {plot_run(run, out)}")
+    typer.echo(f"wrote {plot_run(run, out, force)}")
 
 
 @app.command()
@@ -606,6 +621,7 @@ def export(
         str | None, typer.Option(help="Graphs whose env the zip's spaces are sized for (default: those the model was trained on).")
     ] = None,
     env: EnvOption = None,
+    force: Annotated[bool, typer.Option(help="Replace --sb3 if it exists; never a graph or a model file.")] = False,
 ) -> None:
     """Write a model as a Stable-Baselines3 zip. Load it only yourself: SB3 zips hold pickles, which can run code.
 
@@ -613,7 +629,7 @@ def export(
     """
     from graphtransfer.export import export_sb3
 
-    algorithm = export_sb3(model, sb3, graphs, env)
+    algorithm = export_sb3(model, sb3, graphs, env, force)
     typer.echo(f"wrote {sb3}: load it with {algorithm}.load({str(sb3)!r}, env=...) and the run's env on the same graphs")
 
 

@@ -86,10 +86,10 @@ class EvalOnGraphs(Periodic):
     task has baselines, ``eval/vs_<baseline>`` (mean policy/baseline ratio), and saves the best
     policy so far to ``best/``: best by that ratio, or by the objective without baselines."""
 
-    def __init__(self, config: RunConfig, graphs: list[Graph], folder: Path, aside: Callable[[], Any]):
+    def __init__(self, config: RunConfig, graphs: list[Graph], folder: Path, aside: Callable[[], Any], best: float | None = None):
         super().__init__(config.log.eval_every, aside)
         self.config, self.graphs, self.folder = config, graphs, folder
-        self.best = _best_so_far(folder / BEST)
+        self.best = best  # a resumed run's best so far, which it must not replace by a worse model
 
     def act(self) -> None:
         started = time.perf_counter()
@@ -120,10 +120,10 @@ def eval_score(rows: list[EvalRow]) -> tuple[float, str]:
     return float(np.mean([row.policy.objective for row in rows])), "objective"
 
 
-def _best_so_far(folder: Path) -> float | None:
-    """The score of the model already in ``best/`` (a resumed run must not replace it by a worse one)."""
+def best_so_far(run: Path) -> float | None:
+    """The score of the model already in the run folder's ``best/`` (a resumed run must not replace it by a worse one)."""
     try:
-        return float(json.loads((folder / "config.json").read_text())["evaluation"]["score"])
+        return float(json.loads((run / BEST / "config.json").read_text())["evaluation"]["score"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

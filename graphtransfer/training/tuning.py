@@ -19,7 +19,8 @@ from graphtransfer.config import RunConfig
 from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
-from graphtransfer.graphs import Graph, load_graphs
+from graphtransfer.graphs import Graph, load_graphs, resolve
+from graphtransfer.io import check_output_folder
 from graphtransfer.solve.evaluate import evaluate
 from graphtransfer.training.callbacks import Periodic, eval_score, rng_kept
 from graphtransfer.training.loop import train
@@ -91,6 +92,8 @@ def tune(
     """
     optuna = import_optuna()
     folder = Path(folder)
+    inputs = [resolve(spec) for spec in (config.graphs, config.log.eval_graphs) if spec]
+    check_output_folder(folder, inputs, lambda found: (found / STUDY_FILE).is_file(), "study")  # or the study to continue
     folder.mkdir(parents=True, exist_ok=True)
     held_out = config.log.eval_graphs
     if held_out is None:
