@@ -66,9 +66,10 @@ def sync_folder(folder: Path) -> None:
 
 
 @contextmanager
-def folder_lock(folder: Path, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
+def folder_lock(folder: Path, timeout: float = LOCK_TIMEOUT_SECONDS, busy: str | None = None) -> Iterator[None]:
     """Hold the exclusive write lock of ``folder``: a second writer waits up to ``timeout``
-    seconds, then is refused with a message that says why."""
+    seconds, then is refused with a message that says why (``busy``, where a model folder's
+    message does not fit)."""
     from filelock import FileLock, Timeout  # here, not at the top: --help and graphs commands never lock
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -77,7 +78,8 @@ def folder_lock(folder: Path, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator
         lock.acquire()
     except Timeout:
         raise UsageError(
-            f"{folder}: another process has been writing this model folder for {timeout:.0f} s (it holds {folder / LOCK_NAME}); "
+            busy
+            or f"{folder}: another process has been writing this model folder for {timeout:.0f} s (it holds {folder / LOCK_NAME}); "
             "wait for it to finish, or write to another folder"
         ) from None
     try:

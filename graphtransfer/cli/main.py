@@ -25,6 +25,8 @@ from graphtransfer.config import (
     LOCAL_MAX_COMMIT_FRACTION,
     MAX_AUTO_ROLLOUTS,
     MAX_DRAW_NODES,
+    MAX_PASSES,
+    MAX_ROLLOUTS,
     NODE_ORDERS,
     RENUMBER_FROM_NODES,
     ROLLOUT_NODE_BUDGET,
@@ -96,8 +98,8 @@ RolloutsOption = Annotated[
     str,
     typer.Option(
         metavar="auto|K",
-        help=f"Run the policy K times (seeds --seed, --seed + 1, ...) and keep the best solution; still the policy alone, no "
-        f"search. auto (default): {ROLLOUT_NODE_BUDGET:,} // the graph's nodes, 1 to {MAX_AUTO_ROLLOUTS} ({MAX_AUTO_ROLLOUTS} up to "
+        help=f"Run the policy K times, 1 to {MAX_ROLLOUTS} (seeds --seed, --seed + 1, ...), and keep the best solution; still the "
+        f"policy alone, no search. auto (default): {ROLLOUT_NODE_BUDGET:,} // the graph's nodes, 1 to {MAX_AUTO_ROLLOUTS} ({MAX_AUTO_ROLLOUTS} up to "
         f"{ROLLOUT_NODE_BUDGET // MAX_AUTO_ROLLOUTS} nodes, 1 from {ROLLOUT_NODE_BUDGET // 2 + 1:,} on). With the default decoding "
         "of mis and mvc every other rollout is local-max-sampled. 1: a single rollout, the decoding before auto.",
     ),
@@ -112,6 +114,9 @@ NodeOrderOption = Annotated[
         "written in the graph's own order and ids. given: as the file "
         "numbers them (the same seed then gives exactly the set of releases before this option).",
     ),
+]
+MaxPassesOption = Annotated[
+    int | None, typer.Option(help=f"Policy passes per graph before stopping, 1 to {MAX_PASSES:,} (default: the task's).")
 ]
 ONE_THREAD_BELOW = 10_000
 """predict runs graphs of fewer nodes on one torch thread unless --threads says otherwise"""
@@ -370,7 +375,7 @@ def transfer(
         ),
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Model folder to write (default: runs/TASK/DST).")] = None,
-    max_passes: Annotated[int | None, typer.Option(help="Policy passes per graph before stopping (default: the task's).")] = None,
+    max_passes: MaxPassesOption = None,
     threads: ThreadsOption = None,
     finetune_steps: Annotated[
         int,
@@ -392,7 +397,8 @@ def transfer(
     from graphtransfer.reporting.report import format_rows
     from graphtransfer.transferring import transfer as run_transfer
 
-    _check_positive(max_passes=max_passes or 1, threads=1 if threads is None else threads)
+    _check_max_passes(max_passes)
+    _check_positive(threads=1 if threads is None else threads)
     _use_threads(threads)
     if finetune_steps < 0:
         raise UsageError(f"--finetune-steps {finetune_steps} must be 0 (no fine-tuning) or more")
@@ -417,7 +423,7 @@ def predict(
     model: Annotated[Path, typer.Option(help="Model folder written by train or transfer.")],
     graph: Annotated[str, typer.Option(help="Graph file in any supported format (see 'graphtransfer graphs info'), or a sample name.")],
     out: Annotated[Path, typer.Option(help="CSV to write: one 'node,decision' row per node, or one row per step for graph-level tasks.")],
-    max_passes: Annotated[int | None, typer.Option(help="Policy passes before stopping (default: the task's).")] = None,
+    max_passes: MaxPassesOption = None,
     deterministic: Annotated[
         bool, typer.Option(help="--decoding drawn: take the most likely actions instead of sampling (seeded) from the policy.")
     ] = False,
@@ -449,7 +455,8 @@ def predict(
     from graphtransfer.reporting.draw import check_drawable, draw_solution
     from graphtransfer.solve.predict import predict as run_predict
 
-    _check_positive(max_passes=max_passes or 1, threads=1 if threads is None else threads, workers=workers or 1)
+    _check_max_passes(max_passes)
+    _check_positive(threads=1 if threads is None else threads, workers=1 if workers is None else workers)
     _check_seed(seed)
     options = {"max_passes": max_passes, "deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction}
     options |= {"decoding": decoding, "rollouts": _rollouts(rollouts), "node_order": _node_order(node_order)}
@@ -537,7 +544,7 @@ def evaluate(
     polish: Annotated[bool, typer.Option(help="Also report the best decoding and every baseline after the same local search.")] = False,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON to this file.")] = None,
     plot: Annotated[Path | None, typer.Option(help="Draw policy/baseline against graph size to this PNG.")] = None,
-    max_passes: Annotated[int | None, typer.Option(help="Policy passes per graph before stopping (default: the task's).")] = None,
+    max_passes: MaxPassesOption = None,
     commit_fraction: CommitFractionOption = None,
     decoding: DecodingOption = None,
     node_order: NodeOrderOption = "auto",
@@ -558,7 +565,8 @@ def evaluate(
     from graphtransfer.reporting.report import format_rows, plot_ratios, write_json
     from graphtransfer.solve.parallel import evaluate_many
 
-    _check_positive(max_passes=max_passes or 1, threads=1 if threads is None else threads, workers=workers or 1)
+    _check_max_passes(max_passes)
+    _check_positive(threads=1 if threads is None else threads, workers=1 if workers is None else workers)
     options = {"rollouts": _rollouts(rollouts), "deterministic": deterministic, "polish": polish, "commit_fraction": commit_fraction}
     options |= {"decoding": decoding, "node_order": _node_order(node_order)}
     options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env}
@@ -699,14 +707,22 @@ def _rollouts(text: str) -> int | str:
     if text == AUTO_ROLLOUTS:
         return text
     value = _whole_number(text)
-    if value < 1:
-        raise UsageError(f"--rollouts {text!r} must be auto or a whole number, at least 1 (1: a single rollout), e.g. --rollouts 8")
+    if not 1 <= value <= MAX_ROLLOUTS:
+        raise UsageError(
+            f"--rollouts {text!r} must be auto or a whole number from 1 (a single rollout) to {MAX_ROLLOUTS}, e.g. --rollouts 8"
+        )
     return value
 
 
 def _check_seed(seed: int) -> None:
     if not 0 <= seed < SEED_LIMIT:
         raise UsageError(f"--seed {seed} must be between 0 and {SEED_LIMIT - 1}")
+
+
+def _check_max_passes(max_passes: int | None) -> None:
+    """``--max-passes``: left out (the task's default) or 1 to :data:`MAX_PASSES`; 0 is not a default."""
+    if max_passes is not None and not 1 <= max_passes <= MAX_PASSES:
+        raise UsageError(f"--max-passes {max_passes} must be 1 to {MAX_PASSES:,}; leave it out for the task's default")
 
 
 def _check_positive(**values: int) -> None:
