@@ -102,6 +102,8 @@ def check_output_file(out: Path, inputs: list[Path], force: bool, option: str = 
     own files, a folder, or (without ``force``) any existing file. A solution CSV beside a model's
     files is fine."""
     out = Path(out)
+    if out.name == "":
+        raise UsageError(f"{option} names no file; name a file to write, e.g. {option} solution.csv")
     check_path_form(out, option)
     if suffixes and out.suffix.lower() not in suffixes:
         raise UsageError(
