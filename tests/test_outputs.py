@@ -60,6 +60,7 @@ def scratch(folder: Path, model: Path) -> dict[str, Path]:
     existing = folder / "existing.csv"
     existing.write_text("keep me\n")
     (folder / "existing.png").write_bytes(b"\x89PNG keep me")
+    (folder / "existing.zip").write_bytes(b"PK keep me")
     return {
         "graph": graph,
         "model": folder / "model",
@@ -86,19 +87,19 @@ WRITERS = {
     "eval --json": (lambda t, w: ["eval", "--model", w["model"], "--graphs", w["graph"], "--json", t], True),
     "eval --plot": (lambda t, w: ["eval", "--model", w["model"], "--graphs", w["graph"], "--plot", t], True),
     "plot --out": (lambda t, w: ["plot", w["model"], "--out", t], True),
-    "export --sb3": (lambda t, w: ["export", w["model"], "--sb3", t], True),
+    "export --sb3": (lambda t, w: ["export", w["model"], "--graphs", w["graph"], "--sb3", t], True),
     "graphs convert": (lambda t, w: ["graphs", "convert", w["graph"], t], True),
     "graphs generate": (lambda t, w: ["graphs", "generate", t, "--nodes", "10"], False),  # reads no input: --force may replace g.txt
     "train --out": (lambda t, w: ["train", "--graphs", w["graph"], *TRAIN, "--out", t], False),
     "transfer --out": (lambda t, w: ["transfer", "--src", w["model"], "--dst", w["graph"], "--out", t], False),
     "tune --out": (lambda t, w: ["tune", "--graphs", w["graph"], "--steps", "64", "--n-trials", "1", "--out", t], False),
 }
-FIGURES = ("predict --draw", "eval --plot", "plot --out")
+NAMED_AS = {"predict --draw": ".png", "eval --plot": ".png", "plot --out": ".png", "export --sb3": ".zip"}
 TARGETS = {
     "an input": lambda w: w["graph"],
     "a model folder's file": lambda w: w["victim"] / CONFIG,
     "a foreign folder": lambda w: w["foreign"],
-    "an existing file": lambda w: w["existing"],  # existing.png for the commands that draw (FIGURES)
+    "an existing file": lambda w: w["existing"],  # with the extension of the commands in NAMED_AS
 }
 
 
@@ -117,8 +118,8 @@ def outcomes(tmp_path_factory, tiny_model):
                 patch.chdir(folder)
                 work = {name: path.relative_to(folder) for name, path in scratch(folder, tiny_model("mis")).items()}
                 path = pick(work)
-                if writer in FIGURES and target == "an existing file":
-                    path = path.with_suffix(".png")
+                if writer in NAMED_AS and target == "an existing file":
+                    path = path.with_suffix(NAMED_AS[writer])
                 watched = folder / (path.parent if target == "a model folder's file" else path)
                 before = snapshot(watched)
                 force = ["--force"] if has_force and target in ("an input", "a model folder's file") else []
