@@ -210,6 +210,7 @@ def test_a_failed_run_leaves_the_folder_it_would_replace_as_it_was(work):
     assert not [p.name for p in victim.iterdir() if p.name.startswith(".unfinished-")]  # nothing of the failed run is left
 
 
+@pytest.mark.slow
 def test_a_killed_run_leaves_the_folder_it_would_replace_as_it_was(work):
     victim = work["victim"]
     before = snapshot(victim)
@@ -350,6 +351,7 @@ class KillAWorker(BaseCallback):
         return True
 
 
+@pytest.mark.slow
 def test_a_run_whose_env_worker_dies_saves_a_checkpoint_to_resume(work):
     out = work["tmp"] / "run"
     ppo = PPOConfig(total_timesteps=512, n_envs=2, n_steps=32, batch_size=32, vec_env="subproc")

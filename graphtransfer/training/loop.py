@@ -145,6 +145,7 @@ def resume(
     first run's episodes and is not bit-identical to an uninterrupted run.
     """
     checkpoint = read_checkpoint(folder, env)
+    check_output_folder(Path(folder), [], is_model_folder, "model", "--resume")  # writable, before the run rather than at its save
     config, done = checkpoint.config, checkpoint.meta.get("training")
     if done is None:
         raise UsageError(f"{folder}: holds no training run to resume (no training record in its {CONFIG}); train a new model instead")
