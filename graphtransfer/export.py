@@ -35,9 +35,9 @@ def export_sb3(model: str | Path, out: str | Path, graphs: str | Path | None = N
     loads it (:func:`loader_name`).
     """
     out = Path(out)
+    check_output_file(out, [resolve(graphs)] if graphs else [], force, "--sb3")
     if out.suffix != ".zip":
         raise UsageError(f"--sb3 {out}: name the file *.zip, as SB3 writes and reads them")
-    check_output_file(out, [resolve(graphs)] if graphs else [], force, "--sb3")
     algorithm = load_model(model, graphs or read_checkpoint(model, env).config.graphs, env)
     data = io.BytesIO()
     algorithm.save(data)

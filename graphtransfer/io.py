@@ -104,14 +104,16 @@ def check_output_file(out: Path, inputs: list[Path], force: bool, option: str = 
     own files, a folder, or (without ``force``) any existing file. A solution CSV beside a model's
     files is fine."""
     out = Path(out)
+    if out.name == "":
+        raise UsageError(f"{option} names no file; name a file to write, e.g. {option} solution.csv")
     check_path_form(out, option)
+    if out.is_dir():
+        raise UsageError(f"{option} {out}: is a folder; name a file inside it, e.g. {option} {out / ('out' + (suffixes or ('.csv',))[0])}")
     if suffixes and out.suffix.lower() not in suffixes:
         raise UsageError(
-            f"{option} {out}: a {out.suffix or 'name without extension'} file cannot hold a figure; "
-            f"name a {' or '.join(suffixes)} file, e.g. {option} {out.with_suffix(suffixes[0]).name}"
+            f"{option} {out}: the extension names the file's format, and this output is written as {', '.join(suffixes)}; "
+            f"name e.g. {option} {out.with_suffix(suffixes[0])}"
         )
-    if out.is_dir():
-        raise UsageError(f"{option} {out}: is a folder; name a file inside it, e.g. {option} {out / 'solution.csv'}")
     resolved = out.resolve()
     for source in inputs:
         if source.exists() and (source.resolve() == resolved or (source.is_dir() and source.resolve() in resolved.parents)):

@@ -45,22 +45,35 @@ def assert_refused(result, code: int = 2) -> str:
     return lines[0]
 
 
-@pytest.fixture
-def work(tmp_path, tiny_model):
-    """A graph file, a copy of a trained model folder (a victim: another model), a folder of
-    someone else's files and an existing file, in a scratch folder."""
-    graph = tmp_path / "g.txt"
+def scratch(folder: Path, model: Path) -> dict[str, Path]:
+    """A graph file, a trained model folder, a copy of it (a victim: another model), a folder of
+    someone else's files and an existing file, in ``folder``."""
+    graph = folder / "g.txt"
     graph.write_text("0 1\n1 2\n2 3\n3 0\n0 2\n")
-    victim = tmp_path / "other_model"
-    shutil.copytree(tiny_model("mis"), victim)
-    foreign = tmp_path / "foreign"
+    shutil.copytree(model, folder / "model")
+    shutil.copytree(model, folder / "other_model")
+    foreign = folder / "foreign"
     foreign.mkdir()
     (foreign / "config.json").write_text('{"model_type": "bert"}\n')
     (foreign / "model.safetensors").write_bytes(b"someone else's weights")
     (foreign / "notes.md").write_text("do not lose\n")
-    existing = tmp_path / "existing.csv"
+    existing = folder / "existing.csv"
     existing.write_text("keep me\n")
-    return {"graph": graph, "model": tiny_model("mis"), "victim": victim, "foreign": foreign, "existing": existing, "tmp": tmp_path}
+    (folder / "existing.png").write_bytes(b"\x89PNG keep me")
+    (folder / "existing.zip").write_bytes(b"PK keep me")
+    return {
+        "graph": graph,
+        "model": folder / "model",
+        "victim": folder / "other_model",
+        "foreign": foreign,
+        "existing": existing,
+        "tmp": folder,
+    }
+
+
+@pytest.fixture
+def work(tmp_path, tiny_model):
+    return scratch(tmp_path, tiny_model("mis"))
 
 
 # Every writing command, as a function of the path it writes and the scratch files; the flag says
@@ -74,32 +87,79 @@ WRITERS = {
     "eval --json": (lambda t, w: ["eval", "--model", w["model"], "--graphs", w["graph"], "--json", t], True),
     "eval --plot": (lambda t, w: ["eval", "--model", w["model"], "--graphs", w["graph"], "--plot", t], True),
     "plot --out": (lambda t, w: ["plot", w["model"], "--out", t], True),
-    "export --sb3": (lambda t, w: ["export", w["model"], "--sb3", t], True),
+    "export --sb3": (lambda t, w: ["export", w["model"], "--graphs", w["graph"], "--sb3", t], True),
     "graphs convert": (lambda t, w: ["graphs", "convert", w["graph"], t], True),
     "graphs generate": (lambda t, w: ["graphs", "generate", t, "--nodes", "10"], False),  # reads no input: --force may replace g.txt
     "train --out": (lambda t, w: ["train", "--graphs", w["graph"], *TRAIN, "--out", t], False),
     "transfer --out": (lambda t, w: ["transfer", "--src", w["model"], "--dst", w["graph"], "--out", t], False),
     "tune --out": (lambda t, w: ["tune", "--graphs", w["graph"], "--steps", "64", "--n-trials", "1", "--out", t], False),
 }
+NAMED_AS = {"predict --draw": ".png", "eval --plot": ".png", "plot --out": ".png", "export --sb3": ".zip"}
 TARGETS = {
     "an input": lambda w: w["graph"],
     "a model folder's file": lambda w: w["victim"] / CONFIG,
     "a foreign folder": lambda w: w["foreign"],
-    "an existing file": lambda w: w["existing"],
+    "an existing file": lambda w: w["existing"],  # with the extension of the commands in NAMED_AS
 }
+
+
+TABLE = Path(__file__).with_name("BAD_OUTPUTS.md")
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory, tiny_model):
+    """Every writing command against every target, each in a fresh working folder of its own (so
+    the messages name relative paths): ``{(writer, target): (command line, result, before, after)}``."""
+    results = {}
+    with pytest.MonkeyPatch.context() as patch:
+        for writer, (command, has_force) in WRITERS.items():
+            for target, pick in TARGETS.items():
+                folder = tmp_path_factory.mktemp("outputs")
+                patch.chdir(folder)
+                work = {name: path.relative_to(folder) for name, path in scratch(folder, tiny_model("mis")).items()}
+                path = pick(work)
+                if writer in NAMED_AS and target == "an existing file":
+                    path = path.with_suffix(NAMED_AS[writer])
+                watched = folder / (path.parent if target == "a model folder's file" else path)
+                before = snapshot(watched)
+                force = ["--force"] if has_force and target in ("an input", "a model folder's file") else []
+                args = [str(part) for part in command(path, work)] + force
+                results[writer, target] = ("graphtransfer " + " ".join(args), runner.invoke(app, args), before, snapshot(watched))
+    return results
 
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("writer", WRITERS)
-def test_the_output_rule(work, writer, target):
-    command, has_force = WRITERS[writer]
-    path = TARGETS[target](work)
-    watched = path.parent if target == "a model folder's file" else path
-    before = snapshot(watched)
-    force = ["--force"] if has_force and target in ("an input", "a model folder's file") else []
-    result = runner.invoke(app, [str(part) for part in command(path, work)] + force)
+def test_the_output_rule(outcomes, writer, target):
+    _, result, before, after = outcomes[writer, target]
     assert_refused(result)
-    assert snapshot(watched) == before
+    assert after == before
+
+
+def test_the_table_of_refused_outputs_is_current(outcomes):
+    """tests/BAD_OUTPUTS.md: every case above with its real message. Regenerate with
+    GRAPHTRANSFER_WRITE_BAD_INPUTS=1 .venv/bin/python -m pytest tests/test_outputs.py"""
+    rows = [
+        f"| {writer} | {target} | `{line}` | `{result.stderr.strip()}` |" for (writer, target), (line, result, _, _) in outcomes.items()
+    ]
+    table = "\n".join(
+        [
+            "# Outputs that are refused, and their messages",
+            "",
+            "Every command that writes, against every kind of target it must not destroy; each is refused with exit",
+            "code 2 and the one line shown, and the target's bytes are unchanged. Generated from the real messages by",
+            "`GRAPHTRANSFER_WRITE_BAD_INPUTS=1 .venv/bin/python -m pytest tests/test_outputs.py`; that test fails when",
+            "this file is out of date.",
+            "",
+            "| command | target | command line | message |",
+            "|---|---|---|---|",
+            *rows,
+            "",
+        ]
+    )
+    if os.environ.get("GRAPHTRANSFER_WRITE_BAD_INPUTS"):
+        TABLE.write_text(table)
+    assert TABLE.read_text() == table, "tests/BAD_OUTPUTS.md is out of date; regenerate it (see this test's docstring)"
 
 
 # --- issue 29, "Unsafe" -------------------------------------------------------------------------
@@ -150,6 +210,7 @@ def test_a_failed_run_leaves_the_folder_it_would_replace_as_it_was(work):
     assert not [p.name for p in victim.iterdir() if p.name.startswith(".unfinished-")]  # nothing of the failed run is left
 
 
+@pytest.mark.slow
 def test_a_killed_run_leaves_the_folder_it_would_replace_as_it_was(work):
     victim = work["victim"]
     before = snapshot(victim)
@@ -224,11 +285,11 @@ def test_a_read_only_output_is_refused_up_front(work, writer):
 
 def test_figures_must_be_named_as_figures(work):
     plot = runner.invoke(app, ["plot", str(work["model"]), "--out", str(work["tmp"] / "x.json")])
-    assert "name a .png or .svg or .pdf file" in assert_refused(plot)
+    assert "this output is written as .png, .svg, .pdf; name e.g. --out" in assert_refused(plot)
     evaluation = runner.invoke(
         app, ["eval", "--model", str(work["model"]), "--graphs", str(work["graph"]), "--plot", str(work["tmp"] / "x.safetensors")]
     )
-    assert "cannot hold a figure" in assert_refused(evaluation)
+    assert "x.png" in assert_refused(evaluation)
     assert evaluation.stdout == "" and not (work["tmp"] / "x.safetensors").exists()
 
 
@@ -290,6 +351,7 @@ class KillAWorker(BaseCallback):
         return True
 
 
+@pytest.mark.slow
 def test_a_run_whose_env_worker_dies_saves_a_checkpoint_to_resume(work):
     out = work["tmp"] / "run"
     ppo = PPOConfig(total_timesteps=512, n_envs=2, n_steps=32, batch_size=32, vec_env="subproc")

@@ -33,6 +33,9 @@ def friendly_errors(command):
             fail(str(err), 1)
         except MemoryError:
             fail("ran out of memory; use smaller graphs or fewer parallel envs", 1)
+        except OSError as err:  # the paths were checked up front; this is the disk or the system failing meanwhile
+            where = f"{err.filename}: " if err.filename else ""
+            fail(f"{where}{err.strerror or err}; check the disk's free space and the folder's permissions", 1)
         except KeyboardInterrupt:
             fail("interrupted", 130)
 

@@ -8,6 +8,7 @@ the logs).
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -145,6 +146,8 @@ def resume(
     first run's episodes and is not bit-identical to an uninterrupted run.
     """
     checkpoint = read_checkpoint(folder, env)
+    if not os.access(folder, os.W_OK | os.X_OK):  # found before the run rather than at its save
+        raise UsageError(f"--resume {folder}: is not writable, so the resumed run could not be saved there; make it writable or copy it")
     config, done = checkpoint.config, checkpoint.meta.get("training")
     if done is None:
         raise UsageError(f"{folder}: holds no training run to resume (no training record in its {CONFIG}); train a new model instead")
