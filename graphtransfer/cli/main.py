@@ -612,10 +612,19 @@ def export(
 
     Example: graphtransfer export runs/mis/small --sb3 mis.zip
     """
+    from graphtransfer.checkpoint import read_checkpoint
     from graphtransfer.export import export_sb3
 
     algorithm = export_sb3(model, sb3, graphs, env)
     typer.echo(f"wrote {sb3}: load it with {algorithm}.load({str(sb3)!r}, env=...) and the run's env on the same graphs")
+    stopped = read_checkpoint(model, env).interrupted_at()
+    if stopped:
+        named = f" --env {env}" if env else ""
+        typer.echo(
+            f"warning: {model} holds a training run interrupted at step {stopped[0]} of {stopped[1]}; the zip holds the policy as it "
+            f"was then (graphtransfer train --resume {model}{named} finishes the run)",
+            err=True,
+        )
 
 
 @app.command()
