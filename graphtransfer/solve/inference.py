@@ -161,7 +161,9 @@ def check_commit_fraction(env: gym.Env, features: EnvFeatures, commit_fraction: 
         raise UsageError(f"commit fraction {commit_fraction} must be in (0, 1]")
     ignored = _why_no_fraction(features)
     if ignored:  # refused rather than silently ignored
-        raise UsageError(f"{type(env.unwrapped).__name__} ({features.head} head) {ignored}; --commit-fraction has no effect on it, leave it out")
+        raise UsageError(
+            f"{type(env.unwrapped).__name__} ({features.head} head) {ignored}; --commit-fraction has no effect on it, leave it out"
+        )
     if features.head is Head.NODE_WISE and commit_fraction < 1 and not features.patient:
         raise UsageError(
             f"{type(env.unwrapped).__name__} names no commit_action and defer_action, so a node-wise commit fraction below 1 "
