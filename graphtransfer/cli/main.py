@@ -93,8 +93,8 @@ RolloutsOption = Annotated[
         metavar="auto|K",
         help=f"Run the policy K times, 1 to {MAX_ROLLOUTS} (seeds --seed, --seed + 1, ...), and keep the best solution; still "
         f"the policy alone, no search. auto (default): {ROLLOUT_NODE_BUDGET:,} // the graph's nodes, 1 to {MAX_AUTO_ROLLOUTS} "
-        f"({MAX_AUTO_ROLLOUTS} up to {ROLLOUT_NODE_BUDGET // MAX_AUTO_ROLLOUTS} nodes, 1 from {ROLLOUT_NODE_BUDGET // 2 + 1:,} on). With the default decoding "
-        "of mis and mvc every other rollout is local-max-sampled. 1: a single rollout, the decoding before auto.",
+        f"({MAX_AUTO_ROLLOUTS} up to {ROLLOUT_NODE_BUDGET // MAX_AUTO_ROLLOUTS} nodes, 1 from {ROLLOUT_NODE_BUDGET // 2 + 1:,} on). "
+        "With the default decoding of mis and mvc every other rollout is local-max-sampled. 1: a single rollout, the decoding before auto.",
     ),
 ]
 NodeOrderOption = Annotated[
