@@ -11,7 +11,16 @@ import numpy as np
 
 from graphtransfer.errors import GraphFileError, GraphInputWarning
 from graphtransfer.graphs.formats.common import build_graph, check_node_count, one_based_ids, read_bytes, warn_if_ids_lost, write_atomically
-from graphtransfer.graphs.formats.text import Lines, blank_lines, check_ids, header_numbers, parse_numbers, plural, scan_lines
+from graphtransfer.graphs.formats.text import (
+    Lines,
+    blank_lines,
+    check_ids,
+    check_weights,
+    header_numbers,
+    parse_numbers,
+    plural,
+    scan_lines,
+)
 from graphtransfer.graphs.graph import Graph, sorted_unique
 
 EXTENSIONS = (".graph", ".metis")
@@ -46,6 +55,14 @@ def read_metis(path: str | Path) -> Graph:
     owner, is_neighbour = _neighbour_entries(counts, prefix, stride)
     neighbours, token = numbers[first_token:][is_neighbour], np.flatnonzero(is_neighbour) + first_token
     check_ids(path, neighbours, lines, lambda k: int(token[k]), 1, num_nodes, "neighbour")
+    if stride == 2:  # each neighbour's edge weight follows it
+        check_weights(
+            path,
+            numbers[first_token:][token - first_token + 1],
+            lines,
+            lambda k: int(token[k]) + 1,
+            "METIS edge weights are positive integers",
+        )
     if neighbours.size != 2 * num_edges:
         raise GraphFileError(
             path,
