@@ -74,6 +74,14 @@ class Checkpoint:
     optimizer: dict[str, torch.Tensor] | None = None
     """the optimizer's state tensors, only in checkpoints of interrupted training runs"""
 
+    def interrupted_at(self) -> tuple[int, int] | None:
+        """``(steps, budget)`` when the folder holds a training run stopped before its budget
+        (what ``train --resume`` continues); None for a finished run or a folder no training wrote."""
+        training = self.meta.get("training")
+        if not isinstance(training, dict) or training.get("complete", True):
+            return None
+        return int(training.get("steps", 0)), int(training.get("budget", self.config.ppo.total_timesteps))
+
 
 @dataclass
 class LoadReport:

@@ -15,6 +15,8 @@ from graphtransfer.cli.common import friendly_errors
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import FORMATS, GENERATORS, convert_graph, generate, spec_for, summarize_file, write_graph
 from graphtransfer.graphs.formats import writable
+from graphtransfer.graphs.generators import generation_bytes
+from graphtransfer.graphs.graph import MAX_NODES
 from graphtransfer.io import check_output_file
 
 app = typer.Typer(
@@ -81,7 +83,9 @@ def generate_graph(
     out: Annotated[
         Path, typer.Argument(help="Graph file to write; its extension picks the format unless --to is given.", show_default=False)
     ],
-    nodes: Annotated[int, typer.Option(help="Number of nodes.", show_default=False)],
+    nodes: Annotated[
+        int, typer.Option(help=f"Number of nodes, 1 to {MAX_NODES:,}, as many as the memory available holds.", show_default=False)
+    ],
     generator: Annotated[str, typer.Option(help=f"One of {', '.join(GENERATORS)}.")] = "barabasi_albert",
     m: Annotated[int | None, typer.Option("--m", help="Edges each new node adds (barabasi_albert); others take average degree 2m.")] = None,
     avg_degree: Annotated[float | None, typer.Option(help="Average degree (barabasi_albert takes m = avg-degree / 2).")] = None,
@@ -97,7 +101,20 @@ def generate_graph(
         raise UsageError(f"--m {m} and --avg-degree {avg_degree} both set the density; give one of them")
     spec = spec_for(generator, nodes, seed, m=m, avg_degree=avg_degree)
     check_output_file(out, [], force, "OUT")  # before a large graph is generated, not after
+    _check_memory_for(spec)
     graph = generate(spec)
     written_as = write_graph(graph, out, to)
     typer.echo(f"generated {graph.name}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges")
     typer.echo(f"wrote {out} ({written_as})")
+
+
+def _check_memory_for(spec: dict) -> None:
+    """Refuse, before anything is allocated, a graph whose generation would not fit in memory."""
+    from graphtransfer.solve.memory import available_bytes  # here: the other graphs commands never need it
+
+    needed, available = generation_bytes(spec), available_bytes()
+    if available is not None and needed > available[0]:
+        raise UsageError(
+            f"generating {spec['num_nodes']:,} nodes with {spec['generator']} needs about {needed / 2**30:.1f} GiB, but "
+            f"{available[0] / 2**30:.1f} GiB is available ({available[1]}); generate fewer nodes or a sparser graph"
+        )

@@ -98,10 +98,10 @@ RolloutsOption = Annotated[
     str,
     typer.Option(
         metavar="auto|K",
-        help=f"Run the policy K times, 1 to {MAX_ROLLOUTS} (seeds --seed, --seed + 1, ...), and keep the best solution; still the "
-        f"policy alone, no search. auto (default): {ROLLOUT_NODE_BUDGET:,} // the graph's nodes, 1 to {MAX_AUTO_ROLLOUTS} ({MAX_AUTO_ROLLOUTS} up to "
-        f"{ROLLOUT_NODE_BUDGET // MAX_AUTO_ROLLOUTS} nodes, 1 from {ROLLOUT_NODE_BUDGET // 2 + 1:,} on). With the default decoding "
-        "of mis and mvc every other rollout is local-max-sampled. 1: a single rollout, the decoding before auto.",
+        help=f"Run the policy K times, 1 to {MAX_ROLLOUTS} (seeds --seed, --seed + 1, ...), and keep the best solution; still "
+        f"the policy alone, no search. auto (default): {ROLLOUT_NODE_BUDGET:,} // the graph's nodes, 1 to {MAX_AUTO_ROLLOUTS} "
+        f"({MAX_AUTO_ROLLOUTS} up to {ROLLOUT_NODE_BUDGET // MAX_AUTO_ROLLOUTS} nodes, 1 from {ROLLOUT_NODE_BUDGET // 2 + 1:,} on). "
+        "With the default decoding of mis and mvc every other rollout is local-max-sampled. 1: a single rollout, the decoding before auto.",
     ),
 ]
 NodeOrderOption = Annotated[
@@ -635,10 +635,19 @@ def export(
 
     Example: graphtransfer export runs/mis/small --sb3 mis.zip
     """
+    from graphtransfer.checkpoint import read_checkpoint
     from graphtransfer.export import export_sb3
 
     algorithm = export_sb3(model, sb3, graphs, env, force)
     typer.echo(f"wrote {sb3}: load it with {algorithm}.load({str(sb3)!r}, env=...) and the run's env on the same graphs")
+    stopped = read_checkpoint(model, env).interrupted_at()
+    if stopped:
+        named = f" --env {env}" if env else ""
+        typer.echo(
+            f"warning: {model} holds a training run interrupted at step {stopped[0]} of {stopped[1]}; the zip holds the policy as it "
+            f"was then (graphtransfer train --resume {model}{named} finishes the run)",
+            err=True,
+        )
 
 
 @app.command()

@@ -2,7 +2,9 @@
 
 ``x (max_nodes, F) float32``, ``edge_index (2, max_edges) int64``, ``num_nodes (1,) int64`` and
 ``num_edges (1,) int64``, padded to the env's largest graph; optionally ``edge_attr
-(max_edges, F_e) float32``, one row of edge features per column of ``edge_index``, padded alike.
+(max_edges, F_e) float32``, one row of edge features per column of ``edge_index``, padded alike,
+finite (:func:`check_edge_attr_values`). Any floating dtype is accepted for ``x`` and ``edge_attr``
+and widened to float32 (exact from float16; float64 rounds); integer dtypes are refused, not cast.
 """
 
 from __future__ import annotations

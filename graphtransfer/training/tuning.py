@@ -152,7 +152,9 @@ def _study_storage(folder: Path) -> Iterator[str]:
     except (SQLAlchemyError, StorageInternalError) as err:
         cause = err.__cause__ if isinstance(err, StorageInternalError) and err.__cause__ else err
         detail = getattr(cause, "orig", None) or cause
-        raise UsageError(f"{path}: is not a readable Optuna study ({detail}); the file is damaged or of another kind: {start_over}") from None
+        raise UsageError(
+            f"{path}: is not a readable Optuna study ({detail}); the file is damaged or of another kind: {start_over}"
+        ) from None
 
 
 def _objective(config: RunConfig, graphs: list[Graph], every: int, folder: Path, optuna, log: Callable[[str], None]):
@@ -274,7 +276,9 @@ def plot_study(folder: str | Path, out: str | Path | None = None) -> Path:
         try:
             study = optuna.load_study(study_name="graphtransfer", storage=storage)
         except KeyError:  # an SQLite file of other tables, or an empty one
-            raise UsageError(f"{folder / STUDY_FILE}: holds no graphtransfer study; run 'graphtransfer tune --out {folder}' first") from None
+            raise UsageError(
+                f"{folder / STUDY_FILE}: holds no graphtransfer study; run 'graphtransfer tune --out {folder}' first"
+            ) from None
         trials, maximise = study.trials, study.direction == optuna.study.StudyDirection.MAXIMIZE
     figure, (history, curves) = plt.subplots(1, 2, figsize=(11, 4.2), dpi=120)
     best, xs, bests = None, [], []

@@ -13,6 +13,7 @@ from graphtransfer.graphs.formats.text import (
     Lines,
     blank_lines,
     check_ids,
+    check_weights,
     first_bad_token,
     format_rows,
     parse_numbers,
@@ -28,10 +29,10 @@ EXPECTED = "lines of 'u v' node id pairs"
 
 def read_edge_list(path: str | Path) -> Graph:
     """Read a SNAP-style edge list: one ``u v`` pair per line (extra columns such as weights are
-    ignored), any whitespace or commas, ``#`` or ``%`` comment lines, arbitrary non-negative
-    integer ids. Nodes sit at positions ``0..N-1`` in increasing id order and the ids are kept as
-    the graph's ``node_ids``. Self-loops and repeated edges are dropped with a warning that
-    counts them.
+    ignored, but a third column, the weight, must be finite and non-negative), any whitespace or
+    commas, ``#`` or ``%`` comment lines, arbitrary non-negative integer ids. Nodes sit at
+    positions ``0..N-1`` in increasing id order and the ids are kept as the graph's ``node_ids``.
+    Self-loops and repeated edges are dropped with a warning that counts them.
     """
     path = Path(path)
     body = read_bytes(path, EXPECTED).replace(b",", b" ")
@@ -44,6 +45,8 @@ def read_edge_list(path: str | Path) -> Graph:
     )
     ids = numbers.reshape(-1, columns)[:, :2].ravel()
     check_ids(path, ids, lines, lambda k: (k // 2) * columns + k % 2, 0, None, "node id")
+    if columns > 2:
+        check_weights(path, numbers.reshape(-1, columns)[:, 2], lines, lambda k: k * columns + 2)
     node_ids, compact = _compact_ids(ids.astype(np.int64, copy=False))
     return build_graph(path, compact[0::2], compact[1::2], node_ids.size, node_ids=node_ids)
 
