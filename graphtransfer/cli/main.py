@@ -372,6 +372,16 @@ def transfer(
             "(backward passes of at most --max-nodes-per-batch nodes, default 600000)."
         ),
     ] = 0,
+    adapt: Annotated[
+        str | None,
+        typer.Option(
+            metavar="SECONDS",
+            help="Adapt to the destination: after the zero-shot report, train for this many wall-clock seconds on "
+            "breadth-first balls of up to 1,000 nodes sampled from the destination graphs (seeded), with the task's reward, "
+            "evaluate again, and save the adapted model only if it scores at least as well as zero-shot (else the "
+            "zero-shot one; the output says which). The evaluations are not counted in SECONDS.",
+        ),
+    ] = None,
     max_nodes_per_batch: MaxNodesOption = None,
     mixed_precision: MixedPrecisionOption = False,
     env: EnvOption = None,
@@ -379,8 +389,10 @@ def transfer(
     """Load a trained policy into a model for other graphs, report, evaluate zero-shot, save.
 
     Example: graphtransfer transfer --src small --dst large --finetune-steps 16 --max-nodes-per-batch 250000
+    Example: graphtransfer transfer --src small --dst er-n5000-d64-s1.txt --adapt 60
     """
-    if finetune_steps == 0:  # it only solves: see graphtransfer.prefer_small_pages
+    adapt_seconds = None if adapt is None else _adapt_seconds(adapt)
+    if finetune_steps == 0 and adapt_seconds is None:  # it only solves: see graphtransfer.prefer_small_pages
         graphtransfer.prefer_small_pages()
     from graphtransfer.reporting.report import format_rows
     from graphtransfer.transferring import transfer as run_transfer
@@ -390,6 +402,7 @@ def transfer(
     if finetune_steps < 0:
         raise UsageError(f"--finetune-steps {finetune_steps} must be 0 (no fine-tuning) or more")
     options = {"max_passes": max_passes, "finetune_steps": finetune_steps, "max_nodes_per_batch": _node_budget(max_nodes_per_batch)}
+    options["adapt_seconds"] = adapt_seconds
     result = run_transfer(src, dst, task=task, folder=out, log=typer.echo, mixed_precision=mixed_precision, env=env, **options)
     typer.echo(f"source {result.source}: {result.report.summary()}")
     typer.echo(f"zero-shot on the destination graphs ({result.config.name}, {result.config.head} head):")
@@ -401,6 +414,12 @@ def transfer(
         typer.echo(f"fine-tuned {tuned.steps} steps in {tuned.seconds:.1f} s ({phases}), then:")
         for line in format_rows(result.finetuned_rows):
             typer.echo("  " + line)
+    if result.adapted:
+        done = result.adapted
+        typer.echo(f"adapted {done.steps} steps in {done.seconds:.1f} s (budget {done.budget:g} s) on {len(done.subgraphs)} subgraphs, then:")
+        for line in format_rows(result.adapted_rows):
+            typer.echo("  " + line)
+        typer.echo(f"kept the {result.kept} model" + ("" if result.kept == "adapted" else ": adapting scored lower on the destination"))
     typer.echo(f"saved {result.folder}")
 
 
@@ -666,6 +685,19 @@ def _node_budget(text: str | None) -> int | None:
     value = _whole_number(text)
     if value < 1:
         raise UsageError(f"--max-nodes-per-batch {text!r} must be a whole number of nodes, at least 1, e.g. --max-nodes-per-batch 50000")
+    return value
+
+
+def _adapt_seconds(text: str) -> float:
+    """``--adapt``: a positive, finite number of seconds, at most a week."""
+    from graphtransfer.training.adaptation import MAX_ADAPT_SECONDS
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= MAX_ADAPT_SECONDS:  # NaN fails too
+        raise UsageError(f"--adapt {text!r} must be a number of seconds above 0 and at most {MAX_ADAPT_SECONDS:.0f} (a week), e.g. --adapt 60")
     return value
 
 

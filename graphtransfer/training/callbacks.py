@@ -259,3 +259,35 @@ class ProgressLines(BaseCallback):
         elapsed = now - self.started
         rate = (steps - self.first_steps) / max(elapsed, 1e-9)
         self.log(f"step {steps} of {self.budget} ({100 * steps / self.budget:.0f}%), {rate:.1f} env steps/s, {elapsed:.0f} s elapsed")
+
+
+class StopAtDeadline(BaseCallback):
+    """Ends training once ``seconds`` of wall-clock time have passed since ``started`` (a
+    ``time.perf_counter()`` reading), so that a run with a time budget stops on time.
+
+    SB3 can only stop between env steps, and an update, once begun, runs to its end. So the
+    callback also stops a rollout early when the time left would not cover one more update as
+    long as the last one took: the budget is kept to within about one env step. The rollout in
+    progress is then dropped, as with Ctrl-C (:class:`StopOnInterrupt`), and
+    :attr:`completed_steps` counts the env steps of every rollout that went into an update.
+    """
+
+    def __init__(self, started: float, seconds: float):
+        super().__init__()
+        self.deadline = started + seconds
+        self.update_seconds = 0.0
+        self._update_began: float | None = None
+        self.stopped = False
+        self.completed_steps = 0
+
+    def _on_rollout_end(self) -> None:
+        self._update_began = time.perf_counter()
+
+    def _on_rollout_start(self) -> None:
+        self.completed_steps = self.model.num_timesteps
+        if self._update_began is not None:
+            self.update_seconds = time.perf_counter() - self._update_began
+
+    def _on_step(self) -> bool:
+        self.stopped = time.perf_counter() + self.update_seconds >= self.deadline
+        return not self.stopped

@@ -1,0 +1,86 @@
+"""Search after the policy (``predict --polish SECONDS``): the iterated local search of
+:mod:`graphtransfer.baselines.local_search` started from the policy's solution and run for the
+seconds given, its perturbations guided by the policy's confidence in each node (MIS)."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from graphtransfer.baselines.local_search import iterated_local_search
+from graphtransfer.envs.protocol import features_of
+from graphtransfer.errors import UsageError
+from graphtransfer.graphs import Graph
+from graphtransfer.solve.inference import obs_to_tensors
+
+POLISH_TASKS = ("mis", "mvc")
+"""the tasks whose solutions ``--polish`` searches from (a set, or a cover as its complement)"""
+
+MAX_POLISH_SECONDS = 7 * 24 * 3600.0
+"""a week: a longer search is taken for a typing mistake"""
+
+CONFIDENCE_FLOOR = 0.05
+"""added to the policy's probabilities before they weight the perturbations, so that every
+vertex stays reachable"""
+
+
+@dataclass(frozen=True)
+class Polished:
+    """A solution after the search.
+
+    Attributes:
+        solution: ``(num_nodes,)`` bool, a maximal independent set (mis) or minimal vertex cover (mvc).
+        objective: its size.
+        seconds: the search's time, the confidence's pass included.
+        iterations: perturbations tried.
+        guided: whether the perturbations followed the policy's confidence.
+    """
+
+    solution: np.ndarray
+    objective: float
+    seconds: float
+    iterations: int
+    guided: bool
+
+
+def check_polish_seconds(seconds: object) -> float:
+    """``seconds`` of search: a positive finite number, at most a week."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise UsageError(f"polish seconds {seconds!r} must be a number of seconds, e.g. 10")
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_POLISH_SECONDS):
+        raise UsageError(f"polish seconds {seconds!r} must be more than 0 and at most {MAX_POLISH_SECONDS:.0f} (a week), e.g. 10")
+    return float(seconds)
+
+
+def node_confidence(policy, env: gym.Env, seed: int = 0) -> np.ndarray:
+    """The policy's probability of committing each node (MIS: of including it) on the env's whole
+    graph, one forward pass on its first observation: ``(num_nodes,)`` float64."""
+    features = features_of(env)
+    obs, _ = env.reset(seed=seed)
+    num_nodes = int(obs["num_nodes"][0])
+    policy.set_training_mode(False)
+    with torch.inference_mode():
+        probs = policy.get_distribution(obs_to_tensors(obs, policy.device)).probs[0, :num_nodes, features.commit_action]
+    return probs.double().cpu().numpy()
+
+
+def polish(task: str, graph: Graph, solution: np.ndarray, seconds: float, seed: int = 0, confidence: np.ndarray | None = None) -> Polished:
+    """``solution`` improved by the iterated local search for ``seconds`` (the whole budget: no
+    early stop), never worse. MIS searches from the set; MVC from the cover's complement, and
+    returns the complement of the set it finds. ``confidence`` (MIS, see :func:`node_confidence`)
+    draws each perturbation's forced vertex in proportion to ``confidence + CONFIDENCE_FLOOR``
+    instead of uniformly."""
+    if task not in POLISH_TASKS:
+        raise UsageError(f"--polish searches mis and mvc solutions; task {task} has no such search, drop --polish")
+    seconds = check_polish_seconds(seconds)
+    started = time.perf_counter()
+    start = solution.astype(bool) if task == "mis" else ~solution.astype(bool)
+    weights = None if confidence is None else confidence + CONFIDENCE_FLOOR
+    result = iterated_local_search(graph, start=start, time_budget=seconds, seed=seed, weights=weights)
+    found = result.solution if task == "mis" else ~result.solution
+    return Polished(found, float(found.sum()), time.perf_counter() - started, result.iterations, confidence is not None)
