@@ -22,7 +22,9 @@ def _components(graph) -> int:
     return len({root(v) for v in range(graph.num_nodes)})
 
 
-@pytest.mark.parametrize("make", [lambda: erdos_renyi(2000, 8.0, 1), lambda: barabasi_albert(2000, 3, 1), lambda: random_geometric(2000, 8.0, 1)])
+@pytest.mark.parametrize(
+    "make", [lambda: erdos_renyi(2000, 8.0, 1), lambda: barabasi_albert(2000, 3, 1), lambda: random_geometric(2000, 8.0, 1)]
+)
 def test_balls_are_connected_induced_subgraphs_of_the_size_asked(make):
     graph = make()
     subgraphs = sample_subgraphs(graph, 4, 300, seed=7)
@@ -70,7 +72,15 @@ def test_a_ball_goes_on_in_another_component_and_a_large_size_takes_the_whole_gr
 
 @pytest.mark.parametrize(
     ("count", "size", "message"),
-    [(0, 10, "count=0"), (-1, 10, "count=-1"), (2.5, 10, "count=2.5"), (True, 10, "count=True"), (1, 1, "size=1"), (1, float("nan"), "size=nan"), (1, "9", "size='9'")],
+    [
+        (0, 10, "count=0"),
+        (-1, 10, "count=-1"),
+        (2.5, 10, "count=2.5"),
+        (True, 10, "count=True"),
+        (1, 1, "size=1"),
+        (1, float("nan"), "size=nan"),
+        (1, "9", "size='9'"),
+    ],
 )
 def test_bad_counts_and_sizes_are_refused_by_name(count, size, message):
     with pytest.raises(UsageError, match=message):

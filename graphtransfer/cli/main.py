@@ -416,7 +416,8 @@ def transfer(
             typer.echo("  " + line)
     if result.adapted:
         done = result.adapted
-        typer.echo(f"adapted {done.steps} steps in {done.seconds:.1f} s (budget {done.budget:g} s) on {len(done.subgraphs)} subgraphs, then:")
+        budget = f"budget {done.budget:g} s"
+        typer.echo(f"adapted {done.steps} steps in {done.seconds:.1f} s ({budget}) on {len(done.subgraphs)} subgraphs, then:")
         for line in format_rows(result.adapted_rows):
             typer.echo("  " + line)
         typer.echo(f"kept the {result.kept} model" + ("" if result.kept == "adapted" else ": adapting scored lower on the destination"))
@@ -697,7 +698,8 @@ def _adapt_seconds(text: str) -> float:
     except ValueError:
         value = float("nan")
     if not 0 < value <= MAX_ADAPT_SECONDS:  # NaN fails too
-        raise UsageError(f"--adapt {text!r} must be a number of seconds above 0 and at most {MAX_ADAPT_SECONDS:.0f} (a week), e.g. --adapt 60")
+        limit = f"at most {MAX_ADAPT_SECONDS:.0f} (a week)"
+        raise UsageError(f"--adapt {text!r} must be a number of seconds above 0 and {limit}, e.g. --adapt 60")
     return value
 
 

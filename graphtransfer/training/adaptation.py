@@ -25,6 +25,10 @@ ADAPT_SUBGRAPHS = 8
 ADAPT_SUBGRAPH_NODES = 1000
 """nodes per subgraph (the whole graph where it is smaller)"""
 
+ADAPT_ROLLOUT_STEPS = 8
+"""steps per env between updates at most: short rollouts, so that a budget of seconds holds several
+updates and the last one ends close to it"""
+
 MAX_ADAPT_SECONDS = 7 * 24 * 3600.0
 """a week: a longer budget is taken for a typing mistake"""
 
@@ -69,16 +73,20 @@ def adaptation_graphs(graphs: list[Graph], seed: int, count: int = ADAPT_SUBGRAP
 
 def adapt(policy, config: RunConfig, graphs: list[Graph], seconds: float, seed: int = 0, log: Callable[[str], None] = print) -> AdaptResult:
     """Train ``policy`` in place on subgraphs of ``graphs`` (:func:`adaptation_graphs`) with the
-    run's algorithm and settings (its envs, rollout length, minibatches, epochs, learning rate at
-    its start), until ``seconds`` of wall-clock time have passed, the sampling and the model's
-    construction included (:class:`~graphtransfer.training.callbacks.StopAtDeadline`).
+    run's algorithm and settings (its envs, minibatches and epochs, the learning rate at its start,
+    rollouts of at most :data:`ADAPT_ROLLOUT_STEPS` steps per env), until ``seconds`` of wall-clock
+    time have passed, the sampling and the model's construction included
+    (:class:`~graphtransfer.training.callbacks.StopAtDeadline`).
 
     Torch threads: the process's current setting, as for fine-tuning.
     """
     started = time.perf_counter()
     seconds = check_adapt_seconds(seconds)
     subgraphs = adaptation_graphs(graphs, seed)
+    n_steps = min(config.ppo.n_steps, ADAPT_ROLLOUT_STEPS)
+    batch_size = min(config.ppo.batch_size, n_steps * config.ppo.n_envs)
     ppo = replace(config.ppo, total_timesteps=_UNLIMITED_STEPS, threads=torch.get_num_threads(), seed=seed)
+    ppo = replace(ppo, n_steps=n_steps, batch_size=batch_size)
     tuned = replace(config, ppo=replace(ppo, learning_rate=_start_value(ppo.learning_rate), clip_range=_start_value(ppo.clip_range)))
     probe = run_env(tuned, subgraphs)
     tuned = replace(tuned, head=head_of(probe))
