@@ -3,7 +3,7 @@
 Per graph, interleaved under the same load, each arm gets ``--seconds`` of wall-clock time in all:
 
 - ``greedy+ILS``: the iterated local search from min-degree greedy (greedy's time counted);
-- ``policy+ILS``: ``predict``'s default solve (model loaded, rollouts auto), then the same search
+- ``policy+ILS``: ``predict``'s solve (model loaded, ``--rollouts``, default 1), then the same search
   from the policy's set for the seconds left;
 - ``policy+guided``: as ``policy+ILS``, with the perturbations drawn by the policy's confidence
   (:func:`graphtransfer.solve.polishing.node_confidence`; its pass counted);
@@ -11,6 +11,7 @@ Per graph, interleaved under the same load, each arm gets ``--seconds`` of wall-
   graph's transfer into the library on top.
 
     .venv/bin/python bench/guided_search.py --model runs/mis/small [--sizes 1000,10000,100000] [--seconds 10] [--seeds 0]
+        [--rollouts 1] [--chils]
 
 Prints a Markdown table, one row per graph as it finishes. Not part of the test run.
 """
@@ -49,10 +50,10 @@ def greedy_arm(graph: Graph, seconds: float, seed: int) -> tuple[int, float]:
     return _checked(graph, found), time.perf_counter() - started
 
 
-def policy_arm(checkpoint, graph: Graph, seconds: float, seed: int, guided: bool) -> tuple[int, int, float]:
+def policy_arm(checkpoint, graph: Graph, seconds: float, seed: int, guided: bool, rollouts: int) -> tuple[int, int, float]:
     """(policy alone, after the search, wall seconds)."""
     started = time.perf_counter()
-    solution, _ = predict_graph(checkpoint, graph, seed=seed)
+    solution, _ = predict_graph(checkpoint, graph, seed=seed, rollouts=rollouts)
     confidence = None
     if guided:
         loaded = policy_for_graphs(checkpoint, [graph])
@@ -82,6 +83,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--chils", action="store_true")
+    parser.add_argument("--rollouts", type=int, default=1, help="of the policy before the search (predict's --rollouts)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     checkpoint = read_checkpoint(args.model)
@@ -95,8 +97,8 @@ def main() -> None:
                 graph = FAMILIES[family](size, seed)
                 greedy = int(greedy_min_degree(graph).sum())
                 base, base_s = greedy_arm(graph, args.seconds, seed)
-                alone, plain, plain_s = policy_arm(checkpoint, graph, args.seconds, seed, guided=False)
-                _, guided, guided_s = policy_arm(checkpoint, graph, args.seconds, seed, guided=True)
+                alone, plain, plain_s = policy_arm(checkpoint, graph, args.seconds, seed, False, args.rollouts)
+                _, guided, guided_s = policy_arm(checkpoint, graph, args.seconds, seed, True, args.rollouts)
                 cells = [f"{family} n={size:,} s{seed}", f"{greedy:,}", f"{alone:,}", f"{base:,} ({base_s:.1f} s)"]
                 cells += [f"{plain:,} ({plain_s:.1f} s)", f"{guided:,} ({guided_s:.1f} s)"]
                 if args.chils:

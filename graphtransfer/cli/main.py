@@ -391,7 +391,7 @@ def transfer(
     Example: graphtransfer transfer --src small --dst large --finetune-steps 16 --max-nodes-per-batch 250000
     Example: graphtransfer transfer --src small --dst er-n5000-d64-s1.txt --adapt 60
     """
-    adapt_seconds = None if adapt is None else _adapt_seconds(adapt)
+    adapt_seconds = None if adapt is None else _seconds_option("--adapt", adapt, 60)
     if finetune_steps == 0 and adapt_seconds is None:  # it only solves: see graphtransfer.prefer_small_pages
         graphtransfer.prefer_small_pages()
     from graphtransfer.reporting.report import format_rows
@@ -449,11 +449,20 @@ def predict(
     ] = None,
     workers: Annotated[int | None, typer.Option(help=_WORKERS_HELP)] = None,
     ray_address: Annotated[str | None, typer.Option(help=_RAY_HELP)] = None,
+    polish: Annotated[
+        str | None,
+        typer.Option(
+            metavar="SECONDS",
+            help="mis and mvc, one graph: after the policy, improve its solution with the iterated local search for this "
+            "many seconds (the whole budget is used) and write that; the policy's own objective is printed beside it.",
+        ),
+    ] = None,
 ) -> None:
     """Run a saved policy on a graph and write its solution; on a folder of graphs, one CSV per graph into --out.
 
     Example: graphtransfer predict --model runs/mis/large --graph large --out solution.csv [--max-nodes-per-batch 50000]
     Example: graphtransfer predict --model runs/mis/small --graph graphs/ --out solutions/ --workers 2
+    Example: graphtransfer predict --model runs/mis/small --graph er.txt --out solution.csv --polish 10
     """
     graphtransfer.prefer_small_pages()  # before torch loads
     from graphtransfer.checkpoint import read_checkpoint
@@ -467,9 +476,16 @@ def predict(
     options = {"max_passes": max_passes, "deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction}
     options |= {"decoding": decoding, "rollouts": _rollouts(rollouts), "node_order": _node_order(node_order)}
     options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env, "force": force}
+    seconds = None if polish is None else _seconds_option("--polish", polish, 10)
     if resolve(graph).is_dir():
+        if seconds is not None:
+            raise UsageError("--polish searches one graph's solution; name a single graph file with --graph, not a folder")
         _use_threads(threads)
         return _predict_folder(model, graph, out, draw, workers, ray_address, options)
+    if seconds is not None:
+        if draw is not None:
+            raise UsageError("--draw draws the policy's own solution; drop --polish or --draw")
+        return _predict_polished(model, graph, out, seconds, threads, options)
     if workers is not None or ray_address is not None:
         raise UsageError("--workers and --ray-address spread a folder of graphs over workers; --graph names a single graph")
     read_checkpoint(model, env)  # a bad model folder is reported before the graph is read, as the library does
@@ -497,6 +513,26 @@ def predict(
     if draw is not None:
         draw_solution(loaded, solution, read_checkpoint(model, env).config, draw)
         typer.echo(f"wrote {draw}")
+
+
+def _predict_polished(model: Path, graph: str, out: Path, seconds: float, threads: int | None, options) -> None:
+    from graphtransfer.checkpoint import read_checkpoint
+    from graphtransfer.graphs import load_graph, resolve
+    from graphtransfer.io import check_output_file
+    from graphtransfer.solve.polishing import check_polish_task, predict_polished
+
+    check_polish_task(read_checkpoint(model, options["env"]).config)  # before the graph is read
+    loaded = load_graph(graph)
+    check_output_file(out, [resolve(graph)], options["force"])  # the graph goes down already read: guard its file here
+    _use_threads(threads, loaded.num_nodes)
+    loaded, solution, polished = predict_polished(model, loaded, out, seconds, **options)
+    typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges; node ids {loaded.describe_ids()}")
+    rollouts = _rollouts_run(solution, options["seed"])
+    typer.echo(f"policy: objective {solution.objective:.6g} in {solution.passes} passes, {rollouts}, {solution.seconds:.2f} s")
+    typer.echo(
+        f"after {polished.seconds:.1f} s of local search ({polished.iterations:,} perturbations): objective {polished.objective:.6g}"
+    )
+    typer.echo(f"valid solution: yes; wrote {out}")
 
 
 def _rollouts_run(solution, seed: int) -> str:
@@ -689,17 +725,20 @@ def _node_budget(text: str | None) -> int | None:
     return value
 
 
-def _adapt_seconds(text: str) -> float:
-    """``--adapt``: a positive, finite number of seconds, at most a week."""
-    from graphtransfer.training.adaptation import MAX_ADAPT_SECONDS
+WEEK_SECONDS = 7 * 24 * 3600
+"""the longest --adapt or --polish: a longer one is taken for a typing mistake"""
 
+
+def _seconds_option(option: str, text: str, example: int) -> float:
+    """A budget option (``--adapt``, ``--polish``): a positive, finite number of seconds, at most a week."""
     try:
         value = float(text)
     except ValueError:
         value = float("nan")
-    if not 0 < value <= MAX_ADAPT_SECONDS:  # NaN fails too
-        limit = f"at most {MAX_ADAPT_SECONDS:.0f} (a week)"
-        raise UsageError(f"--adapt {text!r} must be a number of seconds above 0 and {limit}, e.g. --adapt 60")
+    if not 0 < value <= WEEK_SECONDS:  # NaN fails too
+        raise UsageError(
+            f"{option} {text!r} must be a number of seconds above 0 and at most {WEEK_SECONDS} (a week), e.g. {option} {example}"
+        )
     return value
 
 

@@ -7,16 +7,21 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import torch
 
 from graphtransfer.baselines.local_search import iterated_local_search
+from graphtransfer.checkpoint import read_checkpoint
+from graphtransfer.config import RunConfig
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
-from graphtransfer.graphs import Graph
-from graphtransfer.solve.inference import obs_to_tensors
+from graphtransfer.graphs import Graph, resolve
+from graphtransfer.io import check_output_file
+from graphtransfer.solve.inference import Solution, obs_to_tensors
+from graphtransfer.solve.predict import predict, write_solution
 
 POLISH_TASKS = ("mis", "mvc")
 """the tasks whose solutions ``--polish`` searches from (a set, or a cover as its complement)"""
@@ -57,6 +62,13 @@ def check_polish_seconds(seconds: object) -> float:
     return float(seconds)
 
 
+def check_polish_task(config: RunConfig) -> str:
+    """The model's task, where ``--polish`` has a search for it (:data:`POLISH_TASKS`)."""
+    if config.env is not None or config.task not in POLISH_TASKS:
+        raise UsageError(f"--polish searches mis and mvc solutions; a model of {config.name} has no such search, drop --polish")
+    return config.task
+
+
 def node_confidence(policy, env: gym.Env, seed: int = 0) -> np.ndarray:
     """The policy's probability of committing each node (MIS: of including it) on the env's whole
     graph, one forward pass on its first observation: ``(num_nodes,)`` float64."""
@@ -84,3 +96,28 @@ def polish(task: str, graph: Graph, solution: np.ndarray, seconds: float, seed: 
     result = iterated_local_search(graph, start=start, time_budget=seconds, seed=seed, weights=weights)
     found = result.solution if task == "mis" else ~result.solution
     return Polished(found, float(found.sum()), time.perf_counter() - started, result.iterations, confidence is not None)
+
+
+def predict_polished(
+    model: str | Path,
+    graph: str | Path | Graph,
+    out: str | Path,
+    seconds: float,
+    seed: int = 0,
+    env: str | None = None,
+    force: bool = False,
+    **options,
+) -> tuple[Graph, Solution, Polished]:
+    """:func:`graphtransfer.solve.predict.predict` (``options`` are its own), then :func:`polish`
+    of its solution for ``seconds``; the polished solution is what ``out`` gets. Returns the
+    graph, the policy's own solution (reported beside the search's, never instead of it) and the
+    polished one. Bad input (a task without a search, a bad budget, an ``out`` that may not be
+    written) is refused before the policy runs."""
+    seconds = check_polish_seconds(seconds)
+    checkpoint = read_checkpoint(model, env)
+    task = check_polish_task(checkpoint.config)
+    check_output_file(Path(out), [] if isinstance(graph, Graph) else [resolve(graph)], force)
+    loaded, solution = predict(checkpoint.folder, graph, None, seed=seed, env=env, **options)
+    polished = polish(task, loaded, solution.solution, seconds, seed)
+    write_solution(out, polished.solution, "node,decision", loaded.ids())
+    return loaded, solution, polished
