@@ -1,12 +1,11 @@
-"""Policy + search against the same search started from greedy, at equal wall-clock seconds (MIS).
+"""Policy + search (``predict --polish``) against the same search started from greedy, at equal
+wall-clock seconds (MIS).
 
 Per graph, interleaved under the same load, each arm gets ``--seconds`` of wall-clock time in all:
 
 - ``greedy+ILS``: the iterated local search from min-degree greedy (greedy's time counted);
 - ``policy+ILS``: ``predict``'s solve (model loaded, ``--rollouts``, default 1), then the same search
   from the policy's set for the seconds left;
-- ``policy+guided``: as ``policy+ILS``, with the perturbations drawn by the policy's confidence
-  (:func:`graphtransfer.solve.polishing.node_confidence`; its pass counted);
 - ``chils`` (with ``--chils``; ``pip install 'graphtransfer[chils]'``): CHILS searching for the same seconds, the
   graph's transfer into the library on top.
 
@@ -32,8 +31,7 @@ from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.envs import is_independent_set
 from graphtransfer.graphs import Graph, barabasi_albert, erdos_renyi, random_geometric
-from graphtransfer.solve.loading import policy_for_graphs
-from graphtransfer.solve.polishing import node_confidence, polish
+from graphtransfer.solve.polishing import polish
 from graphtransfer.solve.predict import predict_graph
 
 FAMILIES: dict[str, Callable[[int, int], Graph]] = {
@@ -50,16 +48,12 @@ def greedy_arm(graph: Graph, seconds: float, seed: int) -> tuple[int, float]:
     return _checked(graph, found), time.perf_counter() - started
 
 
-def policy_arm(checkpoint, graph: Graph, seconds: float, seed: int, guided: bool, rollouts: int) -> tuple[int, int, float]:
+def policy_arm(checkpoint, graph: Graph, seconds: float, seed: int, rollouts: int) -> tuple[int, int, float]:
     """(policy alone, after the search, wall seconds)."""
     started = time.perf_counter()
     solution, _ = predict_graph(checkpoint, graph, seed=seed, rollouts=rollouts)
-    confidence = None
-    if guided:
-        loaded = policy_for_graphs(checkpoint, [graph])
-        confidence = node_confidence(loaded.policy, loaded.env, seed)
     left = max(seconds - (time.perf_counter() - started), 0.01)
-    polished = polish("mis", graph, solution.solution, left, seed, confidence)
+    polished = polish("mis", graph, solution.solution, left, seed)
     return int(solution.objective), _checked(graph, polished.solution), time.perf_counter() - started
 
 
@@ -88,8 +82,8 @@ def main() -> None:
     torch.set_num_threads(1)
     checkpoint = read_checkpoint(args.model)
     print(f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, {args.seconds:g} s per arm, model {args.model}\n")
-    header = "| graph | greedy | policy | greedy+ILS | policy+ILS | policy+guided |" + (" chils |" if args.chils else "")
-    print(header + " policy+ILS / greedy+ILS | guided / greedy+ILS |")
+    header = "| graph | greedy | policy | greedy+ILS (s) | policy+ILS (s) |" + (" CHILS (s) |" if args.chils else "")
+    print(header + " policy+ILS / greedy+ILS |")
     print("|---" * (header.count("|") + 1) + "|")
     for size in map(int, args.sizes.split(",")):
         for family in args.families.split(","):
@@ -97,14 +91,18 @@ def main() -> None:
                 graph = FAMILIES[family](size, seed)
                 greedy = int(greedy_min_degree(graph).sum())
                 base, base_s = greedy_arm(graph, args.seconds, seed)
-                alone, plain, plain_s = policy_arm(checkpoint, graph, args.seconds, seed, False, args.rollouts)
-                _, guided, guided_s = policy_arm(checkpoint, graph, args.seconds, seed, True, args.rollouts)
-                cells = [f"{family} n={size:,} s{seed}", f"{greedy:,}", f"{alone:,}", f"{base:,} ({base_s:.1f} s)"]
-                cells += [f"{plain:,} ({plain_s:.1f} s)", f"{guided:,} ({guided_s:.1f} s)"]
+                alone, plain, plain_s = policy_arm(checkpoint, graph, args.seconds, seed, args.rollouts)
+                cells = [
+                    f"{family} n={size:,} s{seed}",
+                    f"{greedy:,}",
+                    f"{alone:,}",
+                    f"{base:,} ({base_s:.1f})",
+                    f"{plain:,} ({plain_s:.1f})",
+                ]
                 if args.chils:
                     found, chils_s = chils_arm(graph, args.seconds, seed)
-                    cells.append(f"{found:,} ({chils_s:.1f} s)")
-                cells += [f"{plain / base:.4f}", f"{guided / base:.4f}"]
+                    cells.append(f"{found:,} ({chils_s:.1f})")
+                cells.append(f"{plain / base:.4f}")
                 print("| " + " | ".join(cells) + " |", flush=True)
     print(f"\nload {os.getloadavg()[0]:.1f} at the end")
 

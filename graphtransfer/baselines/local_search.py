@@ -35,8 +35,6 @@ STALL_PER_NODE = 10
 """The baselines stop after ``STALL_PER_NODE * |V|`` perturbations without a new best set: on
 small graphs long before the time budget, where more search finds nothing."""
 
-_UNIFORM_EVERY = 8  # a weighted perturbation still draws one vertex in this many uniformly
-
 _CLOCK_EVERY = 64  # iterations between looks at the clock; one look costs as much as a short iteration
 
 
@@ -66,11 +64,8 @@ class _Search:
     (kept for every vertex; only outside vertices' counts matter).
     """
 
-    def __init__(self, graph: Graph, chosen: np.ndarray, weights: np.ndarray | None = None):
+    def __init__(self, graph: Graph, chosen: np.ndarray):
         indptr, indices = graph.csr()
-        # perturbation weights as cumulative sums, for random.choices' bisection; None: uniform
-        self.cum_weights = None if weights is None else np.cumsum(weights, dtype=np.float64).tolist()
-        self.nodes = range(graph.num_nodes)
         self.indptr, self.indices = indptr.tolist(), indices.tolist()  # Python ints: much faster to index in a loop
         self.in_set = bytearray(chosen.astype(np.uint8).tobytes())
         src = graph.edge_index[0]
@@ -157,9 +152,9 @@ class _Search:
         """Force one random outside vertex into the set (``k`` of them, close together, once in
         ``2|S|`` iterations on average, ``k - 1`` geometric) and return the vertices to search from."""
         in_set = self.in_set
-        v = self._draw(rng, num_nodes)
+        v = rng.randrange(num_nodes)
         while in_set[v]:
-            v = self._draw(rng, num_nodes)
+            v = rng.randrange(num_nodes)
         forced = [v]
         if rng.random() * 2 * self.size < 1:
             extra = 1
@@ -177,14 +172,6 @@ class _Search:
         queue: list[int] = []
         self.settle_around(removed, queue)
         return queue
-
-    def _draw(self, rng: random.Random, num_nodes: int) -> int:
-        """A vertex: uniform, or in proportion to the weights; uniform once in
-        :data:`_UNIFORM_EVERY` draws, so that weights held only by vertices of the set cannot
-        stall the perturbation."""
-        if self.cum_weights is None or rng.random() * _UNIFORM_EVERY < 1:
-            return rng.randrange(num_nodes)
-        return rng.choices(self.nodes, cum_weights=self.cum_weights)[0]
 
     def _near(self, v: int, count: int, rng: random.Random) -> list[int]:
         """Up to ``count`` outside vertices two steps from ``v``, pairwise non-adjacent and not
@@ -211,7 +198,6 @@ def iterated_local_search(
     max_iterations: int | None = None,
     max_stall: int | None = None,
     seed: int = 0,
-    weights: np.ndarray | None = None,
 ) -> SearchResult:
     """A large independent set by iterated local search (see the module docstring).
 
@@ -229,18 +215,14 @@ def iterated_local_search(
             first, the result depends only on the graph, the start and ``seed``.
         max_stall: stop after this many perturbations without a new best set.
         seed: seeds the perturbations and the acceptance draws.
-        weights: ``(num_nodes,)`` non-negative, e.g. a policy's confidence: a perturbation forces
-            in an outside vertex drawn in proportion to them instead of uniformly (every vertex
-            needs a positive weight to stay reachable). ``None``: uniform.
 
     Raises:
-        UsageError: a limit that is not positive, a ``start`` that is not an independent set, or
-            weights of the wrong shape, negative, not finite or all zero.
+        UsageError: a limit that is not positive, or a ``start`` that is not an independent set.
     """
     started = time.perf_counter()
     _check_limits(time_budget, max_iterations, max_stall)
     chosen = greedy_min_degree(graph) if start is None else _checked_start(graph, start)
-    search = _Search(graph, chosen, None if weights is None else _checked_weights(graph, weights))
+    search = _Search(graph, chosen)
     _complete(search, graph)
     start_size = search.size
     search.descend(_swap_candidates(graph, search))
@@ -359,15 +341,6 @@ def _checked_cover(graph: Graph, cover: np.ndarray) -> np.ndarray:
             "add one endpoint of each uncovered edge first"
         )
     return cover
-
-
-def _checked_weights(graph: Graph, weights: np.ndarray) -> np.ndarray:
-    weights = np.asarray(weights, dtype=np.float64)
-    if weights.shape != (graph.num_nodes,):
-        raise UsageError(f"weights has shape {weights.shape}; expected ({graph.num_nodes},), one per node")
-    if not (np.isfinite(weights).all() and (weights >= 0).all() and weights.sum() > 0):
-        raise UsageError("weights must be finite, non-negative and not all zero, e.g. a policy's probabilities")
-    return weights
 
 
 def _check_limits(time_budget: float, max_iterations: int | None, max_stall: int | None) -> None:

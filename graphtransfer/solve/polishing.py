@@ -1,6 +1,7 @@
 """Search after the policy (``predict --polish SECONDS``): the iterated local search of
 :mod:`graphtransfer.baselines.local_search` started from the policy's solution and run for the
-seconds given, its perturbations guided by the policy's confidence in each node (MIS)."""
+seconds given. Perturbations drawn by the policy's confidence in each node were tried and found no
+larger sets at equal seconds (bench/RESULTS.md, "Adaptation and policy-guided search")."""
 
 from __future__ import annotations
 
@@ -9,18 +10,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import gymnasium as gym
 import numpy as np
-import torch
 
 from graphtransfer.baselines.local_search import iterated_local_search
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.config import RunConfig
-from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, resolve
 from graphtransfer.io import check_output_file
-from graphtransfer.solve.inference import Solution, obs_to_tensors
+from graphtransfer.solve.inference import Solution
 from graphtransfer.solve.predict import predict, write_solution
 
 POLISH_TASKS = ("mis", "mvc")
@@ -28,10 +26,6 @@ POLISH_TASKS = ("mis", "mvc")
 
 MAX_POLISH_SECONDS = 7 * 24 * 3600.0
 """a week: a longer search is taken for a typing mistake"""
-
-CONFIDENCE_FLOOR = 0.05
-"""added to the policy's probabilities before they weight the perturbations, so that every
-vertex stays reachable"""
 
 
 @dataclass(frozen=True)
@@ -41,16 +35,14 @@ class Polished:
     Attributes:
         solution: ``(num_nodes,)`` bool, a maximal independent set (mis) or minimal vertex cover (mvc).
         objective: its size.
-        seconds: the search's time, the confidence's pass included.
+        seconds: the search's time.
         iterations: perturbations tried.
-        guided: whether the perturbations followed the policy's confidence.
     """
 
     solution: np.ndarray
     objective: float
     seconds: float
     iterations: int
-    guided: bool
 
 
 def check_polish_seconds(seconds: object) -> float:
@@ -69,33 +61,18 @@ def check_polish_task(config: RunConfig) -> str:
     return config.task
 
 
-def node_confidence(policy, env: gym.Env, seed: int = 0) -> np.ndarray:
-    """The policy's probability of committing each node (MIS: of including it) on the env's whole
-    graph, one forward pass on its first observation: ``(num_nodes,)`` float64."""
-    features = features_of(env)
-    obs, _ = env.reset(seed=seed)
-    num_nodes = int(obs["num_nodes"][0])
-    policy.set_training_mode(False)
-    with torch.inference_mode():
-        probs = policy.get_distribution(obs_to_tensors(obs, policy.device)).probs[0, :num_nodes, features.commit_action]
-    return probs.double().cpu().numpy()
-
-
-def polish(task: str, graph: Graph, solution: np.ndarray, seconds: float, seed: int = 0, confidence: np.ndarray | None = None) -> Polished:
+def polish(task: str, graph: Graph, solution: np.ndarray, seconds: float, seed: int = 0) -> Polished:
     """``solution`` improved by the iterated local search for ``seconds`` (the whole budget: no
     early stop), never worse. MIS searches from the set; MVC from the cover's complement, and
-    returns the complement of the set it finds. ``confidence`` (MIS, see :func:`node_confidence`)
-    draws each perturbation's forced vertex in proportion to ``confidence + CONFIDENCE_FLOOR``
-    instead of uniformly."""
+    returns the complement of the set it finds."""
     if task not in POLISH_TASKS:
         raise UsageError(f"--polish searches mis and mvc solutions; task {task} has no such search, drop --polish")
     seconds = check_polish_seconds(seconds)
     started = time.perf_counter()
     start = solution.astype(bool) if task == "mis" else ~solution.astype(bool)
-    weights = None if confidence is None else confidence + CONFIDENCE_FLOOR
-    result = iterated_local_search(graph, start=start, time_budget=seconds, seed=seed, weights=weights)
+    result = iterated_local_search(graph, start=start, time_budget=seconds, seed=seed)
     found = result.solution if task == "mis" else ~result.solution
-    return Polished(found, float(found.sum()), time.perf_counter() - started, result.iterations, confidence is not None)
+    return Polished(found, float(found.sum()), time.perf_counter() - started, result.iterations)
 
 
 def predict_polished(
