@@ -16,7 +16,7 @@ from graphtransfer.errors import CheckpointError, UsageError
 from graphtransfer.graphs import Graph, load_graphs
 from graphtransfer.solve.evaluate import EvalRow, evaluate
 from graphtransfer.solve.loading import Runtime, policy_for_graphs
-from graphtransfer.training.adaptation import AdaptResult, adapt, check_adapt_seconds
+from graphtransfer.training.adaptation import ADAPT_SUBGRAPH_NODES, AdaptResult, adapt, check_adapt_seconds
 from graphtransfer.training.callbacks import eval_score
 from graphtransfer.training.loop import TrainResult, default_run_folder, finetune
 from graphtransfer.training.model import load_model
@@ -72,6 +72,7 @@ def transfer(
     mixed_precision: bool = False,
     env: str | None = None,
     adapt_seconds: float | None = None,
+    adapt_nodes: int = ADAPT_SUBGRAPH_NODES,
 ) -> TransferResult:
     """Load the model ``src`` into a model for the graphs ``dst``, evaluate zero-shot there
     against the baselines, optionally fine-tune there for ``finetune_steps`` env steps (and
@@ -83,8 +84,8 @@ def transfer(
     ``mixed_precision`` runs message passing in bfloat16 on CUDA. ``env`` names the user env of a
     model trained on one. The result's ``model`` is the saved model as an SB3 algorithm.
 
-    ``adapt_seconds`` instead trains the policy for that many wall-clock seconds on subgraphs
-    sampled from ``dst`` (:func:`graphtransfer.training.adaptation.adapt`), evaluates it there
+    ``adapt_seconds`` instead trains the policy for that many wall-clock seconds on subgraphs of
+    ``adapt_nodes`` nodes sampled from ``dst`` (:func:`graphtransfer.training.adaptation.adapt`), evaluates it there
     again, and saves the adapted weights only if they score at least as well as the zero-shot
     ones (by :func:`graphtransfer.training.callbacks.eval_score`); ``kept`` says which.
     """
@@ -117,16 +118,16 @@ def transfer(
             "after": [_row_summary(row) for row in result.finetuned_rows],
         }
     if adapt_seconds is not None:
-        info["transferred"]["adapt"] = _adapt_and_keep(result, policy, adapt_seconds, max_passes, log)
+        info["transferred"]["adapt"] = _adapt_and_keep(result, policy, adapt_seconds, adapt_nodes, max_passes, log)
     save_checkpoint(out, policy, config, info)
     return result
 
 
-def _adapt_and_keep(result: TransferResult, policy, seconds: float, max_passes: int | None, log: Callable[[str], None]) -> dict:
+def _adapt_and_keep(result: TransferResult, policy, seconds: float, nodes: int, max_passes: int | None, log: Callable[[str], None]) -> dict:
     """Adapt ``policy`` in place, evaluate it on the destination graphs, and put the zero-shot
     weights back if it scores worse there; the record for the model folder's config.json."""
     zero_shot = {name: tensor.detach().clone() for name, tensor in policy.state_dict().items()}
-    result.adapted = adapt(policy, result.config, result.graphs, seconds, seed=result.config.ppo.seed, log=log)
+    result.adapted = adapt(policy, result.config, result.graphs, seconds, seed=result.config.ppo.seed, log=log, size=nodes)
     result.adapted_rows = evaluate(policy, result.config, result.graphs, max_passes)
     before, by = eval_score(result.rows)
     after, _ = eval_score(result.adapted_rows)

@@ -71,8 +71,16 @@ def adaptation_graphs(graphs: list[Graph], seed: int, count: int = ADAPT_SUBGRAP
     return sampled
 
 
-def adapt(policy, config: RunConfig, graphs: list[Graph], seconds: float, seed: int = 0, log: Callable[[str], None] = print) -> AdaptResult:
-    """Train ``policy`` in place on subgraphs of ``graphs`` (:func:`adaptation_graphs`) with the
+def adapt(
+    policy,
+    config: RunConfig,
+    graphs: list[Graph],
+    seconds: float,
+    seed: int = 0,
+    log: Callable[[str], None] = print,
+    size: int = ADAPT_SUBGRAPH_NODES,
+) -> AdaptResult:
+    """Train ``policy`` in place on subgraphs of ``size`` nodes of ``graphs`` (:func:`adaptation_graphs`) with the
     run's algorithm and settings (its envs, minibatches and epochs, the learning rate at its start,
     rollouts of at most :data:`ADAPT_ROLLOUT_STEPS` steps per env), until ``seconds`` of wall-clock
     time have passed, the sampling and the model's construction included
@@ -82,7 +90,7 @@ def adapt(policy, config: RunConfig, graphs: list[Graph], seconds: float, seed: 
     """
     started = time.perf_counter()
     seconds = check_adapt_seconds(seconds)
-    subgraphs = adaptation_graphs(graphs, seed)
+    subgraphs = adaptation_graphs(graphs, seed, size=size)
     n_steps = min(config.ppo.n_steps, ADAPT_ROLLOUT_STEPS)
     batch_size = min(config.ppo.batch_size, n_steps * config.ppo.n_envs)
     ppo = replace(config.ppo, total_timesteps=_UNLIMITED_STEPS, threads=torch.get_num_threads(), seed=seed)
