@@ -595,6 +595,13 @@ def evaluate(
     env: EnvOption = None,
     workers: Annotated[int | None, typer.Option(help=_WORKERS_HELP)] = None,
     ray_address: Annotated[str | None, typer.Option(help=_RAY_HELP)] = None,
+    chils: Annotated[
+        bool,
+        typer.Option(
+            help="mis: also report CHILS, a state-of-the-art MIS heuristic, searching for as many seconds as the local search "
+            "(pip install 'graphtransfer\\[chils]')."
+        ),
+    ] = False,
 ) -> None:
     """Evaluate a saved policy against the task's baselines on a set of graphs.
 
@@ -607,7 +614,7 @@ def evaluate(
 
     _check_positive(max_passes=max_passes or 1, threads=1 if threads is None else threads, workers=workers or 1)
     options = {"rollouts": _rollouts(rollouts), "deterministic": deterministic, "polish": polish, "commit_fraction": commit_fraction}
-    options |= {"decoding": decoding, "node_order": _node_order(node_order)}
+    options |= {"decoding": decoding, "node_order": _node_order(node_order), "chils": chils}
     options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env}
     _use_threads(threads)  # after the options are checked: bad input changes nothing in the process
     config, rows = evaluate_many(model, graphs, workers=workers, ray_address=ray_address, max_passes=max_passes, **options)
