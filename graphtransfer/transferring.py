@@ -128,11 +128,12 @@ def _adapt_and_keep(result: TransferResult, policy, seconds: float, nodes: int, 
     weights back if it scores worse there; the record for the model folder's config.json."""
     zero_shot = {name: tensor.detach().clone() for name, tensor in policy.state_dict().items()}
     result.adapted = adapt(policy, result.config, result.graphs, seconds, seed=result.config.ppo.seed, log=log, size=nodes)
-    result.adapted_rows = evaluate(policy, result.config, result.graphs, max_passes)
+    trained = result.adapted.steps > 0  # else the budget ended before the first update: the weights are the zero-shot ones
+    result.adapted_rows = evaluate(policy, result.config, result.graphs, max_passes) if trained else result.rows
     before, by = eval_score(result.rows)
     after, _ = eval_score(result.adapted_rows)
     better_or_equal = after >= before if result.rows[0].sense == "max" else after <= before
-    result.kept = "adapted" if better_or_equal else "zero-shot"
+    result.kept = "adapted" if trained and better_or_equal else "zero-shot"
     if not better_or_equal:
         policy.load_state_dict(zero_shot)
     return {

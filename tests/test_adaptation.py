@@ -14,10 +14,10 @@ from graphtransfer.transferring import transfer
 
 runner = CliRunner()
 
-BUDGET = 3.0
-MARGIN = 2.0
-"""what the budget may be overrun by: one env step and the spread of one update's time on a busy
-machine (the check is that adaptation stops, not how fast it runs)"""
+BUDGET = 5.0
+MARGIN = 3.0
+"""what the budget may be overrun by: one env step or one minibatch, on a machine other jobs keep
+busy (the check is that adaptation stops, not how fast it runs)"""
 
 
 @pytest.fixture
@@ -37,15 +37,26 @@ def test_adaptation_stops_within_its_budget_and_saves_the_better_model(tiny_mode
     assert f"(budget {BUDGET:g} s) on 8 subgraphs, then:" in result.output
     record = json.loads((out / "config.json").read_text())["transferred"]["adapt"]
     assert record["seconds"] <= BUDGET + MARGIN
-    assert record["steps"] > 0  # it trained, not only sampled
     assert record["subgraphs"] == [1000] * 8
-    kept = "adapted" if record["adapted_score"] >= record["zero_shot_score"] else "zero-shot"
+    if record["steps"]:
+        kept = "adapted" if record["adapted_score"] >= record["zero_shot_score"] else "zero-shot"
+    else:  # a busy machine can take the whole budget for one rollout of 1,000-node balls: nothing trained, nothing changed
+        kept = "zero-shot"
+        assert "the budget ended before the first update; raise --adapt" in result.output
     assert record["kept"] == kept
     assert f"kept the {kept} model" in result.output
     saved = transfer(out, destination, folder=tmp_path / "again", log=lambda _: None)
     meta = json.loads((out / "config.json").read_text())["transferred"]
     expected = record["after"] if kept == "adapted" else meta["zero_shot"]  # the zero-shot weights are put back
     assert [r.policy.objective for r in saved.rows] == [row["policy"] for row in expected]
+
+
+@pytest.mark.slow
+def test_adaptation_on_small_balls_trains_within_its_budget(tiny_model, destination, tmp_path):
+    result = transfer(tiny_model("mis"), destination, folder=tmp_path / "m", adapt_seconds=BUDGET, adapt_nodes=150, log=lambda _: None)
+    assert result.adapted.seconds <= BUDGET + MARGIN
+    assert result.adapted.steps > 0  # it trained, not only sampled
+    assert [g.num_nodes for g in result.adapted.subgraphs] == [150] * 8
 
 
 @pytest.mark.parametrize("value", ["0", "-5", "nan", "inf", "1e12", "lots", "", "1,5"])

@@ -420,7 +420,10 @@ def transfer(
         typer.echo(f"adapted {done.steps} steps in {done.seconds:.1f} s ({budget}) on {len(done.subgraphs)} subgraphs, then:")
         for line in format_rows(result.adapted_rows):
             typer.echo("  " + line)
-        typer.echo(f"kept the {result.kept} model" + ("" if result.kept == "adapted" else ": adapting scored lower on the destination"))
+        why = "" if result.kept == "adapted" else ": adapting scored lower on the destination"
+        if not done.steps:
+            why = ": the budget ended before the first update; raise --adapt"
+        typer.echo(f"kept the {result.kept} model{why}")
     typer.echo(f"saved {result.folder}")
 
 

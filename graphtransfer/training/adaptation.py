@@ -29,6 +29,10 @@ ADAPT_ROLLOUT_STEPS = 8
 """steps per env between updates at most: short rollouts, so that a budget of seconds holds several
 updates and the last one ends close to it"""
 
+ADAPT_BATCH_SIZE = 16
+"""observations per minibatch at most: an update stops at the deadline between minibatches, so
+small ones keep it close (16 observations of 1,000 nodes: a fraction of a second)"""
+
 MAX_ADAPT_SECONDS = 7 * 24 * 3600.0
 """a week: a longer budget is taken for a typing mistake"""
 
@@ -81,8 +85,8 @@ def adapt(
     size: int = ADAPT_SUBGRAPH_NODES,
 ) -> AdaptResult:
     """Train ``policy`` in place on subgraphs of ``size`` nodes of ``graphs`` (:func:`adaptation_graphs`) with the
-    run's algorithm and settings (its envs, minibatches and epochs, the learning rate at its start,
-    rollouts of at most :data:`ADAPT_ROLLOUT_STEPS` steps per env), until ``seconds`` of wall-clock
+    run's algorithm and settings (its envs and epochs, the learning rate at its start, rollouts of
+    at most :data:`ADAPT_ROLLOUT_STEPS` steps per env, minibatches of at most :data:`ADAPT_BATCH_SIZE`), until ``seconds`` of wall-clock
     time have passed, the sampling and the model's construction included
     (:class:`~graphtransfer.training.callbacks.StopAtDeadline`).
 
@@ -92,7 +96,7 @@ def adapt(
     seconds = check_adapt_seconds(seconds)
     subgraphs = adaptation_graphs(graphs, seed, size=size)
     n_steps = min(config.ppo.n_steps, ADAPT_ROLLOUT_STEPS)
-    batch_size = min(config.ppo.batch_size, n_steps * config.ppo.n_envs)
+    batch_size = min(config.ppo.batch_size, ADAPT_BATCH_SIZE, n_steps * config.ppo.n_envs)
     ppo = replace(config.ppo, total_timesteps=_UNLIMITED_STEPS, threads=torch.get_num_threads(), seed=seed)
     ppo = replace(ppo, n_steps=n_steps, batch_size=batch_size)
     tuned = replace(config, ppo=replace(ppo, learning_rate=_start_value(ppo.learning_rate), clip_range=_start_value(ppo.clip_range)))

@@ -24,6 +24,7 @@ from graphtransfer.config import RunConfig
 from graphtransfer.graphs import Graph
 from graphtransfer.solve.evaluate import EvalRow, evaluate
 from graphtransfer.training.logs import write_row
+from graphtransfer.training.ppo import NodeBudgetUpdate
 
 BEST, CHECKPOINTS = "best", "checkpoints"
 
@@ -265,11 +266,11 @@ class StopAtDeadline(BaseCallback):
     """Ends training once ``seconds`` of wall-clock time have passed since ``started`` (a
     ``time.perf_counter()`` reading), so that a run with a time budget stops on time.
 
-    SB3 stops only between env steps, and an update, once begun, runs to its end. So at every env
-    step the callback projects when the rollout in progress and the update after it would end --
-    the rollout at its pace so far, the update as long as the last one, or, before the first,
-    ``n_epochs`` times the rollout -- and stops at once if that is past the deadline: a rollout that
-    could not be used is not collected. The rollout in progress is then dropped, as with Ctrl-C
+    SB3 stops only between env steps. At every env step the callback projects when the rollout in
+    progress would end, at its pace so far, and stops at once if that is past the deadline (a
+    rollout that could not be used is not collected); PPO's update takes no minibatch after the
+    deadline (:attr:`NodeBudgetUpdate.update_deadline`). So a run ends within about one env step or
+    one minibatch of its budget. The rollout in progress is dropped, as with Ctrl-C
     (:class:`StopOnInterrupt`), and :attr:`completed_steps` counts the env steps of every rollout
     that went into an update.
     """
@@ -277,26 +278,24 @@ class StopAtDeadline(BaseCallback):
     def __init__(self, started: float, seconds: float):
         super().__init__()
         self.deadline = started + seconds
-        self.update_seconds: float | None = None
         self.stopped = False
         self.completed_steps = 0
-        self._rollout_began = self._update_began = started
+        self._rollout_began = started
+
+    def _on_training_start(self) -> None:
+        if isinstance(self.model, NodeBudgetUpdate):
+            self.model.update_deadline = self.deadline
 
     def _on_rollout_start(self) -> None:
-        now = time.perf_counter()
-        if self.completed_steps != self.model.num_timesteps:  # an update has just ended
-            self.update_seconds = now - self._update_began
         self.completed_steps = self.model.num_timesteps
-        self._rollout_began = now
-
-    def _on_rollout_end(self) -> None:
-        self._update_began = time.perf_counter()
+        self._rollout_began = time.perf_counter()
 
     def _on_step(self) -> bool:
         now = time.perf_counter()
         steps_per_rollout = getattr(self.model, "n_steps", 1) * self.model.n_envs  # DQN: a step, then its gradient steps
-        done = max(self.model.num_timesteps - self.completed_steps, 1)
-        rollout = (now - self._rollout_began) * steps_per_rollout / done
-        update = rollout * getattr(self.model, "n_epochs", 1) if self.update_seconds is None else self.update_seconds
-        self.stopped = self._rollout_began + rollout + update >= self.deadline
+        done = self.model.num_timesteps - self.completed_steps
+        if done <= self.model.n_envs:  # one step is too few to tell the pace (the first one pays for warming up)
+            self.stopped = now >= self.deadline
+        else:
+            self.stopped = self._rollout_began + (now - self._rollout_began) * steps_per_rollout / done >= self.deadline
         return not self.stopped
