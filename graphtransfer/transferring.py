@@ -9,11 +9,12 @@ from pathlib import Path
 
 from stable_baselines3 import PPO
 
-from graphtransfer.checkpoint import LoadReport, read_checkpoint, save_checkpoint
+from graphtransfer.checkpoint import LoadReport, is_model_folder, read_checkpoint, save_checkpoint
 from graphtransfer.config import RunConfig
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import CheckpointError, UsageError
-from graphtransfer.graphs import Graph, load_graphs
+from graphtransfer.graphs import Graph, load_graphs, resolve
+from graphtransfer.io import check_output_folder
 from graphtransfer.solve.evaluate import EvalRow, evaluate
 from graphtransfer.solve.loading import Runtime, policy_for_graphs
 from graphtransfer.training.adaptation import ADAPT_SUBGRAPH_NODES, AdaptResult, adapt, check_adapt_seconds
@@ -85,9 +86,9 @@ def transfer(
     model trained on one. The result's ``model`` is the saved model as an SB3 algorithm.
 
     ``adapt_seconds`` instead trains the policy for that many wall-clock seconds on subgraphs of
-    ``adapt_nodes`` nodes sampled from ``dst`` (:func:`graphtransfer.training.adaptation.adapt`), evaluates it there
-    again, and saves the adapted weights only if they score at least as well as the zero-shot
-    ones (by :func:`graphtransfer.training.callbacks.eval_score`); ``kept`` says which.
+    ``adapt_nodes`` nodes sampled from ``dst`` (:func:`graphtransfer.training.adaptation.adapt`),
+    evaluates it there again, and saves the adapted weights only if they score at least as well
+    as the zero-shot ones (by :func:`graphtransfer.training.callbacks.eval_score`); ``kept`` says which.
     """
     if adapt_seconds is not None:
         adapt_seconds = check_adapt_seconds(adapt_seconds)
@@ -101,11 +102,12 @@ def transfer(
             f"drop --task {task}, or pass a model trained with --task {task}"
         )
     graphs = load_graphs(dst)
+    out = Path(folder or default_run_folder(RunConfig(task=config.task, env=config.env, graphs=str(dst))))
+    check_output_folder(out, [checkpoint.folder, resolve(dst)], is_model_folder, "model")
     loaded = policy_for_graphs(checkpoint, graphs, Runtime(max_nodes_per_batch, mixed_precision))
     policy, report = loaded.policy, loaded.report
     config = replace(config, head=head_of(loaded.env))  # folders from before heads were recorded have none
     rows = evaluate(policy, config, graphs, max_passes)
-    out = Path(folder or default_run_folder(RunConfig(task=config.task, env=config.env, graphs=str(dst))))
     info = {k: v for k, v in checkpoint.meta.items() if k in ("trained_on", "training")}
     info["transferred"] = {"from": str(checkpoint.folder), "to": str(dst), "zero_shot": [_row_summary(row) for row in rows]}
     result = TransferResult(checkpoint.folder, out, config, report, rows, graphs=graphs, env=env)

@@ -15,6 +15,7 @@ from graphtransfer.cli.common import friendly_errors
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import FORMATS, GENERATORS, convert_graph, generate, spec_for, summarize_file, write_graph
 from graphtransfer.graphs.formats import writable
+from graphtransfer.io import check_output_file
 
 app = typer.Typer(
     add_completion=False,
@@ -62,13 +63,14 @@ def convert(
         str | None, typer.Option("--format", help=f"Read SOURCE as this format instead of detecting it: {_READ_FORMATS}.")
     ] = None,
     to: Annotated[str | None, typer.Option(help=f"Write TARGET in this format: {_WRITE_FORMATS}.")] = None,
+    force: Annotated[bool, typer.Option(help="Replace TARGET if it exists; never the graph read or a model's files.")] = False,
 ) -> None:
     """Read a graph file in one format and write it in another (atomically: a failed write leaves
     TARGET as it was).
 
     Example: graphtransfer graphs convert web-Google.txt web-Google.npz
     """
-    graph, read_as, written_as = convert_graph(source, target, input_format, to)
+    graph, read_as, written_as = convert_graph(source, target, input_format, to, force)
     typer.echo(f"read {source} ({read_as}): {graph.num_nodes:,} nodes, {graph.num_edges:,} edges")
     typer.echo(f"wrote {target} ({written_as})")
 
@@ -85,6 +87,7 @@ def generate_graph(
     avg_degree: Annotated[float | None, typer.Option(help="Average degree (barabasi_albert takes m = avg-degree / 2).")] = None,
     seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same graph.")] = 0,
     to: Annotated[str | None, typer.Option(help=f"Write OUT in this format: {_WRITE_FORMATS}.")] = None,
+    force: Annotated[bool, typer.Option(help="Replace OUT if it exists; never a model's files.")] = False,
 ) -> None:
     """Generate a seeded random graph and write it (density by default: m = 4, or average degree 8).
 
@@ -93,6 +96,7 @@ def generate_graph(
     if m is not None and avg_degree is not None:
         raise UsageError(f"--m {m} and --avg-degree {avg_degree} both set the density; give one of them")
     spec = spec_for(generator, nodes, seed, m=m, avg_degree=avg_degree)
+    check_output_file(out, [], force, "OUT")  # before a large graph is generated, not after
     graph = generate(spec)
     written_as = write_graph(graph, out, to)
     typer.echo(f"generated {graph.name}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges")

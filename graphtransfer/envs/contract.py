@@ -104,6 +104,23 @@ def _check_edge_attr(space: spaces.Dict, where: str) -> None:
         )
 
 
+def check_edge_attr_values(edge_attr: np.ndarray) -> None:
+    """The contract's edge features are finite numbers: one NaN or infinity would make every score
+    the policy gives NaN. Raise a :class:`~graphtransfer.errors.UsageError` naming the key, the
+    first row that holds one and the fix.
+
+    Shapes:
+        edge_attr: ``(E, F_e)`` or ``(E, B, F_e)``, the real edges' rows in ``edge_index`` order.
+    """
+    bad = np.argwhere(~np.isfinite(edge_attr))
+    if bad.size:
+        row, value = int(bad[0][0]), edge_attr[tuple(bad[0])]
+        raise UsageError(
+            f"the env's observation key {EDGE_ATTR!r} holds {value} at row {row} (the edge in edge_index column {row}); edge "
+            "features must be finite numbers: replace NaN and infinite values in the env's edge_attr (e.g. numpy.nan_to_num)"
+        )
+
+
 def infer_head(observation_space: spaces.Dict, action_space: spaces.Space) -> str:
     """Which policy head fits: one action per node or per edge, one node or edge to choose, or one
     graph-level action. Nodes are tried first: an env with as many edge slots as node slots

@@ -22,6 +22,7 @@ from scipy.sparse.csgraph import breadth_first_order, dijkstra, shortest_path
 
 from graphtransfer.envs.base import GraphEnv, Graphs
 from graphtransfer.envs.protocol import Head
+from graphtransfer.errors import GraphInputError
 from graphtransfer.graphs import Graph, edge_weights, pair_weights
 
 QUERY_SEED = 0
@@ -43,6 +44,9 @@ class PathEnv(GraphEnv):
 
     def __init__(self, graphs: Graphs, horizon: int = 64):
         super().__init__(graphs, horizon)
+        for graph in self.graphs:
+            if graph.num_edges == 0:
+                raise GraphInputError(f"graph {graph.name}: has no edges, so no route to find; the path task needs a graph with edges")
         self.action_space = spaces.Discrete(self.max_nodes)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):

@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 import torch
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 from graphtransfer.checkpoint import save_checkpoint
 from graphtransfer.config import RunConfig
@@ -85,10 +87,10 @@ class EvalOnGraphs(Periodic):
     task has baselines, ``eval/vs_<baseline>`` (mean policy/baseline ratio), and saves the best
     policy so far to ``best/``: best by that ratio, or by the objective without baselines."""
 
-    def __init__(self, config: RunConfig, graphs: list[Graph], folder: Path, aside: Callable[[], Any]):
+    def __init__(self, config: RunConfig, graphs: list[Graph], folder: Path, aside: Callable[[], Any], best: float | None = None):
         super().__init__(config.log.eval_every, aside)
         self.config, self.graphs, self.folder = config, graphs, folder
-        self.best = _best_so_far(folder / BEST)
+        self.best = best  # a resumed run's best so far, which it must not replace by a worse model
 
     def act(self) -> None:
         started = time.perf_counter()
@@ -119,10 +121,10 @@ def eval_score(rows: list[EvalRow]) -> tuple[float, str]:
     return float(np.mean([row.policy.objective for row in rows])), "objective"
 
 
-def _best_so_far(folder: Path) -> float | None:
-    """The score of the model already in ``best/`` (a resumed run must not replace it by a worse one)."""
+def best_so_far(run: Path) -> float | None:
+    """The score of the model already in the run folder's ``best/`` (a resumed run must not replace it by a worse one)."""
     try:
-        return float(json.loads((folder / "config.json").read_text())["evaluation"]["score"])
+        return float(json.loads((run / BEST / "config.json").read_text())["evaluation"]["score"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -230,6 +232,13 @@ class StopOnInterrupt(BaseCallback):
             signal.signal(signal.SIGINT, previous)
 
 
+def whole_rollouts(steps: int, model: BaseAlgorithm) -> int:
+    """``steps`` rounded up to what SB3 will run: on-policy algorithms collect whole rollouts of
+    ``n_steps`` per env, every algorithm steps all its envs at once."""
+    chunk = model.n_steps * model.n_envs if isinstance(model, OnPolicyAlgorithm) else model.n_envs
+    return -(-steps // chunk) * chunk
+
+
 class ProgressLines(BaseCallback):
     """A progress line for logs that are not a terminal (a batch job's log): at least every
     ``every_seconds`` or every ``every_fraction`` of the run, whichever comes first, checked at
@@ -242,6 +251,7 @@ class ProgressLines(BaseCallback):
 
     def _on_training_start(self) -> None:
         self.started = self.last_time = time.perf_counter()
+        self.budget = whole_rollouts(self.budget, self.model)
         self.first_steps = self.model.num_timesteps
         self.next_steps = self.first_steps + self.every_steps
 
