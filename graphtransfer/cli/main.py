@@ -58,6 +58,7 @@ def _tune_this_process() -> None:
     (the solving commands then ask for small pages before torch loads)."""
     tune_process()
 
+
 _DEFAULT_MODEL, _DEFAULT_PPO = ModelConfig(), PPOConfig()
 _WORKERS_HELP = "With a folder of graphs: local worker processes, one torch thread each (default: 1; with --ray-address, one per CPU)."
 _RAY_HELP = (
@@ -384,6 +385,16 @@ def transfer(
             "(backward passes of at most --max-nodes-per-batch nodes, default 600000)."
         ),
     ] = 0,
+    adapt: Annotated[
+        str | None,
+        typer.Option(
+            metavar="SECONDS",
+            help="Adapt to the destination: after the zero-shot report, train for this many wall-clock seconds on "
+            "breadth-first balls of up to 1,000 nodes sampled from the destination graphs (seeded), with the task's reward, "
+            "evaluate again, and save the adapted model only if it scores at least as well as zero-shot (else the "
+            "zero-shot one; the output says which). The evaluations are not counted in SECONDS.",
+        ),
+    ] = None,
     max_nodes_per_batch: MaxNodesOption = None,
     mixed_precision: MixedPrecisionOption = False,
     env: EnvOption = None,
@@ -391,8 +402,10 @@ def transfer(
     """Load a trained policy into a model for other graphs, report, evaluate zero-shot, save.
 
     Example: graphtransfer transfer --src small --dst large --finetune-steps 16 --max-nodes-per-batch 250000
+    Example: graphtransfer transfer --src small --dst er-n5000-d64-s1.txt --adapt 60
     """
-    if finetune_steps == 0:  # it only solves: see graphtransfer.process.prefer_small_pages
+    adapt_seconds = None if adapt is None else _seconds_option("--adapt", adapt, 60)
+    if finetune_steps == 0 and adapt_seconds is None:  # it only solves: see graphtransfer.process.prefer_small_pages
         prefer_small_pages()
     from graphtransfer.reporting.report import format_rows
     from graphtransfer.transferring import transfer as run_transfer
@@ -403,6 +416,7 @@ def transfer(
     if finetune_steps < 0:
         raise UsageError(f"--finetune-steps {finetune_steps} must be 0 (no fine-tuning) or more")
     options = {"max_passes": max_passes, "finetune_steps": finetune_steps, "max_nodes_per_batch": _node_budget(max_nodes_per_batch)}
+    options["adapt_seconds"] = adapt_seconds
     result = run_transfer(src, dst, task=task, folder=out, log=typer.echo, mixed_precision=mixed_precision, env=env, **options)
     typer.echo(f"source {result.source}: {result.report.summary()}")
     typer.echo(f"zero-shot on the destination graphs ({result.config.name}, {result.config.head} head):")
@@ -414,6 +428,16 @@ def transfer(
         typer.echo(f"fine-tuned {tuned.steps} steps in {tuned.seconds:.1f} s ({phases}), then:")
         for line in format_rows(result.finetuned_rows):
             typer.echo("  " + line)
+    if result.adapted:
+        done = result.adapted
+        budget = f"budget {done.budget:g} s"
+        typer.echo(f"adapted {done.steps} steps in {done.seconds:.1f} s ({budget}) on {len(done.subgraphs)} subgraphs, then:")
+        for line in format_rows(result.adapted_rows):
+            typer.echo("  " + line)
+        why = "" if result.kept == "adapted" else ": adapting scored lower on the destination"
+        if not done.steps:
+            why = ": the budget ended before the first update; raise --adapt"
+        typer.echo(f"kept the {result.kept} model{why}")
     typer.echo(f"saved {result.folder}")
 
 
@@ -442,11 +466,20 @@ def predict(
     ] = None,
     workers: Annotated[int | None, typer.Option(help=_WORKERS_HELP)] = None,
     ray_address: Annotated[str | None, typer.Option(help=_RAY_HELP)] = None,
+    polish: Annotated[
+        str | None,
+        typer.Option(
+            metavar="SECONDS",
+            help="mis and mvc, one graph: after the policy, improve its solution with the iterated local search for this "
+            "many seconds (the whole budget is used) and write that; the policy's own objective is printed beside it.",
+        ),
+    ] = None,
 ) -> None:
     """Run a saved policy on a graph and write its solution; on a folder of graphs, one CSV per graph into --out.
 
     Example: graphtransfer predict --model runs/mis/large --graph large --out solution.csv [--max-nodes-per-batch 50000]
     Example: graphtransfer predict --model runs/mis/small --graph graphs/ --out solutions/ --workers 2
+    Example: graphtransfer predict --model runs/mis/small --graph er.txt --out solution.csv --polish 10
     """
     prefer_small_pages()  # before torch loads
     from graphtransfer.checkpoint import read_checkpoint
@@ -461,11 +494,18 @@ def predict(
     options = {"max_passes": max_passes, "deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction}
     options |= {"decoding": decoding, "rollouts": _rollouts(rollouts), "node_order": _node_order(node_order)}
     options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env, "force": force}
+    seconds = None if polish is None else _seconds_option("--polish", polish, 10)
     if resolve(graph).is_dir():
+        if seconds is not None:
+            raise UsageError("--polish searches one graph's solution; name a single graph file with --graph, not a folder")
         _use_threads(threads)
         return _predict_folder(model, graph, out, draw, workers, ray_address, options)
     if workers is not None or ray_address is not None:
         raise UsageError("--workers and --ray-address spread a folder of graphs over workers; --graph names a single graph")
+    if seconds is not None:
+        if draw is not None:
+            raise UsageError("--draw draws the policy's own solution; drop --polish or --draw")
+        return _predict_polished(model, graph, out, seconds, threads, options)
     read_checkpoint(model, env)  # a bad model folder is reported before the graph is read, as the library does
     loaded = load_graph(graph)
     if draw is not None:
@@ -492,6 +532,26 @@ def predict(
     if draw is not None:
         draw_solution(loaded, solution, read_checkpoint(model, env).config, draw)
         typer.echo(f"wrote {draw}")
+
+
+def _predict_polished(model: Path, graph: str, out: Path, seconds: float, threads: int | None, options) -> None:
+    from graphtransfer.checkpoint import read_checkpoint
+    from graphtransfer.graphs import load_graph, resolve
+    from graphtransfer.io import check_output_file
+    from graphtransfer.solve.polishing import check_polish_task, predict_polished
+
+    check_polish_task(read_checkpoint(model, options["env"]).config)  # before the graph is read
+    loaded = load_graph(graph)
+    check_output_file(out, [resolve(graph)], options["force"])  # the graph goes down already read: guard its file here
+    _use_threads(threads, loaded.num_nodes)
+    loaded, solution, polished = predict_polished(model, loaded, out, seconds, **options)
+    typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges; node ids {loaded.describe_ids()}")
+    rollouts = _rollouts_run(solution, options["seed"])
+    typer.echo(f"policy: objective {solution.objective:.6g} in {solution.passes} passes, {rollouts}, {solution.seconds:.2f} s")
+    typer.echo(
+        f"after {polished.seconds:.1f} s of local search ({polished.iterations:,} perturbations): objective {polished.objective:.6g}"
+    )
+    typer.echo(f"valid solution: yes; wrote {out}")
 
 
 def _rollouts_run(solution, seed: int) -> str:
@@ -555,6 +615,13 @@ def evaluate(
     workers: Annotated[int | None, typer.Option(help=_WORKERS_HELP)] = None,
     ray_address: Annotated[str | None, typer.Option(help=_RAY_HELP)] = None,
     force: Annotated[bool, typer.Option(help="Replace --json and --plot if they exist; never a graph or a model file.")] = False,
+    chils: Annotated[
+        bool,
+        typer.Option(
+            help="mis: also report CHILS, a state-of-the-art MIS heuristic, searching for as many seconds as the local search "
+            "(pip install 'graphtransfer\\[chils]')."
+        ),
+    ] = False,
 ) -> None:
     """Evaluate a saved policy against the task's baselines on a set of graphs.
 
@@ -568,7 +635,7 @@ def evaluate(
     _check_max_passes(max_passes)
     _check_positive(threads=1 if threads is None else threads, workers=1 if workers is None else workers)
     options = {"rollouts": _rollouts(rollouts), "deterministic": deterministic, "polish": polish, "commit_fraction": commit_fraction}
-    options |= {"decoding": decoding, "node_order": _node_order(node_order)}
+    options |= {"decoding": decoding, "node_order": _node_order(node_order), "chils": chils}
     options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env}
     _check_eval_outputs(graphs, json_out, plot, force)
     _use_threads(threads)  # after the options are checked: bad input changes nothing in the process
@@ -701,6 +768,23 @@ def _node_budget(text: str | None) -> int | None:
     value = _whole_number(text)
     if value < 1:
         raise UsageError(f"--max-nodes-per-batch {text!r} must be a whole number of nodes, at least 1, e.g. --max-nodes-per-batch 50000")
+    return value
+
+
+WEEK_SECONDS = 7 * 24 * 3600
+"""the longest --adapt or --polish: a longer one is taken for a typing mistake"""
+
+
+def _seconds_option(option: str, text: str, example: int) -> float:
+    """A budget option (``--adapt``, ``--polish``): a positive, finite number of seconds, at most a week."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= WEEK_SECONDS:  # NaN fails too
+        raise UsageError(
+            f"{option} {text!r} must be a number of seconds above 0 and at most {WEEK_SECONDS} (a week), e.g. {option} {example}"
+        )
     return value
 
 

@@ -26,6 +26,7 @@ from graphtransfer.config import RunConfig
 from graphtransfer.graphs import Graph
 from graphtransfer.solve.evaluate import EvalRow, evaluate
 from graphtransfer.training.logs import write_row
+from graphtransfer.training.ppo import NodeBudgetUpdate
 
 BEST, CHECKPOINTS = "best", "checkpoints"
 
@@ -269,3 +270,42 @@ class ProgressLines(BaseCallback):
         elapsed = now - self.started
         rate = (steps - self.first_steps) / max(elapsed, 1e-9)
         self.log(f"step {steps} of {self.budget} ({100 * steps / self.budget:.0f}%), {rate:.1f} env steps/s, {elapsed:.0f} s elapsed")
+
+
+class StopAtDeadline(BaseCallback):
+    """Ends training once ``seconds`` of wall-clock time have passed since ``started`` (a
+    ``time.perf_counter()`` reading), so that a run with a time budget stops on time.
+
+    SB3 stops only between env steps. At every env step the callback projects when the rollout in
+    progress would end, at its pace so far, and stops at once if that is past the deadline (a
+    rollout that could not be used is not collected); PPO's update takes no minibatch after the
+    deadline (:attr:`NodeBudgetUpdate.update_deadline`). So a run ends within about one env step or
+    one minibatch of its budget. The rollout in progress is dropped, as with Ctrl-C
+    (:class:`StopOnInterrupt`), and :attr:`completed_steps` counts the env steps of every rollout
+    that went into an update.
+    """
+
+    def __init__(self, started: float, seconds: float):
+        super().__init__()
+        self.deadline = started + seconds
+        self.stopped = False
+        self.completed_steps = 0
+        self._rollout_began = started
+
+    def _on_training_start(self) -> None:
+        if isinstance(self.model, NodeBudgetUpdate):
+            self.model.update_deadline = self.deadline
+
+    def _on_rollout_start(self) -> None:
+        self.completed_steps = self.model.num_timesteps
+        self._rollout_began = time.perf_counter()
+
+    def _on_step(self) -> bool:
+        now = time.perf_counter()
+        steps_per_rollout = getattr(self.model, "n_steps", 1) * self.model.n_envs  # DQN: a step, then its gradient steps
+        done = self.model.num_timesteps - self.completed_steps
+        if done <= self.model.n_envs:  # one step is too few to tell the pace (the first one pays for warming up)
+            self.stopped = now >= self.deadline
+        else:
+            self.stopped = self._rollout_began + (now - self._rollout_began) * steps_per_rollout / done >= self.deadline
+        return not self.stopped
