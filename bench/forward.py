@@ -185,7 +185,7 @@ def recipe_on_grid() -> dict:
 def run(command: list[str], threads: int) -> dict:
     """One measurement in a fresh process with ``threads`` torch threads; its RESULT_JSON line.
     Both sides run without torch's huge pages: the recipe's as torch's default, ours as
-    graphtransfer's solve commands run (``graphtransfer.prefer_small_pages``)."""
+    graphtransfer's solve commands run (``graphtransfer.process.prefer_small_pages``)."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     env["THP_MEM_ALLOC_ENABLE"] = "0"
     done = subprocess.run(command, capture_output=True, text=True, env=env)

@@ -3,7 +3,9 @@
 - ``<!-- cli-reference -->`` becomes every command's ``--help``, rendered from the Typer app.
 - ``<!-- include FILE -->`` becomes the file (relative to the repository root), and
   ``<!-- include FILE: Heading -->`` the section under that heading, down to the next heading of
-  the same or a higher level: the benchmark results and README sections stay in one place.
+  the same or a higher level: the benchmark results and README sections stay in one place. A
+  file whose folder is missing from this copy (bench/) becomes a one-line note; a missing file
+  in a folder that exists fails the build.
 
 Nothing here reaches the network.
 """
@@ -29,7 +31,10 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 
 def include(file: str, heading: str | None) -> str:
     """The file, or its section under ``heading`` (the heading line's text, without the #s)."""
-    text = (ROOT / file).read_text()
+    path = ROOT / file
+    if not path.parent.is_dir():  # a copy of the project without that folder (bench/): the site still builds
+        return f"*`{file}` is not part of this copy of the project.*"
+    text = path.read_text()
     if heading is None:
         return text
     lines = text.splitlines()

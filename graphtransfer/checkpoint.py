@@ -41,7 +41,7 @@ from graphtransfer.config import RunConfig
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import CheckpointError
 from graphtransfer.io import atomic_write, folder_lock, sync_folder
-from graphtransfer.nn import build_policy, build_q_policy
+from graphtransfer.nn import Q_POLICIES, build_policy, build_q_policy
 
 CONFIG = "config.json"
 CONFIG_YAML = "config.yaml"
@@ -73,6 +73,14 @@ class Checkpoint:
     folder: Path
     optimizer: dict[str, torch.Tensor] | None = None
     """the optimizer's state tensors, only in checkpoints of interrupted training runs"""
+
+    def interrupted_at(self) -> tuple[int, int] | None:
+        """``(steps, budget)`` when the folder holds a training run stopped before its budget
+        (what ``train --resume`` continues); None for a finished run or a folder no training wrote."""
+        training = self.meta.get("training")
+        if not isinstance(training, dict) or training.get("complete", True):
+            return None
+        return int(training.get("steps", 0)), int(training.get("budget", self.config.ppo.total_timesteps))
 
 
 @dataclass
@@ -147,6 +155,16 @@ def _save_locked(
     return folder
 
 
+def is_model_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds a graphtransfer model (its ``config.json`` says so), which a save may
+    replace; a folder of anything else is never written into (:func:`graphtransfer.io.check_output_folder`)."""
+    try:
+        meta = json.loads((Path(folder) / CONFIG).read_text())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(meta, dict) and meta.get("format") == FORMAT
+
+
 def read_checkpoint(folder: str | Path, env: str | None = None) -> Checkpoint:
     """Read and verify a model folder. Nothing here unpickles or imports: JSON and safetensors only.
 
@@ -159,6 +177,7 @@ def read_checkpoint(folder: str | Path, env: str | None = None) -> Checkpoint:
     for attempt in range(_READ_ATTEMPTS):
         meta = _read_meta(folder)
         config = RunConfig.from_dict(meta["config"], str(folder / CONFIG))
+        _check_algo_head(config, folder)
         check_env_named(config, env, folder)
         try:
             tensors = {role: _read_tensors(folder, entry) for role, entry in _named_files(folder, meta).items()}
@@ -175,6 +194,16 @@ _READ_ATTEMPTS = 20
 
 class _Replaced(Exception):
     """A tensor file named by the config.json just read is gone: a newer save committed meanwhile."""
+
+
+def _check_algo_head(config: RunConfig, folder: Path) -> None:
+    """A DQN model is a Q-network, which exists for the heads of :data:`Q_POLICIES` only."""
+    if config.algo == "dqn" and config.head and config.head not in Q_POLICIES:
+        heads = " or ".join(map(str, Q_POLICIES))
+        raise CheckpointError(
+            f"{folder / CONFIG}: algo 'dqn' with a {config.head} head; DQN models have a {heads} head, "
+            "the model folder is damaged or was edited, retrain or restore it"
+        )
 
 
 def check_env_named(config: RunConfig, env: str | None, folder: Path) -> None:
@@ -335,7 +364,15 @@ def _read_meta(folder: Path) -> dict[str, Any]:
         meta = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise CheckpointError(f"{path}: not valid JSON ({err})") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("format_version") not in READABLE_VERSIONS:
+    except RecursionError:
+        raise CheckpointError(f"{path}: nests its values too deeply to read; the folder is damaged, retrain or restore it") from None
+    version = meta.get("format_version") if isinstance(meta, dict) else None
+    if isinstance(meta, dict) and meta.get("format") == FORMAT and type(version) is not int:  # bool is an int subclass: true == 1
+        raise CheckpointError(
+            f"{path}: format_version is {json.dumps(version)}; expected an integer ({' or '.join(map(str, READABLE_VERSIONS))}), "
+            "the folder is damaged or was edited, retrain or restore it"
+        )
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or version not in READABLE_VERSIONS:
         found = (meta.get("format"), meta.get("format_version")) if isinstance(meta, dict) else (None, None)
         raise CheckpointError(
             f"{path}: format {found[0]!r} v{found[1]}; this graphtransfer reads {FORMAT!r} "

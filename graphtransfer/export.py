@@ -17,22 +17,25 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.errors import UsageError
-from graphtransfer.io import atomic_write
+from graphtransfer.graphs import resolve
+from graphtransfer.io import atomic_write, check_output_file
 from graphtransfer.training.a2c import MaskableA2C
 from graphtransfer.training.dqn import GraphDQN
 from graphtransfer.training.model import load_model
 
 
-def export_sb3(model: str | Path, out: str | Path, graphs: str | Path | None = None, env: str | None = None) -> str:
+def export_sb3(model: str | Path, out: str | Path, graphs: str | Path | None = None, env: str | None = None, force: bool = False) -> str:
     """Write the model in folder ``model`` as an SB3 zip that ``PPO.load`` (``MaskablePPO.load`` for a
     node- or edge-choice head) accepts with the run's env on ``graphs``.
 
     SB3 checks that the env's spaces equal the saved ones, and they are padded to the largest graph,
     so the zip is sized for ``graphs`` (default: the graphs the model was trained or transferred
-    on). ``env`` names the user env of a model trained on one. Returns the name of the class that
+    on). ``env`` names the user env of a model trained on one. ``out`` never replaces a graph or a
+    model's files, and an existing file only with ``force``. Returns the name of the class that
     loads it (:func:`loader_name`).
     """
     out = Path(out)
+    check_output_file(out, [resolve(graphs)] if graphs else [], force, "--sb3")
     if out.suffix != ".zip":
         raise UsageError(f"--sb3 {out}: name the file *.zip, as SB3 writes and reads them")
     algorithm = load_model(model, graphs or read_checkpoint(model, env).config.graphs, env)

@@ -8,7 +8,9 @@ and renamed over the target: a killed process leaves the old file or the new one
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -47,6 +49,12 @@ def atomic_write(path: str | Path, data: bytes) -> None:
     write_atomically(path, lambda tmp: tmp.write_bytes(data))
 
 
+def save_figure(figure, path: str | Path, **options) -> None:
+    """Save a matplotlib ``figure`` atomically, in the format its extension names."""
+    path = Path(path)
+    write_atomically(path, lambda tmp: figure.savefig(tmp, format=path.suffix.lstrip(".").lower() or None, **options))
+
+
 def sync_folder(folder: Path) -> None:
     """Persist the renames inside ``folder`` themselves (POSIX; Windows cannot open a folder for this)."""
     if os.name == "posix":
@@ -58,9 +66,10 @@ def sync_folder(folder: Path) -> None:
 
 
 @contextmanager
-def folder_lock(folder: Path, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
+def folder_lock(folder: Path, timeout: float = LOCK_TIMEOUT_SECONDS, busy: str | None = None) -> Iterator[None]:
     """Hold the exclusive write lock of ``folder``: a second writer waits up to ``timeout``
-    seconds, then is refused with a message that says why."""
+    seconds, then is refused with a message that says why (``busy``, where a model folder's
+    message does not fit)."""
     from filelock import FileLock, Timeout  # here, not at the top: --help and graphs commands never lock
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -69,7 +78,8 @@ def folder_lock(folder: Path, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator
         lock.acquire()
     except Timeout:
         raise UsageError(
-            f"{folder}: another process has been writing this model folder for {timeout:.0f} s (it holds {folder / LOCK_NAME}); "
+            busy
+            or f"{folder}: another process has been writing this model folder for {timeout:.0f} s (it holds {folder / LOCK_NAME}); "
             "wait for it to finish, or write to another folder"
         ) from None
     try:
@@ -78,14 +88,32 @@ def folder_lock(folder: Path, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator
         lock.release()
 
 
-def check_output_file(out: Path, inputs: list[Path], force: bool, option: str = "--out") -> None:
-    """Refuse an output file that would destroy something: one of ``inputs`` (graph files, or a
-    file inside a folder of graphs), a model folder's own files, a folder, or (without ``force``)
-    any existing file. A solution CSV beside a model's files is fine."""
+FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
+"""what a figure output may be named: matplotlib picks the format from the extension"""
+STAGING_PREFIX = ".unfinished-"
+"""the hidden folder inside a run folder where a training run keeps its logs until its save commits"""
+MODEL_FOLDER_FILES = ("config.json", "config.yaml", "progress.csv", LOCK_NAME)
+"""the files a model folder's saves and logs own, besides its ``.safetensors`` tensors"""
+_NAME_MAX = 255
+
+
+def check_output_file(out: Path, inputs: list[Path], force: bool, option: str = "--out", suffixes: tuple[str, ...] = ()) -> None:
+    """The output rule for a file a command writes, checked before any work starts: refuse a path
+    that cannot be written (:func:`check_path_form`), a name without one of ``suffixes`` (when
+    given), one of ``inputs`` (graph files, or a file inside a folder of graphs), a model folder's
+    own files, a folder, or (without ``force``) any existing file. A solution CSV beside a model's
+    files is fine."""
+    out = Path(out)
     if out.name == "":
         raise UsageError(f"{option} names no file; name a file to write, e.g. {option} solution.csv")
+    check_path_form(out, option)
     if out.is_dir():
-        raise UsageError(f"{option} {out}: is a folder; name a file inside it, e.g. {option} {out / 'solution.csv'}")
+        raise UsageError(f"{option} {out}: is a folder; name a file inside it, e.g. {option} {out / ('out' + (suffixes or ('.csv',))[0])}")
+    if suffixes and out.suffix.lower() not in suffixes:
+        raise UsageError(
+            f"{option} {out}: the extension names the file's format, and this output is written as {', '.join(suffixes)}; "
+            f"name e.g. {option} {out.with_suffix(suffixes[0])}"
+        )
     resolved = out.resolve()
     for source in inputs:
         if source.exists() and (source.resolve() == resolved or (source.is_dir() and source.resolve() in resolved.parents)):
@@ -96,9 +124,89 @@ def check_output_file(out: Path, inputs: list[Path], force: bool, option: str = 
         raise UsageError(f"{option} {out}: exists already; pass --force to replace it, or choose another name")
 
 
+def check_output_folder(folder: Path, inputs: list[Path], is_ours: Callable[[Path], bool], what: str, option: str = "--out") -> None:
+    """The output rule for a folder a command fills (a model folder, a study), checked before any
+    work starts: refuse a path that cannot be written (:func:`check_path_form`), a file, one of
+    ``inputs`` or a folder inside one, a symbolic link to a folder that is not empty (name the
+    folder itself), and a folder that holds anything but what ``is_ours`` recognises (an earlier
+    ``what`` of ours, which the command replaces or continues) or an unfinished run's leftovers."""
+    folder = Path(folder)
+    check_path_form(folder, option)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{option} {folder}: is a file; name a folder for the {what}, e.g. {option} {folder.with_suffix('')}-run")
+    resolved = folder.resolve()
+    for source in inputs:
+        if source.exists() and (source.resolve() == resolved or source.resolve() in resolved.parents):
+            raise UsageError(f"{option} {folder}: is the input {source} or inside it; write the {what} somewhere else")
+    if not folder.is_dir():
+        return
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {folder}: is not writable; choose a folder you can write to")
+    entries = sorted(entry.name for entry in folder.iterdir())
+    if folder.is_symlink() and entries:
+        raise UsageError(
+            f"{option} {folder}: is a symbolic link to {resolved}, which is not empty; name that folder itself "
+            f"({option} {resolved}) if you mean to write there"
+        )
+    foreign = [name for name in entries if name != LOCK_NAME and not name.startswith(STAGING_PREFIX)]
+    if foreign and not is_ours(folder):
+        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise UsageError(
+            f"{option} {folder}: holds files that are not a graphtransfer {what} ({shown}); it is written only into an "
+            f"empty or new folder or over an earlier {what}; choose another folder"
+        )
+
+
+def check_path_form(path: Path, option: str) -> None:
+    """Refuse, before any work starts, a path that no write could succeed on: an empty name, a name
+    longer than the filesystem allows, a symbolic link loop or a dangling link on the way, a file
+    where a folder is needed (``notes.txt/out.csv``), or a folder this process cannot write to."""
+    path = Path(path)
+    if str(path) in ("", ".") or path.name == "":
+        raise UsageError(f"{option} names no file or folder; name one, e.g. {option} out")
+    base = Path(path.anchor or ".")
+    for part in path.parts[1 if path.anchor else 0 :]:
+        if len(os.fsencode(part)) > _name_max(base):
+            raise UsageError(
+                f"{option}: the name {part[:24]}... is {len(os.fsencode(part))} bytes long, more than the {_name_max(base)} "
+                f"this filesystem allows; choose a shorter name"
+            )
+        step = base / part
+        try:
+            status = os.stat(step)
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise UsageError(f"{option} {path}: {step} is a symbolic link loop; remove the link or choose another path") from None
+            if err.errno != errno.ENOENT:
+                raise UsageError(f"{option} {path}: {step} cannot be reached ({err.strerror}); choose another path") from None
+            if os.path.lexists(step):
+                raise UsageError(
+                    f"{option} {path}: {step} is a symbolic link to {os.readlink(step)}, which does not exist; "
+                    "remove the link or choose another path"
+                ) from None
+            break  # from here on, the command creates what is missing
+        if step != path and not stat.S_ISDIR(status.st_mode):
+            raise UsageError(f"{option} {path}: {step} is a file, not a folder, so nothing can be written inside it; choose another path")
+        if step == path:
+            break
+        base = step
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: the folder {base} is not writable; choose a folder you can write to")
+
+
+def _name_max(folder: Path) -> int:
+    """The longest file name, in bytes, that the filesystem holding ``folder`` allows."""
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):  # no pathconf (Windows) or no answer
+        return _NAME_MAX
+
+
 def _is_model_file(path: Path) -> bool:
-    """Whether ``path`` is one of the files a model folder's saves own (its config, tensors, lock)."""
-    owned = path.name in ("config.json", "config.yaml", LOCK_NAME) or path.suffix == ".safetensors"
+    """Whether ``path`` is one of the files a model folder's saves and logs own (its config,
+    tensors, lock, progress log, temporary files of a save)."""
+    name = path.name
+    owned = name in MODEL_FOLDER_FILES or path.suffix == ".safetensors" or (name.startswith(".") and name.endswith(".tmp"))
     return owned and (path.parent / "config.json").is_file()
 
 

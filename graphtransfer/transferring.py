@@ -9,13 +9,16 @@ from pathlib import Path
 
 from stable_baselines3 import PPO
 
-from graphtransfer.checkpoint import LoadReport, read_checkpoint, save_checkpoint
+from graphtransfer.checkpoint import LoadReport, is_model_folder, read_checkpoint, save_checkpoint
 from graphtransfer.config import RunConfig
 from graphtransfer.envs.protocol import head_of
-from graphtransfer.errors import CheckpointError
-from graphtransfer.graphs import Graph, load_graphs
+from graphtransfer.errors import CheckpointError, UsageError
+from graphtransfer.graphs import Graph, load_graphs, resolve
+from graphtransfer.io import check_output_folder
 from graphtransfer.solve.evaluate import EvalRow, evaluate
 from graphtransfer.solve.loading import Runtime, policy_for_graphs
+from graphtransfer.training.adaptation import ADAPT_SUBGRAPH_NODES, AdaptResult, adapt, check_adapt_seconds
+from graphtransfer.training.callbacks import eval_score
 from graphtransfer.training.loop import TrainResult, default_run_folder, finetune
 from graphtransfer.training.model import load_model
 
@@ -33,6 +36,10 @@ class TransferResult:
     """the destination graphs"""
     env: str | None = None
     """the user env the model runs in, if not a built-in task"""
+    adapted: AdaptResult | None = None
+    adapted_rows: list[EvalRow] | None = None
+    kept: str = "zero-shot"
+    """which weights were saved after adaptation: ``adapted``, or ``zero-shot`` where adapting made them worse"""
 
     @cached_property
     def model(self) -> PPO:
@@ -65,6 +72,8 @@ def transfer(
     max_nodes_per_batch: int | None = None,
     mixed_precision: bool = False,
     env: str | None = None,
+    adapt_seconds: float | None = None,
+    adapt_nodes: int = ADAPT_SUBGRAPH_NODES,
 ) -> TransferResult:
     """Load the model ``src`` into a model for the graphs ``dst``, evaluate zero-shot there
     against the baselines, optionally fine-tune there for ``finetune_steps`` env steps (and
@@ -75,7 +84,16 @@ def transfer(
     pass, in the evaluations and the fine-tuning alike (see :func:`graphtransfer.training.loop.finetune`);
     ``mixed_precision`` runs message passing in bfloat16 on CUDA. ``env`` names the user env of a
     model trained on one. The result's ``model`` is the saved model as an SB3 algorithm.
+
+    ``adapt_seconds`` instead trains the policy for that many wall-clock seconds on subgraphs of
+    ``adapt_nodes`` nodes sampled from ``dst`` (:func:`graphtransfer.training.adaptation.adapt`),
+    evaluates it there again, and saves the adapted weights only if they score at least as well
+    as the zero-shot ones (by :func:`graphtransfer.training.callbacks.eval_score`); ``kept`` says which.
     """
+    if adapt_seconds is not None:
+        adapt_seconds = check_adapt_seconds(adapt_seconds)
+        if finetune_steps:
+            raise UsageError("adapting and fine-tuning both train on the destination; pick one (--adapt or --finetune-steps)")
     checkpoint = read_checkpoint(resolve_model(src, task or "mis"), env)
     config = checkpoint.config
     if task is not None and task != config.name:
@@ -84,11 +102,12 @@ def transfer(
             f"drop --task {task}, or pass a model trained with --task {task}"
         )
     graphs = load_graphs(dst)
+    out = Path(folder or default_run_folder(RunConfig(task=config.task, env=config.env, graphs=str(dst))))
+    check_output_folder(out, [checkpoint.folder, resolve(dst)], is_model_folder, "model")
     loaded = policy_for_graphs(checkpoint, graphs, Runtime(max_nodes_per_batch, mixed_precision))
     policy, report = loaded.policy, loaded.report
     config = replace(config, head=head_of(loaded.env))  # folders from before heads were recorded have none
     rows = evaluate(policy, config, graphs, max_passes)
-    out = Path(folder or default_run_folder(RunConfig(task=config.task, env=config.env, graphs=str(dst))))
     info = {k: v for k, v in checkpoint.meta.items() if k in ("trained_on", "training")}
     info["transferred"] = {"from": str(checkpoint.folder), "to": str(dst), "zero_shot": [_row_summary(row) for row in rows]}
     result = TransferResult(checkpoint.folder, out, config, report, rows, graphs=graphs, env=env)
@@ -100,8 +119,36 @@ def transfer(
             "seconds": round(result.finetune.seconds, 2),
             "after": [_row_summary(row) for row in result.finetuned_rows],
         }
+    if adapt_seconds is not None:
+        info["transferred"]["adapt"] = _adapt_and_keep(result, policy, adapt_seconds, adapt_nodes, max_passes, log)
     save_checkpoint(out, policy, config, info)
     return result
+
+
+def _adapt_and_keep(result: TransferResult, policy, seconds: float, nodes: int, max_passes: int | None, log: Callable[[str], None]) -> dict:
+    """Adapt ``policy`` in place, evaluate it on the destination graphs, and put the zero-shot
+    weights back if it scores worse there; the record for the model folder's config.json."""
+    zero_shot = {name: tensor.detach().clone() for name, tensor in policy.state_dict().items()}
+    result.adapted = adapt(policy, result.config, result.graphs, seconds, seed=result.config.ppo.seed, log=log, size=nodes)
+    trained = result.adapted.steps > 0  # else the budget ended before the first update: the weights are the zero-shot ones
+    result.adapted_rows = evaluate(policy, result.config, result.graphs, max_passes) if trained else result.rows
+    before, by = eval_score(result.rows)
+    after, _ = eval_score(result.adapted_rows)
+    better_or_equal = after >= before if result.rows[0].sense == "max" else after <= before
+    result.kept = "adapted" if trained and better_or_equal else "zero-shot"
+    if not better_or_equal:
+        policy.load_state_dict(zero_shot)
+    return {
+        "seconds": round(result.adapted.seconds, 2),
+        "budget": seconds,
+        "steps": result.adapted.steps,
+        "subgraphs": [g.num_nodes for g in result.adapted.subgraphs],
+        "by": by,
+        "zero_shot_score": before,
+        "adapted_score": after,
+        "kept": result.kept,
+        "after": [_row_summary(row) for row in result.adapted_rows],
+    }
 
 
 def _row_summary(row: EvalRow) -> dict:

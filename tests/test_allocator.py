@@ -1,4 +1,5 @@
-"""``import graphtransfer`` fixes glibc's allocation thresholds (see ``graphtransfer._reuse_freed_memory``)."""
+"""``import graphtransfer`` changes nothing in the process; the command line's process tuning
+(``graphtransfer.process.tune_process``) fixes glibc's allocation thresholds and torch's pages."""
 
 import ctypes
 import os
@@ -7,6 +8,7 @@ import sys
 
 import pytest
 
+TUNE = "from graphtransfer.process import prefer_small_pages, tune_process; tune_process()"
 PROBE = """
 import ctypes, sys
 {imports}
@@ -37,14 +39,15 @@ def has_mallinfo2() -> bool:
 
 
 @pytest.mark.skipif(not has_mallinfo2(), reason="glibc 2.33 or later only")
-def test_blocks_below_64_mib_come_from_the_heap_after_import_and_larger_ones_stay_mapped():
+def test_blocks_below_64_mib_come_from_the_heap_after_tuning_and_larger_ones_stay_mapped():
     assert allocation_probe("") == "True True"  # glibc's default: both mapped
-    assert allocation_probe("import graphtransfer") == "False True"
+    assert allocation_probe("import graphtransfer") == "True True"  # the import changes nothing
+    assert allocation_probe(TUNE) == "False True"
 
 
 @pytest.mark.skipif(not has_mallinfo2(), reason="glibc 2.33 or later only")
 def test_a_users_own_malloc_settings_win():
-    assert allocation_probe("import graphtransfer", MALLOC_ARENA_MAX="2") == "True True"
+    assert allocation_probe(TUNE, MALLOC_ARENA_MAX="2") == "True True"
 
 
 ALIGNMENT_PROBE = """
@@ -52,7 +55,7 @@ import os, sys
 {before}
 import torch
 blocks = [torch.empty(2**22) for _ in range(4)]  # 16 MiB each, above torch's 2 MiB huge-page threshold
-print(os.environ["THP_MEM_ALLOC_ENABLE"], all(block.data_ptr() % 4096 == 0 for block in blocks))
+print(os.environ.get("THP_MEM_ALLOC_ENABLE", "unset"), all(block.data_ptr() % 4096 == 0 for block in blocks))
 """
 
 
@@ -67,7 +70,8 @@ def alignment_probe(before: str, **env: str) -> str:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="torch's huge pages are a Linux setting")
 def test_huge_pages_for_training_and_small_pages_for_a_solve_unless_the_user_chose():
-    assert alignment_probe("import graphtransfer") == "1 True"
-    assert alignment_probe("import graphtransfer; graphtransfer.prefer_small_pages()") == "0 False"
-    assert alignment_probe("import torch, graphtransfer; graphtransfer.prefer_small_pages()") == "1 True"  # too late: torch loaded
-    assert alignment_probe("import graphtransfer; graphtransfer.prefer_small_pages()", THP_MEM_ALLOC_ENABLE="1") == "1 True"
+    assert alignment_probe("import graphtransfer") == "unset False"  # the import changes nothing
+    assert alignment_probe(TUNE) == "1 True"
+    assert alignment_probe(TUNE + "; prefer_small_pages()") == "0 False"
+    assert alignment_probe("import torch; " + TUNE + "; prefer_small_pages()") == "1 True"  # too late: torch loaded
+    assert alignment_probe(TUNE + "; prefer_small_pages()", THP_MEM_ALLOC_ENABLE="1") == "1 True"

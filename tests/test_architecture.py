@@ -13,7 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "graphtransfer"
 # bottom to top; a module may import its own stage or a lower one
 STAGES = [
-    ("graphtransfer.errors", "graphtransfer.io", "graphtransfer.config"),
+    ("graphtransfer.errors", "graphtransfer.io", "graphtransfer.config", "graphtransfer.process"),
     ("graphtransfer.graphs",),
     ("graphtransfer.envs",),
     ("graphtransfer.nn",),

@@ -394,10 +394,10 @@ def command_line(case: Case) -> str:
     return "".join(variables) + "graphtransfer " + " ".join(case.args)
 
 
-def replace_section(text: str, section: str) -> str:
-    """``text`` with the section under :data:`SECTION` (up to the next ``## `` heading) replaced, or appended."""
+def replace_section(text: str, section: str, heading: str = SECTION) -> str:
+    """``text`` with the section under ``heading`` (up to the next ``## `` heading) replaced, or appended."""
     lines = text.splitlines(keepends=True)
-    starts = [i for i, line in enumerate(lines) if line.rstrip("\n") == SECTION]
+    starts = [i for i, line in enumerate(lines) if line.rstrip("\n") == heading]
     if not starts:
         return text.rstrip("\n") + "\n\n" + section
     start = starts[0]

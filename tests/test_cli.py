@@ -245,13 +245,13 @@ def test_predict_writes_the_same_solution_on_one_thread_and_on_every_core(task, 
     assert solutions[0] == solutions[1]
 
 
-def test_threads_default_to_one_below_10000_nodes_and_every_core_above(monkeypatch):
+def test_threads_default_to_one_below_10000_nodes_and_every_free_core_above(monkeypatch):
     import importlib
 
     import torch
 
     main = importlib.import_module("graphtransfer.cli.main")  # the module: the package exports a function of that name
-    monkeypatch.setattr(main, "_available_cores", lambda: 2)
+    monkeypatch.setattr(main, "free_cores", lambda: 2)
     monkeypatch.setattr(torch, "set_num_threads", lambda n: chosen.append(n))
     chosen = []
     main._use_threads(None, 9_999), main._use_threads(None, 10_000), main._use_threads(None), main._use_threads(3, 50)
@@ -262,3 +262,16 @@ def test_zero_threads_is_refused_not_read_as_the_default(tiny_model, tmp_path):
     command = ["predict", "--model", str(tiny_model("mis")), "--graph", "small", "--out", str(tmp_path / "o.csv"), "--threads", "0"]
     result = runner.invoke(app, command)
     assert result.exit_code == 2 and result.stderr.strip() == "error: --threads 0 must be at least 1"
+
+
+def test_help_in_a_pipe_keeps_the_examples_on_one_line():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    environment = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TERMINAL_WIDTH")}
+    script = Path(sys.executable).parent / "graphtransfer"
+    result = subprocess.run([str(script), "eval", "--help"], capture_output=True, text=True, env=environment, check=True)
+    example = "graphtransfer eval --model runs/mis/small --graphs evalset/ --workers 2 --max-nodes-per-batch 50000"
+    assert example in result.stdout

@@ -23,3 +23,20 @@ def test_the_docs_build_without_warnings(tmp_path):
     for command in ("graphtransfer train", "graphtransfer tune", "graphtransfer graphs convert"):
         assert command in cli  # every command's --help, rendered from the Typer app
     assert "Transfer quality" in (tmp_path / "site" / "quality" / "index.html").read_text()  # included from bench/RESULTS.md
+
+
+def load_hooks():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    return hooks
+
+
+def test_an_include_from_a_folder_this_copy_lacks_is_a_note_and_a_missing_file_fails():
+    hooks = load_hooks()
+    assert "not part of this copy" in hooks.include("no-such-folder/RESULTS.md", "Transfer quality")
+    with pytest.raises(FileNotFoundError):
+        hooks.include("bench/NO-SUCH-FILE.md", None)
+    assert hooks.include("bench/RESULTS.md", "Transfer quality (issue 17: local-max decoding)").startswith("## Transfer quality")

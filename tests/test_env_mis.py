@@ -122,3 +122,20 @@ def test_gymnasium_make_without_graphs_samples_the_small_set():
     assert len(env.unwrapped.graphs) == len(load_graphs("small"))
     named = gymnasium.make("graphtransfer/MVC-v0", graphs="small")
     assert named.unwrapped.max_nodes == env.unwrapped.max_nodes
+
+
+@pytest.mark.parametrize(
+    ("script", "env_id"),
+    [
+        ("import gymnasium, graphtransfer", "graphtransfer/MIS-v0"),
+        ("import graphtransfer, gymnasium", "graphtransfer.envs:graphtransfer/MIS-v0"),
+    ],
+)
+def test_gymnasium_finds_the_ids_after_import_graphtransfer(script, env_id):
+    import subprocess
+    import sys
+
+    probe = f"{script}; env = gymnasium.make({env_id!r}); print(env.unwrapped.max_nodes)"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) == 60  # the small sample set's largest graph

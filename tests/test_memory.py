@@ -38,11 +38,13 @@ def test_each_edge_costs_at_least_one_message_of_width_floats_and_depth_costs_no
 def test_the_variable_overrides_what_the_system_reports(monkeypatch):
     monkeypatch.setenv("GRAPHTRANSFER_MEMORY_LIMIT_MB", "1.5")
     assert available_bytes() == (int(1.5 * MIB), "$GRAPHTRANSFER_MEMORY_LIMIT_MB")
-    monkeypatch.setenv("GRAPHTRANSFER_MEMORY_LIMIT_MB", "lots")
-    with pytest.raises(
-        UsageError, match=r"^\$GRAPHTRANSFER_MEMORY_LIMIT_MB='lots' is not a number; set it to MiB, e\.g\. 4096, or unset it$"
-    ):
-        available_bytes()
+    for value in ("lots", "-1", "0", "inf", "nan"):  # -1 was read as -1 MiB, inf overflowed
+        monkeypatch.setenv("GRAPHTRANSFER_MEMORY_LIMIT_MB", value)
+        with pytest.raises(UsageError) as refused:
+            available_bytes()
+        assert str(refused.value) == (
+            f"$GRAPHTRANSFER_MEMORY_LIMIT_MB={value!r} is not a positive number of MiB; set it to e.g. 4096, or unset it"
+        )
 
 
 def test_the_smaller_of_meminfo_and_the_cgroup_room_wins(tmp_path, monkeypatch):

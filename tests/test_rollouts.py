@@ -97,11 +97,11 @@ def test_eval_says_how_many_rollouts_each_decoding_is_the_best_of(tiny_model, tm
 
 
 @pytest.mark.parametrize("command", [["predict", "--out", "o.csv", "--graph"], ["eval", "--graphs"]])
-@pytest.mark.parametrize("value", ["0", "-3", "many"])
+@pytest.mark.parametrize("value", ["0", "-3", "many", "1000000000"])
 def test_a_bad_rollout_count_is_a_one_line_error(command, value, tiny_model, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, [*command[:-1], command[-1], "small", "--model", str(tiny_model("mis")), "--rollouts", value])
     assert result.exit_code == 2
     assert result.stderr == (
-        f"error: --rollouts {value!r} must be auto or a whole number, at least 1 (1: a single rollout), e.g. --rollouts 8\n"
+        f"error: --rollouts {value!r} must be auto or a whole number from 1 (a single rollout) to 4096, e.g. --rollouts 8\n"
     )

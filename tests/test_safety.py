@@ -147,3 +147,19 @@ def test_a_gym_id_in_a_folder_is_not_built_unless_named(tmp_path):
     with pytest.raises(CheckpointError, match="pass --env graphtransfer/MIS-v0"):
         read_checkpoint(tmp_path / "m")
     assert read_checkpoint(tmp_path / "m", env="graphtransfer/MIS-v0").config.env == "graphtransfer/MIS-v0"
+
+
+def test_another_librarys_warning_is_shown_once_and_the_command_ends(tmp_path):
+    """A plain pickle named .pt makes torch's weights-only unpickler warn (UserWarning, pickle
+    protocol 4); the warning handler once re-recorded what it showed and looped forever."""
+    import pickle
+
+    import numpy as np
+
+    graph = tmp_path / "g.pt"
+    graph.write_bytes(pickle.dumps({"edge_index": np.array([[0, 1], [1, 0]])}, protocol=4))
+    command = [sys.executable, "-c", "from graphtransfer.cli.main import main; main()", "graphs", "info", str(graph)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("UserWarning: Detected pickle protocol 4") == 1, result.stderr
+    assert result.stderr.splitlines()[-1].startswith(f"error: {graph}: is not a readable torch.save file")

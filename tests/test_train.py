@@ -133,3 +133,13 @@ def test_a_log_that_is_no_terminal_gets_progress_lines_and_the_update_phases(tmp
     assert len(progress) >= 5  # every 5% of the run at least
     trained = next(line for line in lines if line.startswith("trained "))
     assert re.search(r"update [\d.]+ s \(sample [\d.]+, forward [\d.]+, backward [\d.]+, step [\d.]+\)", trained), trained
+
+
+def test_progress_counts_to_the_whole_rollouts_that_run_never_past_100_percent(tmp_path):
+    """--steps 100 with 2 envs x 32 steps runs two whole rollouts: 128 steps, shown as such."""
+    command = ["train", "--steps", "100", "--n-envs", "2", "--n-steps", "32", "--batch-size", "32", "--width", "16", "--layers", "1"]
+    result = runner.invoke(app, [*command, "--out", str(tmp_path / "m")])
+    assert result.exit_code == 0, result.output
+    shown = [re.match(r"^step (\d+) of (\d+) \((\d+)%\)", line) for line in result.output.splitlines()]
+    shown = [match for match in shown if match]
+    assert shown and all(int(m.group(2)) == 128 and int(m.group(1)) <= 128 and int(m.group(3)) <= 100 for m in shown)

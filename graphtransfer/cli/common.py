@@ -33,6 +33,9 @@ def friendly_errors(command):
             fail(str(err), 1)
         except MemoryError:
             fail("ran out of memory; use smaller graphs or fewer parallel envs", 1)
+        except OSError as err:  # the paths were checked up front; this is the disk or the system failing meanwhile
+            where = f"{err.filename}: " if err.filename else ""
+            fail(f"{where}{err.strerror or err}; check the disk's free space and the folder's permissions", 1)
         except KeyboardInterrupt:
             fail("interrupted", 130)
 
@@ -42,17 +45,25 @@ def friendly_errors(command):
 @contextmanager
 def warnings_to_stderr() -> Iterator[None]:
     """Show the project's warnings (e.g. a graph file's dropped self-loops) as one ``warning:``
-    line each on stderr, instead of Python's two-line form; other libraries' warnings as usual."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", GraphInputWarning)
-        try:
+    line each on stderr, instead of Python's two-line form; other libraries' warnings as usual.
+
+    Every warning is shown once, after the recording block has ended: shown inside it, another
+    library's warning would be recorded again by the very list being shown (an endless loop)."""
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", GraphInputWarning)
             yield
-        finally:
-            shown = set()
-            for warning in caught:
-                if issubclass(warning.category, GraphInputWarning):
-                    if str(warning.message) not in shown:  # a graph named twice in a command warns once
-                        typer.echo(f"warning: {warning.message}", err=True)
-                        shown.add(str(warning.message))
-                else:
-                    warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+    finally:
+        _show(caught)
+
+
+def _show(recorded: list[warnings.WarningMessage]) -> None:
+    shown = set()
+    for warning in recorded:
+        if issubclass(warning.category, GraphInputWarning):
+            if str(warning.message) not in shown:  # a graph named twice in a command warns once
+                typer.echo(f"warning: {warning.message}", err=True)
+                shown.add(str(warning.message))
+        else:
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)

@@ -15,6 +15,9 @@ from graphtransfer.cli.common import friendly_errors
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import FORMATS, GENERATORS, convert_graph, generate, spec_for, summarize_file, write_graph
 from graphtransfer.graphs.formats import writable
+from graphtransfer.graphs.generators import generation_bytes
+from graphtransfer.graphs.graph import MAX_NODES
+from graphtransfer.io import check_output_file
 
 app = typer.Typer(
     add_completion=False,
@@ -62,13 +65,14 @@ def convert(
         str | None, typer.Option("--format", help=f"Read SOURCE as this format instead of detecting it: {_READ_FORMATS}.")
     ] = None,
     to: Annotated[str | None, typer.Option(help=f"Write TARGET in this format: {_WRITE_FORMATS}.")] = None,
+    force: Annotated[bool, typer.Option(help="Replace TARGET if it exists; never the graph read or a model's files.")] = False,
 ) -> None:
     """Read a graph file in one format and write it in another (atomically: a failed write leaves
     TARGET as it was).
 
     Example: graphtransfer graphs convert web-Google.txt web-Google.npz
     """
-    graph, read_as, written_as = convert_graph(source, target, input_format, to)
+    graph, read_as, written_as = convert_graph(source, target, input_format, to, force)
     typer.echo(f"read {source} ({read_as}): {graph.num_nodes:,} nodes, {graph.num_edges:,} edges")
     typer.echo(f"wrote {target} ({written_as})")
 
@@ -79,12 +83,15 @@ def generate_graph(
     out: Annotated[
         Path, typer.Argument(help="Graph file to write; its extension picks the format unless --to is given.", show_default=False)
     ],
-    nodes: Annotated[int, typer.Option(help="Number of nodes.", show_default=False)],
+    nodes: Annotated[
+        int, typer.Option(help=f"Number of nodes, 1 to {MAX_NODES:,}, as many as the memory available holds.", show_default=False)
+    ],
     generator: Annotated[str, typer.Option(help=f"One of {', '.join(GENERATORS)}.")] = "barabasi_albert",
     m: Annotated[int | None, typer.Option("--m", help="Edges each new node adds (barabasi_albert); others take average degree 2m.")] = None,
     avg_degree: Annotated[float | None, typer.Option(help="Average degree (barabasi_albert takes m = avg-degree / 2).")] = None,
     seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same graph.")] = 0,
     to: Annotated[str | None, typer.Option(help=f"Write OUT in this format: {_WRITE_FORMATS}.")] = None,
+    force: Annotated[bool, typer.Option(help="Replace OUT if it exists; never a model's files.")] = False,
 ) -> None:
     """Generate a seeded random graph and write it (density by default: m = 4, or average degree 8).
 
@@ -93,7 +100,21 @@ def generate_graph(
     if m is not None and avg_degree is not None:
         raise UsageError(f"--m {m} and --avg-degree {avg_degree} both set the density; give one of them")
     spec = spec_for(generator, nodes, seed, m=m, avg_degree=avg_degree)
+    check_output_file(out, [], force, "OUT")  # before a large graph is generated, not after
+    _check_memory_for(spec)
     graph = generate(spec)
     written_as = write_graph(graph, out, to)
     typer.echo(f"generated {graph.name}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges")
     typer.echo(f"wrote {out} ({written_as})")
+
+
+def _check_memory_for(spec: dict) -> None:
+    """Refuse, before anything is allocated, a graph whose generation would not fit in memory."""
+    from graphtransfer.solve.memory import available_bytes  # here: the other graphs commands never need it
+
+    needed, available = generation_bytes(spec), available_bytes()
+    if available is not None and needed > available[0]:
+        raise UsageError(
+            f"generating {spec['num_nodes']:,} nodes with {spec['generator']} needs about {needed / 2**30:.1f} GiB, but "
+            f"{available[0] / 2**30:.1f} GiB is available ({available[1]}); generate fewer nodes or a sparser graph"
+        )

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-import graphtransfer
 from graphtransfer.cli.common import fail as _fail
 from graphtransfer.cli.common import friendly_errors
 from graphtransfer.cli.graphs import app as graphs_app
@@ -26,6 +25,8 @@ from graphtransfer.config import (
     LOCAL_MAX_COMMIT_FRACTION,
     MAX_AUTO_ROLLOUTS,
     MAX_DRAW_NODES,
+    MAX_PASSES,
+    MAX_ROLLOUTS,
     NODE_ORDERS,
     RENUMBER_FROM_NODES,
     ROLLOUT_NODE_BUDGET,
@@ -37,6 +38,7 @@ from graphtransfer.config import (
     help_of,
 )
 from graphtransfer.errors import UsageError
+from graphtransfer.process import free_cores, prefer_small_pages, tune_process
 
 if TYPE_CHECKING:
     from graphtransfer.training.loop import TrainResult
@@ -48,6 +50,14 @@ app = typer.Typer(
     help="Train a GNN policy on small graphs with PPO (or A2C, DQN), transfer it to large graphs, predict there.",
 )
 app.add_typer(graphs_app, name="graphs")
+
+
+@app.callback()
+def _tune_this_process() -> None:
+    """Before any command: the process tuning of :func:`graphtransfer.process.tune_process`
+    (the solving commands then ask for small pages before torch loads)."""
+    tune_process()
+
 
 _DEFAULT_MODEL, _DEFAULT_PPO = ModelConfig(), PPOConfig()
 _WORKERS_HELP = "With a folder of graphs: local worker processes, one torch thread each (default: 1; with --ray-address, one per CPU)."
@@ -89,10 +99,10 @@ RolloutsOption = Annotated[
     str,
     typer.Option(
         metavar="auto|K",
-        help=f"Run the policy K times (seeds --seed, --seed + 1, ...) and keep the best solution; still the policy alone, no "
-        f"search. auto (default): {ROLLOUT_NODE_BUDGET:,} // the graph's nodes, 1 to {MAX_AUTO_ROLLOUTS} ({MAX_AUTO_ROLLOUTS} up to "
-        f"{ROLLOUT_NODE_BUDGET // MAX_AUTO_ROLLOUTS} nodes, 1 from {ROLLOUT_NODE_BUDGET // 2 + 1:,} on). With the default decoding "
-        "of mis and mvc every other rollout is local-max-sampled. 1: a single rollout, the decoding before auto.",
+        help=f"Run the policy K times, 1 to {MAX_ROLLOUTS} (seeds --seed, --seed + 1, ...), and keep the best solution; still "
+        f"the policy alone, no search. auto (default): {ROLLOUT_NODE_BUDGET:,} // the graph's nodes, 1 to {MAX_AUTO_ROLLOUTS} "
+        f"({MAX_AUTO_ROLLOUTS} up to {ROLLOUT_NODE_BUDGET // MAX_AUTO_ROLLOUTS} nodes, 1 from {ROLLOUT_NODE_BUDGET // 2 + 1:,} on). "
+        "With the default decoding of mis and mvc every other rollout is local-max-sampled. 1: a single rollout, the decoding before auto.",
     ),
 ]
 NodeOrderOption = Annotated[
@@ -105,6 +115,9 @@ NodeOrderOption = Annotated[
         "written in the graph's own order and ids. given: as the file "
         "numbers them (the same seed then gives exactly the set of releases before this option).",
     ),
+]
+MaxPassesOption = Annotated[
+    int | None, typer.Option(help=f"Policy passes per graph before stopping, 1 to {MAX_PASSES:,} (default: the task's).")
 ]
 ONE_THREAD_BELOW = 10_000
 """predict runs graphs of fewer nodes on one torch thread unless --threads says otherwise"""
@@ -363,7 +376,7 @@ def transfer(
         ),
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Model folder to write (default: runs/TASK/DST).")] = None,
-    max_passes: Annotated[int | None, typer.Option(help="Policy passes per graph before stopping (default: the task's).")] = None,
+    max_passes: MaxPassesOption = None,
     threads: ThreadsOption = None,
     finetune_steps: Annotated[
         int,
@@ -372,6 +385,16 @@ def transfer(
             "(backward passes of at most --max-nodes-per-batch nodes, default 600000)."
         ),
     ] = 0,
+    adapt: Annotated[
+        str | None,
+        typer.Option(
+            metavar="SECONDS",
+            help="Adapt to the destination: after the zero-shot report, train for this many wall-clock seconds on "
+            "breadth-first balls of up to 1,000 nodes sampled from the destination graphs (seeded), with the task's reward, "
+            "evaluate again, and save the adapted model only if it scores at least as well as zero-shot (else the "
+            "zero-shot one; the output says which). The evaluations are not counted in SECONDS.",
+        ),
+    ] = None,
     max_nodes_per_batch: MaxNodesOption = None,
     mixed_precision: MixedPrecisionOption = False,
     env: EnvOption = None,
@@ -379,17 +402,21 @@ def transfer(
     """Load a trained policy into a model for other graphs, report, evaluate zero-shot, save.
 
     Example: graphtransfer transfer --src small --dst large --finetune-steps 16 --max-nodes-per-batch 250000
+    Example: graphtransfer transfer --src small --dst er-n5000-d64-s1.txt --adapt 60
     """
-    if finetune_steps == 0:  # it only solves: see graphtransfer.prefer_small_pages
-        graphtransfer.prefer_small_pages()
+    adapt_seconds = None if adapt is None else _seconds_option("--adapt", adapt, 60)
+    if finetune_steps == 0 and adapt_seconds is None:  # it only solves: see graphtransfer.process.prefer_small_pages
+        prefer_small_pages()
     from graphtransfer.reporting.report import format_rows
     from graphtransfer.transferring import transfer as run_transfer
 
-    _check_positive(max_passes=max_passes or 1, threads=1 if threads is None else threads)
+    _check_max_passes(max_passes)
+    _check_positive(threads=1 if threads is None else threads)
     _use_threads(threads)
     if finetune_steps < 0:
         raise UsageError(f"--finetune-steps {finetune_steps} must be 0 (no fine-tuning) or more")
     options = {"max_passes": max_passes, "finetune_steps": finetune_steps, "max_nodes_per_batch": _node_budget(max_nodes_per_batch)}
+    options["adapt_seconds"] = adapt_seconds
     result = run_transfer(src, dst, task=task, folder=out, log=typer.echo, mixed_precision=mixed_precision, env=env, **options)
     typer.echo(f"source {result.source}: {result.report.summary()}")
     typer.echo(f"zero-shot on the destination graphs ({result.config.name}, {result.config.head} head):")
@@ -401,6 +428,16 @@ def transfer(
         typer.echo(f"fine-tuned {tuned.steps} steps in {tuned.seconds:.1f} s ({phases}), then:")
         for line in format_rows(result.finetuned_rows):
             typer.echo("  " + line)
+    if result.adapted:
+        done = result.adapted
+        budget = f"budget {done.budget:g} s"
+        typer.echo(f"adapted {done.steps} steps in {done.seconds:.1f} s ({budget}) on {len(done.subgraphs)} subgraphs, then:")
+        for line in format_rows(result.adapted_rows):
+            typer.echo("  " + line)
+        why = "" if result.kept == "adapted" else ": adapting scored lower on the destination"
+        if not done.steps:
+            why = ": the budget ended before the first update; raise --adapt"
+        typer.echo(f"kept the {result.kept} model{why}")
     typer.echo(f"saved {result.folder}")
 
 
@@ -410,7 +447,7 @@ def predict(
     model: Annotated[Path, typer.Option(help="Model folder written by train or transfer.")],
     graph: Annotated[str, typer.Option(help="Graph file in any supported format (see 'graphtransfer graphs info'), or a sample name.")],
     out: Annotated[Path, typer.Option(help="CSV to write: one 'node,decision' row per node, or one row per step for graph-level tasks.")],
-    max_passes: Annotated[int | None, typer.Option(help="Policy passes before stopping (default: the task's).")] = None,
+    max_passes: MaxPassesOption = None,
     deterministic: Annotated[
         bool, typer.Option(help="--decoding drawn: take the most likely actions instead of sampling (seeded) from the policy.")
     ] = False,
@@ -433,36 +470,56 @@ def predict(
         str | None, typer.Option(help="path: the node to route from, by the graph's own id (as the file names it); with --target.")
     ] = None,
     target: Annotated[str | None, typer.Option(help="path: the node to route to, by the graph's own id; with --source.")] = None,
+    polish: Annotated[
+        str | None,
+        typer.Option(
+            metavar="SECONDS",
+            help="mis and mvc, one graph: after the policy, improve its solution with the iterated local search for this "
+            "many seconds (the whole budget is used) and write that; the policy's own objective is printed beside it.",
+        ),
+    ] = None,
 ) -> None:
     """Run a saved policy on a graph and write its solution; on a folder of graphs, one CSV per graph into --out.
 
     Example: graphtransfer predict --model runs/mis/large --graph large --out solution.csv [--max-nodes-per-batch 50000]
     Example: graphtransfer predict --model runs/mis/small --graph graphs/ --out solutions/ --workers 2
     Example: graphtransfer predict --model runs/path/small --graph roads.txt --out route.csv --source 17 --target 4032
+    Example: graphtransfer predict --model runs/mis/small --graph er.txt --out solution.csv --polish 10
     """
-    graphtransfer.prefer_small_pages()  # before torch loads
+    prefer_small_pages()  # before torch loads
     from graphtransfer.checkpoint import read_checkpoint
     from graphtransfer.graphs import load_graph, resolve
-    from graphtransfer.io import check_output_file
+    from graphtransfer.io import FIGURE_SUFFIXES, check_output_file
     from graphtransfer.reporting.draw import check_drawable, draw_solution
     from graphtransfer.solve.predict import predict as run_predict
 
-    _check_positive(max_passes=max_passes or 1, threads=1 if threads is None else threads, workers=workers or 1)
+    _check_max_passes(max_passes)
+    _check_positive(threads=1 if threads is None else threads, workers=1 if workers is None else workers)
     _check_seed(seed)
     options = {"max_passes": max_passes, "deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction}
     options |= {"decoding": decoding, "rollouts": _rollouts(rollouts), "node_order": _node_order(node_order)}
     options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env, "force": force}
+    seconds = None if polish is None else _seconds_option("--polish", polish, 10)
     if resolve(graph).is_dir():
         if source is not None or target is not None:
             raise UsageError("--source and --target name nodes of one graph; --graph names a folder")
+        if seconds is not None:
+            raise UsageError("--polish searches one graph's solution; name a single graph file with --graph, not a folder")
         _use_threads(threads)
         return _predict_folder(model, graph, out, draw, workers, ray_address, options)
     if workers is not None or ray_address is not None:
         raise UsageError("--workers and --ray-address spread a folder of graphs over workers; --graph names a single graph")
+    if seconds is not None:
+        if draw is not None:
+            raise UsageError("--draw draws the policy's own solution; drop --polish or --draw")
+        if source is not None or target is not None:
+            raise UsageError("--polish searches an MIS or MVC solution; --source and --target route the path task")
+        return _predict_polished(model, graph, out, seconds, threads, options)
     config = read_checkpoint(model, env).config  # a bad model folder is reported before the graph is read, as the library does
     loaded = load_graph(graph)
     if draw is not None:
         check_drawable(loaded)  # before the policy runs, not after
+        check_output_file(draw, [resolve(graph)], force, "--draw", FIGURE_SUFFIXES)
     check_output_file(out, [resolve(graph)], force)  # predict gets the graph already read, so the input file is guarded here
     _use_threads(threads, loaded.num_nodes)
     loaded, solution = run_predict(model, loaded, out, source=source, target=target, **options)
@@ -495,6 +552,26 @@ def _report_weights(config, graph, prefix: str = "") -> None:
     if config.env is None:
         for kind in TASKS[config.task].reads_weights:
             typer.echo(prefix + weights_source(graph, kind))
+
+
+def _predict_polished(model: Path, graph: str, out: Path, seconds: float, threads: int | None, options) -> None:
+    from graphtransfer.checkpoint import read_checkpoint
+    from graphtransfer.graphs import load_graph, resolve
+    from graphtransfer.io import check_output_file
+    from graphtransfer.solve.polishing import check_polish_task, predict_polished
+
+    check_polish_task(read_checkpoint(model, options["env"]).config)  # before the graph is read
+    loaded = load_graph(graph)
+    check_output_file(out, [resolve(graph)], options["force"])  # the graph goes down already read: guard its file here
+    _use_threads(threads, loaded.num_nodes)
+    loaded, solution, polished = predict_polished(model, loaded, out, seconds, **options)
+    typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges; node ids {loaded.describe_ids()}")
+    rollouts = _rollouts_run(solution, options["seed"])
+    typer.echo(f"policy: objective {solution.objective:.6g} in {solution.passes} passes, {rollouts}, {solution.seconds:.2f} s")
+    typer.echo(
+        f"after {polished.seconds:.1f} s of local search ({polished.iterations:,} perturbations): objective {polished.objective:.6g}"
+    )
+    typer.echo(f"valid solution: yes; wrote {out}")
 
 
 def _rollouts_run(solution, seed: int) -> str:
@@ -547,7 +624,7 @@ def evaluate(
     polish: Annotated[bool, typer.Option(help="Also report the best decoding and every baseline after the same local search.")] = False,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON to this file.")] = None,
     plot: Annotated[Path | None, typer.Option(help="Draw policy/baseline against graph size to this PNG.")] = None,
-    max_passes: Annotated[int | None, typer.Option(help="Policy passes per graph before stopping (default: the task's).")] = None,
+    max_passes: MaxPassesOption = None,
     commit_fraction: CommitFractionOption = None,
     decoding: DecodingOption = None,
     node_order: NodeOrderOption = "auto",
@@ -557,20 +634,30 @@ def evaluate(
     env: EnvOption = None,
     workers: Annotated[int | None, typer.Option(help=_WORKERS_HELP)] = None,
     ray_address: Annotated[str | None, typer.Option(help=_RAY_HELP)] = None,
+    force: Annotated[bool, typer.Option(help="Replace --json and --plot if they exist; never a graph or a model file.")] = False,
+    chils: Annotated[
+        bool,
+        typer.Option(
+            help="mis: also report CHILS, a state-of-the-art MIS heuristic, searching for as many seconds as the local search "
+            "(pip install 'graphtransfer\\[chils]')."
+        ),
+    ] = False,
 ) -> None:
     """Evaluate a saved policy against the task's baselines on a set of graphs.
 
     Example: graphtransfer eval --model runs/mis/small --graphs large --rollouts 4 --json eval.json --plot eval.png
     Example: graphtransfer eval --model runs/mis/small --graphs evalset/ --workers 2 --max-nodes-per-batch 50000
     """
-    graphtransfer.prefer_small_pages()  # before torch loads
+    prefer_small_pages()  # before torch loads
     from graphtransfer.reporting.report import format_rows, plot_ratios, write_json
     from graphtransfer.solve.parallel import evaluate_many
 
-    _check_positive(max_passes=max_passes or 1, threads=1 if threads is None else threads, workers=workers or 1)
+    _check_max_passes(max_passes)
+    _check_positive(threads=1 if threads is None else threads, workers=1 if workers is None else workers)
     options = {"rollouts": _rollouts(rollouts), "deterministic": deterministic, "polish": polish, "commit_fraction": commit_fraction}
-    options |= {"decoding": decoding, "node_order": _node_order(node_order)}
+    options |= {"decoding": decoding, "node_order": _node_order(node_order), "chils": chils}
     options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env}
+    _check_eval_outputs(graphs, json_out, plot, force)
     _use_threads(threads)  # after the options are checked: bad input changes nothing in the process
     config, rows = evaluate_many(model, graphs, workers=workers, ray_address=ray_address, max_passes=max_passes, **options)
     for line in format_rows(rows):
@@ -591,11 +678,23 @@ def evaluate(
         typer.echo(f"wrote {plot}")
 
 
+def _check_eval_outputs(graphs: str, json_out: Path | None, plot: Path | None, force: bool) -> None:
+    """eval's outputs, checked before the evaluation runs (:func:`graphtransfer.io.check_output_file`)."""
+    from graphtransfer.graphs import resolve
+    from graphtransfer.io import FIGURE_SUFFIXES, check_output_file
+
+    if json_out is not None:
+        check_output_file(json_out, [resolve(graphs)], force, "--json")
+    if plot is not None:
+        check_output_file(plot, [resolve(graphs)], force, "--plot", FIGURE_SUFFIXES)
+
+
 @app.command()
 @friendly_errors
 def plot(
     run: Annotated[Path, typer.Argument(help="Run folder written by 'graphtransfer train' (it holds progress.csv).")],
     out: Annotated[Path | None, typer.Option(help="PNG to write (default: RUN/progress.png).")] = None,
+    force: Annotated[bool, typer.Option(help="Replace --out if it exists; never the run's own files.")] = False,
 ) -> None:
     """Draw a run's training curve (episode reward and held-out evaluation against env steps) and
     its rollout and update seconds per PPO iteration, from RUN/progress.csv, to a PNG.
@@ -604,7 +703,7 @@ def plot(
     """
     from graphtransfer.reporting.curves import plot_run
 
-    typer.echo(f"wrote {plot_run(run, out)}")
+    typer.echo(f"wrote {plot_run(run, out, force)}")
 
 
 @app.command()
@@ -619,15 +718,25 @@ def export(
         str | None, typer.Option(help="Graphs whose env the zip's spaces are sized for (default: those the model was trained on).")
     ] = None,
     env: EnvOption = None,
+    force: Annotated[bool, typer.Option(help="Replace --sb3 if it exists; never a graph or a model file.")] = False,
 ) -> None:
     """Write a model as a Stable-Baselines3 zip. Load it only yourself: SB3 zips hold pickles, which can run code.
 
     Example: graphtransfer export runs/mis/small --sb3 mis.zip
     """
+    from graphtransfer.checkpoint import read_checkpoint
     from graphtransfer.export import export_sb3
 
-    algorithm = export_sb3(model, sb3, graphs, env)
+    algorithm = export_sb3(model, sb3, graphs, env, force)
     typer.echo(f"wrote {sb3}: load it with {algorithm}.load({str(sb3)!r}, env=...) and the run's env on the same graphs")
+    stopped = read_checkpoint(model, env).interrupted_at()
+    if stopped:
+        named = f" --env {env}" if env else ""
+        typer.echo(
+            f"warning: {model} holds a training run interrupted at step {stopped[0]} of {stopped[1]}; the zip holds the policy as it "
+            f"was then (graphtransfer train --resume {model}{named} finishes the run)",
+            err=True,
+        )
 
 
 @app.command()
@@ -648,17 +757,12 @@ def tasks() -> None:
 
 def _use_threads(threads: int | None, nodes: int | None = None) -> None:
     """``threads`` torch threads; by default one on a graph of fewer than ``ONE_THREAD_BELOW`` nodes,
-    else one per core this process may use (its CPU affinity)."""
+    else one per core this process may use (its CPU affinity) that no other running task holds."""
     import torch
 
     if threads is None:
-        threads = 1 if nodes is not None and nodes < ONE_THREAD_BELOW else _available_cores()
+        threads = 1 if nodes is not None and nodes < ONE_THREAD_BELOW else free_cores()
     torch.set_num_threads(threads)
-
-
-def _available_cores() -> int:
-    """The cores this process may run on: its CPU affinity where the system has one."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _json_object(text: str, option: str) -> dict:
@@ -689,6 +793,23 @@ def _node_budget(text: str | None) -> int | None:
     return value
 
 
+WEEK_SECONDS = 7 * 24 * 3600
+"""the longest --adapt or --polish: a longer one is taken for a typing mistake"""
+
+
+def _seconds_option(option: str, text: str, example: int) -> float:
+    """A budget option (``--adapt``, ``--polish``): a positive, finite number of seconds, at most a week."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= WEEK_SECONDS:  # NaN fails too
+        raise UsageError(
+            f"{option} {text!r} must be a number of seconds above 0 and at most {WEEK_SECONDS} (a week), e.g. {option} {example}"
+        )
+    return value
+
+
 def _node_order(text: str) -> str:
     """``--node-order``: one of :data:`graphtransfer.config.NODE_ORDERS`."""
     if text not in NODE_ORDERS:
@@ -701,8 +822,10 @@ def _rollouts(text: str) -> int | str:
     if text == AUTO_ROLLOUTS:
         return text
     value = _whole_number(text)
-    if value < 1:
-        raise UsageError(f"--rollouts {text!r} must be auto or a whole number, at least 1 (1: a single rollout), e.g. --rollouts 8")
+    if not 1 <= value <= MAX_ROLLOUTS:
+        raise UsageError(
+            f"--rollouts {text!r} must be auto or a whole number from 1 (a single rollout) to {MAX_ROLLOUTS}, e.g. --rollouts 8"
+        )
     return value
 
 
@@ -711,12 +834,25 @@ def _check_seed(seed: int) -> None:
         raise UsageError(f"--seed {seed} must be between 0 and {SEED_LIMIT - 1}")
 
 
+def _check_max_passes(max_passes: int | None) -> None:
+    """``--max-passes``: left out (the task's default) or 1 to :data:`MAX_PASSES`; 0 is not a default."""
+    if max_passes is not None and not 1 <= max_passes <= MAX_PASSES:
+        raise UsageError(f"--max-passes {max_passes} must be 1 to {MAX_PASSES:,}; leave it out for the task's default")
+
+
 def _check_positive(**values: int) -> None:
     for name, value in values.items():
         if value < 1:
             raise UsageError(f"--{name.replace('_', '-')} {value} must be at least 1")
 
 
+HELP_COLUMNS_IN_A_PIPE = "120"
+"""--help's width when the output is no terminal (a pipe, a file) and COLUMNS is not set: rich's 80
+would wrap the examples mid-command"""
+
+
 def main() -> None:
     warnings.filterwarnings("ignore", module="stable_baselines3")
+    if not sys.stdout.isatty():
+        os.environ.setdefault("COLUMNS", HELP_COLUMNS_IN_A_PIPE)
     app()

@@ -61,6 +61,10 @@ ROLLOUT_NODE_BUDGET = 20_000
 MAX_AUTO_ROLLOUTS = 64
 """the most rollouts ``--rollouts auto`` runs: best of 64 (local-max and local-max-sampled in turn) is within 2% of the
 optimum on all 12 graphs of 100-300 nodes in bench/RESULTS.md ("Sampled local-max"), best of 32 on 11"""
+MAX_ROLLOUTS = 4096
+"""the most rollouts ``--rollouts K`` may ask for: each is a whole decoding of the graph"""
+MAX_PASSES = 1_000_000
+"""the most policy passes ``--max-passes`` may allow per graph (a pass is one policy evaluation of the whole graph)"""
 MAX_DRAW_NODES = 3000
 """``predict --draw`` refuses larger graphs: the layout is quadratic, and more nodes draw a blot"""
 SEED_LIMIT = 2**32

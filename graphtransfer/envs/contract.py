@@ -2,7 +2,9 @@
 
 ``x (max_nodes, F) float32``, ``edge_index (2, max_edges) int64``, ``num_nodes (1,) int64`` and
 ``num_edges (1,) int64``, padded to the env's largest graph; optionally ``edge_attr
-(max_edges, F_e) float32``, one row of edge features per column of ``edge_index``, padded alike.
+(max_edges, F_e) float32``, one row of edge features per column of ``edge_index``, padded alike,
+finite (:func:`check_edge_attr_values`). Any floating dtype is accepted for ``x`` and ``edge_attr``
+and widened to float32 (exact from float16; float64 rounds); integer dtypes are refused, not cast.
 """
 
 from __future__ import annotations
@@ -101,6 +103,23 @@ def _check_edge_attr(space: spaces.Dict, where: str) -> None:
         raise UsageError(
             f"{where}: observation key {EDGE_ATTR!r} is {found}; expected a Box of shape (max_edges, F_e) = ({max_edges}, F_e) "
             "and a floating dtype, one row per edge_index column (or leave the key out)"
+        )
+
+
+def check_edge_attr_values(edge_attr: np.ndarray) -> None:
+    """The contract's edge features are finite numbers: one NaN or infinity would make every score
+    the policy gives NaN. Raise a :class:`~graphtransfer.errors.UsageError` naming the key, the
+    first row that holds one and the fix.
+
+    Shapes:
+        edge_attr: ``(E, F_e)`` or ``(E, B, F_e)``, the real edges' rows in ``edge_index`` order.
+    """
+    bad = np.argwhere(~np.isfinite(edge_attr))
+    if bad.size:
+        row, value = int(bad[0][0]), edge_attr[tuple(bad[0])]
+        raise UsageError(
+            f"the env's observation key {EDGE_ATTR!r} holds {value} at row {row} (the edge in edge_index column {row}); edge "
+            "features must be finite numbers: replace NaN and infinite values in the env's edge_attr (e.g. numpy.nan_to_num)"
         )
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
-from graphtransfer.config import RunConfig
+from graphtransfer.config import MAX_PASSES, RunConfig
 from graphtransfer.envs import TASKS
 from graphtransfer.envs.adapters import GraphObservationAdapter
 from graphtransfer.envs.contract import check_contract
@@ -48,6 +48,8 @@ def inference_env(config: RunConfig, graph: Graph, max_passes: int | None = None
     source and a target, is for the ``path`` task alone."""
     if query is not None and (config.env is not None or config.task != "path"):
         raise UsageError(f"--source and --target route the path task; this model's task is {config.env or config.task}")
+    if max_passes is not None and (isinstance(max_passes, bool) or not 1 <= max_passes <= MAX_PASSES):
+        raise UsageError(f"max_passes {max_passes!r} must be a whole number from 1 to {MAX_PASSES:,} (None: the task's)")
     if config.env is None:
         horizon = max_passes or _task(config.task).inference_horizon
         kwargs = {**config.env_kwargs, **({"horizon": horizon} if horizon else {}), **({"query": query} if query else {})}

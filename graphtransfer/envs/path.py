@@ -42,7 +42,7 @@ from scipy.sparse.csgraph import breadth_first_order, dijkstra, shortest_path
 
 from graphtransfer.envs.base import GraphEnv, Graphs
 from graphtransfer.envs.protocol import Head
-from graphtransfer.errors import UsageError
+from graphtransfer.errors import GraphInputError, UsageError
 from graphtransfer.graphs import Graph, edge_weights
 from graphtransfer.graphs.graph import edge_lookup
 
@@ -79,6 +79,9 @@ class PathEnv(GraphEnv):
         if guide not in GUIDES:
             raise ValueError(f"guide={guide!r}; choose one of {', '.join(GUIDES)}")
         super().__init__(graphs, horizon)
+        for graph in self.graphs:
+            if graph.num_edges == 0:
+                raise GraphInputError(f"graph {graph.name}: has no edges, so no route to find; the path task needs a graph with edges")
         self.guide = guide
         self.query = None if query is None else (int(query[0]), int(query[1]))
         self.action_space = spaces.Discrete(self.max_nodes)

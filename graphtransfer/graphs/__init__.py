@@ -6,6 +6,7 @@ from graphtransfer.graphs.formats.edgelist import read_edge_list, write_edge_lis
 from graphtransfer.graphs.formats.npz import read_npz, write_npz
 from graphtransfer.graphs.generators import GENERATORS, barabasi_albert, delaunay, erdos_renyi, generate, random_geometric, spec_for
 from graphtransfer.graphs.graph import Graph, from_edges
+from graphtransfer.graphs.sampling import sample_subgraphs
 from graphtransfer.graphs.summary import GraphSummary, summarize_file
 from graphtransfer.graphs.weights import edge_weights, pair_weights, weights_source
 
@@ -32,6 +33,7 @@ __all__ = [
     "read_graph",
     "read_npz",
     "resolve",
+    "sample_subgraphs",
     "spec_for",
     "summarize_file",
     "write_edge_list",

@@ -104,6 +104,24 @@ def generate(spec: dict) -> Graph:
         raise GraphInputError(f"generator {name!r}: {err}; see graphtransfer.graphs.generators.{name}") from None
 
 
+GENERATION_BYTES_PER_EDGE, GENERATION_BYTES_PER_NODE = 80, 64
+"""peak bytes of generating a graph, per directed edge and per node: 1,000,000-node Barabási-Albert
+(m = 4) and Erdős-Rényi (degree 8) graphs peaked at 640 MB ('graphs generate', GNU time's maximum RSS)"""
+
+
+def generation_bytes(spec: dict) -> int:
+    """About the most memory :func:`generate` takes for ``spec``, from its expected edge count,
+    so that a graph too large for the machine is refused before anything is allocated."""
+    nodes = int(spec.get("num_nodes", 0))
+    if spec.get("generator") == "barabasi_albert":
+        undirected = nodes * int(spec.get("m", 1))
+    elif spec.get("generator") in _DENSITY_FIXED:
+        undirected = 3 * nodes  # a planar triangulation has under 3 n edges
+    else:
+        undirected = nodes * float(spec.get("avg_degree", 8.0)) / 2
+    return int(2 * undirected * GENERATION_BYTES_PER_EDGE + nodes * GENERATION_BYTES_PER_NODE)
+
+
 def spec_for(generator: str, num_nodes: int, seed: int, m: int | None = None, avg_degree: float | None = None) -> dict:
     """A spec for :func:`generate` from a density given either way: ``m`` edges per new node
     (Barabási–Albert) or an average degree, which is about ``2 m``. Delaunay meshes have no

@@ -18,7 +18,7 @@ from torch_geometric.nn import GCNConv, GINConv, SAGEConv, global_max_pool, glob
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
 from graphtransfer.config import CONVS
-from graphtransfer.envs.contract import EDGE_ATTR
+from graphtransfer.envs.contract import EDGE_ATTR, check_edge_attr_values
 from graphtransfer.nn.batching import DisjointGraph, IncomingEdges, incoming_edges, shared_edges, to_disjoint
 from graphtransfer.nn.message_passing import GraphStructure, layer_function, relu, residual_relu
 from graphtransfer.nn.pooling import mean_max_pool
@@ -157,6 +157,8 @@ class GNNExtractor(BaseFeaturesExtractor):
             return None
         if edge_attr is None:
             raise ValueError("this model was built for observations with edge_attr; the batch has none")
+        if not bool(torch.isfinite(edge_attr).all()):
+            check_edge_attr_values(edge_attr.detach().float().cpu().numpy())
         total = edge_attr.new_zeros((num_nodes, *edge_attr.shape[1:])).index_add_(0, destination, edge_attr)
         count = torch.bincount(destination, minlength=num_nodes).clamp_(min=1).to(total.dtype)
         return total / count.view(-1, *([1] * (total.dim() - 1)))

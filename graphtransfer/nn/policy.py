@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
@@ -32,7 +33,7 @@ from torch.distributions import Categorical
 import graphtransfer.nn.message_passing as message_passing
 from graphtransfer.config import ModelConfig
 from graphtransfer.envs.contract import EDGE_ATTR
-from graphtransfer.envs.protocol import Head
+from graphtransfer.envs.protocol import Head, head_of
 from graphtransfer.nn.batching import DisjointGraph
 from graphtransfer.nn.distributions import NodeWiseCategorical
 from graphtransfer.nn.extractor import GNNExtractor
@@ -299,8 +300,12 @@ class UncheckedCategoricalDistribution(CategoricalDistribution):
 
 class GraphPolicy(MultiInputActorCriticPolicy):
     """SB3's ``MultiInputPolicy`` (one decision per graph) with :class:`GNNExtractor` pooled
-    features; a ``Discrete`` action space gets :class:`UncheckedCategoricalDistribution`. The
-    weights and their names are SB3's own."""
+    features by default; a ``Discrete`` action space gets :class:`UncheckedCategoricalDistribution`.
+    The weights and their names are SB3's own."""
+
+    def __init__(self, observation_space: spaces.Dict, action_space: spaces.Space, lr_schedule: Schedule, **kwargs: Any):
+        kwargs.setdefault("features_extractor_class", GNNExtractor)
+        super().__init__(observation_space, action_space, lr_schedule, **kwargs)
 
     def _build(self, lr_schedule: Schedule) -> None:
         if type(self.action_dist) is CategoricalDistribution:
@@ -315,6 +320,21 @@ POLICIES: dict[Head, type[ActorCriticPolicy]] = {
     Head.EDGE_CHOICE: EdgeChoicePolicy,
     Head.GRAPH_LEVEL: GraphPolicy,
 }
+
+
+def policy_for(env: gym.Env) -> type[ActorCriticPolicy]:
+    """The policy class a plain SB3 user passes for ``env``: the one for the head its spaces imply
+    (or that it declares). None of the class's weights depends on the number of nodes or edges,
+    so a model built for a larger env loads a smaller one's ``state_dict`` as it is.
+
+    ``NodeChoicePolicy`` and ``EdgeChoicePolicy`` are masked: use them with sb3-contrib's
+    ``MaskablePPO``; the others with ``PPO`` or ``A2C``.
+
+    Example::
+
+        PPO(policy_for(env), env, policy_kwargs={"features_extractor_kwargs": {"width": 32}})
+    """
+    return POLICIES[head_of(env)]
 
 
 def policy_kwargs(head: str, model: ModelConfig) -> dict[str, Any]:

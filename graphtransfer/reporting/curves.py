@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from graphtransfer.errors import UsageError
+from graphtransfer.io import FIGURE_SUFFIXES, check_output_file, save_figure
 from graphtransfer.training.logs import PROGRESS
 
 
@@ -33,14 +34,17 @@ def _number(text: str | None) -> float:
         return float("nan")
 
 
-def plot_run(run: str | Path, out: str | Path | None = None) -> Path:
-    """Draw the run's curves to ``out`` (default ``run/progress.png``) and return its path."""
+def plot_run(run: str | Path, out: str | Path | None = None, force: bool = False) -> Path:
+    """Draw the run's curves to ``out`` (default ``run/progress.png``, replaced on every call) and
+    return its path. A named ``out`` never replaces the run's own files, and an existing file only with ``force``."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
 
     columns = read_progress(run)
+    path = Path(out) if out else Path(run) / "progress.png"
+    check_output_file(path, [Path(run) / PROGRESS], force or out is None, "--out", FIGURE_SUFFIXES)
     steps = columns["time/total_timesteps"]
     figure, (reward_axis, time_axis) = plt.subplots(2, 1, figsize=(8, 7), sharex=True, height_ratios=(3, 2))
     figure.suptitle(_title(Path(run)))
@@ -48,11 +52,9 @@ def plot_run(run: str | Path, out: str | Path | None = None) -> Path:
     _draw_seconds(time_axis, columns, steps)
     time_axis.set_xlabel("env steps (summed over parallel envs)")
     figure.tight_layout()
-    out = Path(out) if out else Path(run) / "progress.png"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out, dpi=110)
+    save_figure(figure, path, dpi=110)
     plt.close(figure)
-    return out
+    return path
 
 
 def _draw_rewards(axis, columns: dict[str, np.ndarray], steps: np.ndarray) -> None:

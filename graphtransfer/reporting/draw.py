@@ -16,6 +16,7 @@ import numpy as np
 from graphtransfer.config import MAX_DRAW_NODES, RunConfig
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
+from graphtransfer.io import save_figure
 from graphtransfer.solve.inference import Solution
 
 GRAVITY = 2.0
@@ -102,8 +103,7 @@ def draw_solution(graph: Graph, solution: Solution, config: RunConfig, path: str
     axes.margins(0.03)
     axes.axis("off")
     figure.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path)
+    save_figure(figure, path)
     plt.close(figure)
 
 

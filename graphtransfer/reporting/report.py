@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+from graphtransfer.io import atomic_write, save_figure
 from graphtransfer.solve.evaluate import EvalRow
 
 
@@ -93,8 +94,8 @@ def rows_to_json(rows: list[EvalRow]) -> list[dict]:
 
 
 def write_json(rows: list[EvalRow], path: str | Path) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(rows_to_json(rows), indent=2) + "\n")
+    """The rows as JSON (:func:`rows_to_json`), written atomically."""
+    atomic_write(path, (json.dumps(rows_to_json(rows), indent=2) + "\n").encode())
 
 
 def plot_ratios(rows: list[EvalRow], path: str | Path, title: str) -> None:
@@ -103,8 +104,7 @@ def plot_ratios(rows: list[EvalRow], path: str | Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     figure = ratio_figure(rows, title)
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path)
+    save_figure(figure, path)
     plt.close(figure)
 
 

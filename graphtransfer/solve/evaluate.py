@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graphtransfer.baselines import BASELINES
+from graphtransfer.baselines.chils import chils_baselines
 from graphtransfer.baselines.completion import FINISH
 from graphtransfer.baselines.polish import POLISH
 from graphtransfer.config import AUTO_ROLLOUTS, RunConfig
@@ -83,6 +84,7 @@ def evaluate(
     commit_fraction: float | None = None,
     decoding: str | None = None,
     node_order: str = "auto",
+    chils: bool = False,
 ) -> list[EvalRow]:
     """Run the policy under each decoding and every baseline of the task on each graph.
 
@@ -96,8 +98,12 @@ def evaluate(
         polish: also report the best decoding and every baseline after the task's local search.
         node_order: ``auto`` solves large MIS and MVC graphs renumbered in locality order, ``given``
             as numbered; solutions come back in the graph's own order (:mod:`graphtransfer.solve.ordering`).
+        chils: MIS: also CHILS (:mod:`graphtransfer.baselines.chils`, an optional package), for
+            the local search's seconds.
     """
     baselines = BASELINES.get(config.task, {}) if config.env is None else {}
+    if chils:
+        baselines = baselines | chils_baselines(config.name)
     polisher = POLISH.get(config.task) if polish and config.env is None else None
     rows = []
     for graph in graphs:

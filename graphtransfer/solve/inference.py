@@ -159,12 +159,28 @@ def check_commit_fraction(env: gym.Env, features: EnvFeatures, commit_fraction: 
         return LOCAL_MAX_COMMIT_FRACTION if decoding in LOCAL_MAX_DECODINGS else 1.0
     if not 0 < commit_fraction <= 1:
         raise UsageError(f"commit fraction {commit_fraction} must be in (0, 1]")
+    ignored = _why_no_fraction(features)
+    if ignored:  # refused rather than silently ignored
+        raise UsageError(
+            f"{type(env.unwrapped).__name__} ({features.head} head) {ignored}; --commit-fraction has no effect on it, leave it out"
+        )
     if features.head is Head.NODE_WISE and commit_fraction < 1 and not features.patient:
         raise UsageError(
             f"{type(env.unwrapped).__name__} names no commit_action and defer_action, so a node-wise commit fraction below 1 "
             "has no meaning for it; leave --commit-fraction at its default"
         )
     return commit_fraction
+
+
+def _why_no_fraction(features: EnvFeatures) -> str | None:
+    """Why a commit fraction cannot change how an env decodes, or None where it can."""
+    if features.head is Head.GRAPH_LEVEL:
+        return "takes one action for the whole graph per pass"
+    if features.head is Head.EDGE_WISE:
+        return "decides every edge in each pass"
+    if features.head.chooses and features.step_many is None:
+        return f"names no step_many, so it chooses one {'node' if features.head is Head.NODE_CHOICE else 'edge'} per pass"
+    return None
 
 
 def _node_wise_step(policy, env, features, obs, deterministic, generator, commit_fraction):

@@ -95,9 +95,12 @@ def available_bytes() -> tuple[int, str] | None:
     override = os.environ.get(LIMIT_VARIABLE)
     if override is not None:
         try:
-            return int(float(override) * MIB), f"${LIMIT_VARIABLE}"
+            limit = float(override)
         except ValueError:
-            raise UsageError(f"${LIMIT_VARIABLE}={override!r} is not a number; set it to MiB, e.g. 4096, or unset it") from None
+            limit = float("nan")
+        if not 0 < limit < float("inf"):
+            raise UsageError(f"${LIMIT_VARIABLE}={override!r} is not a positive number of MiB; set it to e.g. 4096, or unset it")
+        return int(limit * MIB), f"${LIMIT_VARIABLE}"
     found = [figure for figure in (_mem_available(), _cgroup_room(), _address_space_room()) if figure is not None]
     return min(found, key=lambda figure: figure[0]) if found else None
 

@@ -9,6 +9,8 @@ the seed, so the numbers are those of the serial path.
 from __future__ import annotations
 
 import multiprocessing
+import os
+import socket
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -154,7 +156,7 @@ def _map_on_ray(
     ray = import_ray()
     started_here = not ray.is_initialized()
     if started_here:
-        ray.init(address=address, **({"include_dashboard": False} if address == "local" else {}), log_to_driver=False)
+        init_ray(ray, address, **({"include_dashboard": False} if address == "local" else {}), log_to_driver=False)
     try:
         count = workers or int(ray.cluster_resources().get("CPU", 1))
         model, actor = ray.put(checkpoint), ray.remote(num_cpus=1)(RayWorker)
@@ -177,3 +179,40 @@ def import_ray():
     except ImportError:
         raise UsageError(f"--ray-address needs Ray, which is not installed; install it with: {RAY_INSTALL}") from None
     return ray
+
+
+RAY_CONNECT_SECONDS = 5.0
+"""how long an address is given to answer before it is refused (Ray itself retries for minutes)"""
+
+
+def init_ray(ray, address: str | None, **options) -> None:
+    """``ray.init(address, **options)``; an address where no cluster answers (``None``:
+    ``$RAY_ADDRESS``, else a new local instance) is refused within seconds with a one-line error
+    instead of Ray's minutes of retries and its traceback."""
+    named = address if address is not None else os.environ.get("RAY_ADDRESS")
+    where = "--ray-address" if address is not None else "$RAY_ADDRESS"
+    if named not in (None, "", "auto", "local"):
+        _check_answers(named, where)
+    try:
+        ray.init(address=address, **options)
+    except ConnectionError as err:
+        first = str(err).split(". ")[0].rstrip(".")
+        raise UsageError(
+            f"{where} {named or 'auto'}: {first}; start a cluster with 'ray start --head', or pass --ray-address local "
+            "to start one in this process"
+        ) from None
+
+
+def _check_answers(address: str, where: str) -> None:
+    """Refuse ``host:port`` (or ``ray://host:port``) unless something accepts a connection there."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"{where} {address!r}: expected auto, local or host:port (e.g. 10.0.0.5:6379)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_SECONDS).close()
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        raise UsageError(
+            f"{where} {address}: no Ray cluster answers there ({reason}); start one with 'ray start --head --port {port}' "
+            f"on {host}, or check the address"
+        ) from None

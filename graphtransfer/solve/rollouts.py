@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import gymnasium as gym
 
-from graphtransfer.config import AUTO_ROLLOUTS, MAX_AUTO_ROLLOUTS, ROLLOUT_NODE_BUDGET, SEED_LIMIT
+from graphtransfer.config import AUTO_ROLLOUTS, MAX_AUTO_ROLLOUTS, MAX_ROLLOUTS, ROLLOUT_NODE_BUDGET, SEED_LIMIT
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.solve.inference import LOCAL_MAX, LOCAL_MAX_SAMPLED, Solution, check_decoding, solve
@@ -23,8 +23,8 @@ def rollout_count(rollouts: int | str, num_nodes: int) -> int:
     ``auto`` is ``ROLLOUT_NODE_BUDGET // num_nodes``, at least 1, at most ``MAX_AUTO_ROLLOUTS``."""
     if rollouts == AUTO_ROLLOUTS:
         return min(max(ROLLOUT_NODE_BUDGET // max(num_nodes, 1), 1), MAX_AUTO_ROLLOUTS)
-    if isinstance(rollouts, bool) or not isinstance(rollouts, int) or rollouts < 1:
-        raise UsageError(f"rollouts {rollouts!r} must be {AUTO_ROLLOUTS!r} or a whole number, at least 1 (1: a single rollout)")
+    if isinstance(rollouts, bool) or not isinstance(rollouts, int) or not 1 <= rollouts <= MAX_ROLLOUTS:
+        raise UsageError(f"rollouts {rollouts!r} must be {AUTO_ROLLOUTS!r} or a whole number from 1 (a single rollout) to {MAX_ROLLOUTS}")
     return rollouts
 
 

@@ -17,13 +17,16 @@ from typing import Any
 
 import numpy as np
 import torch
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 from graphtransfer.checkpoint import save_checkpoint
 from graphtransfer.config import RunConfig
 from graphtransfer.graphs import Graph
 from graphtransfer.solve.evaluate import EvalRow, evaluate
 from graphtransfer.training.logs import write_row
+from graphtransfer.training.ppo import NodeBudgetUpdate
 
 BEST, CHECKPOINTS = "best", "checkpoints"
 
@@ -84,10 +87,10 @@ class EvalOnGraphs(Periodic):
     task has baselines, ``eval/vs_<baseline>`` (mean policy/baseline ratio), and saves the best
     policy so far to ``best/``: best by that ratio, or by the objective without baselines."""
 
-    def __init__(self, config: RunConfig, graphs: list[Graph], folder: Path, aside: Callable[[], Any]):
+    def __init__(self, config: RunConfig, graphs: list[Graph], folder: Path, aside: Callable[[], Any], best: float | None = None):
         super().__init__(config.log.eval_every, aside)
         self.config, self.graphs, self.folder = config, graphs, folder
-        self.best = _best_so_far(folder / BEST)
+        self.best = best  # a resumed run's best so far, which it must not replace by a worse model
 
     def act(self) -> None:
         started = time.perf_counter()
@@ -118,10 +121,10 @@ def eval_score(rows: list[EvalRow]) -> tuple[float, str]:
     return float(np.mean([row.policy.objective for row in rows])), "objective"
 
 
-def _best_so_far(folder: Path) -> float | None:
-    """The score of the model already in ``best/`` (a resumed run must not replace it by a worse one)."""
+def best_so_far(run: Path) -> float | None:
+    """The score of the model already in the run folder's ``best/`` (a resumed run must not replace it by a worse one)."""
     try:
-        return float(json.loads((folder / "config.json").read_text())["evaluation"]["score"])
+        return float(json.loads((run / BEST / "config.json").read_text())["evaluation"]["score"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -229,6 +232,13 @@ class StopOnInterrupt(BaseCallback):
             signal.signal(signal.SIGINT, previous)
 
 
+def whole_rollouts(steps: int, model: BaseAlgorithm) -> int:
+    """``steps`` rounded up to what SB3 will run: on-policy algorithms collect whole rollouts of
+    ``n_steps`` per env, every algorithm steps all its envs at once."""
+    chunk = model.n_steps * model.n_envs if isinstance(model, OnPolicyAlgorithm) else model.n_envs
+    return -(-steps // chunk) * chunk
+
+
 class ProgressLines(BaseCallback):
     """A progress line for logs that are not a terminal (a batch job's log): at least every
     ``every_seconds`` or every ``every_fraction`` of the run, whichever comes first, checked at
@@ -241,6 +251,7 @@ class ProgressLines(BaseCallback):
 
     def _on_training_start(self) -> None:
         self.started = self.last_time = time.perf_counter()
+        self.budget = whole_rollouts(self.budget, self.model)
         self.first_steps = self.model.num_timesteps
         self.next_steps = self.first_steps + self.every_steps
 
@@ -259,3 +270,42 @@ class ProgressLines(BaseCallback):
         elapsed = now - self.started
         rate = (steps - self.first_steps) / max(elapsed, 1e-9)
         self.log(f"step {steps} of {self.budget} ({100 * steps / self.budget:.0f}%), {rate:.1f} env steps/s, {elapsed:.0f} s elapsed")
+
+
+class StopAtDeadline(BaseCallback):
+    """Ends training once ``seconds`` of wall-clock time have passed since ``started`` (a
+    ``time.perf_counter()`` reading), so that a run with a time budget stops on time.
+
+    SB3 stops only between env steps. At every env step the callback projects when the rollout in
+    progress would end, at its pace so far, and stops at once if that is past the deadline (a
+    rollout that could not be used is not collected); PPO's update takes no minibatch after the
+    deadline (:attr:`NodeBudgetUpdate.update_deadline`). So a run ends within about one env step or
+    one minibatch of its budget. The rollout in progress is dropped, as with Ctrl-C
+    (:class:`StopOnInterrupt`), and :attr:`completed_steps` counts the env steps of every rollout
+    that went into an update.
+    """
+
+    def __init__(self, started: float, seconds: float):
+        super().__init__()
+        self.deadline = started + seconds
+        self.stopped = False
+        self.completed_steps = 0
+        self._rollout_began = started
+
+    def _on_training_start(self) -> None:
+        if isinstance(self.model, NodeBudgetUpdate):
+            self.model.update_deadline = self.deadline
+
+    def _on_rollout_start(self) -> None:
+        self.completed_steps = self.model.num_timesteps
+        self._rollout_began = time.perf_counter()
+
+    def _on_step(self) -> bool:
+        now = time.perf_counter()
+        steps_per_rollout = getattr(self.model, "n_steps", 1) * self.model.n_envs  # DQN: a step, then its gradient steps
+        done = self.model.num_timesteps - self.completed_steps
+        if done <= self.model.n_envs:  # one step is too few to tell the pace (the first one pays for warming up)
+            self.stopped = now >= self.deadline
+        else:
+            self.stopped = self._rollout_began + (now - self._rollout_began) * steps_per_rollout / done >= self.deadline
+        return not self.stopped

@@ -1,10 +1,18 @@
 """A training run's logs inside its run folder: SB3's logger writing progress.csv (continued by a
-resumed run), optionally SB3's stdout table and TensorBoard, and rows of our own (evaluations)."""
+resumed run), optionally SB3's stdout table and TensorBoard, and rows of our own (evaluations).
+
+A run writes its logs, its best model and its checkpoints into a hidden staging folder inside the
+run folder (:func:`staging_folder`) and moves them in only once its own save has committed
+(:func:`move_in`): a run that fails or is killed leaves the folder's earlier logs as they were,
+beside the model its config.json describes."""
 
 from __future__ import annotations
 
 import csv
+import os
+import shutil
 import sys
+import tempfile
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -14,6 +22,7 @@ from stable_baselines3.common.logger import CSVOutputFormat, HumanOutputFormat, 
 from graphtransfer.config import LogConfig
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, load_graphs
+from graphtransfer.io import STAGING_PREFIX
 
 PROGRESS = "progress.csv"
 TENSORBOARD = "tensorboard"
@@ -28,11 +37,11 @@ def check_log_settings(log: LogConfig) -> list[Graph]:
     return load_graphs(log.eval_graphs) if log.eval_graphs else []
 
 
-def make_logger(folder: Path, log: LogConfig, keep_rows: bool) -> Logger:
-    """SB3's logger writing ``progress.csv`` (continued when ``keep_rows``, for a resumed run),
+def make_logger(folder: Path, log: LogConfig, earlier: Path | None = None) -> Logger:
+    """SB3's logger writing ``folder/progress.csv`` (continuing ``earlier``'s rows, for a resumed run),
     plus SB3's table on stdout and TensorBoard event files when ``log`` asks for them."""
     folder.mkdir(parents=True, exist_ok=True)
-    outputs: list[KVWriter] = [_csv_output(folder / PROGRESS, keep_rows)]
+    outputs: list[KVWriter] = [_csv_output(folder / PROGRESS, earlier)]
     if log.stdout:
         outputs.append(HumanOutputFormat(sys.stdout))
     if log.tensorboard:
@@ -40,12 +49,12 @@ def make_logger(folder: Path, log: LogConfig, keep_rows: bool) -> Logger:
     return Logger(str(folder), outputs)
 
 
-def _csv_output(path: Path, keep_rows: bool) -> CSVOutputFormat:
-    """SB3's CSV writer, which truncates its file; for a resumed run the earlier rows are written
-    back first, so progress.csv holds the whole run."""
+def _csv_output(path: Path, earlier: Path | None) -> CSVOutputFormat:
+    """SB3's CSV writer, which truncates its file; for a resumed run the rows of ``earlier`` are
+    written first, so progress.csv holds the whole run."""
     rows = []
-    if keep_rows and path.is_file():
-        with open(path, newline="") as handle:
+    if earlier is not None and earlier.is_file():
+        with open(earlier, newline="") as handle:
             rows = list(csv.DictReader(handle))
     output = CSVOutputFormat(str(path))
     for row in rows:
@@ -72,3 +81,33 @@ def write_row(logger: Logger, values: dict[str, Any], steps: int) -> None:
     excluded: dict[str, tuple[str, ...] | None] = {key: None for key in values} | {"time/total_timesteps": ("tensorboard",)}
     for output in logger.output_formats:
         output.write(row, excluded, steps)
+
+
+def staging_folder(folder: Path) -> Path:
+    """A new hidden folder inside the run folder ``folder`` for a run's logs, best model and
+    checkpoints until its save commits (on the same filesystem, so moving them in is a rename)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=folder))
+
+
+def move_in(staging: Path, folder: Path, resumed: bool) -> None:
+    """Move what a run staged into ``folder`` once its save has committed, and remove ``staging``.
+
+    Each file or folder replaces the one of its name; a resumed run adds to the earlier run's
+    TensorBoard events and checkpoints instead (its progress.csv already repeats the earlier rows).
+    What the run did not write (an earlier run's best/, say) stays."""
+    for entry in sorted(staging.iterdir()):
+        target = folder / entry.name
+        if resumed and entry.is_dir() and target.is_dir() and not (entry / "config.json").exists():
+            move_in(entry, target, resumed)
+        else:
+            _replace(entry, target, staging)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def _replace(entry: Path, target: Path, staging: Path) -> None:
+    """Rename ``entry`` over ``target``; a folder in the way is first moved aside into ``staging``
+    (a rename cannot replace a folder that is not empty), and removed with it."""
+    if target.is_dir() and not target.is_symlink():
+        os.replace(target, Path(tempfile.mkdtemp(prefix=".replaced-", dir=staging)) / target.name)
+    os.replace(entry, target)

@@ -8,6 +8,9 @@ the logs).
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -18,14 +21,31 @@ import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 
-from graphtransfer.checkpoint import CONFIG, check_fits, load_optimizer_state, load_strict, read_checkpoint, save_checkpoint
+from graphtransfer.checkpoint import (
+    CONFIG,
+    check_fits,
+    is_model_folder,
+    load_optimizer_state,
+    load_strict,
+    read_checkpoint,
+    save_checkpoint,
+)
 from graphtransfer.config import PPOConfig, RunConfig
 from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import head_of
-from graphtransfer.errors import UsageError
-from graphtransfer.graphs import Graph, load_graphs
-from graphtransfer.training.callbacks import EvalOnGraphs, PhaseTimer, ProgressLines, SaveCheckpoints, StopOnInterrupt
-from graphtransfer.training.logs import check_log_settings, make_logger
+from graphtransfer.errors import GraphTransferError, UsageError
+from graphtransfer.graphs import Graph, load_graphs, resolve
+from graphtransfer.io import check_output_folder
+from graphtransfer.training.callbacks import (
+    CHECKPOINTS,
+    EvalOnGraphs,
+    PhaseTimer,
+    ProgressLines,
+    SaveCheckpoints,
+    StopOnInterrupt,
+    best_so_far,
+)
+from graphtransfer.training.logs import PROGRESS, check_log_settings, make_logger, move_in, staging_folder
 from graphtransfer.training.model import check_algo, check_buffer_fits, check_device, make_model
 
 UserCallback = BaseCallback | list[BaseCallback] | None
@@ -87,6 +107,8 @@ def train(
         raise UsageError(f"batch_size={ppo.batch_size} exceeds n_steps * n_envs = {ppo.n_steps * ppo.n_envs}; lower it or raise n_steps")
     check_device(ppo.device)
     eval_graphs = check_log_settings(config.log)
+    folder = Path(folder or default_run_folder(config))
+    check_run_folder(folder, config)
     probe = run_env(config, graphs)
     config = replace(config, head=head_of(probe))
     check_algo(config)
@@ -95,7 +117,14 @@ def train(
     sizes = [g.num_nodes for g in graphs]
     what = f"{config.name} ({config.head} head, {model.algorithm_name})"
     log(f"training {what} on {len(graphs)} graphs of {min(sizes)}-{max(sizes)} nodes for {ppo.total_timesteps} steps")
-    return _learn(model, config, graphs, eval_graphs, Path(folder or default_run_folder(config)), progress, log, callback=callback)
+    return _learn(model, config, graphs, eval_graphs, folder, progress, log, callback=callback)
+
+
+def check_run_folder(folder: Path, config: RunConfig) -> None:
+    """The output rule for a run folder (:func:`graphtransfer.io.check_output_folder`): new, empty
+    or an earlier model, never a folder of graphs the run reads or a folder of other files."""
+    inputs = [resolve(spec) for spec in (config.graphs, config.log.eval_graphs) if spec]
+    check_output_folder(folder, inputs, is_model_folder, "model")
 
 
 def resume(
@@ -117,6 +146,8 @@ def resume(
     first run's episodes and is not bit-identical to an uninterrupted run.
     """
     checkpoint = read_checkpoint(folder, env)
+    if not os.access(folder, os.W_OK | os.X_OK):  # found before the run rather than at its save
+        raise UsageError(f"--resume {folder}: is not writable, so the resumed run could not be saved there; make it writable or copy it")
     config, done = checkpoint.config, checkpoint.meta.get("training")
     if done is None:
         raise UsageError(f"{folder}: holds no training run to resume (no training record in its {CONFIG}); train a new model instead")
@@ -218,22 +249,28 @@ def _learn(
     the user's ``callback`` after them, and save; ``earlier`` is the interrupted run's training
     record. Without a progress bar, ``log``
     gets a progress line every 30 s or 5% of the run; it always hears of updates stopped early
-    by ``target_kl`` (and of every update with ``log.stdout``)."""
-    earlier = earlier or {}
+    by ``target_kl`` (and of every update with ``log.stdout``).
+
+    Logs, best model and checkpoints go to a staging folder and move into ``folder`` after the
+    save commits (:mod:`graphtransfer.training.logs`); env workers that die end the run with a
+    resumable checkpoint (:class:`EnvWorkersDied`)."""
+    resumed, earlier = bool(earlier), earlier or {}
     budget = config.ppo.total_timesteps
     timer, stop = PhaseTimer(earlier.get("rollout_seconds", 0.0), earlier.get("update_seconds", 0.0)), StopOnInterrupt()
     started = time.perf_counter() - earlier.get("seconds", 0.0)
+    staging = staging_folder(folder)
 
     def record(steps: int, complete: bool) -> dict[str, Any]:
         seconds = {"seconds": time.perf_counter() - started, "rollout_seconds": timer.rollout, "update_seconds": timer.update}
         return training_record(config, graphs, steps, complete, seconds)
 
-    periodic = [SaveCheckpoints(config, folder, lambda steps: record(steps, False), timer.aside)]
+    periodic = [SaveCheckpoints(config, staging, lambda steps: record(steps, False), timer.aside)]
     if eval_graphs:
-        periodic.append(EvalOnGraphs(config, eval_graphs, folder, timer.aside))
-    model.set_logger(make_logger(folder, config.log, keep_rows=bool(earlier)))
+        periodic.append(EvalOnGraphs(config, eval_graphs, staging, timer.aside, best_so_far(folder) if resumed else None))
+    model.set_logger(make_logger(staging, config.log, folder / PROGRESS if resumed else None))
     model.report, model.report_every_update = log, config.log.stdout
     callbacks = [timer, stop, *periodic] + ([] if progress else [ProgressLines(log, budget)]) + _user_callbacks(callback)
+    died = None
     try:
         with stop.listening():
             model.learn(budget - model.num_timesteps, callback=callbacks, progress_bar=progress, reset_num_timesteps=False)
@@ -242,16 +279,77 @@ def _learn(
         else:
             for callback in periodic:
                 callback.at_end()
+    except WORKER_DEATHS as err:
+        died, model.num_timesteps = err, stop.completed_steps  # the rollout in progress is lost with the worker
+    except BaseException:
+        _leave_staging(staging, log)
+        raise
     finally:
-        model.env.close()
+        _close_envs(model)
         model.logger.close()
     seconds = time.perf_counter() - started
     result = TrainResult(
         folder, model.num_timesteps, seconds, timer.rollout, timer.update, budget, stop.stopped, dict(model.update_seconds), model
     )
-    info = record(result.steps, not result.interrupted)
-    save_checkpoint(folder, model.policy, config, info, optimizer=model.policy.optimizer if result.interrupted else None)
+    unfinished = result.interrupted or died is not None
+    _save(model, config, record(result.steps, not unfinished), folder, staging, resumed, unfinished)
+    if died is not None:
+        raise EnvWorkersDied(
+            f"an env worker process died at step {result.steps} of {budget} ({type(died).__name__}: {died or 'connection lost'}); "
+            f"saved {folder}; resume with: graphtransfer train --resume {folder}" + (f" --env {config.env}" if config.env else "")
+        ) from None
     return result
+
+
+WORKER_DEATHS = (EOFError, BrokenPipeError, ConnectionResetError)
+"""what SB3's SubprocVecEnv raises when a worker process is gone (killed, out of memory)"""
+
+
+class EnvWorkersDied(GraphTransferError):
+    """Training stopped because env worker processes died; the run was saved as a resumable checkpoint."""
+
+
+class SaveFailed(GraphTransferError):
+    """The trained model could not be written to its folder (full disk, read-only); it was kept elsewhere if possible."""
+
+
+def _save(
+    model: BaseAlgorithm, config: RunConfig, info: dict[str, Any], folder: Path, staging: Path, resumed: bool, unfinished: bool
+) -> None:
+    """Save the run to ``folder`` (with the optimizer's state when it is ``unfinished``), then move
+    its staged logs in. A save that fails keeps the model in a temporary folder and says where."""
+    optimizer = model.policy.optimizer if unfinished else None
+    try:
+        save_checkpoint(folder, model.policy, config, info, optimizer=optimizer)
+    except OSError as err:
+        try:
+            kept = save_checkpoint(tempfile.mkdtemp(prefix="graphtransfer-unsaved-"), model.policy, config, info, optimizer=optimizer)
+        except OSError as second:
+            raise SaveFailed(
+                f"{folder}: the trained model could not be saved ({err.strerror or err}), nor kept in a temporary folder "
+                f"({second.strerror or second}); free some space and train again"
+            ) from None
+        raise SaveFailed(
+            f"{folder}: the trained model could not be saved ({err.strerror or err}); it is kept in {kept}, a complete model "
+            f"folder: move it where you want it (its logs stay in {staging})"
+        ) from None
+    move_in(staging, folder, resumed)
+
+
+def _leave_staging(staging: Path, log: Callable[[str], None]) -> None:
+    """A run that fails keeps nothing of its own in the run folder, except checkpoints worth resuming."""
+    if (staging / CHECKPOINTS).is_dir():
+        log(f"the run failed; its checkpoints are in {staging / CHECKPOINTS} (train --resume one of them)")
+    else:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _close_envs(model: BaseAlgorithm) -> None:
+    """Close the envs; with a worker process dead, the others are left to exit with this process."""
+    try:
+        model.env.close()
+    except WORKER_DEATHS:
+        pass
 
 
 def _user_callbacks(callback: UserCallback) -> list[BaseCallback]:

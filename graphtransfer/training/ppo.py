@@ -111,6 +111,8 @@ class NodeBudgetUpdate(RuntimeSettings):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.update_seconds = dict.fromkeys(UPDATE_PHASES, 0.0)  # summed over the run
+        self.update_deadline: float | None = None
+        """a ``time.perf_counter()`` reading after which an update takes no further minibatch (a time budget)"""
 
     def _evaluate(self, samples, actions: torch.Tensor):
         return self.policy.evaluate_actions(samples.observations, actions)
@@ -139,6 +141,9 @@ class NodeBudgetUpdate(RuntimeSettings):
                 with clock.phase("step"):
                     torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
                     self.policy.optimizer.step()
+                if self.update_deadline is not None and time.perf_counter() >= self.update_deadline:
+                    continue_training = False  # out of time: the steps taken so far stand, as with target_kl
+                    break
             epoch_kl.append(float(np.mean(approx_kl_divs)))
             self._n_updates += 1
             if not continue_training:

@@ -10,7 +10,7 @@ config, ``best.yaml``, that ``graphtransfer train --config`` takes. Needs ``grap
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,8 @@ from graphtransfer.config import RunConfig
 from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
-from graphtransfer.graphs import Graph, load_graphs
+from graphtransfer.graphs import Graph, load_graphs, resolve
+from graphtransfer.io import LOCK_NAME, check_output_folder, folder_lock
 from graphtransfer.solve.evaluate import evaluate
 from graphtransfer.training.callbacks import Periodic, eval_score, rng_kept
 from graphtransfer.training.loop import train
@@ -63,7 +64,9 @@ def import_optuna():
         import optuna
     except ImportError:
         raise UsageError(f"tune needs Optuna, which is not installed; {INSTALL}") from None
-    optuna.logging.set_verbosity(optuna.logging.WARNING)  # one line per trial is ours to print
+    # one line per trial is ours to print; a failed trial's error is raised to the caller (catch=()),
+    # so Optuna's logged copy of it, traceback and all (Ctrl-C's too), would only repeat it
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
     return optuna
 
 
@@ -91,6 +94,8 @@ def tune(
     """
     optuna = import_optuna()
     folder = Path(folder)
+    inputs = [resolve(spec) for spec in (config.graphs, config.log.eval_graphs) if spec]
+    check_output_folder(folder, inputs, lambda found: (found / STUDY_FILE).is_file(), "study")  # or the study to continue
     folder.mkdir(parents=True, exist_ok=True)
     held_out = config.log.eval_graphs
     if held_out is None:
@@ -101,22 +106,55 @@ def tune(
     if every > budget:
         raise UsageError(f"--eval-every {every} exceeds the {budget} steps of a trial; use --eval-every {budget // 5 or 1} or fewer")
     sense = features_of(run_env(config, graphs)).sense
-    study = optuna.create_study(
-        study_name="graphtransfer",
-        storage=f"sqlite:///{(folder / STUDY_FILE).resolve()}",
-        load_if_exists=True,
-        direction="maximize" if sense == "max" else "minimize",
-        sampler=optuna.samplers.TPESampler(seed=config.ppo.seed, n_startup_trials=5),
-        pruner=optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=every),
+    busy = (
+        f"{folder}: another 'graphtransfer tune' is running this study (it holds {folder / LOCK_NAME}); "
+        "wait for it to finish, or pass another --out"
     )
-    _fail_stale_trials(study, optuna, log)
-    remaining = n_trials - _count(study, optuna, "COMPLETE", "PRUNED")
-    if remaining > 0:
-        log(f"study {folder / STUDY_FILE}: {n_trials - remaining} trials done, running up to {remaining} more")
-        quiet = replace(config, log=replace(config.log, eval_graphs=None, eval_every=0))  # the search evaluates, not each run
-        objective = _objective(quiet, graphs, every, folder, optuna, log)
-        study.optimize(objective, n_trials=remaining, timeout=timeout, catch=())
-    return _result(study, optuna, config, folder)
+    with folder_lock(folder, timeout=0, busy=busy), _study_storage(folder) as storage:
+        study = optuna.create_study(
+            study_name="graphtransfer",
+            storage=storage,
+            load_if_exists=True,
+            direction="maximize" if sense == "max" else "minimize",
+            pruner=optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=every),
+        )
+        _fail_stale_trials(study, optuna, log)
+        study.sampler = _sampler(optuna, config.ppo.seed, len(study.trials))
+        remaining = n_trials - _count(study, optuna, "COMPLETE", "PRUNED")
+        if remaining > 0:
+            log(f"study {folder / STUDY_FILE}: {n_trials - remaining} trials done, running up to {remaining} more")
+            quiet = replace(config, log=replace(config.log, eval_graphs=None, eval_every=0))  # the search evaluates, not each run
+            objective = _objective(quiet, graphs, every, folder, optuna, log)
+            study.optimize(objective, n_trials=remaining, timeout=timeout, catch=())
+        return _result(study, optuna, config, folder)
+
+
+def _sampler(optuna, seed: int, trials_before: int):
+    """TPE seeded by the run's seed and the trials the study already holds: a resumed search
+    draws new settings instead of repeating those its first trials drew, and the same commands
+    still give the same study."""
+    return optuna.samplers.TPESampler(seed=(seed + trials_before) % 2**32, n_startup_trials=5)
+
+
+@contextlib.contextmanager
+def _study_storage(folder: Path) -> Iterator[str]:
+    """The storage URL of ``folder``'s study file; a file SQLite or Optuna cannot read as a study
+    (damaged, cut short, another kind of file, a folder) becomes one error naming it."""
+    from optuna.exceptions import StorageInternalError
+    from sqlalchemy.exc import SQLAlchemyError  # Optuna's storage layer
+
+    path = folder / STUDY_FILE
+    start_over = "move it away (or pass another --out) to start a new study"
+    if path.is_dir():
+        raise UsageError(f"{path}: is a folder, not a study file; {start_over}")
+    try:
+        yield f"sqlite:///{path.resolve()}"
+    except (SQLAlchemyError, StorageInternalError) as err:
+        cause = err.__cause__ if isinstance(err, StorageInternalError) and err.__cause__ else err
+        detail = getattr(cause, "orig", None) or cause
+        raise UsageError(
+            f"{path}: is not a readable Optuna study ({detail}); the file is damaged or of another kind: {start_over}"
+        ) from None
 
 
 def _objective(config: RunConfig, graphs: list[Graph], every: int, folder: Path, optuna, log: Callable[[str], None]):
@@ -232,13 +270,19 @@ def plot_study(folder: str | Path, out: str | Path | None = None) -> Path:
     import matplotlib.pyplot as plt
 
     folder = Path(folder)
-    if not (folder / STUDY_FILE).is_file():
+    if not (folder / STUDY_FILE).exists():
         raise UsageError(f"{folder}: holds no {STUDY_FILE}; run 'graphtransfer tune --out {folder}' first")
-    study = optuna.load_study(study_name="graphtransfer", storage=f"sqlite:///{(folder / STUDY_FILE).resolve()}")
-    maximise = study.direction == optuna.study.StudyDirection.MAXIMIZE
+    with _study_storage(folder) as storage:
+        try:
+            study = optuna.load_study(study_name="graphtransfer", storage=storage)
+        except KeyError:  # an SQLite file of other tables, or an empty one
+            raise UsageError(
+                f"{folder / STUDY_FILE}: holds no graphtransfer study; run 'graphtransfer tune --out {folder}' first"
+            ) from None
+        trials, maximise = study.trials, study.direction == optuna.study.StudyDirection.MAXIMIZE
     figure, (history, curves) = plt.subplots(1, 2, figsize=(11, 4.2), dpi=120)
     best, xs, bests = None, [], []
-    for trial in study.trials:
+    for trial in trials:
         reports = sorted(trial.intermediate_values.items())
         if reports:
             curves.plot(*zip(*reports, strict=True), marker=".", alpha=0.7, linestyle="--" if trial.state.name == "PRUNED" else "-")

@@ -14,6 +14,7 @@ from graphtransfer.errors import GraphInputError
 from graphtransfer.graphs.formats import dimacs, edgelist, gml, graphml, metis, mtx, npz, pyg, spec
 from graphtransfer.graphs.formats.common import check_is_file
 from graphtransfer.graphs.graph import Graph
+from graphtransfer.io import check_output_file
 
 
 @dataclass(frozen=True)
@@ -90,10 +91,14 @@ def write_graph(graph: Graph, path: str | Path, format: str | None = None) -> st
     return name
 
 
-def convert_graph(source: str | Path, target: str | Path, format: str | None = None, to: str | None = None) -> tuple[Graph, str, str]:
+def convert_graph(
+    source: str | Path, target: str | Path, format: str | None = None, to: str | None = None, force: bool = False
+) -> tuple[Graph, str, str]:
     """Read ``source`` (in ``format`` or the detected one) and write it to ``target`` (in ``to`` or
-    the one its extension names). Returns the graph and both format names."""
+    the one its extension names; never over ``source`` or a model's files, over another existing
+    file only with ``force``). Returns the graph and both format names."""
     source = Path(source)
+    check_output_file(Path(target), [source], force, "TARGET")
     read_as = format or detect_format(source)
     graph = read_graph(source, read_as)
     return graph, read_as, write_graph(graph, target, to)

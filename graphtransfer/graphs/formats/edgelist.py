@@ -13,6 +13,7 @@ from graphtransfer.graphs.formats.text import (
     Lines,
     blank_lines,
     check_ids,
+    check_weights,
     first_bad_token,
     format_rows,
     parse_numbers,
@@ -28,8 +29,8 @@ EXPECTED = "lines of 'u v' node id pairs"
 
 def read_edge_list(path: str | Path) -> Graph:
     """Read a SNAP-style edge list: one ``u v`` pair per line, or ``u v weight`` (the third
-    column becomes the graph's ``edge_weight``; further columns are ignored), any whitespace or
-    commas, ``#`` or ``%`` comment lines, arbitrary non-negative
+    column, finite and non-negative, becomes the graph's ``edge_weight``; further columns are
+    ignored), any whitespace or commas, ``#`` or ``%`` comment lines, arbitrary non-negative
     integer ids. Nodes sit at positions ``0..N-1`` in increasing id order and the ids are kept as
     the graph's ``node_ids``. Self-loops and repeated edges are dropped with a warning that
     counts them.
@@ -46,6 +47,8 @@ def read_edge_list(path: str | Path) -> Graph:
     rows = numbers.reshape(-1, columns)
     ids = rows[:, :2].ravel()
     check_ids(path, ids, lines, lambda k: (k // 2) * columns + k % 2, 0, None, "node id")
+    if columns > 2:
+        check_weights(path, numbers.reshape(-1, columns)[:, 2], lines, lambda k: k * columns + 2)
     node_ids, compact = _compact_ids(ids.astype(np.int64, copy=False))
     weights = rows[:, 2] if columns > 2 else None
     return build_graph(path, compact[0::2], compact[1::2], node_ids.size, node_ids=node_ids, edge_weight=weights)

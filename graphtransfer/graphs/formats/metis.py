@@ -12,8 +12,17 @@ import numpy as np
 
 from graphtransfer.errors import GraphFileError, GraphInputWarning
 from graphtransfer.graphs.formats.common import build_graph, check_node_count, one_based_ids, read_bytes, warn_if_ids_lost, write_atomically
-from graphtransfer.graphs.formats.text import Lines, blank_lines, check_ids, header_numbers, parse_numbers, plural, scan_lines
-from graphtransfer.graphs.graph import Graph
+from graphtransfer.graphs.formats.text import (
+    Lines,
+    blank_lines,
+    check_ids,
+    check_weights,
+    header_numbers,
+    parse_numbers,
+    plural,
+    scan_lines,
+)
+from graphtransfer.graphs.graph import Graph, sorted_unique
 
 EXTENSIONS = (".graph", ".metis")
 EXPECTED = "a METIS header 'n m [fmt [ncon]]' and then one line of 1-based neighbours per node"
@@ -47,6 +56,14 @@ def read_metis(path: str | Path) -> Graph:
     owner, is_neighbour = _neighbour_entries(counts, prefix, stride)
     neighbours, token = numbers[first_token:][is_neighbour], np.flatnonzero(is_neighbour) + first_token
     check_ids(path, neighbours, lines, lambda k: int(token[k]), 1, num_nodes, "neighbour")
+    if stride == 2:  # each neighbour's edge weight follows it
+        check_weights(
+            path,
+            numbers[first_token:][token - first_token + 1],
+            lines,
+            lambda k: int(token[k]) + 1,
+            "METIS edge weights are positive integers",
+        )
     if neighbours.size != 2 * num_edges:
         raise GraphFileError(
             path,
@@ -59,10 +76,11 @@ def read_metis(path: str | Path) -> Graph:
     node_weight = None
     if prefix > layout.flags.startswith("1"):  # a node weight follows the optional size
         node_weight = values[np.cumsum(counts) - counts + int(layout.flags.startswith("1"))]
+    src, dst = owner[is_neighbour], neighbours - 1
     graph = build_graph(
         path,
-        owner[is_neighbour],
-        neighbours - 1,
+        src,
+        dst,
         num_nodes,
         repeats_expected=True,
         node_ids=one_based_ids(num_nodes),
@@ -70,13 +88,20 @@ def read_metis(path: str | Path) -> Graph:
         node_weight=node_weight,
     )
     if graph.num_edges != num_edges:
-        warnings.warn(
-            f"{path}: the lists are not symmetric (some edge is listed from one end only); read {graph.num_edges} edges, "
-            f"the header declares {num_edges}",
-            GraphInputWarning,
-            stacklevel=2,
+        symmetric = _distinct_entries(src, dst, num_nodes) == 2 * graph.num_edges  # every edge listed from both ends
+        why = (
+            "the lists repeat some neighbours or list self-loops"
+            if symmetric
+            else "the lists are not symmetric (some edge is listed from one end only)"
         )
+        warnings.warn(f"{path}: {why}; read {graph.num_edges} edges, the header declares {num_edges}", GraphInputWarning, stacklevel=2)
     return graph
+
+
+def _distinct_entries(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> int:
+    """How many distinct ``(node, neighbour)`` entries the lists hold, self-loops left out."""
+    keep = src != dst
+    return int(sorted_unique(src[keep] * num_nodes + dst[keep]).size)
 
 
 def write_metis(graph: Graph, path: str | Path) -> None:

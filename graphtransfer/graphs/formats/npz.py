@@ -101,11 +101,13 @@ def _check_weights(path: Path, weights: np.ndarray, count: int, name: str, lette
 
 
 def _check_node_ids(path: Path, node_ids: np.ndarray, num_nodes: int) -> np.ndarray:
-    """``node_ids`` as int64 or strings, one distinct id per node."""
+    """``node_ids`` as int64 or strings (unsigned ids above int64's range), one distinct id per node."""
     if node_ids.shape != (num_nodes,) or node_ids.dtype.kind not in "iuU":
         raise GraphFileError(
             path, f"node_ids has shape {node_ids.shape} and dtype {node_ids.dtype}; expected ({num_nodes},) integers or strings"
         )
+    if node_ids.dtype.kind == "u" and node_ids.size and int(node_ids.max()) > np.iinfo(np.int64).max:
+        node_ids = node_ids.astype(str)  # int64 would wrap them to negatives: kept exactly as names, as GraphML keeps such ids
     node_ids = node_ids.astype(np.int64) if node_ids.dtype.kind in "iu" else node_ids
     distinct = sorted_unique(node_ids).size if node_ids.dtype.kind == "i" else np.unique(node_ids).size
     if distinct != num_nodes:

@@ -127,6 +127,22 @@ def check_ids(path: Path, ids: np.ndarray, lines: Lines, token_of: Callable[[int
         raise GraphFileError(path, f"{what} {int(ids[k])} is outside {low}..{high}", line)
 
 
+def check_weights(
+    path: Path, weights: np.ndarray, lines: Lines, token_of: Callable[[int], int], fix: str = "fix it, or drop the weight column"
+) -> None:
+    """Edge weights a file holds must be finite and non-negative, whether or not the task reads
+    them: a NaN, an infinity or a negative weight is named with its line. ``token_of(k)`` is the
+    token position of ``weights[k]``, as for :func:`check_ids`."""
+    bad = ~np.isfinite(weights) | (weights < 0)
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise GraphFileError(
+            path,
+            f"edge weight {float(weights[k]):g} is not a finite non-negative number; {fix}",
+            lines.line_of_token(token_of(k)),
+        )
+
+
 def format_rows(rows: np.ndarray, prefix: str = "") -> str:
     """``(R, C)`` integers as ``R`` lines of ``C`` space-separated numbers after ``prefix``; one
     %-format over all of them is several times faster than ``np.savetxt``, which goes row by row."""

@@ -1,0 +1,99 @@
+"""How a graphtransfer command tunes the process it runs in: torch's huge pages, glibc's
+allocation thresholds, how idle OpenMP threads wait and how many threads to use. Importing the
+package changes none of it; the command line calls :func:`tune_process` before torch loads, and
+a Python user may call the same functions. A user's own environment variables always win.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import time
+
+MALLOC_MMAP_THRESHOLD = 64 * 2**20  # bytes: smaller blocks come from the heap and are reused
+MALLOC_TRIM_THRESHOLD = 256 * 2**20  # bytes of free heap top kept for the next allocations
+LOAD_SAMPLES = 3  # readings of the run queue that choose_threads takes, LOAD_SAMPLE_GAP seconds apart
+LOAD_SAMPLE_GAP = 0.01
+_PAGES_SET_BY_USER = "THP_MEM_ALLOC_ENABLE" in os.environ  # read, never changed, on import
+
+
+def tune_process(solving: bool = False) -> None:
+    """Tune this process for a graphtransfer command; call it before torch is imported (later
+    calls change only what torch has not read yet).
+
+    - idle OpenMP threads sleep instead of spinning (:func:`wait_passively`), so a busy
+      neighbour process costs a multi-threaded solve no more than it costs one thread;
+    - torch's large CPU tensors on huge pages for training, ordinary ones for a solve
+      (:func:`prefer_small_pages`);
+    - glibc's allocation thresholds fixed (:func:`reuse_freed_memory`).
+    """
+    wait_passively()
+    if not _PAGES_SET_BY_USER:
+        os.environ["THP_MEM_ALLOC_ENABLE"] = "0" if solving else "1"
+    reuse_freed_memory()
+
+
+def wait_passively() -> None:
+    """``OMP_WAIT_POLICY=PASSIVE`` unless the user set it (or GNU OpenMP's ``GOMP_SPINCOUNT``):
+    an OpenMP thread that reaches a barrier first sleeps until the others arrive instead of
+    spinning on its core. When another process
+    holds a core, a spinning thread takes time from the very thread it waits for; a solve on two
+    threads beside one busy process then took 3-6x as long as on one thread. Read by the OpenMP
+    runtime when torch loads."""
+    if "GOMP_SPINCOUNT" not in os.environ:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def prefer_small_pages() -> None:
+    """Ordinary pages for torch's tensors in a process that solves rather than trains (predict,
+    eval, transfer without fine-tuning), unless the user set ``THP_MEM_ALLOC_ENABLE``. A solve
+    touches most of its memory once, in its first full-graph pass, and where the kernel has no
+    free huge page at hand each huge-page fault waits for it to compact memory; training, which
+    reuses its memory for thousands of steps, gains from huge pages. Read when torch loads."""
+    if not _PAGES_SET_BY_USER and "torch" not in sys.modules:
+        os.environ["THP_MEM_ALLOC_ENABLE"] = "0"
+
+
+def reuse_freed_memory() -> None:
+    """Fix glibc's allocation thresholds: torch's CPU tensors below 64 MiB then reuse freed heap
+    memory instead of fresh pages from the kernel, and at most 256 MiB of free heap top is kept.
+    By default glibc moves both thresholds with each free, so whether a training step
+    page-faults on its activations depends on the order of its frees. 64 MiB holds a ``(N, 64)``
+    float32 activation up to N = 262,144; larger blocks stay mapped and unmapped as before.
+    Linux with glibc only; a user's own ``GLIBC_TUNABLES`` or ``MALLOC_*`` settings win."""
+    if not sys.platform.startswith("linux") or "GLIBC_TUNABLES" in os.environ or any(name.startswith("MALLOC_") for name in os.environ):
+        return
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
+        return
+    mallopt(-3, MALLOC_MMAP_THRESHOLD)  # M_MMAP_THRESHOLD
+    mallopt(-1, MALLOC_TRIM_THRESHOLD)  # M_TRIM_THRESHOLD
+
+
+def allowed_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the system has one."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def busy_elsewhere() -> int:
+    """How many other tasks are running right now: the kernel's count of runnable tasks
+    (``/proc/loadavg``) less this process's own, the least of a few readings so that a task
+    that only flickers past is not counted. 0 where the count cannot be read."""
+    readings = []
+    for sample in range(LOAD_SAMPLES):
+        if sample:
+            time.sleep(LOAD_SAMPLE_GAP)
+        try:
+            with open("/proc/loadavg") as loadavg:
+                running = int(loadavg.read().split()[3].split("/")[0])
+        except (OSError, ValueError, IndexError):
+            return 0
+        readings.append(running - 1)  # this process, which is running while it reads
+    return max(0, min(readings))
+
+
+def free_cores() -> int:
+    """The cores this process may use that no other running task holds now, at least one."""
+    return max(1, allowed_cores() - busy_elsewhere())

@@ -1,0 +1,122 @@
+"""Adaptation: a transferred policy trained further, within a wall-clock budget, on pieces of the
+graph it will be used on (breadth-first balls, :func:`graphtransfer.graphs.sample_subgraphs`),
+with the task's own reward and the run's own algorithm."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import torch
+
+from graphtransfer.config import RunConfig
+from graphtransfer.envs.factory import run_env
+from graphtransfer.envs.protocol import head_of
+from graphtransfer.errors import UsageError
+from graphtransfer.graphs import Graph, sample_subgraphs
+from graphtransfer.training.callbacks import PhaseTimer, StopAtDeadline
+from graphtransfer.training.model import check_buffer_fits, make_model
+
+ADAPT_SUBGRAPHS = 8
+"""subgraphs sampled from the destination graphs, spread over them"""
+
+ADAPT_SUBGRAPH_NODES = 1000
+"""nodes per subgraph (the whole graph where it is smaller)"""
+
+ADAPT_ROLLOUT_STEPS = 8
+"""steps per env between updates at most: short rollouts, so that a budget of seconds holds several
+updates and the last one ends close to it"""
+
+ADAPT_BATCH_SIZE = 16
+"""observations per minibatch at most: an update stops at the deadline between minibatches, so
+small ones keep it close (16 observations of 1,000 nodes: a fraction of a second)"""
+
+MAX_ADAPT_SECONDS = 7 * 24 * 3600.0
+"""a week: a longer budget is taken for a typing mistake"""
+
+_UNLIMITED_STEPS = 10**12  # the deadline ends training, not the step count
+
+
+@dataclass
+class AdaptResult:
+    """What one adaptation did.
+
+    Attributes:
+        steps: env steps trained (those of every rollout that went into an update).
+        seconds: wall-clock time spent, the sampling and the model's construction included.
+        budget: the seconds it was given.
+        subgraphs: the graphs it trained on.
+    """
+
+    steps: int
+    seconds: float
+    budget: float
+    subgraphs: list[Graph]
+
+
+def check_adapt_seconds(seconds: object) -> float:
+    """``seconds`` as a budget: a positive finite number of seconds, at most a week."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise UsageError(f"adapt seconds {seconds!r} must be a number of seconds, e.g. 60")
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_ADAPT_SECONDS):
+        raise UsageError(f"adapt seconds {seconds!r} must be more than 0 and at most {MAX_ADAPT_SECONDS:.0f} (a week), e.g. 60")
+    return float(seconds)
+
+
+def adaptation_graphs(graphs: list[Graph], seed: int, count: int = ADAPT_SUBGRAPHS, size: int = ADAPT_SUBGRAPH_NODES) -> list[Graph]:
+    """``count`` breadth-first balls of ``size`` nodes, shared out over ``graphs`` in turn (at
+    least one per graph), each graph's seeded by ``seed`` and its position."""
+    per_graph = [count // len(graphs) + (i < count % len(graphs)) for i in range(len(graphs))]
+    sampled = []
+    for i, (graph, how_many) in enumerate(zip(graphs, per_graph, strict=True)):
+        sampled += sample_subgraphs(graph, max(how_many, 1), size, seed + i)
+    return sampled
+
+
+def adapt(
+    policy,
+    config: RunConfig,
+    graphs: list[Graph],
+    seconds: float,
+    seed: int = 0,
+    log: Callable[[str], None] = print,
+    size: int = ADAPT_SUBGRAPH_NODES,
+) -> AdaptResult:
+    """Train ``policy`` in place on subgraphs of ``size`` nodes of ``graphs`` (:func:`adaptation_graphs`) with the
+    run's algorithm and settings (its envs and epochs, the learning rate at its start, rollouts of
+    at most :data:`ADAPT_ROLLOUT_STEPS` steps per env, minibatches of at most :data:`ADAPT_BATCH_SIZE`), until ``seconds`` of wall-clock
+    time have passed, the sampling and the model's construction included
+    (:class:`~graphtransfer.training.callbacks.StopAtDeadline`).
+
+    Torch threads: the process's current setting, as for fine-tuning.
+    """
+    started = time.perf_counter()
+    seconds = check_adapt_seconds(seconds)
+    subgraphs = adaptation_graphs(graphs, seed, size=size)
+    n_steps = min(config.ppo.n_steps, ADAPT_ROLLOUT_STEPS)
+    batch_size = min(config.ppo.batch_size, ADAPT_BATCH_SIZE, n_steps * config.ppo.n_envs)
+    ppo = replace(config.ppo, total_timesteps=_UNLIMITED_STEPS, threads=torch.get_num_threads(), seed=seed)
+    ppo = replace(ppo, n_steps=n_steps, batch_size=batch_size)
+    tuned = replace(config, ppo=replace(ppo, learning_rate=_start_value(ppo.learning_rate), clip_range=_start_value(ppo.clip_range)))
+    probe = run_env(tuned, subgraphs)
+    tuned = replace(tuned, head=head_of(probe))
+    check_buffer_fits(tuned, probe, log)
+    model = make_model(tuned, subgraphs, seed)
+    model.policy.load_state_dict(policy.state_dict())
+    sizes = sorted({g.num_nodes for g in subgraphs})
+    log(f"adapting on {len(subgraphs)} subgraphs of {sizes[0]}-{sizes[-1]} nodes for {seconds:g} s")
+    deadline = StopAtDeadline(started, seconds)
+    try:
+        model.learn(_UNLIMITED_STEPS, callback=[PhaseTimer(), deadline])
+    finally:
+        model.env.close()
+    steps = deadline.completed_steps if deadline.stopped else model.num_timesteps
+    policy.load_state_dict(model.policy.state_dict())
+    return AdaptResult(steps, time.perf_counter() - started, seconds, subgraphs)
+
+
+def _start_value(value: float | str) -> float | str:
+    """A schedule's starting value: ``lin_3e-4`` decays over a run's budget, and adaptation has none."""
+    return float(value[4:]) if isinstance(value, str) and value.startswith("lin_") else value

@@ -1,0 +1,90 @@
+"""predict --polish SECONDS: the policy's solution searched further, both objectives reported."""
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from graphtransfer.cli import app
+from graphtransfer.envs import is_independent_set, is_vertex_cover
+from graphtransfer.errors import UsageError
+from graphtransfer.graphs import erdos_renyi, load_graph, write_npz
+from graphtransfer.solve.polishing import check_polish_seconds, polish
+from graphtransfer.solve.predict import predict
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def graph_file(tmp_path):
+    path = tmp_path / "er.npz"
+    write_npz(erdos_renyi(1500, 8.0, 4), path)
+    return path
+
+
+def _chosen(csv_path) -> np.ndarray:
+    return np.loadtxt(csv_path, delimiter=",", skiprows=1, dtype=np.int64)[:, 1].astype(bool)
+
+
+@pytest.mark.parametrize(
+    ("task", "valid", "better"), [("mis", is_independent_set, np.greater_equal), ("mvc", is_vertex_cover, np.less_equal)]
+)
+def test_polish_writes_a_valid_solution_at_least_as_good_as_the_policys(task, valid, better, tiny_model, graph_file, tmp_path):
+    model, out = tiny_model(task), tmp_path / "polished.csv"
+    result = runner.invoke(app, ["predict", "--model", str(model), "--graph", str(graph_file), "--out", str(out), "--polish", "1"])
+    assert result.exit_code == 0, result.output
+    graph = load_graph(graph_file)
+    written = _chosen(out)
+    assert valid(graph, written)
+    _, alone = predict(model, graph)  # the same seed and decoding: the policy's own solution
+    assert f"policy: objective {alone.objective:.6g}" in result.output
+    assert f"objective {written.sum():.6g}\n" in result.output.split("local search")[1]
+    assert better(written.sum(), alone.objective)
+
+
+def test_polish_uses_its_budget_and_finds_more_than_the_policy_on_a_sparse_graph(tiny_model, graph_file, tmp_path):
+    graph = load_graph(graph_file)
+    _, alone = predict(tiny_model("mis"), graph)
+    polished = polish("mis", graph, alone.solution, 1.5, seed=0)
+    assert 1.5 <= polished.seconds < 1.5 + 1.0 and polished.iterations > 0
+    assert polished.objective > alone.objective  # a 1,500-node sparse graph always has (1,2)-swaps left after a tiny policy
+    assert is_independent_set(graph, polished.solution)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "1e9", "lots", ""])
+def test_a_bad_polish_budget_is_a_one_line_error_before_anything_runs(value, graph_file, tmp_path):
+    out = tmp_path / "s.csv"
+    result = runner.invoke(app, ["predict", "--model", "nowhere", "--graph", str(graph_file), "--out", str(out), "--polish", value])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: --polish {value!r} must be a number of seconds above 0 and at most 604800 (a week), e.g. --polish 10\n"
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("value", [0, -2.0, float("nan"), float("inf"), 10**7, "5", None, True])
+def test_the_library_refuses_a_bad_budget_by_value(value):
+    with pytest.raises(UsageError, match="polish seconds"):
+        check_polish_seconds(value)
+
+
+def test_polish_refuses_a_task_without_a_search_and_a_folder_of_graphs(tiny_model, graph_file, tmp_path):
+    out = tmp_path / "s.csv"
+    model = str(tiny_model("maxcut"))
+    result = runner.invoke(app, ["predict", "--model", model, "--graph", str(graph_file), "--out", str(out), "--polish", "1"])
+    assert result.exit_code == 2
+    assert result.stderr == "error: --polish searches mis and mvc solutions; a model of maxcut has no such search, drop --polish\n"
+    folder = runner.invoke(app, ["predict", "--model", model, "--graph", str(tmp_path), "--out", str(tmp_path / "o"), "--polish", "1"])
+    assert folder.exit_code == 2 and "name a single graph file with --graph, not a folder" in folder.stderr
+    assert not out.exists() and not (tmp_path / "o").exists()
+
+
+def test_polish_never_replaces_an_existing_file_without_force_nor_the_graph(tiny_model, graph_file, tmp_path):
+    out = tmp_path / "mine.csv"
+    out.write_text("my own work\n")
+    model = str(tiny_model("mis"))
+    result = runner.invoke(app, ["predict", "--model", model, "--graph", str(graph_file), "--out", str(out), "--polish", "1"])
+    assert result.exit_code == 2 and "--force" in result.stderr
+    assert out.read_text() == "my own work\n"
+    before = graph_file.read_bytes()
+    onto = runner.invoke(
+        app, ["predict", "--model", model, "--graph", str(graph_file), "--out", str(graph_file), "--polish", "1", "--force"]
+    )
+    assert onto.exit_code == 2 and graph_file.read_bytes() == before
