@@ -95,7 +95,8 @@ def tune(
     optuna = import_optuna()
     folder = Path(folder)
     inputs = [resolve(spec) for spec in (config.graphs, config.log.eval_graphs) if spec]
-    check_output_folder(folder, inputs, lambda found: (found / STUDY_FILE).is_file(), "study")  # or the study to continue
+    # a folder holding a study.db of any kind is the study to continue; open_study says what is wrong with a damaged one
+    check_output_folder(folder, inputs, lambda found: (found / STUDY_FILE).exists(), "study")
     folder.mkdir(parents=True, exist_ok=True)
     held_out = config.log.eval_graphs
     if held_out is None:
