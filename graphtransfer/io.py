@@ -108,7 +108,8 @@ def check_output_file(out: Path, inputs: list[Path], force: bool, option: str = 
         raise UsageError(f"{option} names no file; name a file to write, e.g. {option} solution.csv")
     check_path_form(out, option)
     if out.is_dir():
-        raise UsageError(f"{option} {out}: is a folder; name a file inside it, e.g. {option} {out / ('out' + (suffixes or ('.csv',))[0])}")
+        example = out / (f"figure{suffixes[0]}" if suffixes else "solution.csv")
+        raise UsageError(f"{option} {out}: is a folder; name a file inside it, e.g. {option} {example}")
     if suffixes and out.suffix.lower() not in suffixes:
         raise UsageError(
             f"{option} {out}: the extension names the file's format, and this output is written as {', '.join(suffixes)}; "
