@@ -88,8 +88,8 @@ def solve(
             heads: the share of the valid units committed, or under local-max the candidates as
             a share of the graph's nodes (default :data:`DEFAULT_COMMIT_FRACTION`). Node-wise
             local-max: the candidates of a pass, as a share of the graph's nodes (default: a share
-            of the graph's expected set size instead, see :func:`local_max_candidates`). Drawn, on node-wise tasks that name a
-            ``commit_action`` and a ``defer_action`` (MIS: include and defer): only the active
+            of the graph's Caro-Wei bound instead, see :func:`local_max_candidates`). Drawn, on
+            node-wise tasks that name a ``commit_action`` and a ``defer_action`` (MIS: include and defer): only the active
             nodes with the highest probability of the commit action may take it, everyone else
             defers (default 1.0: every node acts as drawn).
         finish: the task's finishing rule (:data:`graphtransfer.baselines.completion.FINISH`),
@@ -194,8 +194,8 @@ def local_max_candidates(obs: dict[str, np.ndarray], head: Head, commit_fraction
     Given a ``commit_fraction``, that share of the graph's nodes; node choice (MVC) without one,
     :data:`DEFAULT_COMMIT_FRACTION` of them. Node-wise (MIS) without one, the patience follows
     the graph: :data:`LOCAL_MAX_PATIENCE` × the graph's Caro-Wei bound, the sum over its nodes of
-    ``1 / (degree + 1)``, which is the expected size of the set that a greedy pass in random order
-    finds. A pass then commits about the same share of the set whatever the density: on graphs of
+    ``1 / (degree + 1)``, which a greedy pass in random order is expected to find at least (each
+    node that comes before all its neighbours joins). A pass then commits about the same share of the set whatever the density: on graphs of
     average degree 8 the candidates are about 2% of the nodes, on graphs of average degree 128
     about 0.1%, so the few nodes of a dense graph's set are decided over dozens of passes, each
     seeing the last one's choices, instead of in two or three. The count is fixed for the episode,
