@@ -10,6 +10,14 @@ with the exact optimum of 100-300 node graphs. Prints Markdown tables, one row a
 ``--long-search S`` adds, for MIS, a table of the policy (one rollout) against the local search
 given ``S`` seconds, and of the default's set polished in the same budget.
 
+``--degrees 4,16,64,200`` prints instead one table across density: every family of
+``--families`` at every size and average degree (Barabási–Albert: m = degree / 2; Delaunay
+graphs have degree 6 only; degrees above a fifth of the node count are skipped), the policy alone
+(default decoding, one rollout) against the task's baseline, every solution checked independently
+(MIS: independent and maximal; MVC: a cover).
+
+    .venv/bin/python bench/transfer_quality.py --task mis --reuse --sizes 1000,10000 --degrees 4,16,64,200
+
 Each task trains into ``OUT/<task>``; ``--reuse`` loads the model already there instead, so a run
 can be split into parts (train once, then evaluate a few sizes at a time).
 """
@@ -23,11 +31,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from graphtransfer.baselines import EXACT
 from graphtransfer.baselines.local_search import local_search
 from graphtransfer.baselines.mis import greedy_min_degree
+from graphtransfer.baselines.mvc import greedy_max_degree
 from graphtransfer.baselines.polish import POLISH
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.config import AUTO_ROLLOUTS, RunConfig, ppo_for_task
@@ -189,8 +199,71 @@ def long_search_line(folder: Path, graph: Graph, seconds: float) -> str:
     )
 
 
-def graphs_of(sizes: list[int]) -> list[Graph]:
-    return [make(n, SEED) for n in sizes for make in FAMILIES.values()]
+def graphs_of(sizes: list[int], families: list[str] | None = None) -> list[Graph]:
+    return [FAMILIES[name](n, SEED) for n in sizes for name in families or FAMILIES]
+
+
+DENSE_FAMILIES: dict[str, Callable[[int, float, int], Graph]] = {
+    "er": lambda n, degree, seed: erdos_renyi(n, degree, seed),
+    "ba": lambda n, degree, seed: barabasi_albert(n, max(1, round(degree / 2)), seed),
+    "rgg": lambda n, degree, seed: random_geometric(n, degree, seed),
+    "delaunay": lambda n, degree, seed: delaunay(n, seed),
+}
+"""each family at a given average degree (Delaunay: always about 6)"""
+DENSITY_BASELINE: dict[str, Callable[[Graph], object]] = {"mis": greedy_min_degree, "mvc": greedy_max_degree}
+
+
+def density_graphs(sizes: list[int], degrees: list[float], families: list[str]) -> list[tuple[str, Graph]]:
+    """(family, graph) at every size and degree, seed :data:`SEED`: degrees above a fifth of the
+    node count are skipped, and Delaunay graphs come once per size."""
+    graphs = []
+    for n in sizes:
+        for family in families:
+            for degree in degrees[:1] if family == "delaunay" else degrees:
+                if degree <= n / 5:
+                    graphs.append((family, DENSE_FAMILIES[family](n, degree, SEED)))
+    return graphs
+
+
+def checked(task: str, graph: Graph, solution) -> None:
+    """Refuse a solution that is not what the task asks for: MIS, an independent set that no node
+    can join; MVC, a vertex cover."""
+    src, dst = graph.edge_index
+    chosen = solution.astype(bool)
+    if task == "mis":
+        near = np.zeros(graph.num_nodes, dtype=bool)
+        near[dst[chosen[src]]] = True
+        if (chosen[src] & chosen[dst]).any() or not (chosen | near).all():
+            raise SystemExit(f"{graph.name}: the set is not a maximal independent set")
+    elif not (chosen[src] | chosen[dst]).all():
+        raise SystemExit(f"{graph.name}: the nodes do not cover every edge")
+
+
+DENSITY_HEADER = [
+    "| task | family | nodes | avg degree | baseline | baseline objective | policy | policy / baseline | passes | policy s "
+    "| baseline s | load |",
+    "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+]
+
+
+def density_line(task: str, folder: Path, family: str, graph: Graph) -> str:
+    """One graph: the policy alone (default decoding, one rollout, finished as predict does)
+    against the task's baseline, both checked."""
+    checkpoint = read_checkpoint(folder)
+    config = checkpoint.config
+    started = time.perf_counter()
+    baseline = DENSITY_BASELINE[task](graph)
+    baseline_seconds = time.perf_counter() - started
+    checked(task, graph, baseline)
+    loaded = policy_for_graphs(checkpoint, [graph])
+    found = solve(loaded.policy, inference_env(config, graph), finish=finish_rule(config))
+    checked(task, graph, found.solution)
+    reference = float(baseline.sum())
+    return (
+        f"| {task} | {family} | {graph.num_nodes} | {2 * graph.num_edges / graph.num_nodes:.1f} | {BASELINE[task]} | "
+        f"{reference:.0f} | {found.objective:.0f} | {found.objective / reference:.3f} | {found.passes} | {found.seconds:.1f} | "
+        f"{baseline_seconds:.1f} | {os.getloadavg()[0]:.1f} |"
+    )
 
 
 def main() -> None:
@@ -212,14 +285,29 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="evaluate the model already in OUT/<task> instead of training")
     parser.add_argument("--long-search", type=float, default=0.0, help="mis: also compare with the local search given this many seconds")
     parser.add_argument("--long-search-sizes", default="10000,30000", help="node counts of that comparison")
+    parser.add_argument("--families", default=",".join(FAMILIES), help="comma-separated families: er, ba, rgg, delaunay")
+    parser.add_argument("--degrees", help="comma-separated average degrees: print the table across density instead (mis, mvc)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     tasks = args.task or list(SIZES)
+    families = args.families.split(",")
+    if unknown := set(families) - set(FAMILIES):
+        parser.error(f"unknown families {sorted(unknown)}; use some of {', '.join(FAMILIES)}")
     seconds = {task: trained_model(task, args.out / task, args.reuse, args.steps) for task in tasks}
+    if args.degrees:
+        sizes = [int(n) for n in args.sizes.split(",")] if args.sizes else [1_000, 10_000]
+        print("\n".join(DENSITY_HEADER), flush=True)
+        for task in tasks:
+            if task not in DENSITY_BASELINE:
+                parser.error(f"--degrees compares mis and mvc only, not {task}")
+            for family, graph in density_graphs(sizes, [float(d) for d in args.degrees.split(",")], families):
+                print(density_line(task, args.out / task, family, graph), flush=True)
+        print("\ntraining wall time: " + ", ".join(f"{task} {s:.0f} s" for task, s in seconds.items()), flush=True)
+        return
     print("\n".join(quality_header(args.patience)), flush=True)
     for task in tasks:
         sizes = [int(n) for n in args.sizes.split(",")] if args.sizes else SIZES[task]
-        for graph in graphs_of(sizes):
+        for graph in graphs_of(sizes, families):
             for row in transferred_rows(args.out / task, [graph], args.patience):
                 print(quality_line(task, row), flush=True)
     if "mis" in tasks and args.exact_sizes:

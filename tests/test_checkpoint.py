@@ -92,7 +92,7 @@ def test_mismatched_architecture_names_tensors_and_shapes(saved):
     folder, _, _ = saved
     env = MISEnv([erdos_renyi(12, 3.0, 0)])
     wider = build_policy("node-wise", ModelConfig(width=32, head_width=16), env.observation_space, env.action_space)
-    with pytest.raises(CheckpointError, match=r"features_extractor\.encode\.0\.weight: checkpoint \(16, 5\) vs model \(32, 5\)"):
+    with pytest.raises(CheckpointError, match=r"features_extractor\.encode\.0\.weight: checkpoint \(16, 6\) vs model \(32, 6\)"):
         load_strict(wider, read_checkpoint(folder).tensors)
 
 

@@ -92,6 +92,23 @@ def test_features_track_live_degree(star5):
     assert int(obs["num_edges"][0]) == 0  # the residual graph has no edges left
 
 
+def test_the_caro_wei_cost_follows_the_residual_graph(path5):
+    """0 - 1 - 2 - 3 - 4: a node's cost is 1 / (d + 1) summed over itself and its neighbours."""
+    env = MISEnv([path5])
+    obs, _ = env.reset(seed=0)
+    ends, inner = 1 / 2 + 1 / 3, 1 / 3 + 1 / 2 + 1 / 3
+    assert obs["x"][:, 5].tolist() == pytest.approx(np.log([ends, inner, 1.0, inner, ends]).tolist())
+    obs, *_ = env.step(np.array([INCLUDE, DEFER, DEFER, DEFER, DEFER]))  # 0 joins, 1 leaves: 2 - 3 - 4 is left
+    assert obs["x"][:, 5].tolist() == pytest.approx([0, 0, np.log(1 / 2 + 1 / 3), np.log(1 / 3 + 1), np.log(1 / 2 + 1 / 3)])
+
+
+def test_the_caro_wei_cost_keeps_its_scale_on_dense_graphs():
+    """About 1 on a random graph of any density, while log(1 + degree) grows with it."""
+    for degree in (4.0, 64.0):
+        obs, _ = MISEnv([erdos_renyi(2000, degree, 0)]).reset(seed=0)
+        assert abs(float(np.median(obs["x"][:2000, 5]))) < 0.1, degree
+
+
 def test_passes_sb3_and_gymnasium_checkers():
     graphs = [erdos_renyi(n, 3.0, n) for n in (10, 20)]
     sb3_check_env(MISEnv(graphs), warn=False)

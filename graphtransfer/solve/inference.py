@@ -26,7 +26,7 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.utils import to_dense_batch
 
 from graphtransfer.baselines.completion import FinishedSet
-from graphtransfer.config import DECODINGS, DEFAULT_COMMIT_FRACTION, LOCAL_MAX_COMMIT_FRACTION, ORDER_NOISE
+from graphtransfer.config import DECODINGS, DEFAULT_COMMIT_FRACTION, LOCAL_MAX_PATIENCE, ORDER_NOISE
 from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.envs.protocol import EnvFeatures, Head, features_of
 from graphtransfer.errors import UsageError
@@ -87,9 +87,9 @@ def solve(
             (at least one); ``None`` is the default of the head and decoding. Node- and edge-choice
             heads: the share of the valid units committed, or under local-max the candidates as
             a share of the graph's nodes (default :data:`DEFAULT_COMMIT_FRACTION`). Node-wise
-            local-max: the candidates of a pass, as a share of the graph's nodes (default
-            :data:`LOCAL_MAX_COMMIT_FRACTION`). Drawn, on node-wise tasks that name a
-            ``commit_action`` and a ``defer_action`` (MIS: include and defer): only the active
+            local-max: the candidates of a pass, as a share of the graph's nodes (default: a share
+            of the graph's Caro-Wei bound instead, see :func:`local_max_candidates`). Drawn, on
+            node-wise tasks that name a ``commit_action`` and a ``defer_action`` (MIS: include and defer): only the active
             nodes with the highest probability of the commit action may take it, everyone else
             defers (default 1.0: every node acts as drawn).
         finish: the task's finishing rule (:data:`graphtransfer.baselines.completion.FINISH`),
@@ -103,10 +103,13 @@ def solve(
     torch.manual_seed(seed)
     features = features_of(env)
     decoding = check_decoding(env, features, decoding)
+    given_fraction = commit_fraction
     commit_fraction = check_commit_fraction(env, features, commit_fraction, decoding)
     act = STEPS[features.head]
     if decoding in LOCAL_MAX_DECODINGS:
-        act = functools.partial(LOCAL_MAX_STEPS[features.head], order_noise=ORDER_NOISE if decoding == LOCAL_MAX_SAMPLED else 0.0)
+        candidates = local_max_candidates(obs, features.head, given_fraction)
+        noise = ORDER_NOISE if decoding == LOCAL_MAX_SAMPLED else 0.0
+        act = functools.partial(LOCAL_MAX_STEPS[features.head], candidates=candidates, order_noise=noise)
     done, passes, rewards = False, 0, []
     with torch.inference_mode():
         while not done:
@@ -150,13 +153,11 @@ def check_decoding(env: gym.Env, features: EnvFeatures, decoding: str | None) ->
 
 def check_commit_fraction(env: gym.Env, features: EnvFeatures, commit_fraction: float | None, decoding: str = DRAWN) -> float:
     """The fraction to decode with: ``commit_fraction`` or the default of the head and decoding
-    (node and edge choice :data:`DEFAULT_COMMIT_FRACTION`, node-wise local-max
-    :data:`LOCAL_MAX_COMMIT_FRACTION`, otherwise 1); a fraction below 1 for a node-wise env that
-    names no commit and defer actions is a usage error."""
+    (node and edge choice :data:`DEFAULT_COMMIT_FRACTION`, otherwise 1; node-wise local-max takes
+    its candidates from :func:`local_max_candidates` instead); a fraction below 1 for a node-wise
+    env that names no commit and defer actions is a usage error."""
     if commit_fraction is None:
-        if features.head.chooses:
-            return DEFAULT_COMMIT_FRACTION
-        return LOCAL_MAX_COMMIT_FRACTION if decoding in LOCAL_MAX_DECODINGS else 1.0
+        return DEFAULT_COMMIT_FRACTION if features.head.chooses else 1.0
     if not 0 < commit_fraction <= 1:
         raise UsageError(f"commit fraction {commit_fraction} must be in (0, 1]")
     ignored = _why_no_fraction(features)
@@ -202,7 +203,35 @@ def _node_wise_step(policy, env, features, obs, deterministic, generator, commit
     return env.step(actions)
 
 
-def _local_max_step(policy, env, features, obs, deterministic, generator, commit_fraction, order_noise=0.0):
+def local_max_candidates(obs: dict[str, np.ndarray], head: Head, commit_fraction: float | None) -> int:
+    """How many of the surest undecided nodes are candidates in every pass of the local-max
+    decoding, from the episode's first observation (the whole graph).
+
+    Given a ``commit_fraction``, that share of the graph's nodes; node choice (MVC) without one,
+    :data:`DEFAULT_COMMIT_FRACTION` of them. Node-wise (MIS) without one, the patience follows
+    the graph: :data:`LOCAL_MAX_PATIENCE` × the graph's Caro-Wei bound, the sum over its nodes of
+    ``1 / (degree + 1)``, which a greedy pass in random order is expected to find at least (each
+    node that comes before all its neighbours joins). A pass then commits about the same share of the set whatever the density: on graphs of
+    average degree 8 the candidates are about 2% of the nodes, on graphs of average degree 128
+    about 0.1%, so the few nodes of a dense graph's set are decided over dozens of passes, each
+    seeing the last one's choices, instead of in two or three. The count is fixed for the episode,
+    so the passes do not grow with the graph's size (see :func:`local_max_commits`).
+    """
+    num_nodes = int(obs["num_nodes"][0])
+    if commit_fraction is not None or head is not Head.NODE_WISE:
+        return max(1, math.ceil((commit_fraction or DEFAULT_COMMIT_FRACTION) * num_nodes))
+    return max(1, math.ceil(LOCAL_MAX_PATIENCE * caro_wei_bound(obs)))
+
+
+def caro_wei_bound(obs: dict[str, np.ndarray]) -> float:
+    """The sum over the observation's nodes of ``1 / (degree + 1)``, degrees counted on its edges:
+    a lower bound on the largest independent set (Caro 1979, Wei 1981)."""
+    num_nodes, num_edges = int(obs["num_nodes"][0]), int(obs["num_edges"][0])
+    degree = np.bincount(obs["edge_index"][0, :num_edges], minlength=num_nodes)
+    return float(np.sum(1.0 / (degree + 1.0)))
+
+
+def _local_max_step(policy, env, features, obs, deterministic, generator, commit_fraction, candidates, order_noise=0.0):
     active = _active_nodes(features, obs)
     actions = np.full(obs["x"].shape[0], features.defer_action, dtype=np.int64)
     if active.size:
@@ -210,7 +239,6 @@ def _local_max_step(policy, env, features, obs, deterministic, generator, commit
         confidence = policy.get_distribution(compact).probs[0, :, features.commit_action]
         if order_noise:
             confidence = with_gumbel_noise(torch.logit(confidence, eps=LOGIT_EPS), order_noise, generator)
-        candidates = max(1, math.ceil(commit_fraction * int(obs["num_nodes"][0])))  # of the whole graph: see local_max_commits
         commits = local_max_commits(confidence, compact["edge_index"][0], candidates)
         actions[active[commits.cpu().numpy()]] = features.commit_action
     return env.step(actions)
@@ -238,10 +266,10 @@ def local_max_commits(confidence: torch.Tensor, edge_index: torch.Tensor, candid
     done in parallel as Luby's algorithm does with random priorities: the policy, not chance,
     picks who goes first, and the next pass ranks again what is left. The number of candidates
     is the patience: a node commits only when it is among the surest of the whole graph, not
-    merely of its neighbourhood. The decoding takes a fixed share of the graph's nodes per pass,
-    so the passes do not grow with the graph and the last, small passes go fast; a share of the
-    nodes still undecided instead took up to three times the passes for the same sets
-    (``bench/RESULTS.md``, "Transfer quality").
+    merely of its neighbourhood. The decoding keeps one count of candidates for the whole episode
+    (:func:`local_max_candidates`), so the passes do not grow with the graph and the last, small
+    passes go fast; a share of the nodes still undecided instead took up to three times the
+    passes for the same sets (``bench/RESULTS.md``, "Transfer quality").
 
     Shapes:
         confidence: ``(N,)``; edge_index: ``(2, E)`` directed edges (both directions);
@@ -335,9 +363,9 @@ def _choice_step(policy, env, features, obs, deterministic, generator, commit_fr
     return step_many(chosen) if step_many else env.step(int(chosen[0]))
 
 
-def _local_max_choice_step(policy, env, features, obs, deterministic, generator, commit_fraction, order_noise=0.0):
-    """Node choice with ``step_many``: of the ``commit_fraction`` × the graph's node count
-    top-scoring valid nodes, those that outscore every valid neighbour are committed together
+def _local_max_choice_step(policy, env, features, obs, deterministic, generator, commit_fraction, candidates, order_noise=0.0):
+    """Node choice with ``step_many``: of the ``candidates`` top-scoring valid nodes (see
+    :func:`local_max_candidates`), those that outscore every valid neighbour are committed together
     (see :func:`local_max_commits`); two adjacent hubs are never both taken in one pass."""
     active = _active_nodes(features, obs)
     compact = obs_to_tensors(active_subgraph(obs, active), policy.device)
@@ -348,7 +376,6 @@ def _local_max_choice_step(policy, env, features, obs, deterministic, generator,
     valid_t = torch.from_numpy(valid).to(scores.device)
     scores = scores[0] if not order_noise else with_gumbel_noise(scores[0], order_noise, generator)
     scores = scores.masked_fill(~valid_t, float("-inf"))
-    candidates = max(1, math.ceil(commit_fraction * int(obs["num_nodes"][0])))
     commits = local_max_commits(scores, compact["edge_index"][0], min(candidates, int(valid.sum()))) & valid_t
     return features.step_many(active[commits.cpu().numpy()])
 
