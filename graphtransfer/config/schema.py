@@ -11,6 +11,7 @@ Where the values come from and in which order is :mod:`graphtransfer.config.laye
 
 from __future__ import annotations
 
+import math
 import re
 import types
 import typing
@@ -392,3 +393,16 @@ def _number(value: Any) -> int | float | None:
     if isinstance(value, str) and _NUMBER.match(value.strip()):
         return float(value)
     return None
+
+
+MAX_BUDGET_SECONDS = 7 * 24 * 3600.0
+"""the longest time budget an option takes (--adapt, --polish): a week"""
+
+
+def check_budget_seconds(seconds: object, what: str, example: int) -> float:
+    """``seconds`` as a time budget for ``what``: a positive finite number, at most a week."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise UsageError(f"{what} seconds {seconds!r} must be a number of seconds, e.g. {example}")
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_BUDGET_SECONDS):
+        raise UsageError(f"{what} seconds {seconds!r} must be more than 0 and at most {MAX_BUDGET_SECONDS:.0f} (a week), e.g. {example}")
+    return float(seconds)

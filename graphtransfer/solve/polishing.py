@@ -5,7 +5,6 @@ larger sets at equal seconds (bench/RESULTS.md, "Adaptation and policy-guided se
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ import numpy as np
 from graphtransfer.baselines.local_search import iterated_local_search
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.config import RunConfig
+from graphtransfer.config.schema import check_budget_seconds
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, resolve
 from graphtransfer.io import check_output_file
@@ -24,7 +24,6 @@ from graphtransfer.solve.predict import predict, write_solution
 POLISH_TASKS = ("mis", "mvc")
 """the tasks whose solutions ``--polish`` searches from (a set, or a cover as its complement)"""
 
-MAX_POLISH_SECONDS = 7 * 24 * 3600.0
 """a week: a longer search is taken for a typing mistake"""
 
 
@@ -46,12 +45,8 @@ class Polished:
 
 
 def check_polish_seconds(seconds: object) -> float:
-    """``seconds`` of search: a positive finite number, at most a week."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-        raise UsageError(f"polish seconds {seconds!r} must be a number of seconds, e.g. 10")
-    if not (math.isfinite(seconds) and 0 < seconds <= MAX_POLISH_SECONDS):
-        raise UsageError(f"polish seconds {seconds!r} must be more than 0 and at most {MAX_POLISH_SECONDS:.0f} (a week), e.g. 10")
-    return float(seconds)
+    """``seconds`` of polish: a positive finite number, at most a week."""
+    return check_budget_seconds(seconds, "polish", 10)
 
 
 def check_polish_task(config: RunConfig) -> str:

@@ -4,7 +4,6 @@ with the task's own reward and the run's own algorithm."""
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -12,9 +11,9 @@ from dataclasses import dataclass, replace
 import torch
 
 from graphtransfer.config import RunConfig
+from graphtransfer.config.schema import check_budget_seconds
 from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import head_of
-from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, sample_subgraphs
 from graphtransfer.training.callbacks import PhaseTimer, StopAtDeadline
 from graphtransfer.training.model import check_buffer_fits, make_model
@@ -33,7 +32,6 @@ ADAPT_BATCH_SIZE = 16
 """observations per minibatch at most: an update stops at the deadline between minibatches, so
 small ones keep it close (16 observations of 1,000 nodes: a fraction of a second)"""
 
-MAX_ADAPT_SECONDS = 7 * 24 * 3600.0
 """a week: a longer budget is taken for a typing mistake"""
 
 _UNLIMITED_STEPS = 10**12  # the deadline ends training, not the step count
@@ -57,12 +55,8 @@ class AdaptResult:
 
 
 def check_adapt_seconds(seconds: object) -> float:
-    """``seconds`` as a budget: a positive finite number of seconds, at most a week."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-        raise UsageError(f"adapt seconds {seconds!r} must be a number of seconds, e.g. 60")
-    if not (math.isfinite(seconds) and 0 < seconds <= MAX_ADAPT_SECONDS):
-        raise UsageError(f"adapt seconds {seconds!r} must be more than 0 and at most {MAX_ADAPT_SECONDS:.0f} (a week), e.g. 60")
-    return float(seconds)
+    """``seconds`` of adapt: a positive finite number, at most a week."""
+    return check_budget_seconds(seconds, "adapt", 60)
 
 
 def adaptation_graphs(graphs: list[Graph], seed: int, count: int = ADAPT_SUBGRAPHS, size: int = ADAPT_SUBGRAPH_NODES) -> list[Graph]:
