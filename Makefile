@@ -21,7 +21,7 @@ demo: install  ## train on sample_graphs/small, transfer to the 250k-node graph,
 	$(BIN)/graphtransfer transfer --src small --dst large
 	$(BIN)/graphtransfer predict --model runs/mis/large --graph large --out runs/mis/large/solution.csv --force
 
-test: install  ## the test suite (what CI runs)
+test: install lint  ## the lint, then the test suite (what CI runs)
 	$(BIN)/python -m pytest -q
 
 docs: install  ## the documentation site into site/ (mkdocs, strict: a warning fails the build)
@@ -35,7 +35,7 @@ bench: install  ## ratios against ../shared/plain-recipe, run as it is (about 65
 	$(BIN)/python -m bench.predict_scale --model runs/mis/small
 	$(BIN)/python -m bench.node_order --model runs/mis/small
 
-lint: install
+lint: install  ## ruff over the package, tests, bench and examples (relative imports banned)
 	$(BIN)/ruff check graphtransfer tests sample_graphs bench examples
 
 clean:

@@ -36,14 +36,38 @@ def modules() -> dict[str, Path]:
     return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
+def absolute_module(node: ast.ImportFrom, importer: str, is_package: bool) -> str:
+    """The module a ``from ... import`` names, with a relative one (``from ..solve``) resolved."""
+    if node.level == 0:
+        return node.module or ""
+    base = importer.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imported_by_name(node: ast.AST) -> str | None:
+    """The module an ``importlib.import_module("...")`` or ``__import__("...")`` call names, if a constant."""
+    if not isinstance(node, ast.Call) or not node.args or not isinstance(node.args[0], ast.Constant):
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    return node.args[0].value if name in ("import_module", "__import__") and isinstance(node.args[0].value, str) else None
+
+
 def imports_of(path: Path, known: set[str]) -> set[str]:
-    """The package's modules that ``path`` imports anywhere in its body."""
+    """The package's modules that ``path`` imports anywhere in its body: ``import``, ``from ... import``
+    (relative ones resolved) and ``importlib.import_module`` / ``__import__`` of a constant name."""
+    importer = module_name(path)
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = absolute_module(node, importer, path.name == "__init__.py")
+            names = [module] + [f"{module}.{alias.name}" for alias in node.names]
+        elif imported_by_name(node):
+            names = [imported_by_name(node)]
         else:
             continue
         found |= {name for name in names if name in known}
@@ -93,6 +117,13 @@ def test_there_is_no_import_cycle(graph):
             visit(start, [start])
 
 
+def test_no_stage_imports_the_facade(graph):
+    """``graphtransfer/__init__.py`` re-exports every stage; a stage importing from it (``from
+    graphtransfer import train``) would reach up through it, an arrow no other check sees."""
+    facade = [a for a, targets in graph.items() if "graphtransfer" in targets]
+    assert not facade, "modules importing the package's facade instead of the stage: " + ", ".join(sorted(facade))
+
+
 def test_nothing_imports_the_cli(graph):
     assert not [
         a
@@ -124,6 +155,20 @@ def definitions(name: str) -> list[str]:
 )
 def test_one_of_each_mechanism(function, home):
     assert definitions(function) == [home]
+
+
+@pytest.mark.parametrize(
+    ("marker", "home"),
+    [
+        ("/proc/meminfo", "graphtransfer.solve.memory"),  # the one available-memory reader, whatever its name
+        ("safetensors.torch", "graphtransfer.checkpoint"),  # the one reader and writer of weight files
+        ("memory.max", "graphtransfer.solve.memory"),  # cgroup limits
+    ],
+)
+def test_one_of_each_mechanism_by_what_it_touches(marker, home):
+    """A second loader or memory reader under another name still has to touch the same file or library."""
+    touching = sorted(module for module, path in modules().items() if marker in path.read_text())
+    assert touching == [home], f"{marker!r} is used outside {home}: {touching}"
 
 
 def test_envs_are_probed_for_optional_members_in_one_place_only():
