@@ -154,3 +154,22 @@ def test_eval_every_needs_eval_graphs(tmp_path):
     result = runner.invoke(app, ["train", "--eval-every", "100", "--out", str(tmp_path / "m")])
     assert result.exit_code == 2
     assert result.stderr == "error: log.eval_every=100 needs held-out graphs to evaluate on: add --eval-graphs SET\n"
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (lambda: RunConfig(ppo=PPOConfig(n_steps=0)), "RunConfig: ppo.n_steps: 0 must be at least 1"),
+        (lambda: RunConfig(ppo=PPOConfig(learning_rate="fast")), "RunConfig: ppo.learning_rate: 'fast' is not a number"),
+        (lambda: RunConfig(algo="sac"), "RunConfig: algo: 'sac' is not one of ppo, a2c, dqn"),
+        (lambda: RunConfig(horizon=float("nan")), "RunConfig: horizon: expected an integer or null"),
+    ],
+)
+def test_a_config_built_in_python_is_checked_before_training(tmp_path, config, message):
+    """The Python API validates like YAML and --set do, before any graph is loaded or folder made."""
+    from graphtransfer import train
+    from graphtransfer.errors import UsageError
+
+    with pytest.raises(UsageError, match=message.replace("(", r"\(")):
+        train(config(), tmp_path / "run")
+    assert not (tmp_path / "run").exists()

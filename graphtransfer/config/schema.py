@@ -231,6 +231,12 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def check(self, source: str = "RunConfig") -> None:
+        """Validate a config built in Python as YAML, ``--set`` and config.json are validated: a value
+        of the wrong type, out of range or not one of its choices is a :class:`UsageError` naming
+        the dotted key (``RunConfig: ppo.n_steps: 0 is below 1 ...``)."""
+        check_layer(source, self.to_dict())
+
     def to_yaml(self) -> str:
         """The whole config as YAML that ``train --config`` reads back to the same config."""
         header = "# graphtransfer run config: 'graphtransfer train --config THIS_FILE' repeats the run\n"

@@ -101,6 +101,7 @@ def train(
         result = train(RunConfig(task="mis", graphs="small"), callback=EvalCallback(eval_env, eval_freq=500))
         action, _ = result.model.predict(obs, deterministic=True)
     """
+    config.check()
     graphs = load_graphs(config.graphs)
     ppo = config.ppo
     if config.algo == "ppo" and ppo.batch_size > ppo.n_steps * ppo.n_envs:  # A2C takes whole rollouts, DQN replayed steps
