@@ -110,11 +110,9 @@ NodeOrderOption = Annotated[
     str,
     typer.Option(
         metavar="auto|given",
-        help=f"auto (default): mis and mvc solve graphs of {RENUMBER_FROM_NODES:,} nodes or more with the nodes renumbered so "
-        "that neighbours sit close in memory, where that shortens the edges 4x (reverse Cuthill-McKee: meshes and geometric "
-        "graphs; the MIS solve of a 250,000-node random geometric graph 2.0 s instead of 2.7 s); the solution is still "
-        "written in the graph's own order and ids. given: as the file "
-        "numbers them (the same seed then gives exactly the set of releases before this option).",
+        help=f"auto (default): mis and mvc solve graphs of {RENUMBER_FROM_NODES:,} nodes or more with the nodes renumbered "
+        "(reverse Cuthill-McKee) so that neighbours sit close in memory, where that shortens the edges; the solution is "
+        "still written in the graph's own order and ids. given: the nodes as the file numbers them.",
     ),
 ]
 MaxPassesOption = Annotated[
@@ -125,10 +123,9 @@ ONE_THREAD_BELOW = 10_000
 ThreadsOption = Annotated[
     int | None,
     typer.Option(
-        help="Torch CPU threads (default: every core this process may use: 6.2 s instead of 8.0 s for MIS on the 250k graph on "
-        f"2 cores; no change at 10k nodes; predict on a graph of fewer than {ONE_THREAD_BELOW:,} nodes: 1, since there each "
-        "operation is too small to share: 32 rollouts on 200 nodes took 1.3 s on one thread, 28-32 s on two of a busy machine); "
-        "1 leaves the other cores to other jobs."
+        help="Torch CPU threads. Default: one per core this process may use that no other running process holds "
+        f"(read from the load average); 1 on a graph of fewer than {ONE_THREAD_BELOW:,} nodes, where each operation is too "
+        "small to share. 1 leaves the other cores to other jobs; docs/performance.md has the measurements."
     ),
 ]
 MixedPrecisionOption = Annotated[bool, typer.Option(help="bfloat16 message passing on CUDA (autocast); ignored on the CPU.")]
