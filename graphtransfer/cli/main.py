@@ -91,7 +91,7 @@ DecodingOption = Annotated[
     typer.Option(
         metavar="[local-max|drawn|local-max-sampled]",
         help="mis and mvc: local-max (default) commits, each pass, the surest undecided nodes the policy ranks above all "
-        "their undecided neighbours; drawn is the decoding before local-max (mis: every node acts as the policy draws; mvc: the "
+        "their undecided neighbours; drawn: every node acts as the policy draws (mis), or the "
         "top-scoring valid nodes); local-max-sampled is local-max on a ranking drawn near the policy's (seeded; a different "
         "set per --seed). Other tasks: drawn.",
     ),
@@ -103,7 +103,7 @@ RolloutsOption = Annotated[
         help=f"Run the policy K times, 1 to {MAX_ROLLOUTS} (seeds --seed, --seed + 1, ...), and keep the best solution; still "
         f"the policy alone, no search. auto (default): {ROLLOUT_NODE_BUDGET:,} // the graph's nodes, 1 to {MAX_AUTO_ROLLOUTS} "
         f"({MAX_AUTO_ROLLOUTS} up to {ROLLOUT_NODE_BUDGET // MAX_AUTO_ROLLOUTS} nodes, 1 from {ROLLOUT_NODE_BUDGET // 2 + 1:,} on). "
-        "With the default decoding of mis and mvc every other rollout is local-max-sampled. 1: a single rollout, the decoding before auto.",
+        "With the default decoding of mis and mvc every other rollout is local-max-sampled. 1: a single rollout.",
     ),
 ]
 NodeOrderOption = Annotated[
