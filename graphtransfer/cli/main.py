@@ -91,8 +91,8 @@ DecodingOption = Annotated[
     typer.Option(
         metavar="[local-max|drawn|local-max-sampled]",
         help="mis and mvc: local-max (default) commits, each pass, the surest undecided nodes the policy ranks above all "
-        "their undecided neighbours; drawn: every node acts as the policy draws (mis), or the "
-        "top-scoring valid nodes); local-max-sampled is local-max on a ranking drawn near the policy's (seeded; a different "
+        "their undecided neighbours; drawn: every node acts as the policy draws (mis) or the "
+        "top-scoring valid nodes commit (mvc); local-max-sampled is local-max on a ranking drawn near the policy's (seeded; a different "
         "set per --seed). Other tasks: drawn.",
     ),
 ]
