@@ -23,7 +23,7 @@ LOCK_NAME = ".graphtransfer.lock"
 LOCK_TIMEOUT_SECONDS = 120.0
 
 
-def write_atomically(path: str | Path, write: Callable[[Path], None]) -> None:
+def write_atomically(path: str | Path, write: Callable[[Path], object]) -> None:
     """Run ``write`` on a temporary path beside ``path``, flush it to disk, rename it over ``path``.
 
     The rename alone is atomic against a killed process; the flush makes it so across a power

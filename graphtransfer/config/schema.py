@@ -15,6 +15,7 @@ import math
 import re
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from importlib import resources
 from typing import Any, Literal, Union
@@ -221,7 +222,7 @@ class RunConfig:
     log: LogConfig = field(default_factory=LogConfig)
 
     def __post_init__(self) -> None:
-        self.head = str(self.head)  # a Head enum member is stored as its plain value
+        self.head = typing.cast(HeadName, str(self.head))  # a Head enum member is stored as its plain value
 
     @property
     def name(self) -> str:
@@ -296,7 +297,7 @@ def check_layer(source: str, data: dict[str, Any]) -> dict[str, Any]:
     return checked
 
 
-def _declared(kind: type) -> dict[str, tuple[Any, dict]]:
+def _declared(kind: type) -> dict[str, tuple[Any, Mapping[str, Any]]]:
     """Each field's type hint and metadata, by name."""
     hints = typing.get_type_hints(kind)
     return {f.name: (hints[f.name], f.metadata) for f in fields(kind)}
@@ -312,7 +313,7 @@ def _check_section(source: str, section: str, values: dict[str, Any]) -> dict[st
     return checked
 
 
-def _check_value(source: str, key: str, value: Any, hint: Any, metadata: dict) -> Any:
+def _check_value(source: str, key: str, value: Any, hint: Any, metadata: Mapping[str, Any]) -> Any:
     """``value`` converted to ``hint``'s type and checked against the key's range or choices."""
     options = typing.get_args(hint) if typing.get_origin(hint) in (Union, types.UnionType) else (hint,)
     converted = _convert(value, options)

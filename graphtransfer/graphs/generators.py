@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from graphtransfer.errors import GraphInputError
@@ -85,7 +87,12 @@ def delaunay(num_nodes: int, seed: int) -> Graph:
     return graph
 
 
-GENERATORS = {"erdos_renyi": erdos_renyi, "barabasi_albert": barabasi_albert, "random_geometric": random_geometric, "delaunay": delaunay}
+GENERATORS: dict[str, Callable[..., Graph]] = {
+    "erdos_renyi": erdos_renyi,
+    "barabasi_albert": barabasi_albert,
+    "random_geometric": random_geometric,
+    "delaunay": delaunay,
+}
 _DENSITY_FIXED = {"delaunay"}  # generators whose density is not a parameter
 
 
@@ -113,6 +120,7 @@ def generation_bytes(spec: dict) -> int:
     """About the most memory :func:`generate` takes for ``spec``, from its expected edge count,
     so that a graph too large for the machine is refused before anything is allocated."""
     nodes = int(spec.get("num_nodes", 0))
+    undirected: float
     if spec.get("generator") == "barabasi_albert":
         undirected = nodes * int(spec.get("m", 1))
     elif spec.get("generator") in _DENSITY_FIXED:

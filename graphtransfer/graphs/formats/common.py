@@ -5,6 +5,7 @@ with warnings for what was dropped."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -107,7 +108,7 @@ def one_direction(graph: Graph) -> np.ndarray:
     return graph.edge_index[:, : graph.num_edges]
 
 
-def weights_of(path: Path, values: list[bytes | str | None], kind: str) -> np.ndarray | None:
+def weights_of(path: Path, values: Sequence[bytes | str | None], kind: str) -> np.ndarray | None:
     """The weights a file gives its nodes or edges (``None`` where one has none) as float64
     ``(len(values),)``, or None when none has one, or only some (with a warning)."""
     given = sum(value is not None for value in values)
@@ -121,7 +122,7 @@ def weights_of(path: Path, values: list[bytes | str | None], kind: str) -> np.nd
         )
         return None
     try:
-        return np.array([float(value) for value in values], dtype=np.float64)
+        return np.array([float(value) for value in values if value is not None], dtype=np.float64)  # every one given here
     except ValueError:
         bad = next(value for value in values if not _is_number(value))
         text = bad.decode(errors="backslashreplace") if isinstance(bad, bytes) else str(bad)
@@ -130,7 +131,7 @@ def weights_of(path: Path, values: list[bytes | str | None], kind: str) -> np.nd
 
 def _is_number(value: bytes | str | None) -> bool:
     try:
-        float(value)
+        float(value)  # type: ignore[arg-type]  # None is a TypeError, caught
     except (TypeError, ValueError):
         return False
     return True

@@ -10,6 +10,7 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
@@ -193,7 +194,7 @@ class _Walk:
             )
         return int(value)
 
-    def fail(self, cause: str, token: int) -> None:
+    def fail(self, cause: str, token: int) -> NoReturn:
         raise GraphFileError(self.path, cause, _line(self.body, token))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import NoReturn
 from xml.parsers import expat
 
 import numpy as np
@@ -95,7 +96,7 @@ class _Collector:
     def refuse_doctype(self, *_: object) -> None:
         self.fail("a <!DOCTYPE> declaration; GraphML needs none, and graphtransfer refuses them (entity expansion)")
 
-    def fail(self, cause: str) -> None:
+    def fail(self, cause: str) -> NoReturn:
         raise GraphFileError(self.path, cause, self.parser.CurrentLineNumber)
 
 

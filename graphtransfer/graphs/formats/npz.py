@@ -8,6 +8,7 @@ import zipfile
 import zlib
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,7 @@ def read_npz(path: str | Path) -> Graph:
 def write_npz(graph: Graph, path: str | Path) -> None:
     """Write ``edge_index`` (one direction per edge), ``num_nodes`` and, when the graph has them,
     ``node_ids``, ``edge_weight`` and ``node_weight``, atomically."""
-    ids = {} if graph.node_ids is None else {"node_ids": graph.node_ids}
+    ids: dict[str, Any] = {} if graph.node_ids is None else {"node_ids": graph.node_ids}
     if graph.edge_weight is not None:
         ids["edge_weight"] = graph.edge_weight[: graph.num_edges]  # the columns of one_direction(graph)
     if graph.node_weight is not None:

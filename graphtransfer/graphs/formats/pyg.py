@@ -9,6 +9,7 @@ needs PyG's four storage classes allowed, and nothing beyond them.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -115,7 +116,8 @@ def _unpack(path: Path, content: object) -> tuple[np.ndarray, np.ndarray | int |
             raise GraphFileError(path, f"the saved dict has no 'edge_index' (keys: {sorted(map(str, content))[:8]}); expected {EXPECTED}")
         edge_index, num_nodes, features = content["edge_index"], content.get("num_nodes"), content.get("x")
     elif type(content).__name__ == "Data" and hasattr(content, "edge_index"):
-        edge_index, num_nodes, features = content.edge_index, content.num_nodes, None
+        data = cast(Any, content)  # a PyG Data, read as plain attributes (torch_geometric need not be installed)
+        edge_index, num_nodes, features = data.edge_index, data.num_nodes, None
     else:
         raise GraphFileError(path, f"holds a {type(content).__name__}; expected {EXPECTED}")
     if num_nodes is None and isinstance(features, torch.Tensor) and features.dim() >= 1:

@@ -94,6 +94,7 @@ def parse_numbers(path: Path, body: bytes, lines: Lines, dtype: type, what: str)
     expected = int(lines.counts.sum())
     if not expected:
         return np.empty(0, dtype=dtype)
+    values: np.ndarray | None
     try:
         values = np.fromstring(body, dtype=dtype, sep=" ")
     except ValueError:
