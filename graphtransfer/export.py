@@ -1,24 +1,33 @@
-"""Exporting a model folder as a Stable-Baselines3 zip, for users who want ``PPO.load`` (or the
-``load`` of the run's algorithm).
+"""Exporting a model folder: as a Stable-Baselines3 zip, for users who want ``PPO.load`` (or the
+``load`` of the run's algorithm), or as an ONNX file that runs the policy without Python.
 
 Trusted-only: an SB3 zip holds pickles (its ``data`` entry is read with ``cloudpickle.loads``), so
 loading one can run code. We write them for people who load their own files; graphtransfer never
-loads one (:mod:`graphtransfer.checkpoint` refuses them).
+loads one (:mod:`graphtransfer.checkpoint` refuses them). An ONNX file holds no code: a graph of
+operators and the weights.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
+import logging
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import torch
 from sb3_contrib import MaskablePPO
 from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from graphtransfer.checkpoint import read_checkpoint
+from graphtransfer.envs.protocol import Head
 from graphtransfer.errors import UsageError
-from graphtransfer.graphs import resolve
-from graphtransfer.io import atomic_write, check_output_file
+from graphtransfer.graphs import Graph, barabasi_albert, random_geometric, resolve
+from graphtransfer.io import atomic_write, check_output_file, write_atomically
+from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.training.a2c import MaskableA2C
 from graphtransfer.training.dqn import GraphDQN
 from graphtransfer.training.model import load_model
@@ -55,3 +64,147 @@ def loader_name(algorithm: BaseAlgorithm) -> str:
         if isinstance(algorithm, sb3_class):
             return sb3_class.__name__
     raise ValueError(f"no SB3 loader known for {type(algorithm).__name__}")
+
+
+ONNX_HEADS = (Head.NODE_WISE, Head.NODE_CHOICE)
+ONNX_OPSET = 18
+ONNX_TOLERANCE = 1e-4
+"""largest difference allowed between the ONNX file's outputs and the policy's on the check graphs"""
+ONNX_EXTRA = "pip install 'graphtransfer[onnx]' (onnx, onnxscript and onnxruntime)"
+
+
+@dataclass(frozen=True)
+class OnnxExport:
+    """What :func:`export_onnx` wrote: the file's inputs and outputs and how well it was checked."""
+
+    path: Path
+    head: str
+    num_node_features: int
+    outputs_per_node: int
+    checked_nodes: tuple[int, ...]
+    """the sizes of the graphs the file was run on against the policy"""
+    max_difference: float
+
+
+class NodeScorer(torch.nn.Module):
+    """One pass of a node-head policy as a function of one graph: node features ``x`` ``(N, F)``
+    and edges ``edge_index`` ``(2, E)`` (both directions, int64) to per-node outputs ``(N, K)``: the
+    logits of the ``K`` actions of every node (node-wise heads), or one score per node (node-choice).
+    """
+
+    def __init__(self, policy):
+        super().__init__()
+        self.extractor, self.head = policy.features_extractor, policy.node_head
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        return self.head(self.extractor.embed_gathered(x, edge_index))
+
+
+def export_onnx(model: str | Path, out: str | Path, env: str | None = None, force: bool = False) -> OnnxExport:
+    """Write the policy in folder ``model`` as an ONNX file: one pass of the network (features and
+    edges in, per-node outputs out) for graphs of any size; the env's features and the decoding
+    stay the caller's (docs: "Deployment without Python"). Node heads only, without edge
+    features. The file is run with ONNX Runtime on two graphs of other sizes than the one it was
+    traced on and must equal the policy there (within :data:`ONNX_TOLERANCE`) before it replaces
+    ``out``; ``out`` never replaces a graph or a model's files, an existing file only with ``force``.
+    """
+    out = Path(out)
+    check_output_file(out, [], force, "--onnx")
+    if out.suffix != ".onnx":
+        raise UsageError(f"--onnx {out}: name the file *.onnx")
+    checkpoint = read_checkpoint(model, env)
+    head = Head(checkpoint.config.head)
+    if head not in ONNX_HEADS:
+        raise UsageError(
+            f"--onnx: {model} has the {head.value} head; ONNX export covers node-wise and node-choice heads "
+            "(mis, mvc, mvc-weighted, maxcut), export it with --sb3 instead"
+        )
+    onnx, onnxruntime = _onnx_modules()
+    checks = [_observed(checkpoint, graph, env) for graph in (random_geometric(300, 6.0, seed=1), barabasi_albert(2_000, 3, seed=2))]
+    loaded = policy_for_graphs(checkpoint, [random_geometric(64, 6.0, seed=0)], env=env)
+    if loaded.policy.features_extractor.edge_encoders is not None:
+        raise UsageError(f"--onnx: {model} reads edge features; ONNX export covers models without them, export it with --sb3 instead")
+    scorer = NodeScorer(loaded.policy).eval()
+    example = _inputs(loaded.env.reset(seed=0)[0])
+    found: list[float] = []
+
+    def write(tmp: Path) -> None:
+        _trace(scorer, example, tmp)
+        document = onnx.load(str(tmp))
+        metadata = {"task": checkpoint.config.name, "head": head.value, "num_node_features": example[0].shape[1]}
+        metadata |= {"outputs_per_node": int(scorer.head[-1].out_features), "format": 1}
+        onnx.helper.set_model_props(document, {f"graphtransfer.{key}": str(value) for key, value in metadata.items()})
+        onnx.save(document, str(tmp))
+        found.append(_largest_difference(onnxruntime, tmp, checks))
+
+    write_atomically(out, write)
+    return OnnxExport(out, head.value, example[0].shape[1], int(scorer.head[-1].out_features), tuple(len(c[0]) for c in checks), found[0])
+
+
+def _onnx_modules():
+    """onnx and onnxruntime, or a :class:`UsageError` saying how to install them (onnxscript too:
+    torch's exporter needs it)."""
+    try:
+        import onnx
+        import onnxruntime
+        import onnxscript  # noqa: F401  (torch.onnx.export's translator)
+    except ImportError as err:
+        raise UsageError(f"--onnx needs the {err.name} package: {ONNX_EXTRA}") from None
+    return onnx, onnxruntime
+
+
+def _inputs(obs: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """One observation of the contract as the exported function's inputs, padding cut off."""
+    nodes, edges = int(np.asarray(obs["num_nodes"]).reshape(-1)[0]), int(np.asarray(obs["num_edges"]).reshape(-1)[0])
+    x = torch.as_tensor(np.asarray(obs["x"]).reshape(-1, obs["x"].shape[-1])[:nodes], dtype=torch.float32)
+    edge_index = torch.as_tensor(np.asarray(obs["edge_index"]).reshape(2, -1)[:, :edges], dtype=torch.int64)
+    return x, edge_index
+
+
+def _observed(checkpoint, graph: Graph, env: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inputs on ``graph`` and the policy's own per-node outputs there (its usual path)."""
+    loaded = policy_for_graphs(checkpoint, [graph], env=env)
+    obs, _ = loaded.env.reset(seed=0)
+    x, edge_index = _inputs(obs)
+    with torch.no_grad():
+        outputs, _, _ = loaded.policy.node_outputs({key: torch.as_tensor(np.asarray(value))[None] for key, value in obs.items()}, False)
+    return x.numpy(), edge_index.numpy(), outputs[0, : x.shape[0]].numpy()
+
+
+def _trace(scorer: NodeScorer, example: tuple[torch.Tensor, torch.Tensor], path: Path) -> None:
+    """torch's exporter with dynamic node and edge counts, its progress lines and warnings silenced."""
+    nodes, edges = torch.export.Dim("nodes", min=2), torch.export.Dim("edges", min=1)
+    quiet = [logging.getLogger(name) for name in ("torch.onnx", "torch.export", "onnxscript")]
+    levels = [logger.level for logger in quiet]
+    try:
+        for logger in quiet:
+            logger.setLevel(logging.ERROR)
+        with torch.no_grad(), warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                scorer,
+                example,
+                str(path),
+                input_names=["x", "edge_index"],
+                output_names=["node_outputs"],
+                dynamic_shapes={"x": {0: nodes}, "edge_index": {1: edges}},
+                opset_version=ONNX_OPSET,
+                dynamo=True,
+                verbose=False,
+            )
+    finally:
+        for logger, level in zip(quiet, levels, strict=True):
+            logger.setLevel(level)
+
+
+def _largest_difference(onnxruntime, path: Path, checks: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> float:
+    """Run the file on every check graph; the largest difference from the policy, or a
+    ``RuntimeError`` above :data:`ONNX_TOLERANCE` (the file is then not kept)."""
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    largest = 0.0
+    for x, edge_index, expected in checks:
+        (got,) = session.run(None, {"x": x, "edge_index": edge_index})
+        largest = max(largest, float(np.abs(got - expected).max()))
+    if not largest <= ONNX_TOLERANCE:
+        raise RuntimeError(f"the ONNX file differs from the policy by {largest:.2e} (more than {ONNX_TOLERANCE}); nothing was written")
+    return largest

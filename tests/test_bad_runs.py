@@ -317,7 +317,7 @@ def test_export_of_an_interrupted_run_says_so(tmp_path, monkeypatch):
     result = runner.invoke(app, ["export", "stopped", "--sb3", "stopped.zip"])
     assert result.exit_code == 0, result.output
     assert result.stderr == (
-        "warning: stopped holds a training run interrupted at step 96 of 30000; the zip holds the policy as it was then "
+        "warning: stopped holds a training run interrupted at step 96 of 30000; the export holds the policy as it was then "
         "(graphtransfer train --resume stopped finishes the run)\n"
     )
     save_model("finished", RunConfig(head="node-wise", model=MODEL), info={"training": {"steps": 30016, "complete": True}})

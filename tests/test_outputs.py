@@ -61,6 +61,7 @@ def scratch(folder: Path, model: Path) -> dict[str, Path]:
     existing.write_text("keep me\n")
     (folder / "existing.png").write_bytes(b"\x89PNG keep me")
     (folder / "existing.zip").write_bytes(b"PK keep me")
+    (folder / "existing.onnx").write_bytes(b"keep me")
     return {
         "graph": graph,
         "model": folder / "model",
@@ -88,13 +89,14 @@ WRITERS = {
     "eval --plot": (lambda t, w: ["eval", "--model", w["model"], "--graphs", w["graph"], "--plot", t], True),
     "plot --out": (lambda t, w: ["plot", w["model"], "--out", t], True),
     "export --sb3": (lambda t, w: ["export", w["model"], "--graphs", w["graph"], "--sb3", t], True),
+    "export --onnx": (lambda t, w: ["export", w["model"], "--onnx", t], True),
     "graphs convert": (lambda t, w: ["graphs", "convert", w["graph"], t], True),
     "graphs generate": (lambda t, w: ["graphs", "generate", t, "--nodes", "10"], False),  # reads no input: --force may replace g.txt
     "train --out": (lambda t, w: ["train", "--graphs", w["graph"], *TRAIN, "--out", t], False),
     "transfer --out": (lambda t, w: ["transfer", "--src", w["model"], "--dst", w["graph"], "--out", t], False),
     "tune --out": (lambda t, w: ["tune", "--graphs", w["graph"], "--steps", "64", "--n-trials", "1", "--out", t], False),
 }
-NAMED_AS = {"predict --draw": ".png", "eval --plot": ".png", "plot --out": ".png", "export --sb3": ".zip"}
+NAMED_AS = {"predict --draw": ".png", "eval --plot": ".png", "plot --out": ".png", "export --sb3": ".zip", "export --onnx": ".onnx"}
 TARGETS = {
     "an input": lambda w: w["graph"],
     "a model folder's file": lambda w: w["victim"] / CONFIG,

@@ -709,30 +709,52 @@ def plot(
 def export(
     model: Annotated[Path, typer.Argument(help="Model folder written by train or transfer.")],
     sb3: Annotated[
-        Path,
+        Path | None,
         typer.Option(help="SB3 zip to write, for PPO.load (MaskablePPO.load: node choice; the command names the class). Trusted-only."),
-    ],
+    ] = None,
+    onnx: Annotated[
+        Path | None,
+        typer.Option(
+            help="ONNX file to write: one pass of the policy (node features and edges in, per-node outputs out) for graphs of "
+            "any size, runnable without Python by ONNX Runtime; node-wise and node-choice heads without edge features. "
+            "Checked against the policy on two graphs before it is kept. Needs graphtransfer[onnx]."
+        ),
+    ] = None,
     graphs: Annotated[
         str | None, typer.Option(help="Graphs whose env the zip's spaces are sized for (default: those the model was trained on).")
     ] = None,
     env: EnvOption = None,
-    force: Annotated[bool, typer.Option(help="Replace --sb3 if it exists; never a graph or a model file.")] = False,
+    force: Annotated[bool, typer.Option(help="Replace --sb3 or --onnx if it exists; never a graph or a model file.")] = False,
 ) -> None:
-    """Write a model as a Stable-Baselines3 zip. Load it only yourself: SB3 zips hold pickles, which can run code.
+    """Write a model as a Stable-Baselines3 zip (--sb3) or an ONNX file (--onnx), or both. Load an SB3 zip only
+    yourself: SB3 zips hold pickles, which can run code; an ONNX file holds none.
 
-    Example: graphtransfer export runs/mis/small --sb3 mis.zip
+    Example: graphtransfer export runs/mis/small --onnx mis.onnx
     """
     from graphtransfer.checkpoint import read_checkpoint
-    from graphtransfer.export import export_sb3
+    from graphtransfer.export import export_onnx, export_sb3
 
-    algorithm = export_sb3(model, sb3, graphs, env, force)
-    typer.echo(f"wrote {sb3}: load it with {algorithm}.load({str(sb3)!r}, env=...) and the run's env on the same graphs")
+    if sb3 is None and onnx is None:
+        raise UsageError("export: name what to write: --sb3 FILE.zip, --onnx FILE.onnx, or both")
+    if sb3 is not None and onnx is not None and sb3.resolve() == onnx.resolve():
+        raise UsageError(f"export: --sb3 and --onnx both name {sb3}; give each its own file")
+    if sb3 is not None:
+        algorithm = export_sb3(model, sb3, graphs, env, force)
+        typer.echo(f"wrote {sb3}: load it with {algorithm}.load({str(sb3)!r}, env=...) and the run's env on the same graphs")
+    if onnx is not None:
+        written = export_onnx(model, onnx, env, force)
+        typer.echo(
+            f"wrote {onnx}: inputs x (nodes, {written.num_node_features}) float32 and edge_index (2, edges) int64, output "
+            f"node_outputs (nodes, {written.outputs_per_node}) ({written.head} head); run by ONNX Runtime on graphs of "
+            f"{' and '.join(f'{n:,}' for n in written.checked_nodes)} nodes: largest difference from the policy "
+            f"{written.max_difference:.1e}"
+        )
     stopped = read_checkpoint(model, env).interrupted_at()
     if stopped:
         named = f" --env {env}" if env else ""
         typer.echo(
-            f"warning: {model} holds a training run interrupted at step {stopped[0]} of {stopped[1]}; the zip holds the policy as it "
-            f"was then (graphtransfer train --resume {model}{named} finishes the run)",
+            f"warning: {model} holds a training run interrupted at step {stopped[0]} of {stopped[1]}; the export holds the policy as "
+            f"it was then (graphtransfer train --resume {model}{named} finishes the run)",
             err=True,
         )
 

@@ -139,12 +139,23 @@ class GNNExtractor(BaseFeaturesExtractor):
             elif sparse:
                 h = self._structure_embeddings(obs, graph)
             else:
-                context = self._edge_context(graph.edge_attr, edges[1], num_nodes)
-                h = self._encode(graph.x)
-                for index, conv in enumerate(self.convs):
-                    out = torch.relu(self._with_edges(conv(h, edges), index, context))
-                    h = h + out if self._residual(index) else out
+                h = self.embed_gathered(graph.x, edges, self._edge_context(graph.edge_attr, edges[1], num_nodes))
         return h.float(), graph
+
+    def embed_gathered(self, x: torch.Tensor, edge_index: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
+        """Node embeddings over gathered edge tensors, PyG's layers as they are: the path on a GPU
+        and the one an exported policy (ONNX) holds, where a cached sparse structure cannot go.
+        The same numbers as the structure path (tested to 1e-5).
+
+        Shapes:
+            x: ``(N, F)``; edge_index: ``(2, E)``; context: ``(N, F_e)`` from :meth:`_edge_context`
+            or ``None``; returns ``(N, width)``.
+        """
+        h = self._encode(x)
+        for index, conv in enumerate(self.convs):
+            out = torch.relu(self._with_edges(conv(h, edge_index), index, context))
+            h = h + out if self._residual(index) else out
+        return h
 
     def _edge_context(self, edge_attr: torch.Tensor | None, destination: torch.Tensor, num_nodes: int) -> torch.Tensor | None:
         """Each node's mean incoming edge features, what the layers' edge term reads; ``None``
