@@ -55,6 +55,9 @@ LOCAL_MAX_PATIENCE = 0.15
 """the MIS local-max decoding's candidates per pass by default: the surest undecided nodes, this share of the graph's
 Caro-Wei bound (the sum over nodes of ``1 / (degree + 1)``, what a greedy pass in random order is expected to find at least); on
 graphs of average degree 8 that is about 2% of the nodes, on denser graphs fewer"""
+LEAVE_OUT_PATIENCE = 0.15
+"""the MVC local-max decoding's candidates per pass by default: the active nodes the policy ranks lowest, this share of the
+graph's Caro-Wei bound; those that rank below every active neighbour stay out of the cover and their neighbours join it"""
 AUTO_ROLLOUTS = "auto"
 """``--rollouts auto`` (the default): ``ROLLOUT_NODE_BUDGET // num_nodes`` rollouts, at least 1 and at most
 :data:`MAX_AUTO_ROLLOUTS`"""

@@ -26,7 +26,7 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.utils import to_dense_batch
 
 from graphtransfer.baselines.completion import FinishedSet
-from graphtransfer.config import DECODINGS, DEFAULT_COMMIT_FRACTION, LOCAL_MAX_PATIENCE, ORDER_NOISE
+from graphtransfer.config import DECODINGS, DEFAULT_COMMIT_FRACTION, LEAVE_OUT_PATIENCE, LOCAL_MAX_PATIENCE, ORDER_NOISE
 from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.envs.protocol import EnvFeatures, Head, features_of
 from graphtransfer.errors import UsageError
@@ -108,8 +108,11 @@ def solve(
     act = STEPS[features.head]
     if decoding in LOCAL_MAX_DECODINGS:
         candidates = local_max_candidates(obs, features.head, given_fraction)
+        step = LOCAL_MAX_STEPS[features.head]
+        if features.covers:  # MVC: decide who stays out of the cover (see leave_out_candidates)
+            candidates, step = leave_out_candidates(obs, given_fraction), _leave_out_step
         noise = ORDER_NOISE if decoding == LOCAL_MAX_SAMPLED else 0.0
-        act = functools.partial(LOCAL_MAX_STEPS[features.head], candidates=candidates, order_noise=noise)
+        act = functools.partial(step, candidates=candidates, order_noise=noise)
     done, passes, rewards = False, 0, []
     with torch.inference_mode():
         while not done:
@@ -378,6 +381,42 @@ def _local_max_choice_step(policy, env, features, obs, deterministic, generator,
     scores = scores.masked_fill(~valid_t, float("-inf"))
     commits = local_max_commits(scores, compact["edge_index"][0], min(candidates, int(valid.sum()))) & valid_t
     return features.step_many(active[commits.cpu().numpy()])
+
+
+def leave_out_candidates(obs: dict[str, np.ndarray], commit_fraction: float | None) -> int:
+    """How many of the lowest-scoring active nodes are candidates to stay out of the cover in every
+    pass of a covering env's local-max decoding (see :func:`_leave_out_step`), from the episode's
+    first observation: ``commit_fraction`` of the graph's nodes if given, else
+    :data:`LEAVE_OUT_PATIENCE` × the graph's Caro-Wei bound (:func:`caro_wei_bound`).
+
+    The nodes left out of a cover form an independent set, a few percent of a dense graph's nodes;
+    sized by that set's expected size rather than by the cover's, the passes stay a few dozen at any
+    density, as MIS's do (:func:`local_max_candidates`).
+    """
+    if commit_fraction is not None:
+        return max(1, math.ceil(commit_fraction * int(obs["num_nodes"][0])))
+    return max(1, math.ceil(LEAVE_OUT_PATIENCE * caro_wei_bound(obs)))
+
+
+def _leave_out_step(policy, env, features, obs, deterministic, generator, commit_fraction, candidates, order_noise=0.0):
+    """One local-max pass of a covering env (MVC), seen from the complement: the nodes left out of
+    a cover form an independent set, so the ``candidates`` lowest-scoring active nodes that score
+    below every active neighbour (:func:`local_max_commits` on the negated scores) stay out, and
+    every active neighbour of theirs joins the cover at once. Each node that joins has a
+    neighbour left out, so none is redundant, and the lowest-scoring node always stays out, so
+    every pass covers something. Committing only the local maxima instead adds an independent
+    set per pass while a dense graph's cover holds nearly all its nodes: the passes then grow
+    with the density."""
+    active = _active_nodes(features, obs)
+    compact = obs_to_tensors(active_subgraph(obs, active), policy.device)
+    scores = policy.node_scores(compact, with_values=False)[0][0]
+    if order_noise:
+        scores = with_gumbel_noise(scores, order_noise, generator)
+    edge_index = compact["edge_index"][0]
+    left_out = local_max_commits(-scores, edge_index, candidates)
+    joins = torch.zeros_like(left_out)
+    joins[edge_index[1, left_out[edge_index[0]]]] = True
+    return features.step_many(active[joins.cpu().numpy()])
 
 
 def _graph_level_step(policy, env, features, obs, deterministic, generator, commit_fraction):
