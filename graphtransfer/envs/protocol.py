@@ -163,7 +163,7 @@ def _check_members(name: str, task: Any, members: dict[str, Any]) -> None:
         raise UsageError(f"{name} declares only one of commit_action and defer_action; patient decoding needs both, or neither")
     covers = members["covers"]
     if covers is not None and (not isinstance(covers, bool) or (covers and members["step_many"] is None)):
-        raise UsageError(f"{name}.covers is {covers!r}; declare True only beside a step_many method (a node-choice cover task), or leave it out")
+        raise UsageError(f"{name}.covers is {covers!r}; declare True only beside a step_many method (a cover task), or leave it out")
     for member in ("solution", "active_nodes", "action_masks", "step_many"):
         if members[member] is not None and not callable(members[member]):
             raise UsageError(f"{name}.{member} is not a method; see graphtransfer.envs.protocol for what it must be")
