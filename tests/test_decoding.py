@@ -353,5 +353,3 @@ def test_a_briefly_trained_mvc_policy_covers_dense_graphs_with_fewer_nodes_than_
         loaded = policy_for_graphs(tiny_model("mvc"), [graph])
         found = solve(loaded.policy, loaded.env)
         assert found.feasible and found.objective <= greedy_max_degree(graph).sum()
-
-
