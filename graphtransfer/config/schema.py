@@ -34,7 +34,8 @@ CONVS: tuple[str, ...] = typing.get_args(Conv)
 Decoding = Literal["local-max", "drawn", "local-max-sampled"]
 DECODINGS: tuple[str, ...] = typing.get_args(Decoding)
 """how node-wise tasks with commit and defer actions (MIS) and node-choice tasks with ``step_many`` (MVC) decode:
-``local-max`` (the default: each pass, the surest nodes that the policy ranks above every undecided neighbour commit),
+``local-max`` (the default: each pass, the surest nodes that the policy ranks above every undecided neighbour commit; MVC:
+the nodes it ranks below every uncovered neighbour stay out of the cover and their neighbours join),
 ``drawn`` (MIS: every node acts as drawn, with a commit fraction below 1 only the surest may commit; MVC: the top-scoring
 valid nodes commit) or ``local-max-sampled`` (local-max on a ranking drawn near the policy's: each node's log-odds plus
 Gumbel noise of scale :data:`ORDER_NOISE`, seeded)"""
