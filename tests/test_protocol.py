@@ -17,6 +17,7 @@ def test_built_in_tasks_declare_what_they_enable():
     assert mis.head is Head.NODE_WISE and mis.patient and mis.inference_horizon == 256 and mis.step_many is None
     assert mvc.head is Head.NODE_CHOICE and not mvc.patient and mvc.step_many is not None and mvc.action_masks is not None
     assert mvc.sense == "min" and mis.sense == "max"
+    assert mvc.covers and not mis.covers
     assert isinstance(MISEnv(GRAPHS), GraphEnvProtocol)
 
 
@@ -32,12 +33,30 @@ class OddHead(MISEnv):
     head = "hyperedge-wise"
 
 
+class VagueCover(MVCEnv):
+    covers = "yes"
+
+
+class CoverWithoutSteps(MISEnv):
+    covers = True
+
+
+class NodeWiseCover(MISEnv):
+    covers = True
+
+    def step_many(self, nodes):
+        return self.step(nodes)
+
+
 @pytest.mark.parametrize(
     ("env_class", "message"),
     [
         (OnlyCommit, "OnlyCommit declares only one of commit_action and defer_action"),
         (Sideways, "Sideways.sense is 'up'; declare 'max' or 'min'"),
         (OddHead, "OddHead.head is 'hyperedge-wise'; declare one of node-wise, node-choice, edge-wise, edge-choice, graph-level"),
+        (VagueCover, "VagueCover.covers is 'yes'; declare True only beside a step_many method"),
+        (CoverWithoutSteps, "CoverWithoutSteps.covers is True; declare True only beside a step_many method"),
+        (NodeWiseCover, "NodeWiseCover.covers is True but its head is node-wise; covers applies to node choice"),
     ],
 )
 def test_a_member_that_could_not_work_is_named(env_class, message):

@@ -22,6 +22,7 @@ from graphtransfer.cli.graphs import app as graphs_app
 from graphtransfer.config import (
     AUTO_ROLLOUTS,
     DEFAULT_COMMIT_FRACTION,
+    LEAVE_OUT_PATIENCE,
     LOCAL_MAX_PATIENCE,
     MAX_AUTO_ROLLOUTS,
     MAX_DRAW_NODES,
@@ -78,8 +79,10 @@ MaxNodesOption = Annotated[
 CommitFractionOption = Annotated[
     float | None,
     typer.Option(
-        help="Share of the nodes one pass may commit, most confident first. Node-choice tasks such as mvc: the candidates "
-        f"per pass, default {DEFAULT_COMMIT_FRACTION} (of the graph's nodes under local-max, of the valid ones under drawn). "
+        help="Share of the nodes one pass may commit, most confident first. mvc, --decoding local-max: the candidates to stay "
+        f"out of the cover per pass, as a share of the graph's nodes (default: {LEAVE_OUT_PATIENCE} of the graph's Caro-Wei "
+        "bound). Other node-choice tasks, and mvc under --decoding drawn: the candidates per pass, default "
+        f"{DEFAULT_COMMIT_FRACTION} (of the graph's nodes under local-max, of the valid ones under drawn). "
         "mis, --decoding local-max: the candidates per pass, as a share of the graph's nodes; smaller finds larger sets in "
         f"more passes (default: {LOCAL_MAX_PATIENCE} of the graph's Caro-Wei bound, the sum of 1/(degree+1), about 0.02 of "
         "the nodes at average degree 8 and fewer on denser graphs). mis, --decoding drawn: "
@@ -91,8 +94,9 @@ DecodingOption = Annotated[
     typer.Option(
         metavar="[local-max|drawn|local-max-sampled]",
         help="mis and mvc: local-max (default) commits, each pass, the surest undecided nodes the policy ranks above all "
-        "their undecided neighbours; drawn: every node acts as the policy draws (mis) or the "
-        "top-scoring valid nodes commit (mvc); local-max-sampled is local-max on a ranking drawn near the policy's (seeded; a different "
+        "their undecided neighbours (mvc: leaves out of the cover the nodes it ranks below all their uncovered neighbours, "
+        "whose neighbours join); drawn: every node acts as the policy draws (mis) or the top-scoring valid nodes commit (mvc); "
+        "local-max-sampled is local-max on a ranking drawn near the policy's (seeded; a different "
         "set per --seed). Other tasks: drawn.",
     ),
 ]

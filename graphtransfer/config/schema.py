@@ -35,7 +35,8 @@ CONVS: tuple[str, ...] = typing.get_args(Conv)
 Decoding = Literal["local-max", "drawn", "local-max-sampled"]
 DECODINGS: tuple[str, ...] = typing.get_args(Decoding)
 """how node-wise tasks with commit and defer actions (MIS) and node-choice tasks with ``step_many`` (MVC) decode:
-``local-max`` (the default: each pass, the surest nodes that the policy ranks above every undecided neighbour commit),
+``local-max`` (the default: each pass, the surest nodes that the policy ranks above every undecided neighbour commit; MVC:
+the nodes it ranks below every uncovered neighbour stay out of the cover and their neighbours join),
 ``drawn`` (MIS: every node acts as drawn, with a commit fraction below 1 only the surest may commit; MVC: the top-scoring
 valid nodes commit) or ``local-max-sampled`` (local-max on a ranking drawn near the policy's: each node's log-odds plus
 Gumbel noise of scale :data:`ORDER_NOISE`, seeded)"""
@@ -56,6 +57,9 @@ LOCAL_MAX_PATIENCE = 0.15
 """the MIS local-max decoding's candidates per pass by default: the surest undecided nodes, this share of the graph's
 Caro-Wei bound (the sum over nodes of ``1 / (degree + 1)``, what a greedy pass in random order is expected to find at least); on
 graphs of average degree 8 that is about 2% of the nodes, on denser graphs fewer"""
+LEAVE_OUT_PATIENCE = 0.15
+"""the MVC local-max decoding's candidates per pass by default: the active nodes the policy ranks lowest, this share of the
+graph's Caro-Wei bound; those that rank below every active neighbour stay out of the cover and their neighbours join it"""
 AUTO_ROLLOUTS = "auto"
 """``--rollouts auto`` (the default): ``ROLLOUT_NODE_BUDGET // num_nodes`` rollouts, at least 1 and at most
 :data:`MAX_AUTO_ROLLOUTS`"""

@@ -34,6 +34,7 @@ class MVCEnv(GraphEnv):
     sense = "min"
     objective_name = "vertex cover size"
     renumberable = True
+    covers = True  # the local-max decoding picks who stays out of the cover (graphtransfer.solve.inference)
 
     def __init__(self, graphs: Graphs, horizon: int | None = None):
         graphs = as_graphs(graphs)

@@ -69,6 +69,9 @@ class GraphEnvProtocol(Protocol):
     - ``step_many(nodes) -> step result`` -- node choice: commit several nodes in one pass.
     - ``commit_action: int`` and ``defer_action: int`` -- node-wise: patient decoding
       (``--commit-fraction`` below 1) lets only the surest nodes commit, the rest defer.
+    - ``covers: bool`` -- node choice with ``step_many``: the task is a vertex cover (every
+      observed edge needs a chosen endpoint; the valid nodes are the active ones), so the
+      local-max decoding decides which nodes stay out and chooses their neighbours.
     - ``inference_horizon: int`` -- the episode length at inference (default: training's).
     - ``horizon: int`` -- a settable episode length; set to the inference horizon when an env is
       built for inference.
@@ -100,6 +103,7 @@ class EnvFeatures:
     step_many: Callable[[np.ndarray], tuple] | None
     commit_action: int | None
     defer_action: int | None
+    covers: bool | None
     inference_horizon: int | None
     num_graphs: int
 
@@ -110,6 +114,7 @@ class EnvFeatures:
         "step_many",
         "commit_action",
         "defer_action",
+        "covers",
         "inference_horizon",
     )
 
@@ -126,8 +131,11 @@ def features_of(env: gym.Env) -> EnvFeatures:
     members = {name: getattr(task, name, None) for name in EnvFeatures.OPTIONAL}
     _check_members(type(task).__name__, task, members)
     has_solution = members["solution"] is not None
+    head = head_of(env)
+    if members["covers"] and head is not Head.NODE_CHOICE:
+        raise UsageError(f"{type(task).__name__}.covers is True but its head is {head}; covers applies to node choice, leave it out")
     return EnvFeatures(
-        head=head_of(env),
+        head=head,
         sense=getattr(task, "sense", "max"),
         objective=getattr(task, "objective", None) if has_solution else None,
         feasible=getattr(task, "feasible", None) if has_solution else None,
@@ -153,6 +161,9 @@ def _check_members(name: str, task: Any, members: dict[str, Any]) -> None:
         raise UsageError(f"{name}.sense is {sense!r}; declare 'max' or 'min' (whether eval's objective is maximised)")
     if (members["commit_action"] is None) != (members["defer_action"] is None):
         raise UsageError(f"{name} declares only one of commit_action and defer_action; patient decoding needs both, or neither")
+    covers = members["covers"]
+    if covers is not None and (not isinstance(covers, bool) or (covers and members["step_many"] is None)):
+        raise UsageError(f"{name}.covers is {covers!r}; declare True only beside a step_many method (a cover task), or leave it out")
     for member in ("solution", "active_nodes", "action_masks", "step_many"):
         if members[member] is not None and not callable(members[member]):
             raise UsageError(f"{name}.{member} is not a method; see graphtransfer.envs.protocol for what it must be")

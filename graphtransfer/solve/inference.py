@@ -1,8 +1,9 @@
 """Running a policy on one graph until the task is solved: no gradients, no SB3 predict detour.
 
 Each head decodes differently: node-wise policies with commit and defer actions (MIS) and
-node-choice policies with ``step_many`` (MVC) commit, by default, the surest nodes that the
-policy ranks above all their active neighbours (``local-max``); under ``drawn`` node-wise
+node-choice policies with ``step_many`` commit, by default, the surest nodes that the policy
+ranks above all their active neighbours (``local-max``), and covering ones (MVC) leave out of the
+cover the nodes it ranks below all their active neighbours, whose neighbours join; under ``drawn`` node-wise
 policies act on every active node as drawn (with a commit fraction below 1 only the most
 confident ones commit) and node-choice policies commit the top-scoring valid nodes; other
 node-wise policies act as drawn; edge-wise policies act on every observed edge at once;
@@ -26,7 +27,7 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.utils import to_dense_batch
 
 from graphtransfer.baselines.completion import FinishedSet
-from graphtransfer.config import DECODINGS, DEFAULT_COMMIT_FRACTION, LOCAL_MAX_PATIENCE, ORDER_NOISE
+from graphtransfer.config import DECODINGS, DEFAULT_COMMIT_FRACTION, LEAVE_OUT_PATIENCE, LOCAL_MAX_PATIENCE, ORDER_NOISE
 from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.envs.protocol import EnvFeatures, Head, features_of
 from graphtransfer.errors import UsageError
@@ -76,9 +77,11 @@ def solve(
         decoding: node-wise envs with commit and defer actions (MIS): ``local-max`` (the default;
             see :func:`local_max_commits`) or ``drawn`` (every node acts as drawn, or patiently
             with a ``commit_fraction`` below 1, see :func:`patient_actions`). Node-choice envs
-            with ``step_many`` (MVC): ``local-max`` (the default: the top-scoring valid nodes
-            that outscore every valid neighbour) or ``drawn`` (the top-scoring valid nodes,
-            Gumbel top-k when sampling). ``local-max-sampled``, for both: local-max on the
+            with ``step_many``: ``local-max`` (the default: the top-scoring valid nodes that
+            outscore every valid neighbour; for envs that declare ``covers`` (MVC), the
+            neighbours of the lowest-scoring nodes that score below every neighbour, see
+            :func:`leave_out_joins`) or ``drawn`` (the top-scoring valid nodes, Gumbel top-k when
+            sampling). ``local-max-sampled``, for both: local-max on the
             policy's scores (MIS: the log-odds of including) plus Gumbel noise of scale
             :data:`graphtransfer.config.ORDER_NOISE`, a ranking drawn near the policy's, so that
             seeded rollouts differ. Other envs decode as drawn; naming ``local-max`` or
@@ -86,7 +89,8 @@ def solve(
         commit_fraction: the share of the nodes that one pass may commit, most confident first
             (at least one); ``None`` is the default of the head and decoding. Node- and edge-choice
             heads: the share of the valid units committed, or under local-max the candidates as
-            a share of the graph's nodes (default :data:`DEFAULT_COMMIT_FRACTION`). Node-wise
+            a share of the graph's nodes (default :data:`DEFAULT_COMMIT_FRACTION`; covering envs:
+            the candidates to stay out, default from :func:`leave_out_candidates`). Node-wise
             local-max: the candidates of a pass, as a share of the graph's nodes (default: a share
             of the graph's Caro-Wei bound instead, see :func:`local_max_candidates`). Drawn, on
             node-wise tasks that name a ``commit_action`` and a ``defer_action`` (MIS: include and defer): only the active
@@ -108,8 +112,11 @@ def solve(
     act = STEPS[features.head]
     if decoding in LOCAL_MAX_DECODINGS:
         candidates = local_max_candidates(obs, features.head, given_fraction)
+        step = LOCAL_MAX_STEPS[features.head]
+        if features.covers:  # MVC: decide who stays out of the cover (see leave_out_candidates)
+            candidates, step = leave_out_candidates(obs, given_fraction), _leave_out_step
         noise = ORDER_NOISE if decoding == LOCAL_MAX_SAMPLED else 0.0
-        act = functools.partial(LOCAL_MAX_STEPS[features.head], candidates=candidates, order_noise=noise)
+        act = functools.partial(step, candidates=candidates, order_noise=noise)
     done, passes, rewards = False, 0, []
     with torch.inference_mode():
         while not done:
@@ -207,7 +214,7 @@ def local_max_candidates(obs: dict[str, np.ndarray], head: Head, commit_fraction
     """How many of the surest undecided nodes are candidates in every pass of the local-max
     decoding, from the episode's first observation (the whole graph).
 
-    Given a ``commit_fraction``, that share of the graph's nodes; node choice (MVC) without one,
+    Given a ``commit_fraction``, that share of the graph's nodes; node choice without one,
     :data:`DEFAULT_COMMIT_FRACTION` of them. Node-wise (MIS) without one, the patience follows
     the graph: :data:`LOCAL_MAX_PATIENCE` × the graph's Caro-Wei bound, the sum over its nodes of
     ``1 / (degree + 1)``, which a greedy pass in random order is expected to find at least (each
@@ -378,6 +385,56 @@ def _local_max_choice_step(policy, env, features, obs, deterministic, generator,
     scores = scores.masked_fill(~valid_t, float("-inf"))
     commits = local_max_commits(scores, compact["edge_index"][0], min(candidates, int(valid.sum()))) & valid_t
     return features.step_many(active[commits.cpu().numpy()])
+
+
+def leave_out_candidates(obs: dict[str, np.ndarray], commit_fraction: float | None) -> int:
+    """How many of the lowest-scoring active nodes are candidates to stay out of the cover in every
+    pass of a covering env's local-max decoding (see :func:`_leave_out_step`), from the episode's
+    first observation: ``commit_fraction`` of the graph's nodes if given, else
+    :data:`LEAVE_OUT_PATIENCE` × the graph's Caro-Wei bound (:func:`caro_wei_bound`).
+
+    The nodes left out of a cover form an independent set, a few percent of a dense graph's nodes;
+    sized by that set's expected size rather than by the cover's, the passes stay a few dozen at any
+    density, as MIS's do (:func:`local_max_candidates`).
+    """
+    if commit_fraction is not None:
+        return max(1, math.ceil(commit_fraction * int(obs["num_nodes"][0])))
+    return max(1, math.ceil(LEAVE_OUT_PATIENCE * caro_wei_bound(obs)))
+
+
+def _leave_out_step(policy, env, features, obs, deterministic, generator, commit_fraction, candidates, order_noise=0.0):
+    """One local-max pass of a covering env (MVC): see :func:`leave_out_joins`."""
+    active = _active_nodes(features, obs)
+    compact = obs_to_tensors(active_subgraph(obs, active), policy.device)
+    scores = policy.node_scores(compact, with_values=False)[0][0]
+    if order_noise:
+        scores = with_gumbel_noise(scores, order_noise, generator)
+    joins = leave_out_joins(scores, compact["edge_index"][0], candidates)
+    return features.step_many(active[joins.cpu().numpy()])
+
+
+def leave_out_joins(scores: torch.Tensor, edge_index: torch.Tensor, candidates: int) -> torch.Tensor:
+    """The nodes that join the cover in one pass of a covering env's local-max decoding, decided
+    from the complement: the nodes left out of a cover form an independent set, so of the
+    ``candidates`` active nodes with the lowest ``scores`` (the policy's, higher: surer to join),
+    each one that scores below every neighbour stays out (:func:`local_max_commits` on the negated
+    scores, ties to the lower id), and all of its neighbours join.
+
+    Every node that joins has a neighbour left out, so none is redundant (the cover is minimal),
+    and the lowest-scoring node always stays out, so every pass covers something. Committing the
+    local maxima instead adds one independent set per pass while a dense graph's cover holds
+    nearly all its nodes, so the passes grew with the density; the left-out set is a few percent
+    of a dense graph's nodes, and with candidates from :func:`leave_out_candidates` it takes a few
+    dozen passes at any density, as MIS does.
+
+    Shapes:
+        scores: ``(N,)`` over the active nodes; edge_index: ``(2, E)`` their edges (both
+        directions); returns ``(N,)`` bool.
+    """
+    left_out = local_max_commits(-scores, edge_index, candidates)
+    joins = torch.zeros_like(left_out)
+    joins[edge_index[1, left_out[edge_index[0]]]] = True
+    return joins
 
 
 def _graph_level_step(policy, env, features, obs, deterministic, generator, commit_fraction):
