@@ -63,9 +63,8 @@ def test_eval_refuses_a_query_for_another_task_or_several_graphs(tiny_model, tmp
     result = run("eval", "--model", tiny_model("path"), "--graphs", "small", *query)
     assert result.exit_code == 2 and "--source and --target name nodes of one graph; --graphs names 24 graphs" in result.stderr
     result = run("eval", "--model", tiny_model("path"), "--graphs", "small", "--workers", "2", *query)
-    assert (
-        result.exit_code == 2 and "--source and --target name nodes of one graph" in result.stderr
-    )  # checked before the workers split them
+    # checked before the workers split the graphs between them
+    assert result.exit_code == 2 and "--source and --target name nodes of one graph" in result.stderr
 
 
 def _route(model, graph, out, *options) -> list[str]:
