@@ -43,3 +43,40 @@ def test_a_pass_limit_warns_and_the_rule_completes_a_maximal_set(tiny_model, tmp
     graph = read_graph(graph_file)
     decisions = np.array([int(line.split(",")[1]) for line in out.read_text().splitlines()[1:]], dtype=bool)
     assert is_maximal_independent(graph, decisions)
+
+
+def _matching_rows(csv) -> dict[str, str]:
+    """A predict CSV of ``node,mate`` rows as ``{node id: mate id}`` ('' where unmatched)."""
+    lines = csv.read_text().splitlines()
+    assert lines[0] == "node,mate"
+    return dict(line.split(",") for line in lines[1:])
+
+
+def test_a_matching_names_every_mate_by_the_graphs_own_ids(tiny_model, tmp_path):
+    """The mates are the file's ids (here 10, 20, ...; none is a position 0..5), both ways round,
+    along the file's edges; an unmatched node's mate is empty. Also for uint64 ids above int64."""
+    from graphtransfer.graphs import from_edges
+    from graphtransfer.graphs.formats.npz import write_npz
+    from graphtransfer.graphs.graph import with_ids
+
+    pairs = [(10, 20), (20, 30), (30, 40), (40, 100), (100, 10), (30, 7), (7, 8)]  # seven nodes: one stays unmatched
+    (tmp_path / "snap.txt").write_text("".join(f"{a} {b}\n" for a, b in pairs))
+    positions = {10: 0, 20: 1, 30: 2, 40: 3, 100: 4, 7: 5, 8: 6}
+    big = np.array([2**64 - 1, 2**63, 5, 2**64 - 7, 9, 11, 2**63 + 1], dtype=np.uint64)  # kept exactly, as names
+    ring, _, _ = from_edges(*np.array([[positions[a], positions[b]] for a, b in pairs]).T, 7)
+    write_npz(with_ids(ring, big), tmp_path / "u64.npz")
+    for graph, ids in (("snap.txt", list(positions)), ("u64.npz", big.tolist())):
+        out = tmp_path / f"{graph}.csv"
+        result = runner.invoke(
+            app, ["predict", "--model", str(tiny_model("matching")), "--graph", str(tmp_path / graph), "--out", str(out)]
+        )
+        assert result.exit_code == 0, result.output
+        mates = _matching_rows(out)
+        assert sorted(mates) == sorted(map(str, ids))
+        edges = {frozenset((str(ids[positions[a]]), str(ids[positions[b]]))) for a, b in pairs}
+        matched = {node: mate for node, mate in mates.items() if mate}
+        assert matched, "the tiny policy matched nothing: the test would check no mate"
+        for node, mate in matched.items():
+            assert mates[mate] == node and frozenset((node, mate)) in edges, (graph, node, mate)
+        assert len(matched) < len(mates)  # the odd node out has an empty cell
+        assert "-1" not in mates.values()

@@ -1,4 +1,4 @@
-"""The shortest route for the path task: Dijkstra from the graph's query source. Solutions are
+"""The shortest route for the path task: Dijkstra from the query's source. Solutions are
 ``(steps + 1, 2)`` int64 ``step, node`` rows, as :class:`~graphtransfer.envs.path.PathEnv` writes them."""
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, edge_weights
 
 
-def dijkstra_route(graph: Graph) -> np.ndarray:
-    """The shortest route for :func:`~graphtransfer.envs.path.route_query` by scipy's Dijkstra,
-    lengths from :func:`~graphtransfer.graphs.edge_weights`."""
-    source, target = route_query(graph)
+def dijkstra_route(graph: Graph, query: tuple[int, int] | None = None) -> np.ndarray:
+    """The shortest route for ``query`` (positions ``(source, target)``; default the graph's
+    own, :func:`~graphtransfer.envs.path.route_query`) by scipy's Dijkstra, lengths from
+    :func:`~graphtransfer.graphs.edge_weights`."""
+    source, target = route_query(graph) if query is None else query
     matrix = csr_array((edge_weights(graph), (graph.edge_index[0], graph.edge_index[1])), shape=(graph.num_nodes,) * 2)
     _, predecessors = dijkstra(matrix, indices=source, return_predecessors=True)
     route = [target]

@@ -133,6 +133,10 @@ ThreadsOption = Annotated[
     ),
 ]
 MixedPrecisionOption = Annotated[bool, typer.Option(help="bfloat16 message passing on CUDA (autocast); ignored on the CPU.")]
+SourceOption = Annotated[
+    str | None, typer.Option(help="path: the node to route from, by the graph's own id (as the file names it); with --target.")
+]
+TargetOption = Annotated[str | None, typer.Option(help="path: the node to route to, by the graph's own id; with --source.")]
 
 
 EnvOption = Annotated[
@@ -451,8 +455,12 @@ def predict(
     out: Annotated[Path, typer.Option(help="CSV to write: one 'node,decision' row per node, or one row per step for graph-level tasks.")],
     max_passes: MaxPassesOption = None,
     deterministic: Annotated[
-        bool, typer.Option(help="--decoding drawn: take the most likely actions instead of sampling (seeded) from the policy.")
-    ] = False,
+        bool | None,
+        typer.Option(
+            help="--decoding drawn: take the most likely actions (--deterministic) or sample them, seeded (--no-deterministic). "
+            "Default: the task's, the most likely moves for path, samples for the others."
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed for the sampled actions, 0 to 2^32 - 1.")] = 0,
     commit_fraction: CommitFractionOption = None,
     decoding: DecodingOption = None,
@@ -468,10 +476,8 @@ def predict(
     ] = None,
     workers: Annotated[int | None, typer.Option(help=_WORKERS_HELP)] = None,
     ray_address: Annotated[str | None, typer.Option(help=_RAY_HELP)] = None,
-    source: Annotated[
-        str | None, typer.Option(help="path: the node to route from, by the graph's own id (as the file names it); with --target.")
-    ] = None,
-    target: Annotated[str | None, typer.Option(help="path: the node to route to, by the graph's own id; with --source.")] = None,
+    source: SourceOption = None,
+    target: TargetOption = None,
     polish: Annotated[
         str | None,
         typer.Option(
@@ -622,7 +628,13 @@ def evaluate(
     model: Annotated[Path, typer.Option(help="Model folder written by train or transfer.")],
     graphs: Annotated[str, typer.Option(help="Sample set name, graph file or folder of graphs to evaluate on.")],
     rollouts: RolloutsOption = AUTO_ROLLOUTS,
-    deterministic: Annotated[bool, typer.Option(help="Also report the deterministic decoding (--decoding drawn).")] = True,
+    deterministic: Annotated[
+        bool,
+        typer.Option(
+            help="Where actions are drawn (--decoding drawn), report both ways: the task's default first (path: deterministic, "
+            "the most likely moves; other tasks: sampled), then the other; --no-deterministic: the default alone."
+        ),
+    ] = True,
     polish: Annotated[bool, typer.Option(help="Also report the best decoding and every baseline after the same local search.")] = False,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON to this file.")] = None,
     plot: Annotated[Path | None, typer.Option(help="Draw policy/baseline against graph size to this PNG.")] = None,
@@ -644,11 +656,14 @@ def evaluate(
             "(pip install 'graphtransfer\\[chils]')."
         ),
     ] = False,
+    source: SourceOption = None,
+    target: TargetOption = None,
 ) -> None:
     """Evaluate a saved policy against the task's baselines on a set of graphs.
 
     Example: graphtransfer eval --model runs/mis/small --graphs large --rollouts 4 --json eval.json --plot eval.png
     Example: graphtransfer eval --model runs/mis/small --graphs evalset/ --workers 2 --max-nodes-per-batch 50000
+    Example: graphtransfer eval --model runs/path/small --graphs roads.txt --source 17 --target 4032
     """
     prefer_small_pages()  # before torch loads
     from graphtransfer.reporting.report import format_rows, plot_ratios, write_json
@@ -657,7 +672,7 @@ def evaluate(
     _check_max_passes(max_passes)
     _check_positive(threads=1 if threads is None else threads, workers=1 if workers is None else workers)
     options = {"rollouts": _rollouts(rollouts), "deterministic": deterministic, "polish": polish, "commit_fraction": commit_fraction}
-    options |= {"decoding": decoding, "node_order": _node_order(node_order), "chils": chils}
+    options |= {"decoding": decoding, "node_order": _node_order(node_order), "chils": chils, "source": source, "target": target}
     options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env}
     _check_eval_outputs(graphs, json_out, plot, force)
     _use_threads(threads)  # after the options are checked: bad input changes nothing in the process

@@ -42,6 +42,9 @@ class GraphEnv(gym.Env):
     objective_name: ClassVar[str]
     inference_horizon: ClassVar[int | None] = None
     """episode length at inference (None: the training horizon); see graphtransfer.envs.protocol"""
+    inference_deterministic: ClassVar[bool] = False
+    """where actions are drawn, take the most likely ones at inference unless sampling is asked for
+    (False: sample, seeded); see graphtransfer.envs.protocol"""
     solution_header: ClassVar[str] = "node,decision"
     """CSV header of what :meth:`solution` returns"""
     reads_weights: ClassVar[tuple[str, ...]] = ()

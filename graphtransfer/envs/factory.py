@@ -22,6 +22,7 @@ from graphtransfer.config import MAX_PASSES, RunConfig
 from graphtransfer.envs import TASKS
 from graphtransfer.envs.adapters import GraphObservationAdapter
 from graphtransfer.envs.contract import check_contract
+from graphtransfer.envs.path import query_positions
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
@@ -46,8 +47,8 @@ def inference_env(config: RunConfig, graph: Graph, max_passes: int | None = None
     ``inference_horizon`` or is given ``max_passes`` gets its ``horizon`` set here (see
     :class:`~graphtransfer.envs.protocol.GraphEnvProtocol`). ``query``, the positions of a
     source and a target, is for the ``path`` task alone."""
-    if query is not None and (config.env is not None or config.task != "path"):
-        raise UsageError(f"--source and --target route the path task; this model's task is {config.env or config.task}")
+    if query is not None:
+        _check_routes(config)
     if max_passes is not None and (isinstance(max_passes, bool) or not 1 <= max_passes <= MAX_PASSES):
         raise UsageError(f"max_passes {max_passes!r} must be a whole number from 1 to {MAX_PASSES:,} (None: the task's)")
     if config.env is None:
@@ -59,6 +60,24 @@ def inference_env(config: RunConfig, graph: Graph, max_passes: int | None = None
     if horizon:
         env.unwrapped.horizon = horizon
     return env
+
+
+def named_query(config: RunConfig, graph: Graph, source: str | None, target: str | None) -> tuple[int, int] | None:
+    """The route query a user named by the graph's own ids ``source`` and ``target``, as
+    positions for :func:`inference_env`: both or neither (``None``: the graph's own query), for
+    a path model only, checked by :func:`graphtransfer.envs.path.query_positions` (ids that
+    exist, differ, and are connected); each refusal a :class:`UsageError` that says the fix."""
+    if source is None and target is None:
+        return None
+    _check_routes(config)
+    if source is None or target is None:
+        raise UsageError("--source and --target go together: give both, or neither for the graph's own query")
+    return query_positions(graph, source, target)
+
+
+def _check_routes(config: RunConfig) -> None:
+    if config.env is not None or config.task != "path":
+        raise UsageError(f"--source and --target route the path task; this model's task is {config.env or config.task}")
 
 
 def make_env(task: str | None, env: str | None, env_kwargs: dict[str, Any], graphs: Sequence[Graph], horizon: int | None = None) -> gym.Env:

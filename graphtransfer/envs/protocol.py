@@ -73,6 +73,8 @@ class GraphEnvProtocol(Protocol):
       observed edge needs a chosen endpoint; the valid nodes are the active ones), so the
       local-max decoding decides which nodes stay out and chooses their neighbours.
     - ``inference_horizon: int`` -- the episode length at inference (default: training's).
+    - ``inference_deterministic: bool`` -- where actions are drawn, inference takes the most
+      likely ones unless sampling is asked for (``--no-deterministic``); default False: sampled.
     - ``horizon: int`` -- a settable episode length; set to the inference horizon when an env is
       built for inference.
     """
@@ -106,6 +108,7 @@ class EnvFeatures:
     covers: bool | None
     inference_horizon: int | None
     num_graphs: int
+    inference_deterministic: bool = False
 
     OPTIONAL: ClassVar[tuple[str, ...]] = (
         "solution",
@@ -141,6 +144,7 @@ def features_of(env: gym.Env) -> EnvFeatures:
         feasible=getattr(task, "feasible", None) if has_solution else None,
         solution_header=getattr(task, "solution_header", "node,decision") if has_solution else "step,reward",
         num_graphs=len(getattr(task, "graphs", ())) or 1,
+        inference_deterministic=getattr(task, "inference_deterministic", False),
         **members,
     )
 
@@ -159,6 +163,8 @@ def _check_members(name: str, task: Any, members: dict[str, Any]) -> None:
     sense = getattr(task, "sense", "max")
     if sense not in ("max", "min"):
         raise UsageError(f"{name}.sense is {sense!r}; declare 'max' or 'min' (whether eval's objective is maximised)")
+    if not isinstance(getattr(task, "inference_deterministic", False), bool):
+        raise UsageError(f"{name}.inference_deterministic is {task.inference_deterministic!r}; declare True or False, or leave it out")
     if (members["commit_action"] is None) != (members["defer_action"] is None):
         raise UsageError(f"{name} declares only one of commit_action and defer_action; patient decoding needs both, or neither")
     covers = members["covers"]

@@ -1,14 +1,16 @@
 """Measuring a policy against the task's classical baselines, graph by graph.
 
-Every decoding is reported on its own line of numbers: the policy's default decoding (MIS by
-local maxima, ``local-max``, other tasks ``sampled``) and, where actions are drawn, the
-deterministic one, each the best of its seeded rollouts (``rollouts``: several on graphs of a few
+Every decoding is reported on its own line of numbers: the policy's default decoding (MIS and
+MVC by local maxima, ``local-max``; path ``deterministic``, its most likely moves; other tasks
+``sampled``) and, where actions are drawn, the other way of drawing them, each the best of its
+seeded rollouts (``rollouts``: several on graphs of a few
 hundred nodes by default, see :mod:`graphtransfer.solve.rollouts`). A local-search polish, when
 asked for, is applied to the best policy solution and to every baseline alike.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +20,9 @@ from graphtransfer.baselines.chils import chils_baselines
 from graphtransfer.baselines.completion import FINISH
 from graphtransfer.baselines.polish import POLISH
 from graphtransfer.config import AUTO_ROLLOUTS, RunConfig
-from graphtransfer.envs.factory import inference_env
+from graphtransfer.envs.factory import inference_env, named_query
 from graphtransfer.envs.protocol import features_of
+from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, load_graphs
 from graphtransfer.solve.inference import DRAWN, Solution, check_decoding, peak_rss_mib
 from graphtransfer.solve.loading import DEFAULT_RUNTIME, Runtime, policy_for_graphs
@@ -85,6 +88,8 @@ def evaluate(
     decoding: str | None = None,
     node_order: str = "auto",
     chils: bool = False,
+    source: str | None = None,
+    target: str | None = None,
 ) -> list[EvalRow]:
     """Run the policy under each decoding and every baseline of the task on each graph.
 
@@ -92,15 +97,21 @@ def evaluate(
         rollouts: each decoding is the best of this many rollouts, seeds ``seed, seed + 1, ...``
             (``"auto"``: several on graphs of a few hundred nodes, one from 5,001 nodes on; see
             :func:`graphtransfer.solve.rollouts.best_of_rollouts`).
-        deterministic: also report the deterministic decoding, where the decoding draws actions
-            (``drawn``; the local-max decoding draws none, so its row would repeat the first).
+        deterministic: where the decoding draws actions (``drawn``), report both ways of drawing
+            them: the task's default first (``deterministic`` for path, whose env declares
+            ``inference_deterministic``; ``sampled`` for the others), then the other. The
+            local-max decoding draws none, so a second row would repeat the first.
         commit_fraction, decoding: as in :func:`graphtransfer.solve.inference.solve`.
         polish: also report the best decoding and every baseline after the task's local search.
         node_order: ``auto`` solves large MIS and MVC graphs renumbered in locality order, ``given``
             as numbered; solutions come back in the graph's own order (:mod:`graphtransfer.solve.ordering`).
         chils: MIS: also CHILS (:mod:`graphtransfer.baselines.chils`, an optional package), for
             the local search's seconds.
+        source, target: path, one graph: route between these nodes, named by the graph's own
+            ids (:func:`graphtransfer.envs.factory.named_query`), policy and baselines alike;
+            without them, the graph's own query.
     """
+    check_one_graph(graphs, source, target)
     baselines = BASELINES.get(config.task, {}) if config.env is None else {}
     if chils:
         baselines = baselines | chils_baselines(config.name)
@@ -108,23 +119,40 @@ def evaluate(
     rows = []
     for graph in graphs:
         order = solving_order(config, graph, node_order)
-        env = inference_env(config, order.graph, max_passes)
+        query = named_query(config, graph, source, target)  # path is never renumbered: positions hold in order.graph
+        env = inference_env(config, order.graph, max_passes, query)
         features = features_of(env)
         options = {"seed": seed, "commit_fraction": commit_fraction, "finish": finish_rule(config), "decoding": decoding}
         options["rollouts"] = rollout_count(rollouts, graph.num_nodes)
         chosen = check_decoding(env, features, decoding)
+        default = features.inference_deterministic
         drawn = chosen == DRAWN
-        decodings = {"sampled" if drawn else chosen: order.restore(best_of_rollouts(policy, env, **options))}
+        decodings = {_draw_label(default) if drawn else chosen: order.restore(best_of_rollouts(policy, env, **options))}
         if deterministic and drawn:
-            decodings["deterministic"] = order.restore(best_of_rollouts(policy, env, deterministic=True, **options))
-        row = EvalRow(
-            graph, decodings, [_run_baseline(name, fn, env.unwrapped, graph, polisher) for name, fn in baselines.items()], features.sense
-        )
+            decodings[_draw_label(not default)] = order.restore(best_of_rollouts(policy, env, deterministic=not default, **options))
+        answers = [_run_baseline(name, _answering(fn, query), env.unwrapped, graph, polisher) for name, fn in baselines.items()]
+        row = EvalRow(graph, decodings, answers, features.sense)
         if polisher:
             row.polished = env.unwrapped.objective(graph, polisher(graph, row.best().solution))
         row.peak_rss_mib = peak_rss_mib()
         rows.append(row)
     return rows
+
+
+def check_one_graph(graphs: list[Graph], source: str | None, target: str | None) -> None:
+    """A route's ends are nodes of one graph: refuse ``source`` or ``target`` beside several graphs."""
+    if (source is not None or target is not None) and len(graphs) != 1:
+        raise UsageError(f"--source and --target name nodes of one graph; --graphs names {len(graphs)} graphs: name a single graph file")
+
+
+def _answering(baseline, query: tuple[int, int] | None):
+    """``baseline`` bound to a route query (the path task's baselines answer any); as it is without one."""
+    return baseline if query is None else functools.partial(baseline, query=query)
+
+
+def _draw_label(deterministic: bool) -> str:
+    """A drawn decoding's row label: the most likely actions, or seeded samples."""
+    return "deterministic" if deterministic else "sampled"
 
 
 def finish_rule(config: RunConfig):

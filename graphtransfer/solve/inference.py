@@ -58,7 +58,7 @@ def obs_to_tensors(obs: dict[str, np.ndarray], device: torch.device) -> dict[str
 def solve(
     policy,
     env: gym.Env,
-    deterministic: bool = False,
+    deterministic: bool | None = None,
     seed: int = 0,
     commit_fraction: float | None = None,
     finish=None,
@@ -66,10 +66,12 @@ def solve(
 ) -> Solution:
     """Run ``policy`` on the env's single graph until the episode ends (solved or horizon).
 
-    Actions are sampled from the policy by default, seeded by ``seed`` so a run repeats exactly.
-    Node-wise policies learn to break ties between look-alike neighbours by chance; taking each
-    node's most likely action (``deterministic``) can leave such pairs rolling back until the
-    pass limit (see the README's decoding table). The ``local-max`` decoding samples nothing:
+    Where actions are drawn, ``deterministic`` takes the most likely ones and ``False`` samples
+    them, seeded by ``seed`` so a run repeats exactly; ``None`` (the default) is the env's
+    ``inference_deterministic`` (:mod:`graphtransfer.envs.protocol`): the most likely moves for
+    path, samples for the other tasks. Node-wise policies learn to break ties between look-alike
+    neighbours by chance; taking each node's most likely action can leave such pairs rolling back
+    until the pass limit (see the README's decoding table). The ``local-max`` decoding samples nothing:
     ``deterministic`` changes nothing there, and ``seed`` only seeds the env's random features;
     ``local-max-sampled`` draws its ranking from ``seed`` too.
 
@@ -106,6 +108,7 @@ def solve(
     generator = torch.Generator(device=policy.device).manual_seed(seed)
     torch.manual_seed(seed)
     features = features_of(env)
+    deterministic = features.inference_deterministic if deterministic is None else deterministic
     decoding = check_decoding(env, features, decoding)
     given_fraction = commit_fraction
     commit_fraction = check_commit_fraction(env, features, commit_fraction, decoding)

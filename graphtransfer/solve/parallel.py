@@ -24,7 +24,7 @@ from graphtransfer.config import RunConfig
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, load_graphs, resolve
 from graphtransfer.io import check_output_file
-from graphtransfer.solve.evaluate import EvalRow, evaluate, evaluate_model
+from graphtransfer.solve.evaluate import EvalRow, check_one_graph, evaluate, evaluate_model
 from graphtransfer.solve.inference import Solution
 from graphtransfer.solve.loading import Runtime, policy_for_graphs
 from graphtransfer.solve.predict import predict_graph, write_solution
@@ -55,8 +55,10 @@ def evaluate_many(
     if (workers or 1) == 1 and ray_address is None:
         return evaluate_model(model, graphs, runtime, env, **options)
     checkpoint = read_checkpoint(model, env)
+    loaded = load_graphs(graphs)
+    check_one_graph(loaded, options.get("source"), options.get("target"))  # each worker sees one graph: checked here
     options["runtime"] = runtime
-    return checkpoint.config, map_graphs(evaluate_graph, checkpoint, load_graphs(graphs), options, workers, ray_address)
+    return checkpoint.config, map_graphs(evaluate_graph, checkpoint, loaded, options, workers, ray_address)
 
 
 def predict_many(

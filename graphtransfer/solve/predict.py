@@ -10,9 +10,8 @@ import numpy as np
 
 from graphtransfer.checkpoint import Checkpoint, read_checkpoint
 from graphtransfer.config import AUTO_ROLLOUTS
-from graphtransfer.envs.path import query_positions
+from graphtransfer.envs.factory import named_query
 from graphtransfer.envs.protocol import features_of
-from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, load_graph, resolve
 from graphtransfer.io import atomic_write, check_output_file
 from graphtransfer.solve.evaluate import finish_rule
@@ -27,7 +26,7 @@ def predict(
     graph: str | Path | Graph,
     out: str | Path | None = None,
     max_passes: int | None = None,
-    deterministic: bool = False,
+    deterministic: bool | None = None,
     seed: int = 0,
     commit_fraction: float | None = None,
     decoding: str | None = None,
@@ -43,9 +42,11 @@ def predict(
     """Run the model in folder ``model`` on ``graph`` (a :class:`Graph` or what names one); write
     the solution to ``out`` as CSV.
 
-    By default MIS decodes by local maxima of the policy's scores and other tasks sample their
-    actions from the policy (seeded, so runs repeat exactly); see
-    :func:`graphtransfer.solve.inference.solve` for ``decoding`` and ``commit_fraction``. ``rollouts``
+    By default MIS and MVC decode by local maxima of the policy's scores, path takes the policy's
+    most likely moves, and other tasks sample their actions from the policy (seeded, so runs
+    repeat exactly); ``deterministic`` ``True`` or ``False`` takes the most likely actions or
+    samples them whatever the task; see :func:`graphtransfer.solve.inference.solve` for
+    ``decoding`` and ``commit_fraction``. ``rollouts``
     (a count, or ``"auto"``: several on graphs of a few hundred nodes, one from 5,001 nodes on) runs the
     policy that many times, seeds ``seed, seed + 1, ...``, and keeps the best solution
     (:mod:`graphtransfer.solve.rollouts`). A graph too large for the memory available is
@@ -62,9 +63,7 @@ def predict(
     if out is not None:
         check_output_file(Path(out), [] if isinstance(graph, Graph) else [resolve(graph)], force)
     loaded = graph if isinstance(graph, Graph) else load_graph(graph)
-    if (source is None) != (target is None):
-        raise UsageError("--source and --target go together: give both, or neither for the graph's own query")
-    query = None if source is None else query_positions(loaded, source, target)
+    query = named_query(checkpoint.config, loaded, source, target)
     options = {"deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction, "decoding": decoding}
     options |= {"rollouts": rollouts, "node_order": node_order}
     runtime = Runtime(max_nodes_per_batch, mixed_precision)
@@ -100,27 +99,42 @@ def predict_graph(
     return order.restore(solution), features_of(loaded.env).solution_header
 
 
+NODE_COLUMNS = ("node", "mate")
+"""solution CSV columns whose values are nodes (a route's nodes, a matching's mates): written as the graph's own ids"""
+
+
 def write_solution(path: str | Path, solution: np.ndarray, header: str, node_ids: np.ndarray | None = None) -> None:
-    """CSV of the solution rows, written atomically. A per-node solution gets its node's id as
-    first column: the graph's own id (``node_ids``, e.g. ``Graph.ids()``), else its position; a
-    route (``step,node``) names its nodes by the graph's own ids likewise."""
+    """CSV of the solution rows, written atomically. Nodes are named by the graph's own ids
+    (``node_ids``, e.g. ``Graph.ids()``; else by their positions): a per-node solution (header
+    ``node,...``) gets its node's id as first column, and every other column the header names
+    ``node`` or ``mate`` (a route's ``step,node``, a matching's ``node,mate``) holds ids too, with
+    an empty cell where the solution holds -1 (an unmatched node: no id can be mistaken for it)."""
     rows = solution.reshape(len(solution), -1)
     integral = np.issubdtype(rows.dtype, np.integer) or rows.dtype == bool
-    columns = [rows.astype(np.int64) if integral else rows.astype(np.float64)]
-    formats = ["%d" if integral else "%.9g"] * rows.shape[1]
-    named = 0  # the column that names nodes by the graph's own ids
-    if header.startswith("node,"):
-        ids = np.arange(len(rows)) if node_ids is None else node_ids
-        columns.insert(0, ids.astype(object).reshape(-1, 1))
+    values = rows.astype(np.int64) if integral else rows.astype(np.float64)
+    names = header.split(",")
+    per_node = names[0] == "node" and len(names) > 1
+    columns = [values[:, i].astype(object) for i in range(values.shape[1])]
+    formats = ["%d" if integral else "%.9g"] * len(columns)
+    for i, name in enumerate((names[1:] if per_node else names)[: len(columns)]):
+        if name in NODE_COLUMNS and integral:
+            columns[i], formats[i] = _as_ids(values[:, i], node_ids), "%s"
+    if per_node:
+        columns.insert(0, (np.arange(len(rows)) if node_ids is None else node_ids).astype(object))
         formats.insert(0, "%s")
-    elif header == "step,node" and node_ids is not None:
-        columns = [rows[:, :1].astype(np.int64), node_ids[rows[:, 1]].astype(object).reshape(-1, 1)]
-        formats, named = ["%d", "%s"], 1
-    table = np.concatenate([c.astype(object) for c in columns], axis=1)
-    if any(isinstance(v, str) and any(ch in v for ch in ',"\n\r') for v in table[:, named].tolist()):
+    table = np.stack(columns, axis=1)
+    named = [i for i, form in enumerate(formats) if form == "%s"]
+    if any(isinstance(v, str) and any(ch in v for ch in ',"\n\r') for v in table[:, named].ravel().tolist()):
         text = io.StringIO()  # ids that need quoting: the csv module quotes them
-        csv.writer(text, lineterminator="\n").writerows([header.split(","), *table.tolist()])
+        csv.writer(text, lineterminator="\n").writerows([names, *table.tolist()])
         body = text.getvalue()
     else:  # one %-format over every cell: several times faster than a writer row by row
         body = header + "\n" + (",".join(formats) + "\n") * len(table) % tuple(table.ravel().tolist())
     atomic_write(path, body.encode())  # a killed run leaves the previous CSV, never half of a new one
+
+
+def _as_ids(positions: np.ndarray, node_ids: np.ndarray | None) -> np.ndarray:
+    """``(k,)`` node positions as the graph's own ids, an object array; -1 (no node) as an empty cell."""
+    named = (positions if node_ids is None else node_ids[np.maximum(positions, 0)]).astype(object)
+    named[positions < 0] = ""
+    return named

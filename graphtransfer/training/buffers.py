@@ -416,22 +416,29 @@ def estimate_rollout_bytes(buffer_class: type[CompactStorage], env: gym.Env, pro
     ``env`` under random actions (masked where the env has ``action_masks``), as an untrained
     policy acts. Steps are averaged, since residual graphs shrink within an episode; the table is
     counted once per graph in ``env.graphs`` (one graph for envs without that list), at the size
-    of the largest edge set the probe met. ``env`` is reset and stepped.
+    of the largest edge set the probe met. An edge set that a step within an episode adds to the
+    table (edge features that follow the trajectory, as matching's gains do, or a view that moves,
+    as path's ball does) is counted with that step, since every rollout step adds its own.
+    ``env`` is reset and stepped.
     """
     buffer = buffer_class(probe_steps, env.observation_space, env.action_space, device="cpu", n_envs=1)
     obs, _ = env.reset(seed=0)
     env.action_space.seed(0)
     features = features_of(env)
     masks = features.action_masks
+    first, grown = True, 0  # whether obs starts an episode; table bytes that steps within episodes added
     for _ in range(probe_steps):
         mask = masks() if masks is not None else None
         action = env.action_space.sample(mask=mask.astype(np.int8)) if mask is not None and mask.any() else env.action_space.sample()
         extra = {"action_masks": mask} if mask is not None and isinstance(buffer, MaskableDictRolloutBuffer) else {}
         batch = {key: np.asarray(value)[None] for key, value in obs.items()}
+        before = buffer.edges.table_bytes()
         buffer.add(batch, np.asarray(action), np.zeros(1), np.zeros(1), torch.zeros(1), torch.zeros(1), **extra)
+        grown += 0 if first else buffer.edges.table_bytes() - before
         obs, _, terminated, truncated, _ = env.step(action)
-        if terminated or truncated:
+        first = terminated or truncated
+        if first:
             obs, _ = env.reset()
     table = buffer.edges.table_bytes()
     largest_set = max(held_bytes(edge_set) for edge_set in buffer.edges.sets.values())
-    return RolloutEstimate(largest_set * features.num_graphs, (held_bytes(buffer) - table) / probe_steps)
+    return RolloutEstimate(largest_set * features.num_graphs, (held_bytes(buffer) - table + grown) / probe_steps)
