@@ -100,3 +100,15 @@ def test_eval_reports_path_deterministic_first_and_sampled_beside_it(tiny_model,
     assert list(rows["--no-deterministic"]) == ["deterministic"]
     assert rows["--no-deterministic"]["deterministic"]["objective"] == rows["--deterministic"]["deterministic"]["objective"]
     assert np.isfinite(rows["--deterministic"]["sampled"]["objective"])
+
+
+def test_more_rollouts_sample_beside_the_most_likely_route_and_never_lengthen_it(tiny_model):
+    """Rollout 0 is the default route; the others sample (the most likely moves would repeat it),
+    so the best of several is at most as long, and repeats for one seed."""
+    from graphtransfer import predict
+
+    model, graph = tiny_model("path"), random_geometric(400, 6.0, 3)
+    _, one = predict(model, graph, rollouts=1)
+    _, several = predict(model, graph, rollouts=8)
+    assert several.feasible and several.objective <= one.objective
+    assert predict(model, graph, rollouts=8)[1].objective == several.objective

@@ -59,12 +59,21 @@ def best_of_rollouts(
     to the earliest rollout. Its ``seconds`` are those of every rollout together, its ``seed`` and
     ``decoding`` those of the rollout that gave it, its ``rollouts`` the count.
 
+    Where ``deterministic`` is not given and the env takes the most likely actions by default
+    (``inference_deterministic``, path), rollout 0 takes them and the others sample: the most
+    likely actions would repeat the same solution, so one rollout is the default decoding itself
+    and more can only find a better one.
+
     Args:
         rollouts: how many, at least 1 (:func:`rollout_count` turns ``"auto"`` into a count).
         options: ``deterministic`` and ``finish``, as for ``solve``.
     """
     features = features_of(env)
     plan = rollout_options(rollouts, seed, decoding, commit_fraction, check_decoding(env, features, decoding))
+    if options.get("deterministic") is None and features.inference_deterministic:
+        # the most likely moves repeat themselves exactly: rollout 0 takes them, the others sample (seeded)
+        plan = [{**plan_one, "deterministic": index == 0} for index, plan_one in enumerate(plan)]
+        options = {key: value for key, value in options.items() if key != "deterministic"}
     runs = [solve(policy, env, **options, **plan_one) for plan_one in plan]
     sign = 1 if features.sense == "max" else -1
     best = max(runs, key=lambda run: (run.feasible, sign * run.objective))
