@@ -20,10 +20,11 @@ import pytest
 from stable_baselines3.common.callbacks import BaseCallback
 from typer.testing import CliRunner
 
-from graphtransfer.checkpoint import CONFIG, read_checkpoint
+from graphtransfer.checkpoint import CONFIG, SaveFailed, read_checkpoint
 from graphtransfer.cli import app
 from graphtransfer.config import PPOConfig, RunConfig
-from graphtransfer.training.loop import EnvWorkersDied, train
+from graphtransfer.training.loop import TrainingStopped, train
+from graphtransfer.transferring import transfer
 
 runner = CliRunner()
 TRAIN = ["--task", "mis", "--steps", "64", "--n-envs", "2", "--n-steps", "32", "--batch-size", "32", "--no-progress"]
@@ -314,29 +315,140 @@ def test_train_replaces_its_own_earlier_model_and_moves_its_logs_in(work):
     assert not list(victim.glob(".unfinished-*"))
 
 
+def test_a_new_run_leaves_no_earlier_runs_best_or_checkpoints_beside_its_model(work):
+    """An earlier run's best/ and checkpoints/ would look like the new run's; its commit removes them
+    (a user's own files beside the model stay)."""
+    run, graph = work["tmp"] / "run", str(work["graph"])
+    logged = ["--steps", "128", "--eval-graphs", graph, "--eval-every", "64", "--checkpoint-every", "64"]
+    first = runner.invoke(app, ["train", "--graphs", graph, *TRAIN, *logged, "--out", str(run)])
+    assert first.exit_code == 0, first.output
+    assert (run / "best" / CONFIG).is_file() and list((run / "checkpoints").iterdir())
+    (run / "notes.md").write_text("mine\n")
+    second = runner.invoke(app, ["train", "--graphs", graph, *TRAIN, "--out", str(run)])
+    assert second.exit_code == 0, second.output
+    left = sorted(p.name for p in run.iterdir() if not p.name.endswith(".safetensors"))
+    assert left == [".graphtransfer.lock", CONFIG, "config.yaml", "notes.md", "progress.csv"]
+    assert read_checkpoint(run).meta["training"]["complete"]
+
+
 # --- a save that fails, env workers that die -------------------------------------------------------
 
 
-def test_a_full_disk_at_the_save_keeps_the_trained_model_elsewhere(work, monkeypatch):
-    """Fault injection at the OS call: every fsync of a file in the run folder fails as on a full disk."""
-    out = work["tmp"] / "run"
-    real_fsync = os.fsync
+class Disk:
+    """A folder on a filesystem of its own that a test fills up or makes read-only while a command
+    runs: a small tmpfs where this process may mount one (root, as in a CI container). Elsewhere a
+    full disk is an ENOSPC from every fsync of a file in the folder (fault injection at the OS call),
+    and read-only is the folder's mode, which binds a user other than root."""
 
-    def full_disk(fd: int) -> None:
-        if os.readlink(f"/proc/self/fd/{fd}").startswith(str(out)):
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        real_fsync(fd)
+    def __init__(self, folder: Path, monkeypatch: pytest.MonkeyPatch):
+        self.folder, self.monkeypatch = folder, monkeypatch
+        folder.mkdir()
+        mount = ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)]
+        self.mounted = sys.platform == "linux" and shutil.which("mount") is not None and subprocess.run(mount, capture_output=True).returncode == 0
 
-    if not Path("/proc/self/fd").is_dir():
-        pytest.skip("needs /proc to tell which file an fsync is for")
-    monkeypatch.setattr(os, "fsync", full_disk)
+    def fill(self) -> None:
+        if self.mounted:
+            with open(self.folder / "filler", "wb", buffering=0) as handle:
+                with pytest.raises(OSError, match="No space left on device"):
+                    while True:
+                        handle.write(bytes(1 << 16))
+            return
+        if not Path("/proc/self/fd").is_dir():
+            pytest.skip("needs /proc to tell which file an fsync is for")
+        real_fsync = os.fsync
+
+        def full_disk(fd: int) -> None:
+            if os.readlink(f"/proc/self/fd/{fd}").startswith(str(self.folder)):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            real_fsync(fd)
+
+        self.monkeypatch.setattr(os, "fsync", full_disk)
+
+    def make_read_only(self) -> None:
+        if self.mounted:
+            subprocess.run(["mount", "-o", "remount,ro", str(self.folder)], check=True)
+        elif os.geteuid() != 0:
+            for path in [self.folder, *self.folder.rglob("*")]:
+                path.chmod(0o555 if path.is_dir() else 0o444)
+        else:
+            pytest.skip("root ignores file modes, and no filesystem can be mounted read-only here")
+
+    def release(self) -> None:
+        if self.mounted:
+            subprocess.run(["umount", "-l", str(self.folder)], check=True)
+        else:
+            for path in [self.folder, *self.folder.rglob("*")]:
+                path.chmod(0o755)
+
+
+@pytest.fixture
+def disk(tmp_path, monkeypatch):
+    made = Disk(tmp_path / "disk", monkeypatch)
+    yield made
+    made.release()
+
+
+def kept_folder(message: str) -> Path:
+    """The temporary folder a failed save's message names, to be removed by the test."""
+    return Path(message.split("it is kept in ")[1].split(",")[0])
+
+
+def test_a_full_disk_during_training_keeps_a_resumable_run_elsewhere(work, disk):
+    """The logs are the first to fail on a full disk; the run stops there and is kept, resumable."""
+    out = disk.folder / "run"
+    disk.fill()
     result = runner.invoke(app, ["train", "--graphs", str(work["graph"]), *TRAIN, "--out", str(out)])
     message = assert_refused(result, code=1)
-    assert "No space left on device" in message and "it is kept in" in message
-    kept = Path(message.split("it is kept in ")[1].split(",")[0])
+    assert f"error: {out}: the unfinished run could not be saved (No space left on device); it is kept in" in message
+    kept = kept_folder(message)
     try:
-        assert read_checkpoint(kept).meta["training"]["steps"] == 64
-        assert not (out / CONFIG).exists()
+        assert message.endswith(f"; resume with: graphtransfer train --resume {kept}")
+        assert not read_checkpoint(kept).meta["training"]["complete"] and not (out / CONFIG).exists()
+        resumed = runner.invoke(app, ["train", "--resume", str(kept), "--no-progress"])
+        assert resumed.exit_code == 0, resumed.output
+        training = read_checkpoint(kept).meta["training"]
+        assert training["complete"] and training["steps"] == 64
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
+
+
+def test_a_full_disk_at_the_transfer_save_keeps_the_fine_tuned_model_and_changes_nothing(work, disk):
+    """transfer --finetune-steps onto an existing model folder on a full disk: the fine-tuned model
+    is kept in a temporary folder, and the source and the folder it would replace stay as they were."""
+    out = disk.folder / "out"
+    shutil.copytree(work["victim"], out)
+    before, source = snapshot(out), snapshot(work["model"])
+    disk.fill()
+    command = ["transfer", "--src", str(work["model"]), "--dst", str(work["graph"]), "--finetune-steps", "8", "--out", str(out)]
+    message = assert_refused(runner.invoke(app, command), code=1)
+    assert f"error: {out}: the fine-tuned model could not be saved (No space left on device); it is kept in" in message
+    kept = kept_folder(message)
+    try:
+        assert read_checkpoint(kept).meta["transferred"]["finetune"]["steps"] >= 8
+        assert snapshot(out) == before and snapshot(work["model"]) == source
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
+
+
+def test_a_destination_made_read_only_while_adapting_keeps_the_adapted_model(work, disk):
+    """The destination turns read-only after the up-front checks (a remount, say): the adapted
+    model is kept in a temporary folder, and the folder it would replace stays as it was."""
+    out = disk.folder / "out"
+    shutil.copytree(work["victim"], out)
+    before, source = snapshot(out), snapshot(work["model"])
+    lines = []
+
+    def log(line: str) -> None:  # the first line comes once the checks have passed and adapting starts
+        if not lines:
+            disk.make_read_only()
+        lines.append(line)
+
+    with pytest.raises(SaveFailed, match=r"could not be saved \((Read-only file system|Permission denied)\)") as failed:
+        transfer(work["model"], work["graph"], folder=out, adapt_seconds=2.0, adapt_nodes=4, log=log)
+    kept = kept_folder(str(failed.value))
+    try:
+        assert "adapt" in read_checkpoint(kept).meta["transferred"]
+        assert snapshot(out) == before and snapshot(work["model"]) == source
     finally:
         shutil.rmtree(kept, ignore_errors=True)
 
@@ -356,7 +468,7 @@ def test_a_run_whose_env_worker_dies_saves_a_checkpoint_to_resume(work):
     out = work["tmp"] / "run"
     ppo = PPOConfig(total_timesteps=512, n_envs=2, n_steps=32, batch_size=32, vec_env="subproc")
     config = RunConfig(task="mis", graphs=str(work["graph"]), ppo=ppo)
-    with pytest.raises(EnvWorkersDied, match=f"resume with: graphtransfer train --resume {out}"):
+    with pytest.raises(TrainingStopped, match=f"resume with: graphtransfer train --resume {out}"):
         train(config, out, log=lambda _: None, callback=KillAWorker())
     saved = read_checkpoint(out)
     assert saved.optimizer is not None and not saved.meta["training"]["complete"]

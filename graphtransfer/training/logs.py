@@ -26,6 +26,9 @@ from graphtransfer.io import STAGING_PREFIX
 
 PROGRESS = "progress.csv"
 TENSORBOARD = "tensorboard"
+BEST, CHECKPOINTS = "best", "checkpoints"
+RUN_OUTPUTS = (PROGRESS, TENSORBOARD, BEST, CHECKPOINTS)
+"""what a training run writes into its folder besides the model (the logs, the best model, the checkpoints)"""
 
 
 def check_log_settings(log: LogConfig) -> list[Graph]:
@@ -95,13 +98,19 @@ def move_in(staging: Path, folder: Path, resumed: bool) -> None:
 
     Each file or folder replaces the one of its name; a resumed run adds to the earlier run's
     TensorBoard events and checkpoints instead (its progress.csv already repeats the earlier rows).
-    What the run did not write (an earlier run's best/, say) stays."""
-    for entry in sorted(staging.iterdir()):
+    A new run also removes what an earlier run wrote and it did not (:data:`RUN_OUTPUTS`: its best/,
+    say), which would otherwise stay beside the new model looking like this run's."""
+    staged = sorted(staging.iterdir())
+    for entry in staged:
         target = folder / entry.name
         if resumed and entry.is_dir() and target.is_dir() and not (entry / "config.json").exists():
             move_in(entry, target, resumed)
         else:
             _replace(entry, target, staging)
+    if not resumed:
+        for name in set(RUN_OUTPUTS) - {entry.name for entry in staged}:
+            if os.path.lexists(folder / name):
+                _move_aside(folder / name, staging)
     shutil.rmtree(staging, ignore_errors=True)
 
 
@@ -109,5 +118,10 @@ def _replace(entry: Path, target: Path, staging: Path) -> None:
     """Rename ``entry`` over ``target``; a folder in the way is first moved aside into ``staging``
     (a rename cannot replace a folder that is not empty), and removed with it."""
     if target.is_dir() and not target.is_symlink():
-        os.replace(target, Path(tempfile.mkdtemp(prefix=".replaced-", dir=staging)) / target.name)
+        _move_aside(target, staging)
     os.replace(entry, target)
+
+
+def _move_aside(path: Path, staging: Path) -> None:
+    """Move ``path`` into ``staging``, which is removed once the run's files are in."""
+    os.replace(path, Path(tempfile.mkdtemp(prefix=".replaced-", dir=staging)) / path.name)
