@@ -344,7 +344,8 @@ class Disk:
         self.folder, self.monkeypatch = folder, monkeypatch
         folder.mkdir()
         mount = ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)]
-        self.mounted = sys.platform == "linux" and shutil.which("mount") is not None and subprocess.run(mount, capture_output=True).returncode == 0
+        can_mount = sys.platform == "linux" and shutil.which("mount") is not None
+        self.mounted = can_mount and subprocess.run(mount, capture_output=True).returncode == 0
 
     def fill(self) -> None:
         if self.mounted:

@@ -28,6 +28,7 @@ from graphtransfer.solve.evaluate import EvalRow, evaluate
 from graphtransfer.training.logs import BEST, CHECKPOINTS, write_row
 from graphtransfer.training.ppo import NodeBudgetUpdate
 
+
 @contextmanager
 def rng_kept() -> Iterator[None]:
     """Put back every RNG's state afterwards: evaluation seeds torch, and PPO's minibatches and
