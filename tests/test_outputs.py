@@ -8,9 +8,11 @@ with every kind of target that must survive."""
 
 import errno
 import hashlib
+import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -477,3 +479,114 @@ def test_a_run_whose_env_worker_dies_saves_a_checkpoint_to_resume(work):
     resumed = runner.invoke(app, ["train", "--resume", str(out), "--no-progress"])
     assert resumed.exit_code == 0, resumed.output
     assert read_checkpoint(out).meta["training"]["complete"]
+
+
+# --- a Ray cluster that dies ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def ray_head(tmp_path):
+    """A Ray cluster of its own (``ray start --head --block`` in a session of its own, so the test
+    kills the head and every process it started at once): ``(address, environment, kill)``."""
+    pytest.importorskip("ray")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = dict(os.environ, RAY_AUTH_MODE="disabled")  # a token-protected cluster would need its token handed over
+    ray = Path(sys.executable).with_name("ray")
+    command = [str(ray), "start", "--head", "--block", f"--port={port}", "--num-cpus=2", "--include-dashboard=false"]
+    head = subprocess.Popen(
+        [*command, "--disable-usage-stats"], env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.5)
+
+    def kill() -> None:
+        if head.poll() is None:
+            os.killpg(head.pid, signal.SIGKILL)
+            head.wait()
+
+    yield f"127.0.0.1:{port}", env, kill
+    kill()
+
+
+def run_until(command: list[str], env: dict[str, str], ready, kill, seconds: float = 300) -> subprocess.CompletedProcess:
+    """Run the CLI ``command``; once ``ready()`` holds, ``kill()`` the cluster; wait for the command to end."""
+    cli = [sys.executable, "-c", "from graphtransfer.cli.main import main; main()", *command]
+    process = subprocess.Popen(cli, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + seconds
+    try:
+        while process.poll() is None and time.monotonic() < deadline and not ready():
+            time.sleep(0.2)
+        assert process.poll() is None, process.communicate()
+        kill()
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return subprocess.CompletedProcess(cli, process.returncode, stdout, stderr)
+
+
+@pytest.mark.slow
+def test_a_ray_head_that_dies_during_training_leaves_a_checkpoint_to_resume(work, ray_head):
+    address, env, kill = ray_head
+    out = work["tmp"] / "run"
+    command = ["train", "--graphs", str(work["graph"]), "--task", "mis", "--steps", "100000", "--n-envs", "2", "--n-steps", "16"]
+    command += ["--batch-size", "32", "--no-progress", "--vec-env", "ray", "--out", str(out)]
+
+    def logged() -> bool:
+        staged = list(out.glob(".unfinished-*/progress.csv"))
+        return bool(staged) and len(staged[0].read_text().splitlines()) > 2
+
+    result = run_until(command, dict(env, RAY_ADDRESS=address), logged, kill)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "stopped answering" in result.stderr and result.stderr.endswith(f"resume with: graphtransfer train --resume {out}\n")
+    saved = read_checkpoint(out)
+    assert saved.optimizer is not None and 32 <= saved.meta["training"]["steps"] < 100000
+
+
+def busy_on(fragment: str, seconds: float):
+    """``ready()`` for :func:`run_until`: some process has had ``fragment`` in its title (a Ray actor
+    names the method it runs there) for ``seconds`` without a break."""
+    since = []
+
+    def ready() -> bool:
+        busy = any(fragment in _read(cmdline) for cmdline in Path("/proc").glob("[0-9]*/cmdline"))
+        since[:] = (since or [time.monotonic()]) if busy else []
+        return bool(since) and time.monotonic() - since[0] > seconds
+
+    return ready
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:  # the process ended meanwhile
+        return ""
+
+
+@pytest.mark.slow
+def test_a_ray_cluster_that_dies_during_eval_keeps_the_finished_rows(work, ray_head):
+    """Three small graphs, then a large one that keeps the one actor busy: the cluster dies there."""
+    address, env, kill = ray_head
+    graphs = work["tmp"] / "graphs"
+    graphs.mkdir()
+    for index in range(3):
+        shutil.copy(work["graph"], graphs / f"a{index}.txt")
+    made = runner.invoke(app, ["graphs", "generate", str(graphs / "z.txt"), "--nodes", "200000", "--avg-degree", "8"])
+    assert made.exit_code == 0, made.output
+    json_out = work["tmp"] / "rows.json"
+    command = ["eval", "--model", str(work["model"]), "--graphs", str(graphs), "--ray-address", address, "--workers", "1"]
+    result = run_until([*command, "--json", str(json_out)], env, busy_on("RayWorker.run", 3.0), kill)
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "stopped answering" in lines[0] and f"wrote their rows to {json_out}" in lines[0], result.stderr
+    assert "3 of 4 graphs evaluated" in lines[0]
+    rows = json.loads(json_out.read_text())
+    assert [Path(row["graph"]).name for row in rows] == ["a0.txt", "a1.txt", "a2.txt"]
