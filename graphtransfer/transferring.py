@@ -19,6 +19,7 @@ from graphtransfer.solve.evaluate import EvalRow, evaluate
 from graphtransfer.solve.loading import Runtime, policy_for_graphs
 from graphtransfer.training.adaptation import ADAPT_SUBGRAPH_NODES, AdaptResult, adapt, check_adapt_seconds
 from graphtransfer.training.callbacks import eval_score
+from graphtransfer.training.logs import discard_earlier_outputs
 from graphtransfer.training.loop import TrainResult, default_run_folder, finetune
 from graphtransfer.training.model import load_model
 
@@ -126,6 +127,7 @@ def transfer(
         info["transferred"]["adapt"] = _adapt_and_keep(result, policy, adapt_seconds, adapt_nodes, max_passes, log)
     what = "adapted model" if result.kept == "adapted" else "fine-tuned model" if finetune_steps else "transferred model"
     save_or_keep(out, policy, config, info, what=what)
+    discard_earlier_outputs(out)  # an earlier run's logs, best model and checkpoints are not this model's
     return result
 
 

@@ -318,8 +318,8 @@ def test_train_replaces_its_own_earlier_model_and_moves_its_logs_in(work):
 
 
 def test_a_new_run_leaves_no_earlier_runs_best_or_checkpoints_beside_its_model(work):
-    """An earlier run's best/ and checkpoints/ would look like the new run's; its commit removes them
-    (a user's own files beside the model stay)."""
+    """An earlier run's best/ and checkpoints/ would look like the new run's; its commit removes them,
+    and a transfer's commit the earlier run's progress.csv too (a user's own files beside the model stay)."""
     run, graph = work["tmp"] / "run", str(work["graph"])
     logged = ["--steps", "128", "--eval-graphs", graph, "--eval-every", "64", "--checkpoint-every", "64"]
     first = runner.invoke(app, ["train", "--graphs", graph, *TRAIN, *logged, "--out", str(run)])
@@ -331,6 +331,10 @@ def test_a_new_run_leaves_no_earlier_runs_best_or_checkpoints_beside_its_model(w
     left = sorted(p.name for p in run.iterdir() if not p.name.endswith(".safetensors"))
     assert left == [".graphtransfer.lock", CONFIG, "config.yaml", "notes.md", "progress.csv"]
     assert read_checkpoint(run).meta["training"]["complete"]
+    transferred = runner.invoke(app, ["transfer", "--src", str(work["model"]), "--dst", graph, "--out", str(run)])
+    assert transferred.exit_code == 0, transferred.output
+    left = sorted(p.name for p in run.iterdir() if not p.name.endswith(".safetensors"))
+    assert left == [".graphtransfer.lock", CONFIG, "config.yaml", "notes.md"]  # that progress.csv was not the transfer's
 
 
 # --- a save that fails, env workers that die -------------------------------------------------------

@@ -98,8 +98,8 @@ def move_in(staging: Path, folder: Path, resumed: bool) -> None:
 
     Each file or folder replaces the one of its name; a resumed run adds to the earlier run's
     TensorBoard events and checkpoints instead (its progress.csv already repeats the earlier rows).
-    A new run also removes what an earlier run wrote and it did not (:data:`RUN_OUTPUTS`: its best/,
-    say), which would otherwise stay beside the new model looking like this run's."""
+    A new run also removes what an earlier run wrote and it did not (its best/, say:
+    :func:`discard_earlier_outputs`)."""
     staged = sorted(staging.iterdir())
     for entry in staged:
         target = folder / entry.name
@@ -108,10 +108,20 @@ def move_in(staging: Path, folder: Path, resumed: bool) -> None:
         else:
             _replace(entry, target, staging)
     if not resumed:
-        for name in set(RUN_OUTPUTS) - {entry.name for entry in staged}:
-            if os.path.lexists(folder / name):
-                _move_aside(folder / name, staging)
+        discard_earlier_outputs(folder, {entry.name for entry in staged})
     shutil.rmtree(staging, ignore_errors=True)
+
+
+def discard_earlier_outputs(folder: Path, written: set[str] = frozenset()) -> None:
+    """Remove what an earlier training run wrote into ``folder`` besides its model (:data:`RUN_OUTPUTS`)
+    and the new model's maker did not write (``written``), once the new model has committed: it
+    would stay beside the new model looking like its own."""
+    earlier = [folder / name for name in RUN_OUTPUTS if name not in written and os.path.lexists(folder / name)]
+    if earlier:
+        aside = Path(tempfile.mkdtemp(prefix=".replaced-", dir=folder))
+        for path in earlier:
+            os.replace(path, aside / path.name)  # one rename each: nothing is left half deleted in the folder
+        shutil.rmtree(aside, ignore_errors=True)
 
 
 def _replace(entry: Path, target: Path, staging: Path) -> None:
