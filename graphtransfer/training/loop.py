@@ -281,10 +281,10 @@ def _learn(
     except STOPPING_FAILURES as err:
         died, model.num_timesteps = err, stop.completed_steps  # the rollout in progress is lost with the worker
     except BaseException:
+        _close_envs(model)
         _leave_staging(staging, log)
         raise
     finally:
-        _close_envs(model)
         with suppress(OSError):  # a disk that failed under the logs fails again at their close; that is being handled
             model.logger.close()
     seconds = time.perf_counter() - started
@@ -292,7 +292,10 @@ def _learn(
         folder, model.num_timesteps, seconds, timer.rollout, timer.update, budget, stop.stopped, dict(model.update_seconds), model
     )
     unfinished = result.interrupted or died is not None
-    _save(model, config, record(result.steps, not unfinished), folder, staging, resumed, unfinished)
+    try:
+        _save(model, config, record(result.steps, not unfinished), folder, staging, resumed, unfinished)
+    finally:  # after the save: closing envs on a Ray cluster that is gone takes seconds, and the save must not wait
+        _close_envs(model)
     if died is not None:
         raise TrainingStopped(
             f"training stopped at step {result.steps} of {budget}: {_why_stopped(died)}; saved {folder}; "
