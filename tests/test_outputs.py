@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -491,14 +492,17 @@ def test_a_run_whose_env_worker_dies_saves_a_checkpoint_to_resume(work):
 @pytest.fixture
 def ray_head(tmp_path):
     """A Ray cluster of its own (``ray start --head --block`` in a session of its own, so the test
-    kills the head and every process it started at once): ``(address, environment, kill)``."""
+    kills the head and every process it started at once): ``(address, environment, kill)``. Its
+    own temporary folder keeps its address out of /tmp/ray/ray_current_cluster, where every later
+    ``ray.init()`` on this machine would try the dead cluster."""
     pytest.importorskip("ray")
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = dict(os.environ, RAY_AUTH_MODE="disabled")  # a token-protected cluster would need its token handed over
     ray = Path(sys.executable).with_name("ray")
-    command = [str(ray), "start", "--head", "--block", f"--port={port}", "--num-cpus=2", "--include-dashboard=false"]
+    temp = tempfile.mkdtemp(prefix="gt-ray-")  # short: Ray's socket paths inside it must fit 107 bytes
+    command = [str(ray), "start", "--head", "--block", f"--port={port}", "--num-cpus=2", "--include-dashboard=false", f"--temp-dir={temp}"]
     head = subprocess.Popen(
         [*command, "--disable-usage-stats"], env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -517,6 +521,7 @@ def ray_head(tmp_path):
 
     yield f"127.0.0.1:{port}", env, kill
     kill()
+    shutil.rmtree(temp, ignore_errors=True)
 
 
 def run_until(command: list[str], env: dict[str, str], ready, kill, seconds: float = 300) -> subprocess.CompletedProcess:
