@@ -231,7 +231,6 @@ def import_ray():
     """The ``ray`` module, or a usage error that says how to install it."""
     try:
         import ray
-        import ray.util
     except ImportError:
         raise UsageError(f"--ray-address needs Ray, which is not installed; install it with: {RAY_INSTALL}") from None
     return ray
