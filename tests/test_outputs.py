@@ -582,7 +582,8 @@ def _read(path: Path) -> str:
 
 @pytest.mark.slow
 def test_a_ray_cluster_that_dies_during_eval_keeps_the_finished_rows(work, ray_head):
-    """Three small graphs, then a large one that keeps the one actor busy: the cluster dies there."""
+    """Three small graphs, then a large one that keeps the one actor busy: the cluster dies there
+    (or, on a machine so busy that a small graph keeps it busy for seconds, on one of those)."""
     address, env, kill = ray_head
     graphs = work["tmp"] / "graphs"
     graphs.mkdir()
@@ -596,6 +597,6 @@ def test_a_ray_cluster_that_dies_during_eval_keeps_the_finished_rows(work, ray_h
     assert result.returncode == 1, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "stopped answering" in lines[0] and f"wrote their rows to {json_out}" in lines[0], result.stderr
-    assert "3 of 4 graphs evaluated" in lines[0]
-    rows = json.loads(json_out.read_text())
-    assert [Path(row["graph"]).name for row in rows] == ["a0.txt", "a1.txt", "a2.txt"]
+    names = [Path(row["graph"]).name for row in json.loads(json_out.read_text())]
+    assert names and names == ["a0.txt", "a1.txt", "a2.txt"][: len(names)]  # one actor takes the graphs in order
+    assert f"{len(names)} of 4 graphs evaluated" in lines[0] and f"({', '.join(names)})" in lines[0]
