@@ -25,7 +25,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -39,7 +41,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 
 from graphtransfer.config import RunConfig
 from graphtransfer.envs.protocol import head_of
-from graphtransfer.errors import CheckpointError
+from graphtransfer.errors import CheckpointError, GraphTransferError
 from graphtransfer.io import atomic_write, folder_lock, sync_folder
 from graphtransfer.nn import Q_POLICIES, build_policy, build_q_policy
 
@@ -131,6 +133,42 @@ def save_checkpoint(
     folder = Path(folder)
     with folder_lock(folder):
         return _save_locked(folder, module, config, info, optimizer)
+
+
+class SaveFailed(GraphTransferError):
+    """A model could not be written to its folder (full disk, read-only); it was kept elsewhere if possible."""
+
+
+UNSAVED_PREFIX = "graphtransfer-unsaved-"
+"""the temporary folder (in the system's temporary directory) that keeps a model whose save failed"""
+
+
+def save_or_keep(
+    folder: str | Path,
+    module: torch.nn.Module,
+    config: RunConfig,
+    info: dict[str, Any] | None = None,
+    optimizer: torch.optim.Optimizer | None = None,
+    what: str = "trained model",
+    then: Callable[[Path], str] = lambda kept: "",
+) -> Path:
+    """:func:`save_checkpoint`, or, where the folder cannot take it (full disk, read-only), the same
+    model saved into a new temporary folder and :class:`SaveFailed` saying where (``then(kept)``: what
+    else the caller has to say, e.g. its logs' place), so that hours of training are never lost at their last step."""
+    try:
+        return save_checkpoint(folder, module, config, info, optimizer=optimizer)
+    except OSError as err:
+        try:
+            kept = save_checkpoint(tempfile.mkdtemp(prefix=UNSAVED_PREFIX), module, config, info, optimizer=optimizer)
+        except OSError as second:
+            raise SaveFailed(
+                f"{folder}: the {what} could not be saved ({err.strerror or err}), nor kept in a temporary folder "
+                f"({second.strerror or second}); free some space and run it again"
+            ) from None
+        raise SaveFailed(
+            f"{folder}: the {what} could not be saved ({err.strerror or err}); it is kept in {kept}, a complete model "
+            f"folder: move it where you want it{then(kept)}"
+        ) from None
 
 
 def _save_locked(

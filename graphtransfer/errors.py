@@ -31,5 +31,14 @@ class GraphFileError(GraphInputError):
         super().__init__(f"{where}: {cause}")
 
 
+class ClusterLost(GraphTransferError):
+    """The Ray cluster (or an actor on it) stopped answering while it held work. ``finished`` maps
+    the positions of the jobs done before that to their results, for the caller to keep."""
+
+    def __init__(self, message: str, finished: dict[int, object] | None = None):
+        super().__init__(message)
+        self.finished = finished or {}
+
+
 class GraphInputWarning(UserWarning):
     """A graph file was read, but something in it was dropped or repaired (self-loops, repeats)."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from stable_baselines3 import PPO
 
-from graphtransfer.checkpoint import LoadReport, is_model_folder, read_checkpoint, save_checkpoint
+from graphtransfer.checkpoint import LoadReport, is_model_folder, read_checkpoint, save_or_keep
 from graphtransfer.config import RunConfig
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import CheckpointError, UsageError
@@ -19,6 +19,7 @@ from graphtransfer.solve.evaluate import EvalRow, evaluate
 from graphtransfer.solve.loading import Runtime, policy_for_graphs
 from graphtransfer.training.adaptation import ADAPT_SUBGRAPH_NODES, AdaptResult, adapt, check_adapt_seconds
 from graphtransfer.training.callbacks import eval_score
+from graphtransfer.training.logs import discard_earlier_outputs
 from graphtransfer.training.loop import TrainResult, default_run_folder, finetune
 from graphtransfer.training.model import load_model
 
@@ -89,6 +90,9 @@ def transfer(
     ``adapt_nodes`` nodes sampled from ``dst`` (:func:`graphtransfer.training.adaptation.adapt`),
     evaluates it there again, and saves the adapted weights only if they score at least as well
     as the zero-shot ones (by :func:`graphtransfer.training.callbacks.eval_score`); ``kept`` says which.
+
+    A save that fails (full disk, read-only) keeps the model in a temporary folder and raises
+    :class:`graphtransfer.checkpoint.SaveFailed` naming it; the source and an existing ``folder`` stay as they were.
     """
     if adapt_seconds is not None:
         adapt_seconds = check_adapt_seconds(adapt_seconds)
@@ -121,7 +125,9 @@ def transfer(
         }
     if adapt_seconds is not None:
         info["transferred"]["adapt"] = _adapt_and_keep(result, policy, adapt_seconds, adapt_nodes, max_passes, log)
-    save_checkpoint(out, policy, config, info)
+    what = "adapted model" if result.kept == "adapted" else "fine-tuned model" if finetune_steps else "transferred model"
+    save_or_keep(out, policy, config, info, what=what)
+    discard_earlier_outputs(out)  # an earlier run's logs, best model and checkpoints are not this model's
     return result
 
 

@@ -8,11 +8,14 @@ with every kind of target that must survive."""
 
 import errno
 import hashlib
+import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,10 +23,11 @@ import pytest
 from stable_baselines3.common.callbacks import BaseCallback
 from typer.testing import CliRunner
 
-from graphtransfer.checkpoint import CONFIG, read_checkpoint
+from graphtransfer.checkpoint import CONFIG, SaveFailed, read_checkpoint
 from graphtransfer.cli import app
 from graphtransfer.config import PPOConfig, RunConfig
-from graphtransfer.training.loop import EnvWorkersDied, train
+from graphtransfer.training.loop import TrainingStopped, train
+from graphtransfer.transferring import transfer
 
 runner = CliRunner()
 TRAIN = ["--task", "mis", "--steps", "64", "--n-envs", "2", "--n-steps", "32", "--batch-size", "32", "--no-progress"]
@@ -316,29 +320,145 @@ def test_train_replaces_its_own_earlier_model_and_moves_its_logs_in(work):
     assert not list(victim.glob(".unfinished-*"))
 
 
+def test_a_new_run_leaves_no_earlier_runs_best_or_checkpoints_beside_its_model(work):
+    """An earlier run's best/ and checkpoints/ would look like the new run's; its commit removes them,
+    and a transfer's commit the earlier run's progress.csv too (a user's own files beside the model stay)."""
+    run, graph = work["tmp"] / "run", str(work["graph"])
+    logged = ["--steps", "128", "--eval-graphs", graph, "--eval-every", "64", "--checkpoint-every", "64"]
+    first = runner.invoke(app, ["train", "--graphs", graph, *TRAIN, *logged, "--out", str(run)])
+    assert first.exit_code == 0, first.output
+    assert (run / "best" / CONFIG).is_file() and list((run / "checkpoints").iterdir())
+    (run / "notes.md").write_text("mine\n")
+    second = runner.invoke(app, ["train", "--graphs", graph, *TRAIN, "--out", str(run)])
+    assert second.exit_code == 0, second.output
+    left = sorted(p.name for p in run.iterdir() if not p.name.endswith(".safetensors"))
+    assert left == [".graphtransfer.lock", CONFIG, "config.yaml", "notes.md", "progress.csv"]
+    assert read_checkpoint(run).meta["training"]["complete"]
+    transferred = runner.invoke(app, ["transfer", "--src", str(work["model"]), "--dst", graph, "--out", str(run)])
+    assert transferred.exit_code == 0, transferred.output
+    left = sorted(p.name for p in run.iterdir() if not p.name.endswith(".safetensors"))
+    assert left == [".graphtransfer.lock", CONFIG, "config.yaml", "notes.md"]  # that progress.csv was not the transfer's
+
+
 # --- a save that fails, env workers that die -------------------------------------------------------
 
 
-def test_a_full_disk_at_the_save_keeps_the_trained_model_elsewhere(work, monkeypatch):
-    """Fault injection at the OS call: every fsync of a file in the run folder fails as on a full disk."""
-    out = work["tmp"] / "run"
-    real_fsync = os.fsync
+class Disk:
+    """A folder on a filesystem of its own that a test fills up or makes read-only while a command
+    runs: a small tmpfs where this process may mount one (root, as in a CI container). Elsewhere a
+    full disk is an ENOSPC from every fsync of a file in the folder (fault injection at the OS call),
+    and read-only is the folder's mode, which binds a user other than root."""
 
-    def full_disk(fd: int) -> None:
-        if os.readlink(f"/proc/self/fd/{fd}").startswith(str(out)):
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        real_fsync(fd)
+    def __init__(self, folder: Path, monkeypatch: pytest.MonkeyPatch):
+        self.folder, self.monkeypatch = folder, monkeypatch
+        folder.mkdir()
+        mount = ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)]
+        can_mount = sys.platform == "linux" and shutil.which("mount") is not None
+        self.mounted = can_mount and subprocess.run(mount, capture_output=True).returncode == 0
 
-    if not Path("/proc/self/fd").is_dir():
-        pytest.skip("needs /proc to tell which file an fsync is for")
-    monkeypatch.setattr(os, "fsync", full_disk)
+    def fill(self) -> None:
+        if self.mounted:
+            with open(self.folder / "filler", "wb", buffering=0) as handle:
+                with pytest.raises(OSError, match="No space left on device"):
+                    while True:
+                        handle.write(bytes(1 << 16))
+            return
+        if not Path("/proc/self/fd").is_dir():
+            pytest.skip("needs /proc to tell which file an fsync is for")
+        real_fsync = os.fsync
+
+        def full_disk(fd: int) -> None:
+            if os.readlink(f"/proc/self/fd/{fd}").startswith(str(self.folder)):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            real_fsync(fd)
+
+        self.monkeypatch.setattr(os, "fsync", full_disk)
+
+    def make_read_only(self) -> None:
+        if self.mounted:
+            subprocess.run(["mount", "-o", "remount,ro", str(self.folder)], check=True)
+        elif os.geteuid() != 0:
+            for path in [self.folder, *self.folder.rglob("*")]:
+                path.chmod(0o555 if path.is_dir() else 0o444)
+        else:
+            pytest.skip("root ignores file modes, and no filesystem can be mounted read-only here")
+
+    def release(self) -> None:
+        if self.mounted:
+            subprocess.run(["umount", "-l", str(self.folder)], check=True)
+        else:
+            for path in [self.folder, *self.folder.rglob("*")]:
+                path.chmod(0o755)
+
+
+@pytest.fixture
+def disk(tmp_path, monkeypatch):
+    made = Disk(tmp_path / "disk", monkeypatch)
+    yield made
+    made.release()
+
+
+def kept_folder(message: str) -> Path:
+    """The temporary folder a failed save's message names, to be removed by the test."""
+    return Path(message.split("it is kept in ")[1].split(",")[0])
+
+
+def test_a_full_disk_during_training_keeps_a_resumable_run_elsewhere(work, disk):
+    """The logs are the first to fail on a full disk; the run stops there and is kept, resumable."""
+    out = disk.folder / "run"
+    disk.fill()
     result = runner.invoke(app, ["train", "--graphs", str(work["graph"]), *TRAIN, "--out", str(out)])
     message = assert_refused(result, code=1)
-    assert "No space left on device" in message and "it is kept in" in message
-    kept = Path(message.split("it is kept in ")[1].split(",")[0])
+    assert f"error: {out}: the unfinished run could not be saved (No space left on device); it is kept in" in message
+    kept = kept_folder(message)
     try:
-        assert read_checkpoint(kept).meta["training"]["steps"] == 64
-        assert not (out / CONFIG).exists()
+        assert message.endswith(f"; resume with: graphtransfer train --resume {kept}")
+        assert not read_checkpoint(kept).meta["training"]["complete"] and not (out / CONFIG).exists()
+        resumed = runner.invoke(app, ["train", "--resume", str(kept), "--no-progress"])
+        assert resumed.exit_code == 0, resumed.output
+        training = read_checkpoint(kept).meta["training"]
+        assert training["complete"] and training["steps"] == 64
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
+
+
+def test_a_full_disk_at_the_transfer_save_keeps_the_fine_tuned_model_and_changes_nothing(work, disk):
+    """transfer --finetune-steps onto an existing model folder on a full disk: the fine-tuned model
+    is kept in a temporary folder, and the source and the folder it would replace stay as they were."""
+    out = disk.folder / "out"
+    shutil.copytree(work["victim"], out)
+    before, source = snapshot(out), snapshot(work["model"])
+    disk.fill()
+    command = ["transfer", "--src", str(work["model"]), "--dst", str(work["graph"]), "--finetune-steps", "8", "--out", str(out)]
+    message = assert_refused(runner.invoke(app, command), code=1)
+    assert f"error: {out}: the fine-tuned model could not be saved (No space left on device); it is kept in" in message
+    kept = kept_folder(message)
+    try:
+        assert read_checkpoint(kept).meta["transferred"]["finetune"]["steps"] >= 8
+        assert snapshot(out) == before and snapshot(work["model"]) == source
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
+
+
+def test_a_destination_made_read_only_while_adapting_keeps_the_adapted_model(work, disk):
+    """The destination turns read-only after the up-front checks (a remount, say): the adapted
+    model is kept in a temporary folder, and the folder it would replace stays as it was."""
+    out = disk.folder / "out"
+    shutil.copytree(work["victim"], out)
+    before, source = snapshot(out), snapshot(work["model"])
+    lines = []
+
+    def log(line: str) -> None:  # the first line comes once the checks have passed and adapting starts
+        if not lines:
+            disk.make_read_only()
+        lines.append(line)
+
+    with pytest.raises(SaveFailed, match=r"could not be saved \((Read-only file system|Permission denied)\)") as failed:
+        transfer(work["model"], work["graph"], folder=out, adapt_seconds=2.0, adapt_nodes=4, log=log)
+    kept = kept_folder(str(failed.value))
+    try:
+        assert "adapt" in read_checkpoint(kept).meta["transferred"]
+        assert snapshot(out) == before and snapshot(work["model"]) == source
     finally:
         shutil.rmtree(kept, ignore_errors=True)
 
@@ -358,7 +478,7 @@ def test_a_run_whose_env_worker_dies_saves_a_checkpoint_to_resume(work):
     out = work["tmp"] / "run"
     ppo = PPOConfig(total_timesteps=512, n_envs=2, n_steps=32, batch_size=32, vec_env="subproc")
     config = RunConfig(task="mis", graphs=str(work["graph"]), ppo=ppo)
-    with pytest.raises(EnvWorkersDied, match=f"resume with: graphtransfer train --resume {out}"):
+    with pytest.raises(TrainingStopped, match=f"resume with: graphtransfer train --resume {out}"):
         train(config, out, log=lambda _: None, callback=KillAWorker())
     saved = read_checkpoint(out)
     assert saved.optimizer is not None and not saved.meta["training"]["complete"]
@@ -366,3 +486,119 @@ def test_a_run_whose_env_worker_dies_saves_a_checkpoint_to_resume(work):
     resumed = runner.invoke(app, ["train", "--resume", str(out), "--no-progress"])
     assert resumed.exit_code == 0, resumed.output
     assert read_checkpoint(out).meta["training"]["complete"]
+
+
+# --- a Ray cluster that dies ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def ray_head(tmp_path):
+    """A Ray cluster of its own (``ray start --head --block`` in a session of its own, so the test
+    kills the head and every process it started at once): ``(address, environment, kill)``. Its
+    own temporary folder keeps its address out of /tmp/ray/ray_current_cluster, where every later
+    ``ray.init()`` on this machine would try the dead cluster."""
+    pytest.importorskip("ray")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = dict(os.environ, RAY_AUTH_MODE="disabled")  # a token-protected cluster would need its token handed over
+    ray = Path(sys.executable).with_name("ray")
+    temp = tempfile.mkdtemp(prefix="gt-ray-")  # short: Ray's socket paths inside it must fit 107 bytes
+    command = [str(ray), "start", "--head", "--block", f"--port={port}", "--num-cpus=2", "--include-dashboard=false", f"--temp-dir={temp}"]
+    head = subprocess.Popen(
+        [*command, "--disable-usage-stats"], env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.5)
+
+    def kill() -> None:
+        if head.poll() is None:
+            os.killpg(head.pid, signal.SIGKILL)
+            head.wait()
+
+    yield f"127.0.0.1:{port}", env, kill
+    kill()
+    shutil.rmtree(temp, ignore_errors=True)
+
+
+def run_until(command: list[str], env: dict[str, str], ready, kill, seconds: float = 300) -> subprocess.CompletedProcess:
+    """Run the CLI ``command``; once ``ready()`` holds, ``kill()`` the cluster; wait for the command to end."""
+    cli = [sys.executable, "-c", "from graphtransfer.cli.main import main; main()", *command]
+    process = subprocess.Popen(cli, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + seconds
+    try:
+        while process.poll() is None and time.monotonic() < deadline and not ready():
+            time.sleep(0.2)
+        assert process.poll() is None, process.communicate()
+        kill()
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return subprocess.CompletedProcess(cli, process.returncode, stdout, stderr)
+
+
+@pytest.mark.slow
+def test_a_ray_head_that_dies_during_training_leaves_a_checkpoint_to_resume(work, ray_head):
+    address, env, kill = ray_head
+    out = work["tmp"] / "run"
+    command = ["train", "--graphs", str(work["graph"]), "--task", "mis", "--steps", "100000", "--n-envs", "2", "--n-steps", "16"]
+    command += ["--batch-size", "32", "--no-progress", "--vec-env", "ray", "--out", str(out)]
+
+    def logged() -> bool:
+        staged = list(out.glob(".unfinished-*/progress.csv"))
+        return bool(staged) and len(staged[0].read_text().splitlines()) > 2
+
+    result = run_until(command, dict(env, RAY_ADDRESS=address), logged, kill)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "stopped answering" in result.stderr and result.stderr.endswith(f"resume with: graphtransfer train --resume {out}\n")
+    saved = read_checkpoint(out)
+    assert saved.optimizer is not None and 32 <= saved.meta["training"]["steps"] < 100000
+
+
+def busy_on(fragment: str, seconds: float):
+    """``ready()`` for :func:`run_until`: some process has had ``fragment`` in its title (a Ray actor
+    names the method it runs there) for ``seconds`` without a break."""
+    since = []
+
+    def ready() -> bool:
+        busy = any(fragment in _read(cmdline) for cmdline in Path("/proc").glob("[0-9]*/cmdline"))
+        since[:] = (since or [time.monotonic()]) if busy else []
+        return bool(since) and time.monotonic() - since[0] > seconds
+
+    return ready
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:  # the process ended meanwhile
+        return ""
+
+
+@pytest.mark.slow
+def test_a_ray_cluster_that_dies_during_eval_keeps_the_finished_rows(work, ray_head):
+    """Three small graphs, then a large one that keeps the one actor busy: the cluster dies there
+    (or, on a machine so busy that a small graph keeps it busy for seconds, on one of those)."""
+    address, env, kill = ray_head
+    graphs = work["tmp"] / "graphs"
+    graphs.mkdir()
+    for index in range(3):
+        shutil.copy(work["graph"], graphs / f"a{index}.txt")
+    made = runner.invoke(app, ["graphs", "generate", str(graphs / "z.txt"), "--nodes", "200000", "--avg-degree", "8"])
+    assert made.exit_code == 0, made.output
+    json_out = work["tmp"] / "rows.json"
+    command = ["eval", "--model", str(work["model"]), "--graphs", str(graphs), "--ray-address", address, "--workers", "1"]
+    result = run_until([*command, "--json", str(json_out)], env, busy_on("RayWorker.run", 3.0), kill)
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "stopped answering" in lines[0] and f"wrote their rows to {json_out}" in lines[0], result.stderr
+    names = [Path(row["graph"]).name for row in json.loads(json_out.read_text())]
+    assert names and names == ["a0.txt", "a1.txt", "a2.txt"][: len(names)]  # one actor takes the graphs in order
+    assert f"{len(names)} of 4 graphs evaluated" in lines[0] and f"({', '.join(names)})" in lines[0]

@@ -38,7 +38,7 @@ from graphtransfer.config import (
     cli_keys,
     help_of,
 )
-from graphtransfer.errors import UsageError
+from graphtransfer.errors import ClusterLost, GraphTransferError, UsageError
 from graphtransfer.process import free_cores, prefer_small_pages, tune_process
 
 if TYPE_CHECKING:
@@ -676,7 +676,10 @@ def evaluate(
     options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env}
     _check_eval_outputs(graphs, json_out, plot, force)
     _use_threads(threads)  # after the options are checked: bad input changes nothing in the process
-    config, rows = evaluate_many(model, graphs, workers=workers, ray_address=ray_address, max_passes=max_passes, **options)
+    try:
+        config, rows = evaluate_many(model, graphs, workers=workers, ray_address=ray_address, max_passes=max_passes, **options)
+    except ClusterLost as lost:
+        _keep_finished_rows(lost, json_out)
     for line in format_rows(rows):
         typer.echo(line)
     for row in rows:
@@ -693,6 +696,23 @@ def evaluate(
     if plot:
         plot_ratios(rows, plot, f"{config.name}: model {model}")
         typer.echo(f"wrote {plot}")
+
+
+def _keep_finished_rows(lost: ClusterLost, json_out: Path | None) -> None:
+    """A cluster that died mid-evaluation: show the rows it finished, write them to ``json_out``,
+    and fail with one line that says what is kept."""
+    from graphtransfer.reporting.report import format_rows, write_json
+
+    rows = [lost.finished[index] for index in sorted(lost.finished)]
+    if not rows:
+        raise GraphTransferError(f"{lost}; no graph was finished, run the evaluation again") from None
+    for line in format_rows(rows):
+        typer.echo(line)
+    names = ", ".join(row.graph.name for row in rows[:3]) + (", ..." if len(rows) > 3 else "")
+    kept = f"wrote their rows to {json_out}" if json_out else "their rows are above (pass --json FILE to keep them)"
+    if json_out:
+        write_json(rows, json_out)
+    raise GraphTransferError(f"{lost}; the graphs finished before ({names}): {kept}; run the evaluation again for the rest") from None
 
 
 def _check_eval_outputs(graphs: str, json_out: Path | None, plot: Path | None, force: bool) -> None:

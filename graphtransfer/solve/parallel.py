@@ -8,6 +8,7 @@ the seed, so the numbers are those of the serial path.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import socket
@@ -21,7 +22,7 @@ import torch
 
 from graphtransfer.checkpoint import Checkpoint, read_checkpoint
 from graphtransfer.config import RunConfig
-from graphtransfer.errors import UsageError
+from graphtransfer.errors import ClusterLost, UsageError
 from graphtransfer.graphs import Graph, load_graphs, resolve
 from graphtransfer.io import check_output_file
 from graphtransfer.solve.evaluate import EvalRow, check_one_graph, evaluate, evaluate_model
@@ -50,7 +51,8 @@ def evaluate_many(
 ) -> tuple[RunConfig, list[EvalRow]]:
     """:func:`graphtransfer.solve.evaluate.evaluate_model` on ``workers`` processes, or on the Ray cluster
     at ``ray_address`` (``"auto"``, ``"local"`` or ``host:port``; ``workers`` actors, default one per
-    CPU there). One worker and no Ray: the serial path itself."""
+    CPU there). One worker and no Ray: the serial path itself. A Ray cluster that dies raises
+    :class:`ClusterLost` holding the rows finished before."""
     runtime = Runtime(max_nodes_per_batch, mixed_precision)
     if (workers or 1) == 1 and ray_address is None:
         return evaluate_model(model, graphs, runtime, env, **options)
@@ -58,7 +60,10 @@ def evaluate_many(
     loaded = load_graphs(graphs)
     check_one_graph(loaded, options.get("source"), options.get("target"))  # each worker sees one graph: checked here
     options["runtime"] = runtime
-    return checkpoint.config, map_graphs(evaluate_graph, checkpoint, loaded, options, workers, ray_address)
+    try:
+        return checkpoint.config, map_graphs(evaluate_graph, checkpoint, loaded, options, workers, ray_address)
+    except ClusterLost as lost:
+        raise ClusterLost(f"{lost} with {len(lost.finished)} of {len(loaded)} graphs evaluated", lost.finished) from None
 
 
 def predict_many(
@@ -154,7 +159,9 @@ class RayWorker:
 def _map_on_ray(
     job: Job, checkpoint: Checkpoint, graphs: Sequence[Graph], options: dict[str, Any], workers: int | None, address: str
 ) -> list:
-    """One actor per worker (default: one per CPU of the cluster); results in the graphs' order."""
+    """One actor per worker (default: one per CPU of the cluster), each given the next graph as it
+    finishes one; results in the graphs' order. A cluster that dies raises :class:`ClusterLost`
+    holding the results finished by then."""
     ray = import_ray()
     started_here = not ray.is_initialized()
     if started_here:
@@ -162,22 +169,69 @@ def _map_on_ray(
     try:
         count = workers or int(ray.cluster_resources().get("CPU", 1))
         model, actor = ray.put(checkpoint), ray.remote(num_cpus=1)(RayWorker)
-        actors = [actor.remote(model) for _ in range(max(1, min(count, len(graphs))))]
-        pool = ray.util.ActorPool(actors)
-        try:
-            return list(pool.map(lambda actor, graph: actor.run.remote(job, graph, options), graphs))
-        except ray.exceptions.RayTaskError as err:  # the worker's own error, not Ray's wrapper with its traceback
-            raise err.cause from None
+        idle = [actor.remote(model) for _ in range(max(1, min(count, len(graphs))))]
+        finished: dict[int, Any] = {}
+        running: dict[Any, tuple[int, Any]] = {}
+        waiting = list(enumerate(graphs))[::-1]
+        while waiting or running:
+            while idle and waiting:
+                index, graph = waiting.pop()
+                worker = idle.pop()
+                running[worker.run.remote(job, graph, options)] = (index, worker)
+            for ref in _answered(ray, list(running), 1, finished):
+                index, worker = running.pop(ref)
+                finished[index] = _get(ray, [ref], finished)[0]
+                idle.append(worker)
+        return [finished[index] for index in range(len(graphs))]
     finally:
         if started_here:
             ray.shutdown()
+
+
+CLUSTER_CHECK_SECONDS = 1.0
+"""how often a wait on the cluster asks its head whether it still answers"""
+
+
+def get_from_cluster(ray, refs: list) -> list:
+    """``ray.get(refs)`` that does not wait on a cluster that is gone: an actor that died with its
+    node, or a head that no longer accepts connections (asked every second without all answers),
+    raises :class:`ClusterLost` within seconds, before Ray's own wait for the head (a minute) ends
+    this process with no chance to save anything. A job's or env's own error is raised as itself."""
+    while len(_answered(ray, refs, len(refs), {})) < len(refs):
+        pass
+    return _get(ray, refs, {})
+
+
+def _answered(ray, refs: list, wanted: int, finished: dict[int, Any]) -> list:
+    """The refs answered within a second, while ``wanted`` of them are not, after asking the head
+    whether it still answers: :class:`ClusterLost` (holding ``finished``) if it does not."""
+    ready, _ = ray.wait(refs, num_returns=wanted, timeout=CLUSTER_CHECK_SECONDS)
+    if len(ready) < wanted:
+        address = ray.get_runtime_context().gcs_address
+        host, _, port = address.rpartition(":")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_SECONDS).close()
+        except OSError as err:
+            reason = err.strerror or type(err).__name__
+            raise ClusterLost(f"the Ray cluster's head at {address} stopped answering ({reason})", finished) from None
+    return ready
+
+
+def _get(ray, refs: list, finished: dict[int, Any]) -> list:
+    """``ray.get(refs)`` once they have answered; a job's own error is raised as itself."""
+    try:
+        return ray.get(refs)
+    except ray.exceptions.RayTaskError as err:  # the worker's own error, not Ray's wrapper with its traceback
+        raise err.cause from None
+    except ray.exceptions.RayActorError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ClusterLost(f"a Ray actor died with its node or process ({first})", finished) from None
 
 
 def import_ray():
     """The ``ray`` module, or a usage error that says how to install it."""
     try:
         import ray
-        import ray.util
     except ImportError:
         raise UsageError(f"--ray-address needs Ray, which is not installed; install it with: {RAY_INSTALL}") from None
     return ray
@@ -196,7 +250,7 @@ def init_ray(ray, address: str | None, **options) -> None:
     if named not in (None, "", "auto", "local"):
         _check_answers(named, where)
     try:
-        ray.init(address=address, **options)
+        ray.init(address=address, logging_level=logging.WARNING, **options)  # Ray's INFO lines are not the user's business
     except ConnectionError as err:
         first = str(err).split(". ")[0].rstrip(".")
         raise UsageError(

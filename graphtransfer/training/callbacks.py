@@ -25,10 +25,8 @@ from graphtransfer.checkpoint import save_checkpoint
 from graphtransfer.config import RunConfig
 from graphtransfer.graphs import Graph
 from graphtransfer.solve.evaluate import EvalRow, evaluate
-from graphtransfer.training.logs import write_row
+from graphtransfer.training.logs import BEST, CHECKPOINTS, write_row
 from graphtransfer.training.ppo import NodeBudgetUpdate
-
-BEST, CHECKPOINTS = "best", "checkpoints"
 
 
 @contextmanager

@@ -26,6 +26,9 @@ from graphtransfer.io import STAGING_PREFIX
 
 PROGRESS = "progress.csv"
 TENSORBOARD = "tensorboard"
+BEST, CHECKPOINTS = "best", "checkpoints"
+RUN_OUTPUTS = (PROGRESS, TENSORBOARD, BEST, CHECKPOINTS)
+"""what a training run writes into its folder besides the model (the logs, the best model, the checkpoints)"""
 
 
 def check_log_settings(log: LogConfig) -> list[Graph]:
@@ -95,19 +98,40 @@ def move_in(staging: Path, folder: Path, resumed: bool) -> None:
 
     Each file or folder replaces the one of its name; a resumed run adds to the earlier run's
     TensorBoard events and checkpoints instead (its progress.csv already repeats the earlier rows).
-    What the run did not write (an earlier run's best/, say) stays."""
-    for entry in sorted(staging.iterdir()):
+    A new run also removes what an earlier run wrote and it did not (its best/, say:
+    :func:`discard_earlier_outputs`)."""
+    staged = sorted(staging.iterdir())
+    for entry in staged:
         target = folder / entry.name
         if resumed and entry.is_dir() and target.is_dir() and not (entry / "config.json").exists():
             move_in(entry, target, resumed)
         else:
             _replace(entry, target, staging)
+    if not resumed:
+        discard_earlier_outputs(folder, {entry.name for entry in staged})
     shutil.rmtree(staging, ignore_errors=True)
+
+
+def discard_earlier_outputs(folder: Path, written: set[str] = frozenset()) -> None:
+    """Remove what an earlier training run wrote into ``folder`` besides its model (:data:`RUN_OUTPUTS`)
+    and the new model's maker did not write (``written``), once the new model has committed: it
+    would stay beside the new model looking like its own."""
+    earlier = [folder / name for name in RUN_OUTPUTS if name not in written and os.path.lexists(folder / name)]
+    if earlier:
+        aside = Path(tempfile.mkdtemp(prefix=".replaced-", dir=folder))
+        for path in earlier:
+            os.replace(path, aside / path.name)  # one rename each: nothing is left half deleted in the folder
+        shutil.rmtree(aside, ignore_errors=True)
 
 
 def _replace(entry: Path, target: Path, staging: Path) -> None:
     """Rename ``entry`` over ``target``; a folder in the way is first moved aside into ``staging``
     (a rename cannot replace a folder that is not empty), and removed with it."""
     if target.is_dir() and not target.is_symlink():
-        os.replace(target, Path(tempfile.mkdtemp(prefix=".replaced-", dir=staging)) / target.name)
+        _move_aside(target, staging)
     os.replace(entry, target)
+
+
+def _move_aside(path: Path, staging: Path) -> None:
+    """Move ``path`` into ``staging``, which is removed once the run's files are in."""
+    os.replace(path, Path(tempfile.mkdtemp(prefix=".replaced-", dir=staging)) / path.name)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -28,16 +28,15 @@ from graphtransfer.checkpoint import (
     load_optimizer_state,
     load_strict,
     read_checkpoint,
-    save_checkpoint,
+    save_or_keep,
 )
 from graphtransfer.config import PPOConfig, RunConfig
 from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import head_of
-from graphtransfer.errors import GraphTransferError, UsageError
+from graphtransfer.errors import ClusterLost, GraphTransferError, UsageError
 from graphtransfer.graphs import Graph, load_graphs, resolve
 from graphtransfer.io import check_output_folder
 from graphtransfer.training.callbacks import (
-    CHECKPOINTS,
     EvalOnGraphs,
     PhaseTimer,
     ProgressLines,
@@ -45,7 +44,7 @@ from graphtransfer.training.callbacks import (
     StopOnInterrupt,
     best_so_far,
 )
-from graphtransfer.training.logs import PROGRESS, check_log_settings, make_logger, move_in, staging_folder
+from graphtransfer.training.logs import CHECKPOINTS, PROGRESS, check_log_settings, make_logger, move_in, staging_folder
 from graphtransfer.training.model import check_algo, check_buffer_fits, check_device, make_model
 
 UserCallback = BaseCallback | list[BaseCallback] | None
@@ -253,8 +252,8 @@ def _learn(
     by ``target_kl`` (and of every update with ``log.stdout``).
 
     Logs, best model and checkpoints go to a staging folder and move into ``folder`` after the
-    save commits (:mod:`graphtransfer.training.logs`); env workers that die end the run with a
-    resumable checkpoint (:class:`EnvWorkersDied`)."""
+    save commits (:mod:`graphtransfer.training.logs`); env workers or a Ray cluster that die, or a
+    disk that fails under the logs, end the run with a resumable checkpoint (:class:`TrainingStopped`)."""
     resumed, earlier = bool(earlier), earlier or {}
     budget = config.ppo.total_timesteps
     timer, stop = PhaseTimer(earlier.get("rollout_seconds", 0.0), earlier.get("update_seconds", 0.0)), StopOnInterrupt()
@@ -280,38 +279,54 @@ def _learn(
         else:
             for callback in periodic:
                 callback.at_end()
-    except WORKER_DEATHS as err:
+    except STOPPING_FAILURES as err:
         died, model.num_timesteps = err, stop.completed_steps  # the rollout in progress is lost with the worker
     except BaseException:
+        _close_envs(model)
         _leave_staging(staging, log)
         raise
     finally:
-        _close_envs(model)
-        model.logger.close()
+        with suppress(OSError):  # a disk that failed under the logs fails again at their close; that is being handled
+            model.logger.close()
     seconds = time.perf_counter() - started
     result = TrainResult(
         folder, model.num_timesteps, seconds, timer.rollout, timer.update, budget, stop.stopped, dict(model.update_seconds), model
     )
     unfinished = result.interrupted or died is not None
-    _save(model, config, record(result.steps, not unfinished), folder, staging, resumed, unfinished)
+    try:
+        _save(model, config, record(result.steps, not unfinished), folder, staging, resumed, unfinished)
+    finally:  # after the save: closing envs on a Ray cluster that is gone takes seconds, and the save must not wait
+        _close_envs(model)
     if died is not None:
-        raise EnvWorkersDied(
-            f"an env worker process died at step {result.steps} of {budget} ({type(died).__name__}: {died or 'connection lost'}); "
-            f"saved {folder}; resume with: graphtransfer train --resume {folder}" + (f" --env {config.env}" if config.env else "")
+        raise TrainingStopped(
+            f"training stopped at step {result.steps} of {budget}: {_why_stopped(died)}; saved {folder}; "
+            f"resume with: {_resume_command(folder, config)}"
         ) from None
     return result
 
 
 WORKER_DEATHS = (EOFError, BrokenPipeError, ConnectionResetError)
 """what SB3's SubprocVecEnv raises when a worker process is gone (killed, out of memory)"""
+STOPPING_FAILURES = (*WORKER_DEATHS, ClusterLost, OSError)
+"""what ends a run whose model is still worth saving: env worker processes or the Ray cluster gone,
+a disk that fails under the logs"""
 
 
-class EnvWorkersDied(GraphTransferError):
-    """Training stopped because env worker processes died; the run was saved as a resumable checkpoint."""
+class TrainingStopped(GraphTransferError):
+    """Training stopped because env workers, the Ray cluster or the disk failed; the run was saved as a resumable checkpoint."""
 
 
-class SaveFailed(GraphTransferError):
-    """The trained model could not be written to its folder (full disk, read-only); it was kept elsewhere if possible."""
+def _why_stopped(err: BaseException) -> str:
+    if isinstance(err, ClusterLost):
+        return str(err)
+    if isinstance(err, WORKER_DEATHS):
+        return f"an env worker process died ({type(err).__name__}: {err or 'connection lost'})"
+    where = f"{err.filename}: " if getattr(err, "filename", None) else ""
+    return f"{where}{getattr(err, 'strerror', None) or err}"
+
+
+def _resume_command(folder: Path, config: RunConfig) -> str:
+    return f"graphtransfer train --resume {folder}" + (f" --env {config.env}" if config.env else "")
 
 
 def _save(
@@ -320,20 +335,11 @@ def _save(
     """Save the run to ``folder`` (with the optimizer's state when it is ``unfinished``), then move
     its staged logs in. A save that fails keeps the model in a temporary folder and says where."""
     optimizer = model.policy.optimizer if unfinished else None
-    try:
-        save_checkpoint(folder, model.policy, config, info, optimizer=optimizer)
-    except OSError as err:
-        try:
-            kept = save_checkpoint(tempfile.mkdtemp(prefix="graphtransfer-unsaved-"), model.policy, config, info, optimizer=optimizer)
-        except OSError as second:
-            raise SaveFailed(
-                f"{folder}: the trained model could not be saved ({err.strerror or err}), nor kept in a temporary folder "
-                f"({second.strerror or second}); free some space and train again"
-            ) from None
-        raise SaveFailed(
-            f"{folder}: the trained model could not be saved ({err.strerror or err}); it is kept in {kept}, a complete model "
-            f"folder: move it where you want it (its logs stay in {staging})"
-        ) from None
+
+    def then(kept: Path) -> str:
+        return f" (its logs stay in {staging})" + (f"; resume with: {_resume_command(kept, config)}" if unfinished else "")
+
+    save_or_keep(folder, model.policy, config, info, optimizer, "unfinished run" if unfinished else "trained model", then)
     move_in(staging, folder, resumed)
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
-from graphtransfer.solve.parallel import import_ray, init_ray
+from graphtransfer.solve.parallel import get_from_cluster, import_ray, init_ray
 
 
 class EnvActor:
@@ -66,7 +66,7 @@ class RayVecEnv(VecEnv):
 
     def reset(self) -> VecEnvObs:
         futures = [actor.reset.remote(self._seeds[i], self._options[i]) for i, actor in enumerate(self.actors)]
-        results = self.ray.get(futures)
+        results = get_from_cluster(self.ray, futures)
         self.reset_infos = [info for _, info in results]
         self._reset_seeds()
         self._reset_options()
@@ -76,7 +76,7 @@ class RayVecEnv(VecEnv):
         self.futures = [actor.step.remote(actions[i]) for i, actor in enumerate(self.actors)]
 
     def step_wait(self) -> VecEnvStepReturn:
-        results = self.ray.get(self.futures)
+        results = get_from_cluster(self.ray, self.futures)
         obs = _stack([r[0] for r in results])
         rewards = np.concatenate([r[1] for r in results])
         dones = np.concatenate([r[2] for r in results])
@@ -106,10 +106,7 @@ class RayVecEnv(VecEnv):
         """One of the VecEnv's per-env calls on the actors ``indices`` names, results in order; an
         env's own error (e.g. AttributeError, which ``has_attr`` relies on) is raised here as itself."""
         futures = [self.actors[i].call.remote(what, name, *args, **kwargs) for i in self._get_indices(indices)]
-        try:
-            return self.ray.get(futures)
-        except self.ray.exceptions.RayTaskError as err:
-            raise err.cause from None
+        return get_from_cluster(self.ray, futures)
 
 
 def _stack(observations: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
