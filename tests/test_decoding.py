@@ -1,13 +1,15 @@
 """Decoding node-wise policies: the local-max decoding (MIS's default), and the drawn one, where
 with a commit fraction below 1 only the surest nodes commit."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
 
 from graphtransfer.baselines.completion import FINISH
 from graphtransfer.baselines.mis import greedy_in_order, greedy_min_degree
-from graphtransfer.config import ModelConfig, RunConfig
+from graphtransfer.config import LOCAL_MAX_DENSE_PATIENCE, LOCAL_MAX_PATIENCE, ModelConfig, RunConfig
 from graphtransfer.envs.factory import inference_env
 from graphtransfer.envs.mis import DEFER, EXCLUDE, INCLUDE, UNDECIDED, MISEnv
 from graphtransfer.envs.protocol import Head
@@ -19,6 +21,7 @@ from graphtransfer.solve.inference import (
     caro_wei_bound,
     local_max_candidates,
     local_max_commits,
+    local_max_patience,
     patient_actions,
     settle_clashes,
     solve,
@@ -160,11 +163,14 @@ def test_the_caro_wei_bound_counts_each_node_once_over_its_degree_plus_one(star5
 
 
 def test_local_max_patience_follows_the_graphs_density():
-    """By default about 2% of the nodes are candidates at average degree 8 and far fewer at 128;
-    a given commit fraction, and node choice (MVC), count the graph's nodes instead."""
-    sparse, dense = (MISEnv([erdos_renyi(10_000, degree, 0)]).reset(seed=0)[0] for degree in (8.0, 128.0))
+    """By default about 2% of the nodes are candidates at average degree 8 (0.15 of the Caro-Wei
+    bound), and a third of that share of a far smaller bound at 128, half of it at 32; a given
+    commit fraction, and node choice (MVC), count the graph's nodes instead."""
+    sparse, middle, dense = (MISEnv([erdos_renyi(10_000, degree, 0)]).reset(seed=0)[0] for degree in (8.0, 32.0, 128.0))
+    assert local_max_patience(sparse) == LOCAL_MAX_PATIENCE and local_max_patience(dense) == LOCAL_MAX_DENSE_PATIENCE
+    assert local_max_patience(middle) == pytest.approx(LOCAL_MAX_PATIENCE / 2, rel=0.05)
     assert 150 <= local_max_candidates(sparse, Head.NODE_WISE, None) <= 250
-    assert 5 <= local_max_candidates(dense, Head.NODE_WISE, None) <= 15
+    assert local_max_candidates(dense, Head.NODE_WISE, None) == math.ceil(LOCAL_MAX_DENSE_PATIENCE * caro_wei_bound(dense)) == 4
     assert local_max_candidates(dense, Head.NODE_WISE, 0.02) == 200
     assert local_max_candidates(dense, Head.NODE_CHOICE, None) == 1000
     assert local_max_candidates(dense, Head.NODE_WISE, 1e-9) == 1
