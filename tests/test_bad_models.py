@@ -348,8 +348,8 @@ def test_incompatible_transfers_name_the_tensor_the_shapes_and_the_fix(refused):
         "drop --task mvc, or pass a model trained with --task mvc\n"
     )
     assert refused["transfer after the env's node features changed"].stderr == (
-        "error: wide-model: features_extractor.encode.0.weight is (16, 7) in the checkpoint but this env needs (16, 8): "
-        "the env's node features differ from training (7 then, 8 now); "
+        "error: wide-model: features_extractor.encode.0.weight is (16, 6) in the checkpoint but this env needs (16, 7): "
+        "the env's node features differ from training (6 then, 7 now); "
         "use the env and env settings the model was trained with, or retrain\n"
     )
     assert refused["transfer after the env's actions changed (head)"].stderr == (

@@ -109,30 +109,6 @@ def test_the_caro_wei_cost_keeps_its_scale_on_dense_graphs():
         assert abs(float(np.median(obs["x"][:2000, 5]))) < 0.1, degree
 
 
-def test_the_degree_rank_is_the_share_of_neighbours_of_larger_residual_degree(path5, star5):
-    """0 - 1 - 2 - 3 - 4: the ends' one neighbour has degree 2 (all larger), the inner nodes' are
-    one end (smaller) and one inner node (equal, half); an isolated undecided node counts as 1."""
-    env = MISEnv([path5])
-    obs, _ = env.reset(seed=0)
-    assert obs["x"][:, 6].tolist() == pytest.approx([1.0, 0.25, 0.5, 0.25, 1.0])
-    obs, *_ = env.step(np.array([DEFER, DEFER, DEFER, INCLUDE, DEFER]))  # 3 joins, 2 and 4 leave: 0 - 1 is left
-    assert obs["x"][:, 6].tolist() == pytest.approx([0.5, 0.5, 0, 0, 0])
-    env = MISEnv([star5])
-    obs, _ = env.reset(seed=0)
-    assert obs["x"][:, 6].tolist() == pytest.approx([0, 1, 1, 1, 1])  # the centre's leaves all have degree 1
-    obs, *_ = env.step(np.array([DEFER, INCLUDE, DEFER, DEFER, DEFER]))  # the centre leaves: leaves 2-4 are isolated
-    assert obs["x"][:, 6].tolist() == pytest.approx([0, 0, 1, 1, 1])
-
-
-def test_the_degree_rank_keeps_its_spread_on_dense_graphs():
-    """In [0, 1] and spread alike on random graphs of average degree 4 and 64, where the spread of
-    log(1 + degree) shrinks almost fourfold."""
-    for degree in (4.0, 64.0):
-        obs, _ = MISEnv([erdos_renyi(2000, degree, 0)]).reset(seed=0)
-        rank = obs["x"][:2000, 6]
-        assert ((rank >= 0) & (rank <= 1)).all() and 0.25 < float(np.std(rank)) < 0.35, degree
-
-
 def test_passes_sb3_and_gymnasium_checkers():
     graphs = [erdos_renyi(n, 3.0, n) for n in (10, 20)]
     sb3_check_env(MISEnv(graphs), warn=False)

@@ -30,10 +30,10 @@ class MISEnv(GraphEnv):
     nodes can never matter again, so this is the whole state of the game, and inference can
     drop them (see :meth:`active_nodes`).
 
-    Node features, ``(num_nodes, 7)``: one-hot status (undecided / in set / excluded), a
+    Node features, ``(num_nodes, 6)``: one-hot status (undecided / in set / excluded), a
     priority ``log(1 + undecided-neighbour count) + 0.3 u``, the uniform draw ``u`` itself,
-    fresh every step, the log of the node's Caro-Wei cost (:func:`caro_wei_cost`) and its degree
-    rank (:func:`degree_rank`); the last four are zero for decided nodes.
+    fresh every step, and the log of the node's Caro-Wei cost (:func:`caro_wei_cost`); the last
+    three are zero for decided nodes.
 
     The jitter ``0.3 u`` makes "my priority is the lowest among my undecided neighbours" a
     single comparison the GNN can learn with max aggregation, and it separates adjacent nodes
@@ -47,16 +47,9 @@ class MISEnv(GraphEnv):
     little but the jitter there. With it, the `make demo` policy went from 1.008 to 1.016 of greedy
     on the mean of 13 graphs of 5,000 nodes of average degree 6-128, and from 0.99-1.01 to 1.00-1.03
     on the Erdős–Rényi graphs of degree 64 and 128 (bench/RESULTS.md, "Transfer quality across
-    density").
+    density")."""
 
-    The degree rank, the share of undecided neighbours of larger degree, is what greedy minimum
-    degree looks at (it takes a node of rank 1), on a scale that does not change with density
-    either: the log degree's spread shrinks from 0.46 at average degree 4 to 0.07 at 200, the
-    rank's stays about 0.3. With it the `make demo` policy went from 1.016 to 1.021 of greedy on
-    the same 13 graphs, and from 0.982-0.984 to 0.987-1.000 on the dense random geometric ones
-    (bench/RESULTS.md, "Denser graphs' patience and the degree rank")."""
-
-    num_features = 7
+    num_features = 6
     num_actions = 3
     head = Head.NODE_WISE
     objective_name = "independent set size"
@@ -94,7 +87,6 @@ class MISEnv(GraphEnv):
         features[:, 3] = np.log1p(live_degree) + 0.3 * draw
         features[:, 4] = draw
         features[:, 5] = np.log(caro_wei_cost(edges, live_degree)) * undecided
-        features[:, 6] = degree_rank(edges, live_degree) * undecided
         return features
 
     def _apply(self, action: np.ndarray) -> float:
@@ -143,15 +135,6 @@ def caro_wei_cost(edges: np.ndarray, degree: np.ndarray) -> np.ndarray:
     """
     inverse = 1.0 / (degree + 1.0)
     return inverse + np.bincount(edges[0], weights=inverse[edges[1]], minlength=degree.size)
-
-
-def degree_rank(edges: np.ndarray, degree: np.ndarray) -> np.ndarray:
-    """Each node's share of its neighbours whose degree is larger than its own (equal ones count
-    half), over the graph of ``edges`` ``(2, E)`` (both directions) with ``degree`` ``(N,)``; 1 for
-    a node without neighbours. Returns ``(N,)`` float64 in [0, 1]."""
-    src, dst = edges
-    above = (degree[dst] > degree[src]) + 0.5 * (degree[dst] == degree[src])
-    return np.bincount(src, weights=above, minlength=degree.size) / np.maximum(degree, 1) + (degree == 0)
 
 
 def mis_step(edge_index: np.ndarray, status: np.ndarray, action: np.ndarray) -> tuple[np.ndarray, int]:
