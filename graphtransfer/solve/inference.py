@@ -235,8 +235,9 @@ def local_max_patience(obs: dict[str, np.ndarray]) -> float:
     pass: :data:`LOCAL_MAX_PATIENCE` on graphs of average degree up to
     :data:`LOCAL_MAX_SPARSE_DEGREE`, shrinking in proportion to the degree above it, and never below
     :data:`LOCAL_MAX_DENSE_PATIENCE`. Dense graphs' sets are the ones that patience helps (a third
-    of the share added 1.4-1.7% on Erdős–Rényi graphs of 10^4 nodes and average degree 64-200),
-    and there the passes are cheap beside greedy's; sparse graphs keep their passes."""
+    of the share added 1.5-1.6% on Erdős–Rényi graphs of 10^4 nodes and average degree 64-200, in
+    three times the passes); sparse graphs keep their candidates and passes (bench/RESULTS.md,
+    "Dense graphs' patience")."""
     num_nodes, num_edges = int(obs["num_nodes"][0]), int(obs["num_edges"][0])
     degree = num_edges / max(num_nodes, 1)  # directed edges: both directions are stored
     return max(LOCAL_MAX_DENSE_PATIENCE, LOCAL_MAX_PATIENCE * min(1.0, LOCAL_MAX_SPARSE_DEGREE / max(degree, 1e-9)))
