@@ -1,6 +1,8 @@
 """Decoding node-wise policies: the local-max decoding (MIS's default), and the drawn one, where
 with a commit fraction below 1 only the surest nodes commit."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -8,7 +10,7 @@ import torch
 from graphtransfer.baselines.completion import FINISH
 from graphtransfer.baselines.mis import greedy_in_order, greedy_min_degree
 from graphtransfer.baselines.mvc import greedy_max_degree
-from graphtransfer.config import ModelConfig, RunConfig
+from graphtransfer.config import LOCAL_MAX_DENSE_PATIENCE, LOCAL_MAX_PATIENCE, ModelConfig, RunConfig
 from graphtransfer.envs.factory import inference_env
 from graphtransfer.envs.mis import DEFER, EXCLUDE, INCLUDE, UNDECIDED, MISEnv
 from graphtransfer.envs.mvc import MVCEnv
@@ -23,6 +25,7 @@ from graphtransfer.solve.inference import (
     leave_out_joins,
     local_max_candidates,
     local_max_commits,
+    local_max_patience,
     patient_actions,
     settle_clashes,
     solve,
@@ -164,11 +167,14 @@ def test_the_caro_wei_bound_counts_each_node_once_over_its_degree_plus_one(star5
 
 
 def test_local_max_patience_follows_the_graphs_density():
-    """By default about 2% of the nodes are candidates at average degree 8 and far fewer at 128;
-    a given commit fraction, and node choice (MVC), count the graph's nodes instead."""
-    sparse, dense = (MISEnv([erdos_renyi(10_000, degree, 0)]).reset(seed=0)[0] for degree in (8.0, 128.0))
+    """By default about 2% of the nodes are candidates at average degree 8 (0.15 of the Caro-Wei
+    bound), and a third of that share of a far smaller bound at 128, half of it at 32; a given
+    commit fraction, and node choice (MVC), count the graph's nodes instead."""
+    sparse, middle, dense = (MISEnv([erdos_renyi(10_000, degree, 0)]).reset(seed=0)[0] for degree in (8.0, 32.0, 128.0))
+    assert local_max_patience(sparse) == LOCAL_MAX_PATIENCE and local_max_patience(dense) == LOCAL_MAX_DENSE_PATIENCE
+    assert local_max_patience(middle) == pytest.approx(LOCAL_MAX_PATIENCE / 2, rel=0.05)
     assert 150 <= local_max_candidates(sparse, Head.NODE_WISE, None) <= 250
-    assert 5 <= local_max_candidates(dense, Head.NODE_WISE, None) <= 15
+    assert local_max_candidates(dense, Head.NODE_WISE, None) == math.ceil(LOCAL_MAX_DENSE_PATIENCE * caro_wei_bound(dense)) == 4
     assert local_max_candidates(dense, Head.NODE_WISE, 0.02) == 200
     assert local_max_candidates(dense, Head.NODE_CHOICE, None) == 1000
     assert local_max_candidates(dense, Head.NODE_WISE, 1e-9) == 1
@@ -207,6 +213,29 @@ def test_a_briefly_trained_policy_beats_greedy_on_dense_graphs_with_the_default_
         fixed_share += solve(loaded.policy, loaded.env, commit_fraction=0.02, finish=FINISH["mis"]).objective
         greedy += int(greedy_min_degree(graph).sum())
     assert found > greedy and found > fixed_share, (found, greedy, fixed_share)
+
+
+@pytest.mark.slow
+def test_dense_graphs_patience_finds_more_than_the_sparse_graphs_share(briefly_trained_mis):
+    """Three Erdős–Rényi graphs of 1,500 nodes and average degree 64: the default decoding, a
+    third of the sparse share of the Caro-Wei bound per pass (two candidates there), finds more
+    nodes in all than the same policy at the sparse graphs' 0.15 of the bound (five) and than
+    greedy minimum degree."""
+    from graphtransfer.solve.loading import policy_for_graphs
+
+    found, sparse_share, greedy = 0, 0, 0
+    for seed in range(3):
+        graph = erdos_renyi(1500, 64.0, seed)
+        loaded = policy_for_graphs(briefly_trained_mis, [graph])
+        obs, _ = loaded.env.reset(seed=0)
+        assert local_max_patience(obs) == LOCAL_MAX_DENSE_PATIENCE
+        default = solve(loaded.policy, loaded.env, finish=FINISH["mis"])
+        assert is_maximal_independent(graph, default.solution)
+        found += default.objective
+        share = LOCAL_MAX_PATIENCE * caro_wei_bound(obs) / graph.num_nodes
+        sparse_share += solve(loaded.policy, loaded.env, commit_fraction=share, finish=FINISH["mis"]).objective
+        greedy += int(greedy_min_degree(graph).sum())
+    assert found > sparse_share and found > greedy, (found, sparse_share, greedy)
 
 
 def test_local_max_decoding_gives_a_maximal_independent_set_deciding_every_node(tiny_model):

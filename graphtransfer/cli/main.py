@@ -23,7 +23,9 @@ from graphtransfer.config import (
     AUTO_ROLLOUTS,
     DEFAULT_COMMIT_FRACTION,
     LEAVE_OUT_PATIENCE,
+    LOCAL_MAX_DENSE_PATIENCE,
     LOCAL_MAX_PATIENCE,
+    LOCAL_MAX_SPARSE_DEGREE,
     MAX_AUTO_ROLLOUTS,
     MAX_DRAW_NODES,
     MAX_PASSES,
@@ -85,7 +87,8 @@ CommitFractionOption = Annotated[
         f"{DEFAULT_COMMIT_FRACTION} (of the graph's nodes under local-max, of the valid ones under drawn). "
         "mis, --decoding local-max: the candidates per pass, as a share of the graph's nodes; smaller finds larger sets in "
         f"more passes (default: {LOCAL_MAX_PATIENCE} of the graph's Caro-Wei bound, the sum of 1/(degree+1), about 0.02 of "
-        "the nodes at average degree 8 and fewer on denser graphs). mis, --decoding drawn: "
+        f"the nodes at average degree 8; above average degree {LOCAL_MAX_SPARSE_DEGREE:g} a share of the bound that shrinks "
+        f"with the degree, down to {LOCAL_MAX_DENSE_PATIENCE}). mis, --decoding drawn: "
         "only this share, those likeliest to join, may join; the rest wait (default 1: every node acts)."
     ),
 ]

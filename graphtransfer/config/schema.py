@@ -54,9 +54,16 @@ or ``given`` (as the file lists them)"""
 RENUMBER_FROM_NODES = 50_000
 """``--node-order auto`` renumbers graphs of this many nodes or more; smaller ones fit the caches as they are"""
 LOCAL_MAX_PATIENCE = 0.15
-"""the MIS local-max decoding's candidates per pass by default: the surest undecided nodes, this share of the graph's
-Caro-Wei bound (the sum over nodes of ``1 / (degree + 1)``, what a greedy pass in random order is expected to find at least); on
-graphs of average degree 8 that is about 2% of the nodes, on denser graphs fewer"""
+"""the MIS local-max decoding's candidates per pass by default on graphs of average degree up to
+:data:`LOCAL_MAX_SPARSE_DEGREE`: the surest undecided nodes, this share of the graph's Caro-Wei bound (the sum over nodes
+of ``1 / (degree + 1)``, what a greedy pass in random order is expected to find at least); on graphs of average degree 8
+that is about 2% of the nodes, on denser graphs fewer"""
+LOCAL_MAX_SPARSE_DEGREE = 16.0
+"""above this average degree the MIS local-max decoding's share of the Caro-Wei bound shrinks in proportion to the
+degree, down to :data:`LOCAL_MAX_DENSE_PATIENCE`"""
+LOCAL_MAX_DENSE_PATIENCE = 0.05
+"""the least share of the Caro-Wei bound that the MIS local-max decoding takes as candidates per pass (from average
+degree 48 on)"""
 LEAVE_OUT_PATIENCE = 0.15
 """the MVC local-max decoding's candidates per pass by default: the active nodes the policy ranks lowest, this share of the
 graph's Caro-Wei bound; those that rank below every active neighbour stay out of the cover and their neighbours join it"""
