@@ -12,8 +12,9 @@ import errno
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from graphtransfer.errors import UsageError
@@ -86,6 +87,78 @@ def folder_lock(folder: Path, timeout: float = LOCK_TIMEOUT_SECONDS, busy: str |
         yield
     finally:
         lock.release()
+
+
+class SharedFolderLock:
+    """``folder``'s lock shared by cooperating processes (several ``tune`` processes on one study),
+    refusing with ``busy`` a process that holds it exclusively (:func:`folder_lock`: another
+    writer, or a release before this lock was shared), and refused by one that asks for it so.
+
+    The first process takes it exclusively; ``alone`` then says that no cooperating process has
+    begun, so it may do what must not run beside them, and :meth:`share` lets them in. A process
+    that finds the lock exclusively held waits up to ``wait`` seconds for that first one to share
+    it. POSIX ``flock``, the call ``filelock`` makes for :func:`folder_lock`; where there is none
+    (Windows), the lock stays exclusive.
+
+    Example::
+
+        with SharedFolderLock(folder, busy="another search holds it") as lock:
+            if lock.alone:
+                ...  # no other process is in the study yet
+            lock.share()
+    """
+
+    def __init__(self, folder: Path, busy: str, wait: float = 5.0):
+        self.folder, self.busy, self.wait = Path(folder), busy, wait
+        self.alone = False
+        self._fd: int | None = None
+        self._exclusive: AbstractContextManager | None = None
+
+    def __enter__(self) -> SharedFolderLock:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        try:
+            import fcntl
+        except ImportError:  # no shared locks: one process at a time
+            self._exclusive = folder_lock(self.folder, timeout=0, busy=self.busy)
+            self._exclusive.__enter__()
+            self.alone = True
+            return self
+        self._fd = os.open(self.folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, _default_mode())
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self.alone = True
+        except BlockingIOError:
+            self._take(fcntl.LOCK_SH)
+        return self
+
+    def share(self) -> None:
+        """Let cooperating processes in (after what had to run alone)."""
+        if self._fd is not None and self.alone:
+            import fcntl
+
+            self._take(fcntl.LOCK_SH)  # flock converts by releasing first, so an exclusive taker may come between
+
+    def _take(self, kind: int) -> None:
+        import fcntl
+
+        deadline = time.monotonic() + self.wait
+        while True:
+            try:
+                fcntl.flock(self._fd, kind | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    self.__exit__(None, None, None)
+                    raise UsageError(self.busy) from None
+                time.sleep(0.05)
+
+    def __exit__(self, *exc_info) -> None:
+        if self._exclusive is not None:
+            self._exclusive.__exit__(*exc_info)
+            self._exclusive = None
+        if self._fd is not None:
+            os.close(self._fd)  # releases the lock
+            self._fd = None
 
 
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
