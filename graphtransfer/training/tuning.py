@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import queue
 import signal
 import subprocess
@@ -95,7 +94,9 @@ class Search:
                 "each job trains in a process of its own"
             )
         if not self.study_name or len(self.study_name) > STUDY_NAME_MAX or not self.study_name.isprintable():
-            raise UsageError(f"--study-name {self.study_name!r} must be 1 to {STUDY_NAME_MAX} printable characters, e.g. --study-name mis-small")
+            raise UsageError(
+                f"--study-name {self.study_name!r} must be 1 to {STUDY_NAME_MAX} printable characters, e.g. --study-name mis-small"
+            )
 
 
 @dataclass
@@ -242,7 +243,9 @@ def _storage_errors(folder: Path, search: Search) -> Iterator[None]:
     try:
         yield
     except NoSuchModuleError as err:
-        raise UsageError(f"--storage {_hidden(search.storage)}: no database of that name is known here ({err}); {_STORAGE_EXAMPLE}") from None
+        raise UsageError(
+            f"--storage {_hidden(search.storage)}: no database of that name is known here ({err}); {_STORAGE_EXAMPLE}"
+        ) from None
     except ArgumentError as err:
         raise UsageError(f"--storage {_hidden(search.storage)}: is not a database URL ({err}); {_STORAGE_EXAMPLE}") from None
     except (SQLAlchemyError, StorageInternalError) as err:
@@ -663,4 +666,5 @@ def _no_study(folder: Path, search: Search, storage) -> str:
         return f"{folder / STUDY_FILE}: holds no graphtransfer study; run 'graphtransfer tune --out {folder}' first"
     names = sorted(summary.study_name for summary in storage.get_all_studies())
     held = f"it holds {', '.join(repr(name) for name in names[:5])}{', ...' if len(names) > 5 else ''}" if names else "it holds none"
-    return f"{_hidden(search.storage) if search.storage else folder / STUDY_FILE}: no study named '{search.study_name}' ({held}); check --study-name"
+    where = _hidden(search.storage) if search.storage else folder / STUDY_FILE
+    return f"{where}: no study named '{search.study_name}' ({held}); check --study-name"
