@@ -263,17 +263,18 @@ def test_the_commands_and_options_table_is_current(refused):
     assert updated == text, "tests/BAD_MODELS.md is out of date; run GRAPHTRANSFER_WRITE_BAD_INPUTS=1 pytest tests/test_bad_runs.py"
 
 
-def test_a_second_tune_on_a_study_in_use_is_refused_and_touches_nothing(tmp_path):
-    """The lock another tune holds: the second process stops before opening the study, so it
-    cannot mark the first one's running trial failed."""
+def test_a_tune_beside_one_that_does_not_share_the_study_is_refused_and_touches_nothing(tmp_path):
+    """The lock held exclusively, as a tune of an earlier release holds it (tune processes of this
+    one share it: tests/test_tune_sharing.py): the second process stops before opening the study,
+    so it cannot mark the first one's running trial failed."""
     folder = tmp_path / "study"
     folder.mkdir()
     with FileLock(folder / LOCK_NAME, timeout=0):
         result = runner.invoke(app, ["tune", "--out", str(folder), "--n-trials", "1", "--steps", "64"])
     assert result.exit_code == 2
     assert result.stderr == (
-        f"error: {folder}: another 'graphtransfer tune' is running this study (it holds {folder / LOCK_NAME}); "
-        "wait for it to finish, or pass another --out\n"
+        f"error: {folder}: another process holds {folder / LOCK_NAME} and does not share the study (a 'graphtransfer tune' of "
+        "an earlier release); wait for it to finish, or pass another --out\n"
     )
     assert not (folder / "study.db").exists() and not (folder / "trials").exists()
 

@@ -16,6 +16,7 @@ import contextlib
 import json
 import math
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -152,6 +153,8 @@ def tune(config: RunConfig, folder: str | Path, search: Search | None = None, lo
     from graphtransfer.training.samplers import check_pruner, check_sampler
 
     search = search or Search()
+    if search.storage is not None:
+        check_storage_url(search.storage)
     check_sampler(search.sampler)
     check_pruner(search.pruner)
     if search.n_jobs * config.ppo.threads > allowed_cores():
@@ -168,14 +171,16 @@ def tune(config: RunConfig, folder: str | Path, search: Search | None = None, lo
     graphs, every = _evaluation(config)
     sense = features_of(run_env(config, graphs)).sense
     busy = (
-        f"{folder}: another 'graphtransfer tune' is running this study (it holds {folder / LOCK_NAME}) and does not share it; "
-        "wait for it to finish, or pass another --out"
+        f"{folder}: another process holds {folder / LOCK_NAME} and does not share the study (a 'graphtransfer tune' of "
+        "an earlier release); wait for it to finish, or pass another --out"
     )
     with SharedFolderLock(folder, busy) as lock, _storage_errors(folder, search):
-        if lock.alone:
+        held = _held(folder)
+        _check_held(folder, search, held)
+        storage = open_storage(folder, search)
+        if held is None and lock.alone:
             _claim(folder, search)
-        _check_claim(folder, search)
-        study = _open_study(optuna, folder, search, config, every, direction="maximize" if sense == "max" else "minimize")
+        study = _open_study(optuna, storage, folder, search, config, every, direction="maximize" if sense == "max" else "minimize")
         if lock.alone and search.storage is None:
             _fail_left_running(study, optuna, log)  # only processes holding this lock use the folder's study.db
         lock.share()
@@ -234,7 +239,7 @@ def _storage_errors(folder: Path, search: Search) -> Iterator[None]:
     damaged, cut short, another kind of file or a folder; a --storage URL malformed, of an unknown
     database, without its driver, or where no database answers."""
     from optuna.exceptions import StorageInternalError
-    from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError  # Optuna's storage layer
+    from sqlalchemy.exc import SQLAlchemyError  # Optuna's storage layer
 
     path = folder / STUDY_FILE
     start_over = "move it away (or pass another --out) to start a new study"
@@ -242,12 +247,6 @@ def _storage_errors(folder: Path, search: Search) -> Iterator[None]:
         raise UsageError(f"{path}: is a folder, not a study file; {start_over}")
     try:
         yield
-    except NoSuchModuleError as err:
-        raise UsageError(
-            f"--storage {_hidden(search.storage)}: no database of that name is known here ({err}); {_STORAGE_EXAMPLE}"
-        ) from None
-    except ArgumentError as err:
-        raise UsageError(f"--storage {_hidden(search.storage)}: is not a database URL ({err}); {_STORAGE_EXAMPLE}") from None
     except (SQLAlchemyError, StorageInternalError) as err:
         cause = err.__cause__ if isinstance(err, StorageInternalError) and err.__cause__ else err
         detail = str(getattr(cause, "orig", None) or cause).splitlines()[0]
@@ -264,12 +263,11 @@ def _storage_errors(folder: Path, search: Search) -> Iterator[None]:
 _STORAGE_EXAMPLE = "give an Optuna RDB URL, e.g. --storage sqlite:///study.db or --storage postgresql://user@host/db"
 
 
-def _open_study(optuna, folder: Path, search: Search, config: RunConfig, every: int, direction: str):
+def _open_study(optuna, storage, folder: Path, search: Search, config: RunConfig, every: int, direction: str):
     """The study ``search`` names, created if the storage does not hold it yet, with the search's
     sampler and pruner; refused where it exists but is optimised the other way (another task's)."""
     from graphtransfer.training.samplers import make_pruner, make_sampler
 
-    storage = open_storage(folder, search)
     study = optuna.create_study(
         study_name=search.study_name,
         storage=storage,
@@ -294,30 +292,46 @@ def open_storage(folder: Path, search: Search):
     import warnings
 
     import optuna
-    from sqlalchemy.engine import make_url
 
     url = search.storage or f"sqlite:///{(folder / STUDY_FILE).resolve()}"
-    if "://" not in url:
-        raise UsageError(f"--storage {url!r} is not a database URL; {_STORAGE_EXAMPLE}")
-    parsed = make_url(url)  # a malformed URL: ArgumentError, turned into a message by _storage_errors
+    backend = check_storage_url(url)
+    with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna's own words
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.storages.RDBStorage(
+            url,
+            engine_kwargs={"connect_args": _CONNECT_ARGS[backend]} if backend in _CONNECT_ARGS else {},
+            heartbeat_interval=HEARTBEAT_SECONDS,
+            grace_period=GRACE_SECONDS,
+        )
+
+
+def check_storage_url(url: str) -> str:
+    """Refuse, before anything is written, a ``--storage`` that is no database URL or names a
+    database in memory (lost when tune ends, and unseen by other processes); the URL's backend."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        parsed = make_url(url) if "://" in url else None
+    except (ArgumentError, ValueError) as err:
+        raise UsageError(f"--storage {_hidden(url)}: is not a database URL ({err}); {_STORAGE_EXAMPLE}") from None
+    if parsed is None:
+        raise UsageError(f"--storage {_hidden(url)}: is not a database URL; {_STORAGE_EXAMPLE}")
+    shown = parsed.render_as_string(hide_password=True)
+    try:
+        parsed.get_dialect().import_dbapi()
+    except NoSuchModuleError:
+        unknown = f"names a database SQLAlchemy does not know ({parsed.drivername})"
+        raise UsageError(f"--storage {shown}: {unknown}; {_STORAGE_EXAMPLE}") from None
+    except ImportError as err:
+        raise UsageError(
+            f"--storage {shown}: the database driver it needs is not installed (no module {err.name!r}); install it "
+            "(e.g. pip install psycopg2-binary for postgresql://, pymysql for mysql+pymysql://) or use --storage sqlite:///study.db"
+        ) from None
     backend = parsed.get_backend_name()
     if backend == "sqlite" and parsed.database in (None, "", ":memory:"):
         raise UsageError(f"--storage {url}: is a database in memory, lost when tune ends; name a file, e.g. --storage sqlite:///study.db")
-    try:
-        with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna's own words
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.storages.RDBStorage(
-                url,
-                engine_kwargs={"connect_args": _CONNECT_ARGS[backend]} if backend in _CONNECT_ARGS else {},
-                heartbeat_interval=HEARTBEAT_SECONDS,
-                grace_period=GRACE_SECONDS,
-            )
-    except ImportError as err:
-        missing = getattr(err.__cause__, "name", None) or str(err.__cause__ or err)
-        raise UsageError(
-            f"--storage {_hidden(url)}: the database driver it needs is not installed ({missing}); install it "
-            f"(e.g. pip install psycopg2-binary for postgresql, pymysql for mysql+pymysql) or use --storage sqlite:///study.db"
-        ) from None
+    return backend
 
 
 # several processes write one study: SQLite waits for another writer's transaction instead of failing
@@ -326,14 +340,14 @@ _CONNECT_ARGS = {"sqlite": {"timeout": 60}, "postgresql": {"connect_timeout": 5}
 
 
 def _hidden(url: str | None) -> str:
-    """``url`` with its password, if any, replaced by ``***``."""
+    """``url`` with its password, if any, replaced by ``***`` (quoted where it is no URL SQLAlchemy reads)."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
     try:
         return make_url(url).render_as_string(hide_password=True)
     except (ArgumentError, ValueError, TypeError):
-        return repr(url)
+        return repr(re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", str(url)))
 
 
 def _shown(folder: Path, search: Search) -> str:
@@ -343,28 +357,35 @@ def _shown(folder: Path, search: Search) -> str:
     return f"'{search.study_name}' in {_hidden(search.storage) if search.storage else folder / STUDY_FILE}"
 
 
-def _claim(folder: Path, search: Search) -> None:
-    """Write, once, which study ``folder`` belongs to (its trials' run folders are numbered by it)."""
-    if not (folder / STUDY_MARK).exists():
-        atomic_write(folder / STUDY_MARK, (json.dumps(_identity(search)) + "\n").encode())
-
-
-def _check_claim(folder: Path, search: Search) -> None:
-    """Refuse a search of another study in a folder that holds one's trials: the trial folders of
-    two studies would overwrite each other."""
+def _held(folder: Path) -> dict[str, str | None] | None:
+    """Which study ``folder``'s trials belong to (see :func:`_claim`); a study.db without that
+    note is the folder's own study of an earlier release; None: no study yet."""
     mark = folder / STUDY_MARK
+    if not mark.exists():
+        return {"storage": None, "study_name": DEFAULT_STUDY} if (folder / STUDY_FILE).exists() else None
     try:
-        held = json.loads(mark.read_text()) if mark.exists() else {"storage": None, "study_name": DEFAULT_STUDY}
+        held = json.loads(mark.read_text())
     except (OSError, ValueError):
         held = None
     if not (isinstance(held, dict) and isinstance(held.get("study_name"), str) and isinstance(held.get("storage"), str | None)):
         raise UsageError(f"{mark}: is damaged (it names the study this folder's trials belong to); pass another --out")
-    if held != _identity(search):
+    return {"storage": held["storage"], "study_name": held["study_name"]}
+
+
+def _check_held(folder: Path, search: Search, held: dict[str, str | None] | None) -> None:
+    """Refuse a search of another study in a folder that holds one's trials: the trial folders of
+    two studies would overwrite each other."""
+    if held is not None and held != _identity(search):
         where = f"--storage {held['storage']} " if held["storage"] else ""
         raise UsageError(
             f"{folder}: holds the trials of study '{held['study_name']}' in {held['storage'] or 'its ' + STUDY_FILE}; "
             f"pass {where}--study-name {held['study_name']} to go on with it, or another --out for this one"
         )
+
+
+def _claim(folder: Path, search: Search) -> None:
+    """Note which study ``folder``'s trials belong to (their run folders are numbered by it)."""
+    atomic_write(folder / STUDY_MARK, (json.dumps(_identity(search)) + "\n").encode())
 
 
 def _identity(search: Search) -> dict[str, str | None]:
