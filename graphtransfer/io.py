@@ -92,30 +92,29 @@ def folder_lock(folder: Path, timeout: float = LOCK_TIMEOUT_SECONDS, busy: str |
 class SharedFolderLock:
     """``folder``'s lock shared by cooperating processes (several ``tune`` processes on one study),
     refusing with ``busy`` a process that holds it exclusively (:func:`folder_lock`: another
-    writer, or a release before this lock was shared), and refused by one that asks for it so.
+    writer, or a release that did not share it), and refused by one that asks for it so.
 
-    The first process takes it exclusively; ``alone`` then says that no cooperating process has
-    begun, so it may do what must not run beside them, and :meth:`share` lets them in. A process
-    that finds the lock exclusively held waits up to ``wait`` seconds for that first one to share
-    it. POSIX ``flock``, the call ``filelock`` makes for :func:`folder_lock`; where there is none
-    (Windows), the lock stays exclusive.
+    ``alone`` says whether no other process held the lock when this one took it, and ``since``
+    when that was (``time.time()``): what other processes of the folder left behind before then,
+    they left for good. POSIX ``flock``, the call ``filelock`` makes for :func:`folder_lock`;
+    where there is none (Windows), the lock is exclusive.
 
     Example::
 
         with SharedFolderLock(folder, busy="another search holds it") as lock:
             if lock.alone:
-                ...  # no other process is in the study yet
-            lock.share()
+                ...  # nothing from before lock.since is still at work
     """
 
-    def __init__(self, folder: Path, busy: str, wait: float = 5.0):
-        self.folder, self.busy, self.wait = Path(folder), busy, wait
-        self.alone = False
+    def __init__(self, folder: Path, busy: str):
+        self.folder, self.busy = Path(folder), busy
+        self.alone, self.since = False, 0.0
         self._fd: int | None = None
         self._exclusive: AbstractContextManager | None = None
 
     def __enter__(self) -> SharedFolderLock:
         self.folder.mkdir(parents=True, exist_ok=True)
+        self.since = time.time()
         try:
             import fcntl
         except ImportError:  # no shared locks: one process at a time
@@ -128,29 +127,23 @@ class SharedFolderLock:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             self.alone = True
         except BlockingIOError:
-            self._take(fcntl.LOCK_SH)
+            pass
+        self._share(fcntl)
         return self
 
-    def share(self) -> None:
-        """Let cooperating processes in (after what had to run alone)."""
-        if self._fd is not None and self.alone:
-            import fcntl
-
-            self._take(fcntl.LOCK_SH)  # flock converts by releasing first, so an exclusive taker may come between
-
-    def _take(self, kind: int) -> None:
-        import fcntl
-
-        deadline = time.monotonic() + self.wait
+    def _share(self, fcntl) -> None:
+        """Take (or turn the exclusive lock into) the shared one. flock converts by releasing
+        first, so another process's brief exclusive try may come between: wait a moment for it."""
+        deadline = time.monotonic() + 2.0
         while True:
             try:
-                fcntl.flock(self._fd, kind | fcntl.LOCK_NB)
+                fcntl.flock(self._fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
                 return
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     self.__exit__(None, None, None)
                     raise UsageError(self.busy) from None
-                time.sleep(0.05)
+                time.sleep(0.02)
 
     def __exit__(self, *exc_info) -> None:
         if self._exclusive is not None:

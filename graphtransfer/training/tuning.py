@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import queue
 import re
 import signal
@@ -165,7 +166,7 @@ def tune(config: RunConfig, folder: str | Path, search: Search | None = None, lo
     folder = Path(folder)
     inputs = [resolve(spec) for spec in (config.graphs, config.log.eval_graphs) if spec]
     # a folder holding a study.db of any kind is the study to continue; the storage says what is wrong with a damaged one
-    check_output_folder(folder, inputs, lambda found: (found / STUDY_FILE).exists() or (found / STUDY_MARK).exists(), "study")
+    check_output_folder(folder, inputs, _is_study_folder, "study")
     if config.log.eval_graphs is None:
         log(f"evaluating trials on the training graphs {config.graphs}; pass held-out graphs (--eval-graphs) for a fairer choice")
     graphs, every = _evaluation(config)
@@ -175,15 +176,12 @@ def tune(config: RunConfig, folder: str | Path, search: Search | None = None, lo
         "an earlier release); wait for it to finish, or pass another --out"
     )
     with SharedFolderLock(folder, busy) as lock, _storage_errors(folder, search):
-        held = _held(folder)
-        _check_held(folder, search, held)
+        _check_held(folder, search, _held(folder))
         storage = open_storage(folder, search)
-        if held is None and lock.alone:
-            _claim(folder, search)
+        _claim(folder, search)
         study = _open_study(optuna, storage, folder, search, config, every, direction="maximize" if sense == "max" else "minimize")
-        if lock.alone and search.storage is None:
-            _fail_left_running(study, optuna, log)  # only processes holding this lock use the folder's study.db
-        lock.share()
+        if lock.alone and search.storage is None:  # only processes holding this lock use the folder's study.db
+            _fail_left_running(study, optuna, lock.since, log)
         _fail_stale(study, optuna)
         done, running = _count(study, optuna, "COMPLETE", "PRUNED"), _count(study, optuna, "RUNNING")
         remaining = search.n_trials - done - running
@@ -196,6 +194,12 @@ def tune(config: RunConfig, folder: str | Path, search: Search | None = None, lo
             else:
                 _run_workers(config, folder, search, log)
         return _result(study, optuna, config, folder, search)
+
+
+def _is_study_folder(folder: Path) -> bool:
+    """A folder a search has written to: its study.db (of any kind: the storage says what is wrong
+    with a damaged one), its study.json, or the note of a search that is writing study.json now."""
+    return (folder / STUDY_FILE).exists() or (folder / STUDY_MARK).exists() or any(folder.glob(f".{STUDY_MARK}.*"))
 
 
 def _fail_stale(study, optuna) -> None:
@@ -384,8 +388,19 @@ def _check_held(folder: Path, search: Search, held: dict[str, str | None] | None
 
 
 def _claim(folder: Path, search: Search) -> None:
-    """Note which study ``folder``'s trials belong to (their run folders are numbered by it)."""
-    atomic_write(folder / STUDY_MARK, (json.dumps(_identity(search)) + "\n").encode())
+    """Note which study ``folder``'s trials belong to (their run folders are numbered by it), unless
+    a note is there; of two processes that note at once, one wins and the other is checked against it."""
+    mark = folder / STUDY_MARK
+    if mark.exists():
+        return
+    note = folder / f".{STUDY_MARK}.{os.getpid()}.tmp"
+    atomic_write(note, (json.dumps(_identity(search)) + "\n").encode())
+    try:
+        os.link(note, mark)  # fails where the note exists: the first one stays
+    except FileExistsError:
+        _check_held(folder, search, _held(folder))
+    finally:
+        note.unlink()
 
 
 def _identity(search: Search) -> dict[str, str | None]:
@@ -586,12 +601,16 @@ class ReportToTrial(Periodic):
         return not self.pruned
 
 
-def _fail_left_running(study, optuna, log: Callable[[str], None]) -> None:
-    """Trials left running by a search that was killed would never finish: mark them failed.
-    Called only where no other process can be running trials in the study."""
+def _fail_left_running(study, optuna, before: float, log: Callable[[str], None]) -> None:
+    """Trials left running by a search that was killed would never finish: mark failed those that
+    started before ``before`` (a ``time.time()``), when no other process was in the study."""
+    import datetime
+
+    cutoff = datetime.datetime.fromtimestamp(before)  # Optuna stamps trials in local time
     for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-        study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
-        log(f"trial {trial.number}: left running by a stopped search; marked failed")
+        if trial.datetime_start is not None and trial.datetime_start < cutoff:
+            study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
+            log(f"trial {trial.number}: left running by a stopped search; marked failed")
 
 
 def _count(study, optuna, *states: str) -> int:
