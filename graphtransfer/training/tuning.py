@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -45,6 +46,7 @@ HEARTBEAT_SECONDS, GRACE_SECONDS = 10, 60
 """a running trial's process stamps it this often; a running trial unstamped for GRACE_SECONDS
 (its process was killed) is marked failed when any process of the study starts its next trial"""
 STUDY_NAME_MAX = 512  # Optuna's column for it
+SETUP_ATTEMPTS = 3  # tries at opening a storage that another process may be setting up at the same moment
 WORKER_STOP_SECONDS = 120.0  # how long --n-jobs workers get to mark their trials failed after Ctrl-C
 
 # dotted key -> how a trial samples it: ("log", low, high) a log-uniform float, ("int", low, high), or a list of choices.
@@ -293,12 +295,25 @@ def open_storage(folder: Path, search: Search):
     trial whose process was killed is marked failed by the next process that starts a trial
     rather than left running forever; it is checked here, so a storage that cannot be opened
     fails before anything trains."""
+    from sqlalchemy.exc import IntegrityError, OperationalError
+
+    url = search.storage or f"sqlite:///{(folder / STUDY_FILE).resolve()}"
+    backend = check_storage_url(url)
+    for attempt in range(1, SETUP_ATTEMPTS):
+        try:
+            return _rdb_storage(url, backend)
+        except (IntegrityError, OperationalError):
+            # two processes that meet a new storage both create Optuna's tables and one fails; its next
+            # try finds them. A storage that cannot be opened fails every try, the last one raised.
+            time.sleep(attempt)
+    return _rdb_storage(url, backend)
+
+
+def _rdb_storage(url: str, backend: str):
     import warnings
 
     import optuna
 
-    url = search.storage or f"sqlite:///{(folder / STUDY_FILE).resolve()}"
-    backend = check_storage_url(url)
     with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna's own words
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         return optuna.storages.RDBStorage(
