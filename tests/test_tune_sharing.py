@@ -3,7 +3,9 @@
 one study, trials left running by a killed search, sampler draws seeded by trial number, the
 settings a trial ran with as its line says them, and the refusals that depend on the machine."""
 
+import contextlib
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -173,3 +175,19 @@ def test_a_batch_cut_to_the_rollout_is_said_as_it_ran():
     assert config.ppo.batch_size == 64
     assert _describe(drawn, config) == "n_steps=16, batch_size=64 (128 drawn, cut to the rollout of 64)"
     assert with_values(config, {"ppo.batch_size": 32}).ppo.batch_size == 32
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_n_jobs_workers_with_one_line_and_no_trial_left_running(tmp_path):
+    process = tune_process("--out", "s", "--steps", "1000000", "--n-envs", "1", "--n-trials", "4", "--n-jobs", "2", cwd=tmp_path)
+    storage, deadline = f"sqlite:///{tmp_path / 's' / 'study.db'}", time.monotonic() + 300
+    while time.monotonic() < deadline:  # both workers inside a trial
+        with contextlib.suppress(KeyError):  # KeyError: the study is not made yet
+            if (tmp_path / "s" / "study.db").exists() and sum(t.state.name == "RUNNING" for t in trials_of(storage)) == 2:
+                break
+        time.sleep(1)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 130
+    assert stderr == "error: interrupted\n"
+    assert [trial.state.name for trial in trials_of(storage)] == ["FAIL", "FAIL"]
