@@ -175,6 +175,22 @@ CASES = [
         lambda: (Path("empty").mkdir(), Path("empty/study.db").write_bytes(b"")),
         ["tune", "--out", "empty", "--n-trials", "0", "--plot"],
     ),
+    Case("tune `--n-jobs` that is no number", lambda: None, ["tune", "--out", "jobs", "--n-jobs", "two"]),
+    Case("tune `--n-jobs 0`", lambda: None, ["tune", "--out", "jobs", "--n-jobs", "0"]),
+    Case("tune `--n-jobs nan`", lambda: None, ["tune", "--out", "jobs", "--n-jobs", "nan"]),
+    Case("tune `--n-jobs -1`", lambda: None, ["tune", "--out", "jobs", "--n-jobs", "-1"]),
+    Case("tune `--sampler` unknown", lambda: None, ["tune", "--out", "jobs", "--sampler", "grid"]),
+    Case("tune `--pruner` unknown", lambda: None, ["tune", "--out", "jobs", "--pruner", "hyperband"]),
+    Case("tune `--timeout nan`", lambda: None, ["tune", "--out", "jobs", "--timeout", "nan"]),
+    Case("tune `--study-name` empty", lambda: None, ["tune", "--out", "jobs", "--study-name", ""]),
+    Case("tune `--storage` that is a file name, not a URL", lambda: None, ["tune", "--out", "jobs", "--storage", "study.db"]),
+    Case("tune `--storage` of an unknown database", lambda: None, ["tune", "--out", "jobs", "--storage", "foo://host/db"]),
+    Case("tune `--storage` in memory", lambda: None, ["tune", "--out", "jobs", "--storage", "sqlite://"]),
+    Case(
+        "tune `--storage` with a port that is no number",
+        lambda: None,
+        ["tune", "--out", "jobs", "--storage", "postgresql://me:secret@db-host:port/studies"],
+    ),
     Case(
         "a user env whose edge_attr holds NaN",
         lambda: Path("nanenv.py").write_text(NANENV),
@@ -236,6 +252,8 @@ def test_the_messages_say_what_is_wrong(refused):
         "error: folder/study.db: is a folder, not a study file; move it away (or pass another --out) to start a new study"
     )
     assert "observation key 'edge_attr' holds nan at row 2" in said("a user env whose edge_attr holds NaN")
+    assert "secret" not in said("tune `--storage` with a port that is no number")
+    assert not Path("jobs").exists()  # every tune option is refused before the output folder is made
     assert "PathEnv (node-choice head) names no step_many" in said("`--commit-fraction` where the decoding ignores it (path, drawn)")
 
 
@@ -249,10 +267,11 @@ def test_the_commands_and_options_table_is_current(refused):
     intro = [
         "Every command below exits with code 2 and the one line shown, instead of a traceback, a hang or a silent",
         "default (issue 29). Generated from the real messages by `GRAPHTRANSFER_WRITE_BAD_INPUTS=1 .venv/bin/python -m",
-        "pytest tests/test_bad_runs.py`; that test fails when this section is out of date. Tested beside it: a second",
-        "`tune` on one study is refused while the first runs, Ctrl-C in `tune` prints only `error: interrupted`, a",
-        "resumed study samples new settings, `export` of an interrupted run says so, uint64 node ids above int64 stay",
-        "exact, and METIS lists that are symmetric but repeat an edge are not called asymmetric.",
+        "pytest tests/test_bad_runs.py`; that test fails when this section is out of date. Tested beside it: a `tune`",
+        "beside a process that holds its folder's lock without sharing it is refused (tune processes share a study:",
+        "tests/test_tune_sharing.py), Ctrl-C in `tune` prints only `error: interrupted`, a resumed study samples new",
+        "settings, `export` of an interrupted run says so, uint64 node ids above int64 stay exact, and METIS lists that",
+        "are symmetric but repeat an edge are not called asymmetric.",
     ]
     section = "\n".join([SECTION, "", *intro, "", "| input | command | message |", "|---|---|---|", *rows, ""])
     text = BAD_INPUTS.read_text()
