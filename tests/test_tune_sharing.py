@@ -191,3 +191,15 @@ def test_ctrl_c_stops_n_jobs_workers_with_one_line_and_no_trial_left_running(tmp
     assert process.returncode == 130
     assert stderr == "error: interrupted\n"
     assert [trial.state.name for trial in trials_of(storage)] == ["FAIL", "FAIL"]
+
+
+@pytest.mark.parametrize("name", ["tpe", "random", "cmaes"])
+def test_every_sampler_draws_new_settings_in_the_search_space(name):
+    study = optuna.create_study(sampler=make_sampler(name, 0), direction="maximize")
+    for _ in range(4):
+        trial = study.ask()
+        values = sample(trial)
+        study.tell(trial, values["ppo.learning_rate"] * values["model.num_layers"])
+    drawn = [trial.params for trial in study.trials]
+    assert len({tuple(sorted(params.items())) for params in drawn}) == 4
+    assert all(1e-5 <= params["ppo.learning_rate"] <= 3e-3 and 1 <= params["ppo.n_epochs"] <= 10 for params in drawn)

@@ -344,7 +344,7 @@ def tune(
         typer.Option(
             metavar="tpe|random|cmaes",
             help="How trials draw settings: tpe (default; its first 5 trials at random), random, or cmaes (CMA-ES on the "
-            "numeric settings; pip install cmaes). Each trial's draw is seeded by --seed and its number.",
+            "numeric settings, random draws for the choices). Each trial's draw is seeded by --seed and its number.",
         ),
     ] = "tpe",
     pruner: Annotated[

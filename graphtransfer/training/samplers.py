@@ -17,7 +17,7 @@ from graphtransfer.errors import UsageError
 
 SAMPLERS = ("tpe", "random", "cmaes")
 """tpe: Optuna's default, its first 5 trials drawn at random; random; cmaes: CMA-ES on the numeric
-settings (learning rate, epochs, layers) and random draws for the others (needs ``pip install cmaes``)"""
+settings (learning rate, epochs, layers) and random draws for the others (the ``cmaes`` package, in ``graphtransfer[tune]``)"""
 PRUNERS = ("median", "halving", "none")
 """median: stop a trial below the median of earlier trials at the same step; halving: successive
 halving; none: every trial runs its whole budget"""
@@ -91,7 +91,9 @@ def check_sampler(name: str) -> None:
     if name not in SAMPLERS:
         raise UsageError(f"--sampler {name!r} is not a sampler here; choose one of {', '.join(SAMPLERS)}, e.g. --sampler random")
     if name == "cmaes" and importlib.util.find_spec("cmaes") is None:
-        raise UsageError("--sampler cmaes needs the cmaes package, which is not installed; pip install cmaes (or --sampler tpe)")
+        raise UsageError(
+            "--sampler cmaes needs the cmaes package, which is not installed; pip install 'graphtransfer[tune]' (or --sampler tpe)"
+        )
 
 
 def make_pruner(name: str, every: int):

@@ -13,6 +13,7 @@ trials until the study holds the number asked for. The best trial is written as 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import math
 import os
@@ -23,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -153,18 +155,8 @@ def tune(config: RunConfig, folder: str | Path, search: Search | None = None, lo
         train(resolve([read_file(result.best_config)]))  # graphtransfer.config.layers
     """
     optuna = import_optuna()
-    from graphtransfer.training.samplers import check_pruner, check_sampler
-
     search = search or Search()
-    if search.storage is not None:
-        check_storage_url(search.storage)
-    check_sampler(search.sampler)
-    check_pruner(search.pruner)
-    if search.n_jobs * config.ppo.threads > allowed_cores():
-        raise UsageError(
-            f"--n-jobs {search.n_jobs} with ppo.threads {config.ppo.threads} asks for {search.n_jobs * config.ppo.threads} threads "
-            f"on {allowed_cores()} cores; use ppo.threads {max(1, allowed_cores() // search.n_jobs)} or fewer jobs"
-        )
+    _check_search(search, config)
     folder = Path(folder)
     inputs = [resolve(spec) for spec in (config.graphs, config.log.eval_graphs) if spec]
     # a folder holding a study.db of any kind is the study to continue; the storage says what is wrong with a damaged one
@@ -198,6 +190,23 @@ def tune(config: RunConfig, folder: str | Path, search: Search | None = None, lo
         return _result(study, optuna, config, folder, search)
 
 
+def _check_search(search: Search, config: RunConfig) -> None:
+    """Refuse, before anything is read or written, a search that cannot run: its storage URL,
+    sampler and pruner (see :func:`check_storage_url`), and more threads than cores."""
+    from graphtransfer.training.samplers import check_pruner, check_sampler
+
+    if search.storage is not None:
+        check_storage_url(search.storage)
+    check_sampler(search.sampler)
+    check_pruner(search.pruner)
+    threads, cores = search.n_jobs * config.ppo.threads, allowed_cores()
+    if threads > cores:
+        raise UsageError(
+            f"--n-jobs {search.n_jobs} with ppo.threads {config.ppo.threads} asks for {threads} threads on {cores} cores; "
+            f"use ppo.threads {max(1, cores // search.n_jobs)} or fewer jobs"
+        )
+
+
 def _is_study_folder(folder: Path) -> bool:
     """A folder a search has written to: its study.db (of any kind: the storage says what is wrong
     with a damaged one), its study.json, or the note of a search that is writing study.json now."""
@@ -206,8 +215,6 @@ def _is_study_folder(folder: Path) -> bool:
 
 def _fail_stale(study, optuna) -> None:
     """Mark failed the running trials whose process stopped stamping them (killed)."""
-    import warnings
-
     with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna's own words
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         optuna.storages.fail_stale_trials(study)
@@ -310,8 +317,6 @@ def open_storage(folder: Path, search: Search):
 
 
 def _rdb_storage(url: str, backend: str):
-    import warnings
-
     import optuna
 
     with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna's own words
@@ -619,8 +624,6 @@ class ReportToTrial(Periodic):
 def _fail_left_running(study, optuna, before: float, log: Callable[[str], None]) -> None:
     """Trials left running by a search that was killed would never finish: mark failed those that
     started before ``before`` (a ``time.time()``), when no other process was in the study."""
-    import datetime
-
     cutoff = datetime.datetime.fromtimestamp(before)  # Optuna stamps trials in local time
     for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
         if trial.datetime_start is not None and trial.datetime_start < cutoff:
