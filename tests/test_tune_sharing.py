@@ -18,12 +18,24 @@ from typer.testing import CliRunner
 
 from graphtransfer.cli import app
 from graphtransfer.config import PPOConfig, RunConfig
+from graphtransfer.graphs import load_graphs, write_edge_list
 from graphtransfer.process import allowed_cores
 from graphtransfer.training.samplers import make_sampler
 from graphtransfer.training.tuning import _describe, sample, with_values
 
 runner = CliRunner()
+# one evaluation on two held-out graphs per trial of 32 steps, never pruned
 TINY = ["--steps", "32", "--n-envs", "1", "--eval-every", "32", "--set", "ppo.n_epochs=1", "--sampler", "random", "--pruner", "none"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> list[str]:
+    folder = tmp_path_factory.mktemp("held-out")
+    for graph in load_graphs("small")[:2]:
+        write_edge_list(graph, folder / f"{graph.name}.txt")
+    return [*TINY, "--eval-graphs", str(folder)]
+
+
 TRIAL_LINE = re.compile(r"^trial (\d+): score .*batch_size=(\d+)", re.MULTILINE)
 
 
@@ -49,10 +61,10 @@ def assert_lines_say_what_ran(output: str, folder: Path) -> set[int]:
 
 
 @pytest.mark.slow
-def test_two_tune_processes_at_once_share_one_study_db(tmp_path):
+def test_two_tune_processes_at_once_share_one_study_db(tmp_path, tiny):
     """The case the one-writer lock refused: now both run, neither fails the other's running
     trial, no trial is drawn twice, and together they stop at --n-trials."""
-    args = ["--out", "study", *TINY, "--n-trials", "4"]
+    args = ["--out", "study", *tiny, "--n-trials", "4"]
     first, second = tune_process(*args, cwd=tmp_path), tune_process(*args, cwd=tmp_path)
     outputs = [process.communicate(timeout=600) for process in (first, second)]
     for process, (_, stderr) in zip((first, second), outputs, strict=True):
@@ -68,11 +80,11 @@ def test_two_tune_processes_at_once_share_one_study_db(tmp_path):
 
 
 @pytest.mark.slow
-def test_n_jobs_workers_on_a_storage_url_then_another_folder_goes_on(tmp_path):
+def test_n_jobs_workers_on_a_storage_url_then_another_folder_goes_on(tmp_path, tiny):
     """Two worker processes under one command, their lines printed by it; the study, in a
     storage of its own, is continued by a tune with another --out, as on another machine."""
     storage = f"sqlite:///{tmp_path / 'shared.db'}"
-    shared = ["--storage", storage, "--study-name", "mis-small", *TINY]
+    shared = ["--storage", storage, "--study-name", "mis-small", *tiny]
     result = runner.invoke(app, ["tune", "--out", str(tmp_path / "here"), *shared, "--n-trials", "3", "--n-jobs", "2"])
     assert result.exit_code == 0, result.output
     assert "running up to 3 more in 2 processes" in result.output
@@ -91,13 +103,13 @@ def test_n_jobs_workers_on_a_storage_url_then_another_folder_goes_on(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_folder_belongs_to_one_study_and_a_killed_search_is_swept(tmp_path):
+def test_a_folder_belongs_to_one_study_and_a_killed_search_is_swept(tmp_path, tiny):
     """A study.db of an earlier release (no study.json) with a trial its killed search left running."""
     out = tmp_path / "study"
     out.mkdir()
     legacy = optuna.create_study(study_name="graphtransfer", storage=f"sqlite:///{out / 'study.db'}", direction="maximize")
     legacy.ask()  # trial 0, RUNNING, as a search killed mid-trial leaves it
-    other = runner.invoke(app, ["tune", "--out", str(out), *TINY, "--n-trials", "1", "--study-name", "typo"])
+    other = runner.invoke(app, ["tune", "--out", str(out), *tiny, "--n-trials", "1", "--study-name", "typo"])
     assert other.exit_code == 2
     assert other.stderr == (
         f"error: {out}: holds the trials of study 'graphtransfer' in its study.db; pass --study-name graphtransfer "
@@ -105,7 +117,7 @@ def test_a_folder_belongs_to_one_study_and_a_killed_search_is_swept(tmp_path):
     )
     assert [trial.state.name for trial in trials_of(f"sqlite:///{out / 'study.db'}")] == ["RUNNING"]
 
-    resumed = runner.invoke(app, ["tune", "--out", str(out), *TINY, "--n-trials", "1"])
+    resumed = runner.invoke(app, ["tune", "--out", str(out), *tiny, "--n-trials", "1"])
     assert resumed.exit_code == 0, resumed.output
     assert "trial 0: left running by a stopped search; marked failed" in resumed.output
     assert [trial.state.name for trial in trials_of(f"sqlite:///{out / 'study.db'}")] == ["FAIL", "COMPLETE"]
