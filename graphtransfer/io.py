@@ -12,8 +12,9 @@ import errno
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from graphtransfer.errors import UsageError
@@ -86,6 +87,71 @@ def folder_lock(folder: Path, timeout: float = LOCK_TIMEOUT_SECONDS, busy: str |
         yield
     finally:
         lock.release()
+
+
+class SharedFolderLock:
+    """``folder``'s lock shared by cooperating processes (several ``tune`` processes on one study),
+    refusing with ``busy`` a process that holds it exclusively (:func:`folder_lock`: another
+    writer, or a release that did not share it), and refused by one that asks for it so.
+
+    ``alone`` says whether no other process held the lock when this one took it, and ``since``
+    when that was (``time.time()``): what other processes of the folder left behind before then,
+    they left for good. POSIX ``flock``, the call ``filelock`` makes for :func:`folder_lock`;
+    where there is none (Windows), the lock is exclusive.
+
+    Example::
+
+        with SharedFolderLock(folder, busy="another search holds it") as lock:
+            if lock.alone:
+                ...  # nothing from before lock.since is still at work
+    """
+
+    def __init__(self, folder: Path, busy: str):
+        self.folder, self.busy = Path(folder), busy
+        self.alone, self.since = False, 0.0
+        self._fd: int | None = None
+        self._exclusive: AbstractContextManager | None = None
+
+    def __enter__(self) -> SharedFolderLock:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.since = time.time()
+        try:
+            import fcntl
+        except ImportError:  # no shared locks: one process at a time
+            self._exclusive = folder_lock(self.folder, timeout=0, busy=self.busy)
+            self._exclusive.__enter__()
+            self.alone = True
+            return self
+        self._fd = os.open(self.folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, _default_mode())
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self.alone = True
+        except BlockingIOError:
+            pass
+        self._share(fcntl)
+        return self
+
+    def _share(self, fcntl) -> None:
+        """Take (or turn the exclusive lock into) the shared one. flock converts by releasing
+        first, so another process's brief exclusive try may come between: wait a moment for it."""
+        deadline = time.monotonic() + 2.0
+        while True:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    self.__exit__(None, None, None)
+                    raise UsageError(self.busy) from None
+                time.sleep(0.02)
+
+    def __exit__(self, *exc_info) -> None:
+        if self._exclusive is not None:
+            self._exclusive.__exit__(*exc_info)
+            self._exclusive = None
+        if self._fd is not None:
+            os.close(self._fd)  # releases the lock
+            self._fd = None
 
 
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")

@@ -175,6 +175,22 @@ CASES = [
         lambda: (Path("empty").mkdir(), Path("empty/study.db").write_bytes(b"")),
         ["tune", "--out", "empty", "--n-trials", "0", "--plot"],
     ),
+    Case("tune `--n-jobs` that is no number", lambda: None, ["tune", "--out", "jobs", "--n-jobs", "two"]),
+    Case("tune `--n-jobs 0`", lambda: None, ["tune", "--out", "jobs", "--n-jobs", "0"]),
+    Case("tune `--n-jobs nan`", lambda: None, ["tune", "--out", "jobs", "--n-jobs", "nan"]),
+    Case("tune `--n-jobs -1`", lambda: None, ["tune", "--out", "jobs", "--n-jobs", "-1"]),
+    Case("tune `--sampler` unknown", lambda: None, ["tune", "--out", "jobs", "--sampler", "grid"]),
+    Case("tune `--pruner` unknown", lambda: None, ["tune", "--out", "jobs", "--pruner", "hyperband"]),
+    Case("tune `--timeout nan`", lambda: None, ["tune", "--out", "jobs", "--timeout", "nan"]),
+    Case("tune `--study-name` empty", lambda: None, ["tune", "--out", "jobs", "--study-name", ""]),
+    Case("tune `--storage` that is a file name, not a URL", lambda: None, ["tune", "--out", "jobs", "--storage", "study.db"]),
+    Case("tune `--storage` of an unknown database", lambda: None, ["tune", "--out", "jobs", "--storage", "foo://host/db"]),
+    Case("tune `--storage` in memory", lambda: None, ["tune", "--out", "jobs", "--storage", "sqlite://"]),
+    Case(
+        "tune `--storage` with a port that is no number",
+        lambda: None,
+        ["tune", "--out", "jobs", "--storage", "postgresql://me:secret@db-host:port/studies"],
+    ),
     Case(
         "a user env whose edge_attr holds NaN",
         lambda: Path("nanenv.py").write_text(NANENV),
@@ -236,6 +252,8 @@ def test_the_messages_say_what_is_wrong(refused):
         "error: folder/study.db: is a folder, not a study file; move it away (or pass another --out) to start a new study"
     )
     assert "observation key 'edge_attr' holds nan at row 2" in said("a user env whose edge_attr holds NaN")
+    assert "secret" not in said("tune `--storage` with a port that is no number")
+    assert not Path("jobs").exists()  # every tune option is refused before the output folder is made
     assert "PathEnv (node-choice head) names no step_many" in said("`--commit-fraction` where the decoding ignores it (path, drawn)")
 
 
@@ -249,10 +267,11 @@ def test_the_commands_and_options_table_is_current(refused):
     intro = [
         "Every command below exits with code 2 and the one line shown, instead of a traceback, a hang or a silent",
         "default (issue 29). Generated from the real messages by `GRAPHTRANSFER_WRITE_BAD_INPUTS=1 .venv/bin/python -m",
-        "pytest tests/test_bad_runs.py`; that test fails when this section is out of date. Tested beside it: a second",
-        "`tune` on one study is refused while the first runs, Ctrl-C in `tune` prints only `error: interrupted`, a",
-        "resumed study samples new settings, `export` of an interrupted run says so, uint64 node ids above int64 stay",
-        "exact, and METIS lists that are symmetric but repeat an edge are not called asymmetric.",
+        "pytest tests/test_bad_runs.py`; that test fails when this section is out of date. Tested beside it: a `tune`",
+        "beside a process that holds its folder's lock without sharing it is refused (tune processes share a study:",
+        "tests/test_tune_sharing.py), Ctrl-C in `tune` prints only `error: interrupted`, a resumed study samples new",
+        "settings, `export` of an interrupted run says so, uint64 node ids above int64 stay exact, and METIS lists that",
+        "are symmetric but repeat an edge are not called asymmetric.",
     ]
     section = "\n".join([SECTION, "", *intro, "", "| input | command | message |", "|---|---|---|", *rows, ""])
     text = BAD_INPUTS.read_text()
@@ -263,17 +282,18 @@ def test_the_commands_and_options_table_is_current(refused):
     assert updated == text, "tests/BAD_MODELS.md is out of date; run GRAPHTRANSFER_WRITE_BAD_INPUTS=1 pytest tests/test_bad_runs.py"
 
 
-def test_a_second_tune_on_a_study_in_use_is_refused_and_touches_nothing(tmp_path):
-    """The lock another tune holds: the second process stops before opening the study, so it
-    cannot mark the first one's running trial failed."""
+def test_a_tune_beside_one_that_does_not_share_the_study_is_refused_and_touches_nothing(tmp_path):
+    """The lock held exclusively, as a tune of an earlier release holds it (tune processes of this
+    one share it: tests/test_tune_sharing.py): the second process stops before opening the study,
+    so it cannot mark the first one's running trial failed."""
     folder = tmp_path / "study"
     folder.mkdir()
     with FileLock(folder / LOCK_NAME, timeout=0):
         result = runner.invoke(app, ["tune", "--out", str(folder), "--n-trials", "1", "--steps", "64"])
     assert result.exit_code == 2
     assert result.stderr == (
-        f"error: {folder}: another 'graphtransfer tune' is running this study (it holds {folder / LOCK_NAME}); "
-        "wait for it to finish, or pass another --out\n"
+        f"error: {folder}: another process holds {folder / LOCK_NAME} and does not share the study (a 'graphtransfer tune' of "
+        "an earlier release); wait for it to finish, or pass another --out\n"
     )
     assert not (folder / "study.db").exists() and not (folder / "trials").exists()
 

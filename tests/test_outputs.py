@@ -282,7 +282,7 @@ def read_only_folders(tmp_path: Path) -> list[Path]:
     return folders
 
 
-@pytest.mark.parametrize("writer", ["predict --out", "eval --json", "train --out", "transfer --out", "graphs generate"])
+@pytest.mark.parametrize("writer", ["predict --out", "eval --json", "train --out", "transfer --out", "graphs generate", "tune --out"])
 def test_a_read_only_output_is_refused_up_front(work, writer):
     for folder in read_only_folders(work["tmp"]):
         result = runner.invoke(app, [str(part) for part in WRITERS[writer][0](folder / "out" / "x.csv", work)])

@@ -317,11 +317,52 @@ def _report_training(result: TrainResult, env: str | None) -> None:
 @friendly_errors
 def tune(
     ctx: typer.Context,
-    n_trials: Annotated[int, typer.Option(help="Stop once the study holds this many finished (completed or pruned) trials.")] = 20,
+    n_trials: Annotated[
+        int,
+        typer.Option(
+            help="Stop once the study holds this many finished (completed or pruned) trials, counted over every process "
+            "that shares it; a process starts no trial once finished and running ones reach it."
+        ),
+    ] = 20,
     timeout: Annotated[float | None, typer.Option(help="Stop starting trials after this many seconds (default: no limit).")] = None,
     out: Annotated[
-        Path | None, typer.Option(help="Folder of the study (study.db), best.yaml and trials/ (default: runs/tune/TASK/GRAPHS).")
+        Path | None,
+        typer.Option(help="Folder of best.yaml, trials/ and (without --storage) the study, study.db (default: runs/tune/TASK/GRAPHS)."),
     ] = None,
+    storage: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL",
+            help="Keep the study in this Optuna RDB storage instead of OUT/study.db, e.g. sqlite:///studies.db or "
+            "postgresql://user@host/db (its driver installed); tune processes on several machines that name the same "
+            "--storage and --study-name share the study.",
+        ),
+    ] = None,
+    study_name: Annotated[str, typer.Option(help="The study's name in the storage.")] = "graphtransfer",
+    n_jobs: Annotated[
+        str,
+        typer.Option(
+            metavar="N",
+            help="Trials at once, each in a worker process of its own with ppo.threads torch threads (default 1); "
+            "N times ppo.threads may not exceed the cores.",
+        ),
+    ] = "1",
+    sampler: Annotated[
+        str,
+        typer.Option(
+            metavar="tpe|random|cmaes",
+            help="How trials draw settings: tpe (default; its first 5 trials at random), random, or cmaes (CMA-ES on the "
+            "numeric settings, random draws for the choices). Each trial's draw is seeded by --seed and its number.",
+        ),
+    ] = "tpe",
+    pruner: Annotated[
+        str,
+        typer.Option(
+            metavar="median|halving|none",
+            help="Which trials stop early at an evaluation: median (default: below the median of earlier trials at that "
+            "step), halving (successive halving), none.",
+        ),
+    ] = "median",
     config_file: Annotated[Path | None, typer.Option("--config", help="YAML file of the settings the search starts from.")] = None,
     set_values: Annotated[list[str] | None, typer.Option("--set", help="Override one setting by its dotted key, as for train.")] = None,
     task: Annotated[str, typer.Option(help="Built-in task: mis, mvc, mvc-weighted, maxcut, epidemic, matching or path.")] = "mis",
@@ -337,40 +378,45 @@ def tune(
     ] = None,
     plot: Annotated[bool, typer.Option(help="Draw the study's history to OUT/study.png (with --n-trials 0: only draw).")] = False,
 ) -> None:
-    """Search PPO and model settings with Optuna (median pruning on held-out evaluations); write the best as a config.
+    """Search PPO and model settings with Optuna (pruning on held-out evaluations); write the best as a config.
 
-    The study is kept in OUT/study.db: run the same command again to resume a stopped search.
+    The study is kept in OUT/study.db (or --storage): run the same command again to resume a stopped search.
+    Several tune processes, here (--n-jobs) or on other machines (one --storage and --study-name), share a study.
     Needs pip install 'graphtransfer\\[tune]'.
 
     Examples:
 
       graphtransfer tune --task mis --graphs small --eval-graphs evalset/ --steps 20000 --n-trials 30 --timeout 3600
 
+      graphtransfer tune --graphs small --steps 20000 --n-trials 40 --n-jobs 2 --sampler random --pruner none
+
+      graphtransfer tune --graphs small --storage postgresql://me@db-host/studies --study-name mis-small --n-trials 200
+
       graphtransfer train --config runs/tune/mis/small/best.yaml --steps 100000
 
       graphtransfer tune --out runs/tune/mis/small --n-trials 0 --plot
     """
-    from graphtransfer.training.tuning import import_optuna, plot_study
+    from graphtransfer.training.tuning import Search, import_optuna, plot_study
     from graphtransfer.training.tuning import tune as run_tune
 
     import_optuna()  # the missing extra is one line, before anything is trained
-    if n_trials < 0:
-        raise UsageError(f"--n-trials {n_trials} must be 0 (only --plot) or more")
-    if timeout is not None and timeout <= 0:
-        raise UsageError(f"--timeout {timeout} must be a positive number of seconds")
+    jobs = _whole_number(n_jobs) if n_jobs.strip().isdigit() else -1
+    if jobs < 1:
+        raise UsageError(f"--n-jobs {n_jobs!r} must be a whole number of processes, at least 1, e.g. --n-jobs 2")
+    search = Search(n_trials, timeout, storage, study_name, jobs, sampler, pruner)
     keys = _train_option_keys()
     typed = {name: value for name, value in ctx.params.items() if name in keys and _typed(ctx, name)}
     config = _train_config(config_file, typed, set_values or [])
     folder = out or Path("runs") / "tune" / config.name / Path(config.graphs).stem
     if n_trials:
-        result = run_tune(config, folder, n_trials, timeout, log=typer.echo)
-        typer.echo(f"study {folder / 'study.db'}: {result.finished} trials finished, {result.pruned} pruned")
+        result = run_tune(config, folder, search, log=typer.echo)
+        typer.echo(f"study {result.storage}: {result.finished} trials finished, {result.pruned} pruned")
         if result.best_config is None:
             typer.echo("no trial completed yet; run the same command again to go on")
         else:
             typer.echo(f"best score {result.best_value:.6g}; wrote {result.best_config}: graphtransfer train --config {result.best_config}")
     if plot:
-        typer.echo(f"wrote {plot_study(folder)}")
+        typer.echo(f"wrote {plot_study(folder, search=search)}")
 
 
 @app.command()

@@ -42,9 +42,7 @@ class EpidemicEnv(GraphEnv):
     objective_name = "return: -(infected fraction + measure cost), summed over steps"
     solution_header = "step,measure,infected"
 
-    def __init__(
-        self, graphs: Graphs, horizon: int = 32, infection: float = 0.25, recovery: float = 0.2, initially_infected: float = 0.05
-    ):
+    def __init__(self, graphs: Graphs, horizon: int = 32, infection: float = 0.25, recovery: float = 0.2, initially_infected: float = 0.05):
         super().__init__(graphs, horizon)
         self.infection, self.recovery, self.initially_infected = infection, recovery, initially_infected
         self.action_space = spaces.Discrete(len(MEASURES))

@@ -1,32 +1,55 @@
 """Hyperparameter search with Optuna, as rl-zoo3's ``--optimize`` does: each trial trains a short
 run with sampled PPO and model settings, is evaluated on held-out graphs every few thousand steps
-(the evaluation ``eval`` runs) and pruned when it falls below the median of the trials before it.
+(the evaluation ``eval`` runs) and may be pruned (by default when it falls below the median of the
+trials before it).
 
-The study lives in a SQLite file in the output folder, so a stopped search (Ctrl-C, a batch job's
-time limit) resumes where it was with the same command. The best trial is written as a whole run
-config, ``best.yaml``, that ``graphtransfer train --config`` takes. Needs ``graphtransfer[tune]``.
+The study lives in a SQLite file in the output folder, or in any Optuna RDB storage (``--storage``),
+so a stopped search (Ctrl-C, a batch job's time limit) resumes where it was with the same command,
+and several processes, on one machine (``--n-jobs``) or several, share one study: each draws new
+trials until the study holds the number asked for. The best trial is written as a whole run config,
+``best.yaml``, that ``graphtransfer train --config`` takes. Needs ``graphtransfer[tune]``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
+import json
+import math
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from graphtransfer.config import RunConfig
 from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import features_of
-from graphtransfer.errors import UsageError
+from graphtransfer.errors import GraphTransferError, UsageError
 from graphtransfer.graphs import Graph, load_graphs, resolve
-from graphtransfer.io import LOCK_NAME, check_output_folder, folder_lock
+from graphtransfer.io import LOCK_NAME, SharedFolderLock, atomic_write, check_output_folder, save_figure
+from graphtransfer.process import allowed_cores
 from graphtransfer.solve.evaluate import evaluate
 from graphtransfer.training.callbacks import Periodic, eval_score, rng_kept
 from graphtransfer.training.loop import train
 
-STUDY_FILE, BEST_FILE, PLOT_FILE = "study.db", "best.yaml", "study.png"
+STUDY_FILE, BEST_FILE, PLOT_FILE, STUDY_MARK = "study.db", "best.yaml", "study.png", "study.json"
+DEFAULT_STUDY = "graphtransfer"
 INSTALL = "pip install 'graphtransfer[tune]'"
+HEARTBEAT_SECONDS, GRACE_SECONDS = 10, 60
+"""a running trial's process stamps it this often; a running trial unstamped for GRACE_SECONDS
+(its process was killed) is marked failed when any process of the study starts its next trial"""
+STUDY_NAME_MAX = 512  # Optuna's column for it
+SETUP_ATTEMPTS = 3  # tries at opening a storage that another process may be setting up at the same moment
+WORKER_STOP_SECONDS = 120.0  # how long --n-jobs workers get to mark their trials failed after Ctrl-C
 
 # dotted key -> how a trial samples it: ("log", low, high) a log-uniform float, ("int", low, high), or a list of choices.
 # Ranges as rl-zoo3's PPO sampler, narrowed to what trains on graphs of tens of nodes on a CPU.
@@ -45,17 +68,56 @@ SEARCH_SPACE: dict[str, tuple | list] = {
 }
 
 
+@dataclass(frozen=True)
+class Search:
+    """How a search runs, beside what each trial trains (the :class:`RunConfig`)."""
+
+    n_trials: int = 20
+    """stop once the study holds this many finished (completed or pruned) trials, every process's
+    together; a process starts no trial once finished and running ones reach it"""
+    timeout: float | None = None
+    """stop starting trials after this many seconds (per process)"""
+    storage: str | None = None
+    """an Optuna RDB URL (``sqlite:///path``, ``postgresql://user@host/db``, ``mysql://...``); None:
+    ``study.db`` in the output folder"""
+    study_name: str = DEFAULT_STUDY
+    n_jobs: int = 1
+    """trials at once, each in a process of its own (training holds the interpreter and its torch threads)"""
+    sampler: str = "tpe"
+    """one of :data:`graphtransfer.training.samplers.SAMPLERS`"""
+    pruner: str = "median"
+    """one of :data:`graphtransfer.training.samplers.PRUNERS`"""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n_trials, bool) or not isinstance(self.n_trials, int) or self.n_trials < 0:
+            raise UsageError(f"--n-trials {self.n_trials} must be 0 (only --plot) or more")
+        if self.timeout is not None and not (isinstance(self.timeout, int | float) and math.isfinite(self.timeout) and self.timeout > 0):
+            raise UsageError(f"--timeout {self.timeout} must be a positive number of seconds")
+        cores = allowed_cores()
+        if isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, int) or not 1 <= self.n_jobs <= cores:
+            raise UsageError(
+                f"--n-jobs {self.n_jobs} must be a whole number from 1 to {cores} (the cores this process may use): "
+                "each job trains in a process of its own"
+            )
+        if not self.study_name or len(self.study_name) > STUDY_NAME_MAX or not self.study_name.isprintable():
+            raise UsageError(
+                f"--study-name {self.study_name!r} must be 1 to {STUDY_NAME_MAX} printable characters, e.g. --study-name mis-small"
+            )
+
+
 @dataclass
 class TuneResult:
     folder: Path
-    """holds study.db, best.yaml and one run folder per trial in trials/"""
+    """holds best.yaml, one run folder per trial in trials/ and, by default, study.db"""
     finished: int
-    """trials completed or pruned in the study, this search's and earlier ones'"""
+    """trials completed or pruned in the study, this search's and earlier ones' and other processes'"""
     pruned: int
     best_value: float | None
     best_params: dict[str, Any]
     best_config: Path | None
     """best.yaml: the best trial's whole config, for ``graphtransfer train --config``"""
+    storage: str = ""
+    """where the study is, as shown to the user (a password hidden)"""
 
 
 def import_optuna():
@@ -70,96 +132,427 @@ def import_optuna():
     return optuna
 
 
-def tune(
-    config: RunConfig,
-    folder: str | Path,
-    n_trials: int,
-    timeout: float | None = None,
-    log: Callable[[str], None] = print,
-) -> TuneResult:
+def tune(config: RunConfig, folder: str | Path, search: Search | None = None, log: Callable[[str], None] = print) -> TuneResult:
     """Search :data:`SEARCH_SPACE` around ``config`` (every other setting is kept) until the study
-    in ``folder`` holds ``n_trials`` finished trials or ``timeout`` seconds pass.
+    holds ``search.n_trials`` finished trials or ``search.timeout`` seconds pass.
 
     Each trial trains ``config.ppo.total_timesteps`` steps into ``folder/trials/trial-<N>`` and is
     scored on ``config.log.eval_graphs`` (default: the training graphs) every ``config.log.eval_every``
     steps (default: a fifth of the run) by the mean policy/baseline ratio (or the objective without
-    a baseline); Optuna's median pruner stops trials below the median. best.yaml keeps ``config``'s
-    log settings; the trials' own runs evaluate only for the search.
+    a baseline); the pruner may stop it there. best.yaml keeps ``config``'s log settings; the
+    trials' own runs evaluate only for the search.
+
+    The study is ``search.study_name`` in ``search.storage`` (default: ``folder/study.db``).
+    ``search.n_jobs`` processes run trials at once; other ``tune`` processes, here or on other
+    machines, may join the same storage and study name (each with its own ``folder``, or this
+    one): every process draws new trials, and together they stop at ``search.n_trials``. The
+    folder belongs to one study: another study's search there is refused.
 
     Example::
 
         base = RunConfig(task="mis", graphs="small", log=LogConfig(eval_graphs="evalset/", eval_every=4000))
-        result = tune(base, "runs/tune/mis", n_trials=20)
+        result = tune(base, "runs/tune/mis", Search(n_trials=20, n_jobs=2))
         train(resolve([read_file(result.best_config)]))  # graphtransfer.config.layers
     """
     optuna = import_optuna()
+    search = search or Search()
+    _check_search(search, config)
     folder = Path(folder)
     inputs = [resolve(spec) for spec in (config.graphs, config.log.eval_graphs) if spec]
-    # a folder holding a study.db of any kind is the study to continue; open_study says what is wrong with a damaged one
-    check_output_folder(folder, inputs, lambda found: (found / STUDY_FILE).exists(), "study")
-    folder.mkdir(parents=True, exist_ok=True)
-    held_out = config.log.eval_graphs
-    if held_out is None:
+    # a folder holding a study.db of any kind is the study to continue; the storage says what is wrong with a damaged one
+    check_output_folder(folder, inputs, _is_study_folder, "study")
+    if config.log.eval_graphs is None:
         log(f"evaluating trials on the training graphs {config.graphs}; pass held-out graphs (--eval-graphs) for a fairer choice")
-    graphs = load_graphs(held_out or config.graphs)
+    graphs, every = _evaluation(config)
+    sense = features_of(run_env(config, graphs)).sense
+    busy = (
+        f"{folder}: another process holds {folder / LOCK_NAME} and does not share the study (a 'graphtransfer tune' of "
+        "an earlier release); wait for it to finish, or pass another --out"
+    )
+    with SharedFolderLock(folder, busy) as lock, _storage_errors(folder, search):
+        _check_held(folder, search, _held(folder))
+        storage = open_storage(folder, search)
+        _claim(folder, search)
+        study = _open_study(optuna, storage, folder, search, config, every, direction="maximize" if sense == "max" else "minimize")
+        if lock.alone and search.storage is None:  # only processes holding this lock use the folder's study.db
+            _fail_left_running(study, optuna, lock.since, log)
+        _fail_stale(study, optuna)
+        done, running = _count(study, optuna, "COMPLETE", "PRUNED"), _count(study, optuna, "RUNNING")
+        remaining = search.n_trials - done - running
+        if remaining > 0:
+            others = f" ({running} running in other processes)" if running else ""
+            jobs = f" in {search.n_jobs} processes" if search.n_jobs > 1 else ""
+            log(f"study {_shown(folder, search)}: {done} trials done, running up to {remaining} more{jobs}{others}")
+            if search.n_jobs == 1:
+                _run_trials(study, optuna, config, folder, search, graphs, every, log)
+            else:
+                _run_workers(config, folder, search, log)
+        return _result(study, optuna, config, folder, search)
+
+
+def _check_search(search: Search, config: RunConfig) -> None:
+    """Refuse, before anything is read or written, a search that cannot run: its storage URL,
+    sampler and pruner (see :func:`check_storage_url`), and more threads than cores."""
+    from graphtransfer.training.samplers import check_pruner, check_sampler
+
+    if search.storage is not None:
+        check_storage_url(search.storage)
+    check_sampler(search.sampler)
+    check_pruner(search.pruner)
+    threads, cores = search.n_jobs * config.ppo.threads, allowed_cores()
+    if threads > cores:
+        raise UsageError(
+            f"--n-jobs {search.n_jobs} with ppo.threads {config.ppo.threads} asks for {threads} threads on {cores} cores; "
+            f"use ppo.threads {max(1, cores // search.n_jobs)} or fewer jobs"
+        )
+
+
+def _is_study_folder(folder: Path) -> bool:
+    """A folder a search has written to: its study.db (of any kind: the storage says what is wrong
+    with a damaged one), its study.json, or the note of a search that is writing study.json now."""
+    return (folder / STUDY_FILE).exists() or (folder / STUDY_MARK).exists() or any(folder.glob(f".{STUDY_MARK}.*"))
+
+
+def _fail_stale(study, optuna) -> None:
+    """Mark failed the running trials whose process stopped stamping them (killed)."""
+    with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna's own words
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)
+
+
+def _evaluation(config: RunConfig) -> tuple[list[Graph], int]:
+    """The graphs every trial is scored on, and how many env steps apart."""
+    graphs = load_graphs(config.log.eval_graphs or config.graphs)
     budget = config.ppo.total_timesteps
     every = config.log.eval_every or max(1, budget // 5)
     if every > budget:
         raise UsageError(f"--eval-every {every} exceeds the {budget} steps of a trial; use --eval-every {budget // 5 or 1} or fewer")
-    sense = features_of(run_env(config, graphs)).sense
-    busy = (
-        f"{folder}: another 'graphtransfer tune' is running this study (it holds {folder / LOCK_NAME}); "
-        "wait for it to finish, or pass another --out"
-    )
-    with folder_lock(folder, timeout=0, busy=busy), _study_storage(folder) as storage:
-        study = optuna.create_study(
-            study_name="graphtransfer",
-            storage=storage,
-            load_if_exists=True,
-            direction="maximize" if sense == "max" else "minimize",
-            pruner=optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=every),
-        )
-        _fail_stale_trials(study, optuna, log)
-        study.sampler = _sampler(optuna, config.ppo.seed, len(study.trials))
-        remaining = n_trials - _count(study, optuna, "COMPLETE", "PRUNED")
-        if remaining > 0:
-            log(f"study {folder / STUDY_FILE}: {n_trials - remaining} trials done, running up to {remaining} more")
-            quiet = replace(config, log=replace(config.log, eval_graphs=None, eval_every=0))  # the search evaluates, not each run
-            objective = _objective(quiet, graphs, every, folder, optuna, log)
-            study.optimize(objective, n_trials=remaining, timeout=timeout, catch=())
-        return _result(study, optuna, config, folder)
+    return graphs, every
 
 
-def _sampler(optuna, seed: int, trials_before: int):
-    """TPE seeded by the run's seed and the trials the study already holds: a resumed search
-    draws new settings instead of repeating those its first trials drew, and the same commands
-    still give the same study."""
-    return optuna.samplers.TPESampler(seed=(seed + trials_before) % 2**32, n_startup_trials=5)
+def _run_trials(study, optuna, config: RunConfig, folder: Path, search: Search, graphs: list[Graph], every: int, log) -> None:
+    """Run trials in this process until the study is full (counting other processes' finished and
+    running trials) or the timeout passes."""
+    quiet = replace(config, log=replace(config.log, eval_graphs=None, eval_every=0))  # the search evaluates, not each run
+    objective = _objective(quiet, graphs, every, folder, optuna, log)
+
+    def stop_when_full(study, _trial) -> None:
+        if _count(study, optuna, "COMPLETE", "PRUNED", "RUNNING") >= search.n_trials:
+            study.stop()
+
+    _fail_stale(study, optuna)
+    remaining = search.n_trials - _count(study, optuna, "COMPLETE", "PRUNED", "RUNNING")
+    if remaining > 0:
+        study.optimize(objective, n_trials=remaining, timeout=search.timeout, catch=(), callbacks=[stop_when_full])
 
 
 @contextlib.contextmanager
-def _study_storage(folder: Path) -> Iterator[str]:
-    """The storage URL of ``folder``'s study file; a file SQLite or Optuna cannot read as a study
-    (damaged, cut short, another kind of file, a folder) becomes one error naming it."""
+def _storage_errors(folder: Path, search: Search) -> Iterator[None]:
+    """A storage that cannot be reached or read becomes one error naming it: the folder's study.db
+    damaged, cut short, another kind of file or a folder; a --storage URL malformed, of an unknown
+    database, without its driver, or where no database answers."""
     from optuna.exceptions import StorageInternalError
     from sqlalchemy.exc import SQLAlchemyError  # Optuna's storage layer
 
     path = folder / STUDY_FILE
     start_over = "move it away (or pass another --out) to start a new study"
-    if path.is_dir():
+    if search.storage is None and path.is_dir():
         raise UsageError(f"{path}: is a folder, not a study file; {start_over}")
     try:
-        yield f"sqlite:///{path.resolve()}"
+        yield
     except (SQLAlchemyError, StorageInternalError) as err:
         cause = err.__cause__ if isinstance(err, StorageInternalError) and err.__cause__ else err
-        detail = getattr(cause, "orig", None) or cause
+        detail = str(getattr(cause, "orig", None) or cause).splitlines()[0]
+        if search.storage is None:
+            raise UsageError(
+                f"{path}: is not a readable Optuna study ({detail}); the file is damaged or of another kind: {start_over}"
+            ) from None
         raise UsageError(
-            f"{path}: is not a readable Optuna study ({detail}); the file is damaged or of another kind: {start_over}"
+            f"--storage {_hidden(search.storage)}: cannot be opened as an Optuna study ({detail}); "
+            "check the URL and that the database runs and is reachable from here"
         ) from None
 
 
+_STORAGE_EXAMPLE = "give an Optuna RDB URL, e.g. --storage sqlite:///study.db or --storage postgresql://user@host/db"
+
+
+def _open_study(optuna, storage, folder: Path, search: Search, config: RunConfig, every: int, direction: str):
+    """The study ``search`` names, created if the storage does not hold it yet, with the search's
+    sampler and pruner; refused where it exists but is optimised the other way (another task's)."""
+    from graphtransfer.training.samplers import make_pruner, make_sampler
+
+    study = optuna.create_study(
+        study_name=search.study_name,
+        storage=storage,
+        load_if_exists=True,
+        direction=direction,
+        sampler=make_sampler(search.sampler, config.ppo.seed),
+        pruner=make_pruner(search.pruner, every),
+    )
+    if study.direction.name.lower() != direction:
+        raise UsageError(
+            f"study {_shown(folder, search)} {study.direction.name.lower()}s its score, but this task's is to {direction[:-1]}e: "
+            "it was made for another task; pass another --study-name"
+        )
+    return study
+
+
+def open_storage(folder: Path, search: Search):
+    """Optuna's RDB storage for ``search`` (default: ``folder/study.db``), with heartbeats on, so a
+    trial whose process was killed is marked failed by the next process that starts a trial
+    rather than left running forever; it is checked here, so a storage that cannot be opened
+    fails before anything trains."""
+    from sqlalchemy.exc import IntegrityError, OperationalError
+
+    url = search.storage or f"sqlite:///{(folder / STUDY_FILE).resolve()}"
+    backend = check_storage_url(url)
+    for attempt in range(1, SETUP_ATTEMPTS):
+        try:
+            return _rdb_storage(url, backend)
+        except (IntegrityError, OperationalError):
+            # two processes that meet a new storage both create Optuna's tables and one fails; its next
+            # try finds them. A storage that cannot be opened fails every try, the last one raised.
+            time.sleep(attempt)
+    return _rdb_storage(url, backend)
+
+
+def _rdb_storage(url: str, backend: str):
+    import optuna
+
+    with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna's own words
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.storages.RDBStorage(
+            url,
+            engine_kwargs={"connect_args": _CONNECT_ARGS[backend]} if backend in _CONNECT_ARGS else {},
+            heartbeat_interval=HEARTBEAT_SECONDS,
+            grace_period=GRACE_SECONDS,
+        )
+
+
+def check_storage_url(url: str) -> str:
+    """Refuse, before anything is written, a ``--storage`` that is no database URL or names a
+    database in memory (lost when tune ends, and unseen by other processes); the URL's backend."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        parsed = make_url(url) if "://" in url else None
+    except (ArgumentError, ValueError) as err:
+        raise UsageError(f"--storage {_hidden(url)}: is not a database URL ({err}); {_STORAGE_EXAMPLE}") from None
+    if parsed is None:
+        raise UsageError(f"--storage {_hidden(url)}: is not a database URL; {_STORAGE_EXAMPLE}")
+    shown = parsed.render_as_string(hide_password=True)
+    try:
+        parsed.get_dialect().import_dbapi()
+    except NoSuchModuleError:
+        unknown = f"names a database SQLAlchemy does not know ({parsed.drivername})"
+        raise UsageError(f"--storage {shown}: {unknown}; {_STORAGE_EXAMPLE}") from None
+    except ImportError as err:
+        raise UsageError(
+            f"--storage {shown}: the database driver it needs is not installed (no module {err.name!r}); install it "
+            "(e.g. pip install psycopg2-binary for postgresql://, pymysql for mysql+pymysql://) or use --storage sqlite:///study.db"
+        ) from None
+    backend = parsed.get_backend_name()
+    if backend == "sqlite" and parsed.database in (None, "", ":memory:"):
+        raise UsageError(f"--storage {url}: is a database in memory, lost when tune ends; name a file, e.g. --storage sqlite:///study.db")
+    return backend
+
+
+# several processes write one study: SQLite waits for another writer's transaction instead of failing
+# at once; a server that does not answer is given up on within seconds, not the driver's minutes
+_CONNECT_ARGS = {"sqlite": {"timeout": 60}, "postgresql": {"connect_timeout": 5}, "mysql": {"connect_timeout": 5}}
+
+
+def _hidden(url: str | None) -> str:
+    """``url`` with its password, if any, replaced by ``***`` (quoted where it is no URL SQLAlchemy reads)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError, TypeError):
+        return repr(re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", str(url)))
+
+
+def _shown(folder: Path, search: Search) -> str:
+    """The study as the user reads it: the folder's study file, or its name in the storage."""
+    if search.storage is None and search.study_name == DEFAULT_STUDY:
+        return str(folder / STUDY_FILE)
+    return f"'{search.study_name}' in {_hidden(search.storage) if search.storage else folder / STUDY_FILE}"
+
+
+def _held(folder: Path) -> dict[str, str | None] | None:
+    """Which study ``folder``'s trials belong to (see :func:`_claim`); a study.db without that
+    note is the folder's own study of an earlier release; None: no study yet."""
+    mark = folder / STUDY_MARK
+    if not mark.exists():
+        return {"storage": None, "study_name": DEFAULT_STUDY} if (folder / STUDY_FILE).exists() else None
+    try:
+        held = json.loads(mark.read_text())
+    except (OSError, ValueError):
+        held = None
+    if not (isinstance(held, dict) and isinstance(held.get("study_name"), str) and isinstance(held.get("storage"), str | None)):
+        raise UsageError(f"{mark}: is damaged (it names the study this folder's trials belong to); pass another --out")
+    return {"storage": held["storage"], "study_name": held["study_name"]}
+
+
+def _check_held(folder: Path, search: Search, held: dict[str, str | None] | None) -> None:
+    """Refuse a search of another study in a folder that holds one's trials: the trial folders of
+    two studies would overwrite each other."""
+    if held is not None and held != _identity(search):
+        where = f"--storage {held['storage']} " if held["storage"] else ""
+        raise UsageError(
+            f"{folder}: holds the trials of study '{held['study_name']}' in {held['storage'] or 'its ' + STUDY_FILE}; "
+            f"pass {where}--study-name {held['study_name']} to go on with it, or another --out for this one"
+        )
+
+
+def _claim(folder: Path, search: Search) -> None:
+    """Note which study ``folder``'s trials belong to (their run folders are numbered by it), unless
+    a note is there; of two processes that note at once, one wins and the other is checked against it."""
+    mark = folder / STUDY_MARK
+    if mark.exists():
+        return
+    note = folder / f".{STUDY_MARK}.{os.getpid()}.tmp"
+    atomic_write(note, (json.dumps(_identity(search)) + "\n").encode())
+    try:
+        os.link(note, mark)  # fails where the note exists: the first one stays
+    except FileExistsError:
+        _check_held(folder, search, _held(folder))
+    finally:
+        note.unlink()
+
+
+def _identity(search: Search) -> dict[str, str | None]:
+    return {"storage": _hidden(search.storage) if search.storage else None, "study_name": search.study_name}
+
+
+def _run_workers(config: RunConfig, folder: Path, search: Search, log: Callable[[str], None]) -> None:
+    """Run ``search.n_jobs`` worker processes (:func:`work`) on the study and print their lines
+    here. Each is a session of its own, so Ctrl-C reaches only this process, which passes it on
+    once to each worker (they mark their running trials failed) and waits for them to end. A
+    worker that fails stops the others; its error is raised here."""
+    job = json.dumps({"config": config.to_dict(), "folder": str(folder.resolve()), "search": asdict(search)})
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", "from graphtransfer.training.tuning import work; work()"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        for _ in range(search.n_jobs)
+    ]
+    lines: queue.Queue = queue.Queue()
+    for index, worker in enumerate(workers):
+        for stream in (worker.stdout, worker.stderr):
+            threading.Thread(target=_read_lines, args=(stream, index, stream is worker.stderr, lines), daemon=True).start()
+        worker.stdin.write(job)
+        worker.stdin.close()
+    try:
+        errors = _relay(workers, lines, log)
+    except KeyboardInterrupt:
+        _stop(workers)
+        raise
+    for index, worker in enumerate(workers):
+        if worker.returncode == 130:
+            raise KeyboardInterrupt  # a worker stopped by a signal of its own
+        if worker.returncode != 0:
+            said = [line for line in errors[index] if line.startswith("error: ")]
+            message = said[-1].removeprefix("error: ") if said else f"a tune worker process ended with exit code {worker.returncode}"
+            raise (UsageError if worker.returncode == 2 else GraphTransferError)(message)
+    for lines_of_one in errors.values():
+        for line in lines_of_one:  # warnings of workers that went on
+            print(line, file=sys.stderr)
+
+
+def _read_lines(stream, index: int, is_stderr: bool, lines: queue.Queue) -> None:
+    for line in stream:
+        lines.put((index, is_stderr, line.rstrip("\n")))
+    lines.put((index, is_stderr, None))
+
+
+def _relay(workers: list[subprocess.Popen], lines: queue.Queue, log: Callable[[str], None]) -> dict[int, list[str]]:
+    """Print the workers' output lines until every worker has closed its output; keep what they
+    write to stderr, by worker. The first worker to fail stops the others."""
+    errors: dict[int, list[str]] = {index: [] for index in range(len(workers))}
+    open_streams = 2 * len(workers)
+    closed = [0] * len(workers)
+    while open_streams:
+        index, is_stderr, line = lines.get()
+        if line is None:
+            open_streams -= 1
+            closed[index] += 1
+            if closed[index] == 2 and workers[index].wait() != 0:
+                _stop([worker for worker in workers if worker.poll() is None])
+        elif is_stderr:
+            errors[index].append(line)
+        else:
+            log(line)
+    for worker in workers:
+        worker.wait()
+    return errors
+
+
+def _stop(workers: list[subprocess.Popen]) -> None:
+    """Ctrl-C, once, to each worker still running; those that have not ended after
+    :data:`WORKER_STOP_SECONDS` are killed."""
+    for worker in workers:
+        if worker.poll() is None:
+            worker.send_signal(signal.SIGINT)
+    for worker in workers:
+        try:
+            worker.wait(timeout=WORKER_STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+
+
+def work() -> None:
+    """One worker process of ``tune --n-jobs``, started by :func:`_run_workers`: reads its job (the
+    config, folder and search, as JSON) from stdin, runs trials on the study until it is full,
+    prints one line per trial, and exits 0, or with an ``error:`` line on stderr and 2 (bad
+    input), 1 (a failure) or 130 (Ctrl-C)."""
+    from graphtransfer.process import tune_process
+
+    tune_process()  # as the command line does for its own process
+    try:
+        job = json.loads(sys.stdin.read())
+        optuna = import_optuna()
+        config, folder, search = RunConfig.from_dict(job["config"], "the search"), Path(job["folder"]), Search(**job["search"])
+        graphs, every = _evaluation(config)
+        with _storage_errors(folder, search):
+            study = _load_study(optuna, folder, search, config, every)
+            _run_trials(study, optuna, config, folder, search, graphs, every, log=lambda line: print(line, flush=True))
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except UsageError as err:
+        _exit_with(f"error: {err}", 2)
+    except Exception as err:  # noqa: BLE001 - whatever ends a worker is one line for the process that started it
+        _exit_with(f"error: {err}" if isinstance(err, GraphTransferError) else f"error: {type(err).__name__}: {err}", 1)
+
+
+def _exit_with(line: str, code: int) -> None:
+    print(line, file=sys.stderr, flush=True)
+    sys.exit(code)
+
+
+def _load_study(optuna, folder: Path, search: Search, config: RunConfig, every: int):
+    """The study the first process created, with this process's sampler and pruner."""
+    from graphtransfer.training.samplers import make_pruner, make_sampler
+
+    return optuna.load_study(
+        study_name=search.study_name,
+        storage=open_storage(folder, search),
+        sampler=make_sampler(search.sampler, config.ppo.seed),
+        pruner=make_pruner(search.pruner, every),
+    )
+
+
 def _objective(config: RunConfig, graphs: list[Graph], every: int, folder: Path, optuna, log: Callable[[str], None]):
-    """The function Optuna calls per trial: sample, train with evaluations reported, score."""
+    """The function Optuna calls per trial: sample, train with evaluations reported, score. The
+    line it prints names the settings the trial trained with, as best.yaml would hold them."""
 
     def objective(trial) -> float:
         values = sample(trial)
@@ -169,10 +562,10 @@ def _objective(config: RunConfig, graphs: list[Graph], every: int, folder: Path,
         if result.interrupted:
             raise KeyboardInterrupt  # Ctrl-C: the trial is marked failed; the study resumes with the next
         if reporter.pruned:
-            log(f"trial {trial.number}: pruned at step {reporter.steps} (score {reporter.score:.4g}); {_describe(values)}")
+            log(f"trial {trial.number}: pruned at step {reporter.steps} (score {reporter.score:.4g}); {_describe(values, trial_config)}")
             raise optuna.TrialPruned()
         reporter.at_end()  # the score at the budget, if the last evaluation came earlier
-        log(f"trial {trial.number}: score {reporter.score:.4g} ({reporter.by}); {_describe(values)}")
+        log(f"trial {trial.number}: score {reporter.score:.4g} ({reporter.by}); {_describe(values, trial_config)}")
         return reporter.score
 
     return objective
@@ -228,11 +621,14 @@ class ReportToTrial(Periodic):
         return not self.pruned
 
 
-def _fail_stale_trials(study, optuna, log: Callable[[str], None]) -> None:
-    """A trial left RUNNING by a search that was killed would never finish: mark it failed."""
+def _fail_left_running(study, optuna, before: float, log: Callable[[str], None]) -> None:
+    """Trials left running by a search that was killed would never finish: mark failed those that
+    started before ``before`` (a ``time.time()``), when no other process was in the study."""
+    cutoff = datetime.datetime.fromtimestamp(before)  # Optuna stamps trials in local time
     for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-        study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
-        log(f"trial {trial.number}: left running by a stopped search; marked failed")
+        if trial.datetime_start is not None and trial.datetime_start < cutoff:
+            study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
+            log(f"trial {trial.number}: left running by a stopped search; marked failed")
 
 
 def _count(study, optuna, *states: str) -> int:
@@ -240,46 +636,58 @@ def _count(study, optuna, *states: str) -> int:
     return len(study.get_trials(deepcopy=False, states=wanted))
 
 
-def _describe(values: dict[str, Any]) -> str:
-    """``learning_rate=0.000312, n_steps=64, ...``: a trial's settings on one line."""
-    return ", ".join(
-        f"{key.partition('.')[2]}={value:.3g}" if isinstance(value, float) else f"{key.partition('.')[2]}={value}"
-        for key, value in values.items()
-    )
+def _describe(values: dict[str, Any], config: RunConfig) -> str:
+    """``learning_rate=0.000312, n_steps=64, ...``: the settings a trial trained with (``config``),
+    on one line; a drawn value that was changed to run (a batch cut to the rollout) says so."""
+    ran = _settings(config, values)
+    parts = []
+    for key, value in ran.items():
+        name = key.partition(".")[2]
+        shown = f"{name}={value:.3g}" if isinstance(value, float) else f"{name}={value}"
+        if value != values[key]:
+            shown += f" ({values[key]} drawn, cut to the rollout of {config.ppo.n_steps * config.ppo.n_envs})"
+        parts.append(shown)
+    return ", ".join(parts)
 
 
-def _result(study, optuna, config: RunConfig, folder: Path) -> TuneResult:
+def _settings(config: RunConfig, keys) -> dict[str, Any]:
+    """The values of the dotted ``keys`` in ``config``."""
+    return {key: getattr(getattr(config, key.partition(".")[0]), key.partition(".")[2]) for key in keys}
+
+
+def _result(study, optuna, config: RunConfig, folder: Path, search: Search) -> TuneResult:
     """The study's state; writes best.yaml when a trial has completed."""
     finished, pruned = _count(study, optuna, "COMPLETE", "PRUNED"), _count(study, optuna, "PRUNED")
+    shown = _shown(folder, search)
     if _count(study, optuna, "COMPLETE") == 0:
-        return TuneResult(folder, finished, pruned, None, {}, None)
+        return TuneResult(folder, finished, pruned, None, {}, None, shown)
     best = study.best_trial
     best_config = with_values(config, best.params)
     path = folder / BEST_FILE
     header = f"# best of {finished} trials (trial {best.number}, score {best.value:.6g}); 'graphtransfer train --config {path}'\n"
-    path.write_text(header + best_config.to_yaml())
-    return TuneResult(folder, finished, pruned, best.value, dict(best.params), path)
+    atomic_write(path, (header + best_config.to_yaml()).encode())
+    return TuneResult(folder, finished, pruned, best.value, _settings(best_config, best.params), path, shown)
 
 
-def plot_study(folder: str | Path, out: str | Path | None = None) -> Path:
-    """Draw the study in ``folder``: each trial's score (pruned ones at their last report) and the
-    best so far, against the trial number; and each trial's reported scores against env steps."""
+def plot_study(folder: str | Path, out: str | Path | None = None, search: Search | None = None) -> Path:
+    """Draw the study of ``folder`` (or the one ``search`` names: its storage and study name):
+    each trial's score (pruned ones at their last report) and the best so far, against the trial
+    number; and each trial's reported scores against env steps."""
     optuna = import_optuna()
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
 
-    folder = Path(folder)
-    if not (folder / STUDY_FILE).exists():
+    folder, search = Path(folder), search or Search()
+    if search.storage is None and not (folder / STUDY_FILE).exists():
         raise UsageError(f"{folder}: holds no {STUDY_FILE}; run 'graphtransfer tune --out {folder}' first")
-    with _study_storage(folder) as storage:
+    with _storage_errors(folder, search):
+        storage = open_storage(folder, search)
         try:
-            study = optuna.load_study(study_name="graphtransfer", storage=storage)
-        except KeyError:  # an SQLite file of other tables, or an empty one
-            raise UsageError(
-                f"{folder / STUDY_FILE}: holds no graphtransfer study; run 'graphtransfer tune --out {folder}' first"
-            ) from None
+            study = optuna.load_study(study_name=search.study_name, storage=storage)
+        except KeyError:  # no such study; an SQLite file of other tables, or an empty one
+            raise UsageError(_no_study(folder, search, storage)) from None
         trials, maximise = study.trials, study.direction == optuna.study.StudyDirection.MAXIMIZE
     figure, (history, curves) = plt.subplots(1, 2, figsize=(11, 4.2), dpi=120)
     best, xs, bests = None, [], []
@@ -305,7 +713,16 @@ def plot_study(folder: str | Path, out: str | Path | None = None) -> Path:
     history.legend(fontsize=8)
     figure.tight_layout()
     path = Path(out) if out else folder / PLOT_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path)
+    save_figure(figure, path)
     plt.close(figure)
     return path
+
+
+def _no_study(folder: Path, search: Search, storage) -> str:
+    """What to say when ``storage`` holds no study of ``search``'s name."""
+    if search.storage is None and search.study_name == DEFAULT_STUDY:
+        return f"{folder / STUDY_FILE}: holds no graphtransfer study; run 'graphtransfer tune --out {folder}' first"
+    names = sorted(summary.study_name for summary in storage.get_all_studies())
+    held = f"it holds {', '.join(repr(name) for name in names[:5])}{', ...' if len(names) > 5 else ''}" if names else "it holds none"
+    where = _hidden(search.storage) if search.storage else folder / STUDY_FILE
+    return f"{where}: no study named '{search.study_name}' ({held}); check --study-name"

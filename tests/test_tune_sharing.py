@@ -1,0 +1,217 @@
+"""`graphtransfer tune` processes sharing a study: two tune processes at once on one study.db,
+--n-jobs workers on a --storage URL that another folder then continues, a folder that belongs to
+one study, trials left running by a killed search, sampler draws seeded by trial number, the
+settings a trial ran with as its line says them, and the refusals that depend on the machine."""
+
+import contextlib
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from graphtransfer.cli import app
+from graphtransfer.config import PPOConfig, RunConfig
+from graphtransfer.graphs import load_graphs, write_edge_list
+from graphtransfer.process import allowed_cores
+from graphtransfer.training.samplers import make_sampler
+from graphtransfer.training.tuning import _describe, sample, with_values
+
+runner = CliRunner()
+# one evaluation on two held-out graphs per trial of 32 steps, never pruned
+TINY = ["--steps", "32", "--n-envs", "1", "--eval-every", "32", "--set", "ppo.n_epochs=1", "--sampler", "random", "--pruner", "none"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> list[str]:
+    folder = tmp_path_factory.mktemp("held-out")
+    for graph in load_graphs("small")[:2]:
+        write_edge_list(graph, folder / f"{graph.name}.txt")
+    return [*TINY, "--eval-graphs", str(folder)]
+
+
+TRIAL_LINE = re.compile(r"^trial (\d+): score .*batch_size=(\d+)", re.MULTILINE)
+
+
+def tune_process(*args: str, cwd: Path) -> subprocess.Popen:
+    code = "from graphtransfer.cli import main; main()"  # the console script's entry point
+    return subprocess.Popen([sys.executable, "-c", code, "tune", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
+
+
+def trials_of(storage: str, name: str = "graphtransfer") -> list:
+    return optuna.load_study(study_name=name, storage=storage).trials
+
+
+def assert_lines_say_what_ran(output: str, folder: Path) -> set[int]:
+    """Every trial line's batch size is the one its run folder's config holds; the trial numbers."""
+    numbers = set()
+    for number, batch in TRIAL_LINE.findall(output):
+        saved = yaml.safe_load((folder / "trials" / f"trial-{number}" / "config.yaml").read_text())
+        assert saved["ppo"]["batch_size"] == int(batch), (
+            f"trial {number}: the line says {batch}, the config holds {saved['ppo']['batch_size']}"
+        )
+        numbers.add(int(number))
+    return numbers
+
+
+@pytest.mark.slow
+def test_two_tune_processes_at_once_share_one_study_db(tmp_path, tiny):
+    """The case the one-writer lock refused: now both run, neither fails the other's running
+    trial, no trial is drawn twice, and together they stop at --n-trials."""
+    args = ["--out", "study", *tiny, "--n-trials", "4"]
+    first, second = tune_process(*args, cwd=tmp_path), tune_process(*args, cwd=tmp_path)
+    outputs = [process.communicate(timeout=600) for process in (first, second)]
+    for process, (_, stderr) in zip((first, second), outputs, strict=True):
+        assert process.returncode == 0, stderr
+        assert "Traceback" not in stderr
+    trials = trials_of(f"sqlite:///{tmp_path / 'study' / 'study.db'}")
+    assert all(trial.state.name == "COMPLETE" for trial in trials), [trial.state.name for trial in trials]
+    assert 4 <= len(trials) <= 5  # 5 only where both started their last trial at the same moment
+    assert len({tuple(sorted(trial.params.items())) for trial in trials}) == len(trials)
+    ran = [assert_lines_say_what_ran(stdout, tmp_path / "study") for stdout, _ in outputs]
+    assert ran[0] and ran[1], "each process ran trials of its own"
+    assert ran[0].isdisjoint(ran[1]) and ran[0] | ran[1] == {trial.number for trial in trials}
+
+
+@pytest.mark.slow
+def test_n_jobs_workers_on_a_storage_url_then_another_folder_goes_on(tmp_path, tiny):
+    """Two worker processes under one command, their lines printed by it; the study, in a
+    storage of its own, is continued by a tune with another --out, as on another machine."""
+    storage = f"sqlite:///{tmp_path / 'shared.db'}"
+    shared = ["--storage", storage, "--study-name", "mis-small", *tiny]
+    result = runner.invoke(app, ["tune", "--out", str(tmp_path / "here"), *shared, "--n-trials", "3", "--n-jobs", "2"])
+    assert result.exit_code == 0, result.output
+    assert "running up to 3 more in 2 processes" in result.output
+    assert len(assert_lines_say_what_ran(result.output, tmp_path / "here")) >= 3
+    assert 3 <= len(trials_of(storage, "mis-small")) <= 4
+    assert not (tmp_path / "here" / "study.db").exists()
+    best = yaml.safe_load((tmp_path / "here" / "best.yaml").read_text())
+    best_trial = optuna.load_study(study_name="mis-small", storage=storage).best_trial
+    assert best["ppo"] == yaml.safe_load((tmp_path / "here" / "trials" / f"trial-{best_trial.number}" / "config.yaml").read_text())["ppo"]
+
+    done = len(trials_of(storage, "mis-small"))
+    there = runner.invoke(app, ["tune", "--out", str(tmp_path / "there"), *shared, "--n-trials", str(done + 1)])
+    assert there.exit_code == 0, there.output
+    assert f"{done} trials done, running up to 1 more" in there.output
+    assert (tmp_path / "there" / "trials" / f"trial-{done}").is_dir() and len(trials_of(storage, "mis-small")) == done + 1
+
+
+@pytest.mark.slow
+def test_a_folder_belongs_to_one_study_and_a_killed_search_is_swept(tmp_path, tiny):
+    """A study.db of an earlier release (no study.json) with a trial its killed search left running."""
+    out = tmp_path / "study"
+    out.mkdir()
+    legacy = optuna.create_study(study_name="graphtransfer", storage=f"sqlite:///{out / 'study.db'}", direction="maximize")
+    legacy.ask()  # trial 0, RUNNING, as a search killed mid-trial leaves it
+    other = runner.invoke(app, ["tune", "--out", str(out), *tiny, "--n-trials", "1", "--study-name", "typo"])
+    assert other.exit_code == 2
+    assert other.stderr == (
+        f"error: {out}: holds the trials of study 'graphtransfer' in its study.db; pass --study-name graphtransfer "
+        "to go on with it, or another --out for this one\n"
+    )
+    assert [trial.state.name for trial in trials_of(f"sqlite:///{out / 'study.db'}")] == ["RUNNING"]
+
+    resumed = runner.invoke(app, ["tune", "--out", str(out), *tiny, "--n-trials", "1"])
+    assert resumed.exit_code == 0, resumed.output
+    assert "trial 0: left running by a stopped search; marked failed" in resumed.output
+    assert [trial.state.name for trial in trials_of(f"sqlite:///{out / 'study.db'}")] == ["FAIL", "COMPLETE"]
+
+
+def test_a_study_name_the_storage_does_not_hold_is_named_with_those_it_does(tmp_path):
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    optuna.create_study(study_name="mis-small", storage=storage)
+    result = runner.invoke(
+        app, ["tune", "--out", str(tmp_path / "o"), "--storage", storage, "--study-name", "mis-smal", "--n-trials", "0", "--plot"]
+    )
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {storage}: no study named 'mis-smal' (it holds 'mis-small'); check --study-name\n"
+
+
+def test_refusals_that_depend_on_the_machine(tmp_path):
+    cores = allowed_cores()
+    huge = runner.invoke(app, ["tune", "--out", str(tmp_path / "o"), "--n-jobs", "99999999999999999999"])
+    assert huge.exit_code == 2
+    assert huge.stderr == (
+        f"error: --n-jobs 99999999999999999999 must be a whole number from 1 to {cores} (the cores this process may use): "
+        "each job trains in a process of its own\n"
+    )
+    if cores >= 2:
+        threads = runner.invoke(app, ["tune", "--out", str(tmp_path / "o"), "--n-jobs", "2", "--set", f"ppo.threads={cores}"])
+        assert threads.exit_code == 2
+        assert f"--n-jobs 2 with ppo.threads {cores} asks for {2 * cores} threads on {cores} cores" in threads.stderr
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("sqlite:////nonexistent-folder/sub/study.db", "cannot be opened as an Optuna study (unable to open database file)"),
+        ("postgresql://tune:secret@127.0.0.1:1/studies", "postgresql://tune:***@127.0.0.1:1/studies"),
+    ],
+)
+def test_a_storage_that_cannot_be_reached_is_one_line_within_seconds(tmp_path, url, said):
+    """No postgres driver here: the driver is named; with one, nothing listens on port 1."""
+    started = time.monotonic()
+    result = runner.invoke(app, ["tune", "--out", str(tmp_path / "o"), "--storage", url, *TINY, "--n-trials", "1"])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and "Traceback" not in result.output
+    assert said in result.stderr and "secret" not in result.stderr
+    assert time.monotonic() - started < 30
+    assert not (tmp_path / "o" / "trials").exists()
+
+
+def test_each_trial_draws_from_a_sampler_seeded_by_its_number():
+    """Processes sharing a study never repeat a draw (trial numbers are unique), and the same
+    seed and trial number draw the same settings."""
+
+    def first_draws(seed: int, skip: int) -> dict:
+        study = optuna.create_study(sampler=make_sampler("tpe", seed))
+        for _ in range(skip):
+            study.tell(study.ask(), state=optuna.trial.TrialState.FAIL)
+        return sample(study.ask())
+
+    assert first_draws(0, 0) == first_draws(0, 0)
+    assert first_draws(0, 0) != first_draws(0, 1)
+    assert first_draws(0, 0) != first_draws(1, 0)
+
+
+def test_a_batch_cut_to_the_rollout_is_said_as_it_ran():
+    """The issue: the line showed 128, the config held 64."""
+    drawn = {"ppo.n_steps": 16, "ppo.batch_size": 128}
+    config = with_values(RunConfig(ppo=PPOConfig(n_envs=4)), drawn)
+    assert config.ppo.batch_size == 64
+    assert _describe(drawn, config) == "n_steps=16, batch_size=64 (128 drawn, cut to the rollout of 64)"
+    assert with_values(config, {"ppo.batch_size": 32}).ppo.batch_size == 32
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_n_jobs_workers_with_one_line_and_no_trial_left_running(tmp_path):
+    process = tune_process("--out", "s", "--steps", "1000000", "--n-envs", "1", "--n-trials", "4", "--n-jobs", "2", cwd=tmp_path)
+    storage, deadline = f"sqlite:///{tmp_path / 's' / 'study.db'}", time.monotonic() + 300
+    while time.monotonic() < deadline:  # both workers inside a trial
+        with contextlib.suppress(KeyError):  # KeyError: the study is not made yet
+            if (tmp_path / "s" / "study.db").exists() and sum(t.state.name == "RUNNING" for t in trials_of(storage)) == 2:
+                break
+        time.sleep(1)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 130
+    assert stderr == "error: interrupted\n"
+    assert [trial.state.name for trial in trials_of(storage)] == ["FAIL", "FAIL"]
+
+
+@pytest.mark.parametrize("name", ["tpe", "random", "cmaes"])
+def test_every_sampler_draws_new_settings_in_the_search_space(name):
+    study = optuna.create_study(sampler=make_sampler(name, 0), direction="maximize")
+    for _ in range(4):
+        trial = study.ask()
+        values = sample(trial)
+        study.tell(trial, values["ppo.learning_rate"] * values["model.num_layers"])
+    drawn = [trial.params for trial in study.trials]
+    assert len({tuple(sorted(params.items())) for params in drawn}) == 4
+    assert all(1e-5 <= params["ppo.learning_rate"] <= 3e-3 and 1 <= params["ppo.n_epochs"] <= 10 for params in drawn)
