@@ -13,6 +13,7 @@ on the machine's load; the policy's seconds are printed beside it):
   policy's first pass on the whole graph);
 - ``multi``: the ``--starts`` best distinct sets of ``--rollouts`` rollouts, each searched for an
   equal share of what is left, the best kept;
+- ``alone``: the policy without search (its seconds are the policy's);
 - ``chils`` (``pip install 'graphtransfer[chils]'``): CHILS for the same seconds, the graph's
   transfer into the library on top (seconds mode only).
 
@@ -51,7 +52,7 @@ FAMILIES: dict[str, Callable[[int, int], Graph]] = {
     "rgg-d64": lambda n, seed: random_geometric(n, 64.0, seed),
     "dl": lambda n, seed: delaunay(n, seed),
 }
-ARMS = ("greedy", "policy", "guided", "multi", "chils")
+ARMS = ("greedy", "policy", "guided", "multi", "alone", "chils")
 
 
 @dataclass
@@ -81,6 +82,8 @@ def run_arm(arm: str, checkpoint, graph: Graph, args, seed: int) -> Arm:
         return Arm(_checked(graph, found), 0, 0, clock() - started)
     count = args.starts if arm == "multi" else 1
     starts = policy_starts(checkpoint, graph, args.rollouts, seed, count, scores=arm == "guided")
+    if arm == "alone":
+        return Arm(_checked(graph, starts.sets[0]), int(starts.sets[0].sum()), 0, clock() - started)
     best, done = None, 0
     for k, start in enumerate(starts.sets):
         left = (args.seconds - (clock() - started)) / (len(starts.sets) - k)
@@ -121,6 +124,8 @@ def main() -> None:
     args = parser.parse_args()
     args.clock = time.process_time if args.cpu else time.perf_counter
     arms = args.arms.split(",")
+    if not set(arms) <= set(ARMS):
+        raise SystemExit(f"--arms {args.arms}: choose from {', '.join(ARMS)}")
     torch.set_num_threads(1)
     checkpoint = read_checkpoint(args.model)
     budget = f"{args.iterations:,} iterations" if args.iterations else f"{args.seconds:g} {'CPU ' if args.cpu else ''}s"
