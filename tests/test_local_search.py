@@ -185,3 +185,12 @@ def test_a_budget_of_cpu_seconds_ends_the_search_on_that_clock():
     result = iterated_local_search(graph, time_budget=0.5, clock=time.process_time, seed=0)
     spent = time.process_time() - started
     assert 0.5 <= result.seconds <= spent < 0.5 + 0.5 and result.iterations > 0
+
+
+def test_a_budget_shorter_than_the_first_descent_cuts_it_short_and_keeps_the_set_maximal():
+    # On dense graphs the swaps from the start alone can outlast a budget; they stop at it.
+    graph = erdos_renyi(20_000, 32.0, 0)
+    full = iterated_local_search(graph, max_iterations=1, time_budget=1e6, clock=time.process_time)
+    cut = iterated_local_search(graph, time_budget=0.01, clock=time.process_time)
+    assert is_maximal_independent(graph, cut.solution) and cut.iterations == 0
+    assert cut.start_size <= cut.solution.sum() < full.solution.sum()  # 2,901 after the whole descent

@@ -141,11 +141,16 @@ class _Search:
                 elif tight[y] == 1:
                     queue.append(next(t for t in self.neighbours(y) if in_set[t]))
 
-    def descend(self, queue: list[int]) -> None:
+    def descend(self, queue: list[int], clock: Callable[[], float] | None = None, deadline: float = math.inf) -> None:
         """Apply (1,2)-swaps to the queued set vertices, and to every vertex a swap makes
-        promising, until none is left: a local optimum around the queue."""
+        promising, until none is left: a local optimum around the queue. With a ``clock``, stop
+        at ``deadline`` instead where that comes first (the set stays independent and maximal)."""
         in_set = self.in_set
+        popped = 0
         while queue:
+            popped += 1
+            if clock is not None and popped % _CLOCK_EVERY == 0 and clock() >= deadline:
+                return
             x = queue.pop()
             if not in_set[x] or x in self.forced:
                 continue
@@ -231,7 +236,8 @@ def iterated_local_search(
     or an iteration limit runs out. An iteration that loses ``d`` vertices against the current
     set, ``d*`` against the best, is kept with probability ``1 / (1 + d d*)``, else undone:
     plateaus are always crossed, steep descents rarely. The result is the best set seen, maximal
-    and never smaller than the completed start.
+    and never smaller than the completed start. The budget stops the first descent too; what
+    comes before it (reading the graph, greedy's set) is not interrupted.
 
     Args:
         start: ``(num_nodes,)`` bool, an independent set to improve, e.g. a policy's solution.
@@ -258,7 +264,7 @@ def iterated_local_search(
     search = _Search(graph, chosen, None if weights is None else _checked_weights(graph, weights))
     _complete(search, graph)
     start_size = search.size
-    search.descend(_swap_candidates(graph, search))
+    search.descend(_swap_candidates(graph, search), clock, started + time_budget)  # the first descent can outlast a budget on dense graphs
     best, best_size = bytes(search.in_set), search.size
     rng = random.Random(seed)
     iteration = stall = 0

@@ -1,7 +1,9 @@
 """Search after the policy (``predict --polish SECONDS``): the iterated local search of
 :mod:`graphtransfer.baselines.local_search` started from the policy's solution and run for the
-seconds given. Perturbations drawn by the policy's confidence in each node were tried and found no
-larger sets at equal seconds (bench/RESULTS.md, "Adaptation and policy-guided search")."""
+seconds given, with uniform perturbations. Perturbations drawn by the policy's scores
+(:func:`~graphtransfer.baselines.local_search.guided_weights`) and the best few rollouts searched
+in turn (:func:`policy_starts`) were measured against it and found no larger sets at equal CPU
+seconds (bench/RESULTS.md, issue 30, eighth session); ``bench/guided_search.py`` repeats that."""
 
 from __future__ import annotations
 
