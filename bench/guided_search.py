@@ -131,7 +131,7 @@ def main() -> None:
     budget = f"{args.iterations:,} iterations" if args.iterations else f"{args.seconds:g} {'CPU ' if args.cpu else ''}s"
     print(f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, {budget} per arm, rollouts {args.rollouts}, model {args.model}\n")
     header = "| graph | greedy | policy alone | " + " | ".join(f"{arm}+ILS (iterations, s)" for arm in arms)
-    header += " | " + " | ".join(f"{a} / {arms[0]}" for a in arms[1:]) + " |"
+    header += "".join(f" | {a} / {arms[0]}" for a in arms[1:]) + " |"
     print(header)
     print("|---" * (header.count("|") - 1) + "|")
     for size in map(int, args.sizes.split(",")):
