@@ -3,11 +3,22 @@
 
 from __future__ import annotations
 
+import random
+import time
+
 import numpy as np
 import pytest
 
 from graphtransfer.baselines import BASELINES
-from graphtransfer.baselines.local_search import iterated_local_search, local_search, local_search_vertex_cover, polish_independent_set
+from graphtransfer.baselines.local_search import (
+    GUIDED_SHARE,
+    _Search,
+    guided_weights,
+    iterated_local_search,
+    local_search,
+    local_search_vertex_cover,
+    polish_independent_set,
+)
 from graphtransfer.baselines.mis import greedy_min_degree, random_order_greedy
 from graphtransfer.baselines.mvc import greedy_max_degree
 from graphtransfer.errors import UsageError
@@ -114,3 +125,72 @@ def test_every_result_is_a_local_optimum_of_one_for_two_swaps(iterations):
     graph = erdos_renyi(2000, 8.0, 7)
     assert has_a_swap(graph, greedy_min_degree(graph))  # the check can fail: greedy's set has swaps left
     assert not has_a_swap(graph, iterated_local_search(graph, max_iterations=iterations, seed=2).solution)
+
+
+@pytest.mark.parametrize("temperature", [0.25, 1.0, 4.0])
+def test_guided_perturbations_keep_the_set_independent_maximal_and_at_least_its_start(temperature):
+    graph = erdos_renyi(800, 8.0, 5)
+    start = greedy_min_degree(graph)
+    scores = np.random.default_rng(0).normal(size=graph.num_nodes) * 3  # scores of any sign and spread
+    weights = guided_weights(scores, start, temperature)
+    result = iterated_local_search(graph, start=start, max_iterations=5_000, seed=1, weights=weights)
+    assert is_maximal_independent(graph, result.solution)
+    assert result.solution.sum() >= result.start_size >= start.sum()
+    assert not has_a_swap(graph, result.solution)
+
+
+def test_guided_weights_are_a_softmax_of_the_scores_over_the_nodes_outside_the_set():
+    scores = np.array([5.0, 1.0, 2.0, -1.0, 0.0])
+    chosen = np.array([True, False, False, False, True])
+    sharp, flat = guided_weights(scores, chosen, 0.5), guided_weights(scores, chosen, 4.0)
+    for weights in (sharp, flat):
+        assert weights[chosen].tolist() == [0.0, 0.0] and weights.sum() == pytest.approx(1.0)
+        assert weights[2] > weights[1] > weights[3] > 0  # the order of the outside scores
+    assert sharp[2] > flat[2] and sharp[3] < flat[3]  # a higher temperature is flatter
+    assert np.array_equal(guided_weights(scores, np.ones(5, bool)), np.ones(5))  # nothing outside: any weights do
+
+
+def test_weighted_draws_follow_the_weights_and_never_pick_a_set_vertex():
+    graph = erdos_renyi(400, 6.0, 1)
+    chosen = greedy_min_degree(graph)
+    favourite = int(np.flatnonzero(~chosen)[7])
+    weights = np.where(chosen, 1.0, 0.0)  # weight only on the set, where a draw may never land ...
+    weights[favourite] = 1e6  # ... and on one outside vertex
+    search, rng = _Search(graph, chosen, weights), random.Random(3)
+    drawn = [search._draw(rng, graph.num_nodes) for _ in range(2_000)]
+    assert not chosen[drawn].any()
+    share = drawn.count(favourite) / len(drawn)
+    assert GUIDED_SHARE - 0.05 < share < GUIDED_SHARE + 0.05  # the rest uniform over ~250 outside vertices
+
+
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [
+        (np.ones(5), "weights has shape \\(5,\\); expected \\(6,\\)"),
+        (np.array([1, 1, np.nan, 1, 1, 1.0]), "finite, non-negative and not all zero"),
+        (np.array([1, 1, -1, 1, 1, 1.0]), "finite, non-negative and not all zero"),
+        (np.zeros(6), "finite, non-negative and not all zero"),
+        (np.array([1, 1, np.inf, 1, 1, 1.0]), "finite, non-negative and not all zero"),
+    ],
+)
+def test_bad_weights_are_refused(weights, message):
+    path = graph_from_pairs([(i, i + 1) for i in range(5)], 6)
+    with pytest.raises(UsageError, match=message):
+        iterated_local_search(path, weights=weights, max_iterations=10)
+
+
+def test_a_budget_of_cpu_seconds_ends_the_search_on_that_clock():
+    graph = erdos_renyi(3000, 8.0, 2)
+    started = time.process_time()
+    result = iterated_local_search(graph, time_budget=0.5, clock=time.process_time, seed=0)
+    spent = time.process_time() - started
+    assert 0.5 <= result.seconds <= spent < 0.5 + 0.5 and result.iterations > 0
+
+
+def test_a_budget_shorter_than_the_first_descent_cuts_it_short_and_keeps_the_set_maximal():
+    # On dense graphs the swaps from the start alone can outlast a budget; they stop at it.
+    graph = erdos_renyi(20_000, 32.0, 0)
+    full = iterated_local_search(graph, max_iterations=1, time_budget=1e6, clock=time.process_time)
+    cut = iterated_local_search(graph, time_budget=0.01, clock=time.process_time)
+    assert is_maximal_independent(graph, cut.solution) and cut.iterations == 0
+    assert cut.start_size <= cut.solution.sum() < full.solution.sum()  # 2,901 after the whole descent

@@ -4,11 +4,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.cli import app
 from graphtransfer.envs import is_independent_set, is_vertex_cover
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import erdos_renyi, load_graph, write_npz
-from graphtransfer.solve.polishing import check_polish_seconds, polish
+from graphtransfer.solve.polishing import check_polish_seconds, policy_starts, polish
 from graphtransfer.solve.predict import predict
 
 runner = CliRunner()
@@ -88,3 +89,16 @@ def test_polish_never_replaces_an_existing_file_without_force_nor_the_graph(tiny
         app, ["predict", "--model", model, "--graph", str(graph_file), "--out", str(graph_file), "--polish", "1", "--force"]
     )
     assert onto.exit_code == 2 and graph_file.read_bytes() == before
+
+
+def test_policy_starts_are_distinct_independent_sets_largest_first_with_a_score_per_node(tiny_model):
+    graph = erdos_renyi(600, 8.0, 3)
+    starts = policy_starts(read_checkpoint(tiny_model("mis")), graph, rollouts=6, seed=2, count=3, scores=True)
+    sizes = [int(s.sum()) for s in starts.sets]
+    assert 1 <= len(starts.sets) <= 3 and sizes == sorted(sizes, reverse=True)
+    assert all(is_independent_set(graph, s) for s in starts.sets)
+    assert len({s.tobytes() for s in starts.sets}) == len(starts.sets)
+    _, best = predict(tiny_model("mis"), graph, rollouts=6, seed=2)
+    assert sizes[0] == best.objective  # the first start is predict's own answer
+    assert starts.scores.shape == (graph.num_nodes,) and np.isfinite(starts.scores).all()
+    assert starts.scores.std() > 0  # the policy tells nodes apart

@@ -17,9 +17,11 @@ neighbours; measured, the lists are several times faster here.
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +38,12 @@ STALL_PER_NODE = 10
 small graphs long before the time budget, where more search finds nothing."""
 
 _CLOCK_EVERY = 64  # iterations between looks at the clock; one look costs as much as a short iteration
+
+GUIDED_SHARE = 0.75
+"""with perturbation weights, the share of perturbations whose vertex is drawn by them; the rest
+draw uniformly, so that every outside vertex stays reachable"""
+
+_WEIGHTED_TRIES = 8  # weighted draws that land in the set before the draw falls back to uniform
 
 
 @dataclass(frozen=True)
@@ -64,8 +72,10 @@ class _Search:
     (kept for every vertex; only outside vertices' counts matter).
     """
 
-    def __init__(self, graph: Graph, chosen: np.ndarray):
+    def __init__(self, graph: Graph, chosen: np.ndarray, weights: np.ndarray | None = None):
         indptr, indices = graph.csr()
+        # perturbation weights as cumulative sums, drawn by bisection; None: uniform
+        self.cumulative = None if weights is None else np.cumsum(weights, dtype=np.float64).tolist()
         self.indptr, self.indices = indptr.tolist(), indices.tolist()  # Python ints: much faster to index in a loop
         self.in_set = bytearray(chosen.astype(np.uint8).tobytes())
         src = graph.edge_index[0]
@@ -131,11 +141,16 @@ class _Search:
                 elif tight[y] == 1:
                     queue.append(next(t for t in self.neighbours(y) if in_set[t]))
 
-    def descend(self, queue: list[int]) -> None:
+    def descend(self, queue: list[int], clock: Callable[[], float] | None = None, deadline: float = math.inf) -> None:
         """Apply (1,2)-swaps to the queued set vertices, and to every vertex a swap makes
-        promising, until none is left: a local optimum around the queue."""
+        promising, until none is left: a local optimum around the queue. With a ``clock``, stop
+        at ``deadline`` instead where that comes first (the set stays independent and maximal)."""
         in_set = self.in_set
+        popped = 0
         while queue:
+            popped += 1
+            if clock is not None and popped % _CLOCK_EVERY == 0 and clock() >= deadline:
+                return
             x = queue.pop()
             if not in_set[x] or x in self.forced:
                 continue
@@ -152,9 +167,7 @@ class _Search:
         """Force one random outside vertex into the set (``k`` of them, close together, once in
         ``2|S|`` iterations on average, ``k - 1`` geometric) and return the vertices to search from."""
         in_set = self.in_set
-        v = rng.randrange(num_nodes)
-        while in_set[v]:
-            v = rng.randrange(num_nodes)
+        v = self._draw(rng, num_nodes)
         forced = [v]
         if rng.random() * 2 * self.size < 1:
             extra = 1
@@ -172,6 +185,21 @@ class _Search:
         queue: list[int] = []
         self.settle_around(removed, queue)
         return queue
+
+    def _draw(self, rng: random.Random, num_nodes: int) -> int:
+        """An outside vertex: by the weights (:data:`GUIDED_SHARE` of the draws, where there are
+        weights), else uniformly."""
+        in_set, cumulative = self.in_set, self.cumulative
+        if cumulative is not None and rng.random() < GUIDED_SHARE:
+            total = cumulative[-1]
+            for _ in range(_WEIGHTED_TRIES):
+                v = bisect.bisect_right(cumulative, rng.random() * total)
+                if v < num_nodes and not in_set[v]:
+                    return v
+        v = rng.randrange(num_nodes)
+        while in_set[v]:
+            v = rng.randrange(num_nodes)
+        return v
 
     def _near(self, v: int, count: int, rng: random.Random) -> list[int]:
         """Up to ``count`` outside vertices two steps from ``v``, pairwise non-adjacent and not
@@ -198,6 +226,8 @@ def iterated_local_search(
     max_iterations: int | None = None,
     max_stall: int | None = None,
     seed: int = 0,
+    weights: np.ndarray | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> SearchResult:
     """A large independent set by iterated local search (see the module docstring).
 
@@ -206,7 +236,8 @@ def iterated_local_search(
     or an iteration limit runs out. An iteration that loses ``d`` vertices against the current
     set, ``d*`` against the best, is kept with probability ``1 / (1 + d d*)``, else undone:
     plateaus are always crossed, steep descents rarely. The result is the best set seen, maximal
-    and never smaller than the completed start.
+    and never smaller than the completed start. The budget stops the first descent too; what
+    comes before it (reading the graph, greedy's set) is not interrupted.
 
     Args:
         start: ``(num_nodes,)`` bool, an independent set to improve, e.g. a policy's solution.
@@ -215,23 +246,31 @@ def iterated_local_search(
             first, the result depends only on the graph, the start and ``seed``.
         max_stall: stop after this many perturbations without a new best set.
         seed: seeds the perturbations and the acceptance draws.
+        weights: ``(num_nodes,)`` finite, non-negative, not all zero (e.g.
+            :func:`guided_weights` of a policy's scores): :data:`GUIDED_SHARE` of the
+            perturbations force in an outside vertex drawn in proportion to them, the rest one
+            drawn uniformly. ``None``: every one uniform.
+        clock: what ``time_budget`` is measured on: wall-clock seconds, or e.g.
+            ``time.process_time`` for a budget of this process's CPU seconds, which other
+            processes' load does not eat into.
 
     Raises:
-        UsageError: a limit that is not positive, or a ``start`` that is not an independent set.
+        UsageError: a limit that is not positive, a ``start`` that is not an independent set, or
+            bad ``weights``.
     """
-    started = time.perf_counter()
+    started = clock()
     _check_limits(time_budget, max_iterations, max_stall)
     chosen = greedy_min_degree(graph) if start is None else _checked_start(graph, start)
-    search = _Search(graph, chosen)
+    search = _Search(graph, chosen, None if weights is None else _checked_weights(graph, weights))
     _complete(search, graph)
     start_size = search.size
-    search.descend(_swap_candidates(graph, search))
+    search.descend(_swap_candidates(graph, search), clock, started + time_budget)  # the first descent can outlast a budget on dense graphs
     best, best_size = bytes(search.in_set), search.size
     rng = random.Random(seed)
     iteration = stall = 0
     everything = search.size == graph.num_nodes  # no edges: nothing to perturb, and nothing better exists
     while not everything and (max_iterations is None or iteration < max_iterations) and (max_stall is None or stall < max_stall):
-        if iteration % _CLOCK_EVERY == 0 and time.perf_counter() - started >= time_budget:
+        if iteration % _CLOCK_EVERY == 0 and clock() - started >= time_budget:
             break
         iteration += 1
         stall += 1
@@ -246,7 +285,7 @@ def iterated_local_search(
         if lost > 0 and rng.random() * (1 + lost * (best_size - search.size)) >= 1:
             search.undo()
     solution = np.frombuffer(best, dtype=np.uint8).astype(bool)
-    return SearchResult(solution, start_size, iteration, time.perf_counter() - started)
+    return SearchResult(solution, start_size, iteration, clock() - started)
 
 
 def local_search(graph: Graph, time_budget: float = DEFAULT_TIME_BUDGET, seed: int = 0) -> np.ndarray:
@@ -341,6 +380,27 @@ def _checked_cover(graph: Graph, cover: np.ndarray) -> np.ndarray:
             "add one endpoint of each uncovered edge first"
         )
     return cover
+
+
+def guided_weights(scores: np.ndarray, chosen: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    """Perturbation weights from per-node ``scores`` (e.g. a policy's log-odds of including each
+    node): a softmax of ``scores / temperature`` over the nodes outside ``chosen``, zero inside.
+    Forcing in an outside node the policy rated highly undoes the choices it was least sure of."""
+    outside = ~chosen.astype(bool)
+    if not outside.any():
+        return np.ones(len(scores))
+    logits = np.where(outside, np.asarray(scores, dtype=np.float64) / temperature, -np.inf)
+    weights = np.exp(logits - logits[outside].max())
+    return weights / weights.sum()
+
+
+def _checked_weights(graph: Graph, weights: np.ndarray) -> np.ndarray:
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.shape != (graph.num_nodes,):
+        raise UsageError(f"weights has shape {weights.shape}; expected ({graph.num_nodes},), one per node")
+    if not (np.isfinite(weights).all() and (weights >= 0).all() and weights.sum() > 0):
+        raise UsageError("weights must be finite, non-negative and not all zero, e.g. guided_weights(scores, start)")
+    return weights
 
 
 def _check_limits(time_budget: float, max_iterations: int | None, max_stall: int | None) -> None:

@@ -1,7 +1,9 @@
 """Search after the policy (``predict --polish SECONDS``): the iterated local search of
 :mod:`graphtransfer.baselines.local_search` started from the policy's solution and run for the
-seconds given. Perturbations drawn by the policy's confidence in each node were tried and found no
-larger sets at equal seconds (bench/RESULTS.md, "Adaptation and policy-guided search")."""
+seconds given, with uniform perturbations. Perturbations drawn by the policy's scores
+(:func:`~graphtransfer.baselines.local_search.guided_weights`) and the best few rollouts searched
+in turn (:func:`policy_starts`) were measured against it and found no larger sets at equal CPU
+seconds (bench/RESULTS.md, issue 30, eighth session); ``bench/guided_search.py`` repeats that."""
 
 from __future__ import annotations
 
@@ -10,21 +12,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from graphtransfer.baselines.local_search import iterated_local_search
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.config import RunConfig
 from graphtransfer.config.schema import check_budget_seconds
+from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, resolve
 from graphtransfer.io import check_output_file
-from graphtransfer.solve.inference import Solution
+from graphtransfer.solve.evaluate import finish_rule
+from graphtransfer.solve.inference import LOGIT_EPS, Solution, active_subgraph, check_decoding, obs_to_tensors, solve
+from graphtransfer.solve.loading import policy_for_graphs
+from graphtransfer.solve.ordering import solving_order
 from graphtransfer.solve.predict import predict, write_solution
+from graphtransfer.solve.rollouts import rollout_options
 
 POLISH_TASKS = ("mis", "mvc")
 """the tasks whose solutions ``--polish`` searches from (a set, or a cover as its complement)"""
-
-"""a week: a longer search is taken for a typing mistake"""
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,51 @@ class Polished:
     objective: float
     seconds: float
     iterations: int
+
+
+@dataclass(frozen=True)
+class PolicyStarts:
+    """Where a search may start from: the best distinct sets of a policy's rollouts.
+
+    Attributes:
+        sets: ``(num_nodes,)`` bool each, feasible, largest first, in the graph's own node order.
+        scores: ``(num_nodes,)`` the policy's log-odds of including each node in its first pass
+            on the whole graph, or None where not asked for.
+    """
+
+    sets: list[np.ndarray]
+    scores: np.ndarray | None
+
+
+def policy_starts(checkpoint, graph: Graph, rollouts: int = 1, seed: int = 0, count: int = 1, scores: bool = False) -> PolicyStarts:
+    """The ``count`` largest distinct feasible sets of ``rollouts`` rollouts of an MIS model's
+    policy on ``graph`` (seeds and decodings as ``predict``'s, :func:`rollout_options`), the policy
+    loaded once; with ``scores``, also its first-pass log-odds per node."""
+    order = solving_order(checkpoint.config, graph)
+    loaded = policy_for_graphs(checkpoint, [order.graph])
+    features = features_of(loaded.env)
+    plan = rollout_options(rollouts, seed, None, None, check_decoding(loaded.env, features, None))
+    finish = finish_rule(checkpoint.config)
+    runs = [order.restore(solve(loaded.policy, loaded.env, finish=finish, **one)) for one in plan]
+    sets: dict[bytes, np.ndarray] = {}
+    for run in sorted((r for r in runs if r.feasible), key=lambda r: -r.objective):
+        sets.setdefault(run.solution.astype(bool).tobytes(), run.solution.astype(bool))
+    first = _first_pass_scores(loaded.policy, loaded.env, features.commit_action, seed) if scores else None
+    if first is not None and order.order is not None:
+        given = np.empty_like(first)
+        given[order.order] = first
+        first = given
+    return PolicyStarts(list(sets.values())[:count], first)
+
+
+def _first_pass_scores(policy, env, commit_action: int, seed: int) -> np.ndarray:
+    """``(num_nodes,)`` the policy's log-odds of ``commit_action`` for every node of the env's
+    graph, before anything is decided."""
+    obs, _ = env.reset(seed=seed)
+    whole = active_subgraph(obs, np.arange(int(obs["num_nodes"][0])))
+    with torch.inference_mode():
+        probs = policy.get_distribution(obs_to_tensors(whole, policy.device)).probs[0, :, commit_action]
+        return torch.logit(probs, eps=LOGIT_EPS).double().cpu().numpy()
 
 
 def check_polish_seconds(seconds: object) -> float:
