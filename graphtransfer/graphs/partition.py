@@ -95,10 +95,9 @@ def split(graph: Graph, assignment: np.ndarray) -> list[Part]:
     assignment = np.asarray(assignment, dtype=np.int64)
     if assignment.shape != (graph.num_nodes,):
         raise ValueError(f"assignment has shape {assignment.shape}; expected ({graph.num_nodes},), one part per node")
-    count = int(assignment.max()) + 1 if assignment.size else 0
-    sizes = np.bincount(assignment, minlength=count) if assignment.size else np.zeros(0, dtype=np.int64)
-    if assignment.size and (assignment.min() < 0 or (sizes == 0).any()):
+    if assignment.size and (assignment.min() < 0 or (np.bincount(assignment) == 0).any()):
         raise ValueError("assignment must number the parts 0..K-1 with every part holding at least one node")
+    count = int(assignment.max()) + 1 if assignment.size else 0
     source, target = graph.edge_index
     cut = assignment[source] != assignment[target]
     sent = np.zeros(graph.num_nodes, dtype=bool)
