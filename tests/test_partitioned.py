@@ -4,15 +4,17 @@ Ray instance equal the single-process forward on the env's own first observation
 import numpy as np
 import pytest
 import torch
+from gymnasium.utils import seeding
 
 from graphtransfer.config import ModelConfig, RunConfig
 from graphtransfer.envs.factory import inference_env
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import delaunay, erdos_renyi, random_geometric
 from graphtransfer.nn import build_policy
-from graphtransfer.solve.inference import obs_to_tensors
+from graphtransfer.solve.inference import obs_to_tensors, solve
 from graphtransfer.solve.loading import load_policy
 from graphtransfer.solve.partitioned import node_model, partitioned_node_outputs
+from graphtransfer.solve.partitioned_mis import partitioned_mis
 
 ray = pytest.importorskip("ray")
 
@@ -83,3 +85,40 @@ def test_a_part_count_beyond_the_graph_is_refused(tiny_model):
     policy, _ = load_policy(tiny_model("mis"), graph)
     with pytest.raises(ValueError, match="parts=51"):
         partitioned_node_outputs(policy, graph, 51)
+
+
+def env_draws(env, seed):
+    """The uniform draws the MIS env makes for pass 0, 1, ... of an episode reset with ``seed``."""
+    stream, _ = seeding.np_random(seed)
+    return lambda _: stream.random(env.unwrapped.graph.num_nodes)
+
+
+def maximal_independent(graph, chosen):
+    source, target = graph.edge_index
+    covered = chosen.copy()
+    covered[target[chosen[source]]] = True
+    return not (chosen[source] & chosen[target]).any() and covered.all()
+
+
+@pytest.mark.parametrize("family, parts", [("random-geometric", 4), ("erdos-renyi", 2)])
+def test_the_partitioned_mis_with_the_envs_draws_is_the_single_process_set(local_ray, tiny_model, family, parts):
+    graph = GRAPHS[family]()
+    policy, env = load_policy(tiny_model("mis"), graph)
+    draws = env_draws(env, seed=0)
+    obs, _ = env.reset(seed=0)
+    assert np.array_equal(draws(0).astype(np.float32), obs["x"][:, 4])  # the stream is the env's
+    single = solve(policy, env, seed=0, decoding="local-max")
+    assert single.feasible and single.passes < env.unwrapped.horizon  # decided by the policy alone, no finishing rule
+    found = partitioned_mis(policy, graph, parts, draws=env_draws(env, seed=0))
+    assert maximal_independent(graph, found.solution)
+    assert np.array_equal(found.solution, single.solution) and found.passes == single.passes
+
+
+def test_the_partitioned_mis_with_its_own_draws_is_maximal_and_as_large_as_single_process_seeds(local_ray, tiny_model):
+    graph = GRAPHS["delaunay"]()
+    policy, env = load_policy(tiny_model("mis"), graph)
+    sizes = [solve(policy, env, seed=seed, decoding="local-max").objective for seed in range(4)]
+    found = partitioned_mis(policy, graph, 3, seed=1)
+    assert maximal_independent(graph, found.solution)
+    # its draws are not the env's: it is one more seed, so its size lies where the seeds' do (on 500 nodes they differ by a few %)
+    assert min(sizes) - 0.01 * graph.num_nodes <= found.solution.sum() <= max(sizes) + 0.01 * graph.num_nodes

@@ -25,6 +25,8 @@ partition it (the partitioner needs the whole structure); no worker holds more t
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -118,41 +120,60 @@ def with_halo(part: Part, own: np.ndarray, blocks: tuple[np.ndarray, ...]) -> np
     return local
 
 
-def own_degrees(part: Part) -> np.ndarray:
-    """The degree of every owned node, ``(n,)``: the edges into it (both directions are stored)."""
-    return np.bincount(part.edge_index[1], minlength=part.num_owned)
+def residual_edges(part: Part, status: np.ndarray | None) -> np.ndarray:
+    """The part's edges between undecided nodes, ``(2, E_r)`` local ids: all of them for
+    ``status`` ``None`` (the first observation), else those whose both ends the local status
+    ``(n + h,)`` marks undecided, as the MIS env's observation keeps them."""
+    if status is None:
+        return part.edge_index
+    undecided = status == UNDECIDED
+    return part.edge_index[:, undecided[part.edge_index[0]] & undecided[part.edge_index[1]]]
 
 
-def boundary_degrees(part: Part) -> np.ndarray:
+def own_degrees(part: Part, status: np.ndarray | None = None) -> np.ndarray:
+    """The undecided-neighbour count of every owned node, ``(n,)``: the residual edges into it
+    (both directions are stored)."""
+    return np.bincount(residual_edges(part, status)[1], minlength=part.num_owned)
+
+
+def boundary_degrees(part: Part, status: np.ndarray | None = None) -> np.ndarray:
     """Step 1: the degrees of the part's boundary, ``(s,)``, what its neighbours' features read."""
-    return own_degrees(part)[part.boundary]
+    return own_degrees(part, status)[part.boundary]
 
 
-def first_embeddings(part: Part, model: NodeModel, draw: np.ndarray | int, *degree_blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Step 2: the part's MIS features of the first observation (every node undecided), projected.
+def first_embeddings(
+    part: Part, model: NodeModel, draw: np.ndarray | tuple[int, ...], status: np.ndarray | None, *degree_blocks: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Step 2: the part's MIS features, projected.
 
     Args:
-        draw: each owned node's uniform draw ``(n,)``, or a seed the part draws them from.
+        draw: each owned node's uniform draw ``(n,)``, or the seed (a tuple of whole numbers)
+            that, with the part's index, seeds the part's own draw.
+        status: the local status ``(n + h,)`` (owned, then halo), ``None`` on the first
+            observation, where every node is undecided.
         degree_blocks: :func:`boundary_degrees` of the parts in :meth:`Part.senders`.
 
     Returns:
         The part's embeddings ``(n, width)`` and its boundary's rows of them ``(s, width)``.
     """
-    degree = with_halo(part, own_degrees(part).astype(np.float64), degree_blocks)
-    cost = caro_wei_cost(part.edge_index[::-1], degree)[: part.num_owned]  # sums over each owned node's in-neighbours
-    if isinstance(draw, int):
-        draw = np.random.default_rng([draw, part.index]).random(part.num_owned)
-    status = np.full(part.num_owned, UNDECIDED, dtype=np.int8)
-    h = model.encode(node_features(status, degree[: part.num_owned], cost, draw))
+    edges = residual_edges(part, status)
+    degree = with_halo(part, np.bincount(edges[1], minlength=part.num_owned).astype(np.float64), degree_blocks)
+    cost = caro_wei_cost(edges[::-1], degree)[: part.num_owned]  # sums over each owned node's in-neighbours
+    if isinstance(draw, tuple):
+        draw = np.random.default_rng([*draw, part.index]).random(part.num_owned)
+    own_status = np.full(part.num_owned, UNDECIDED, dtype=np.int8) if status is None else status[: part.num_owned]
+    h = model.encode(node_features(own_status, degree[: part.num_owned], cost, draw))
     return h, h[part.boundary]
 
 
-def next_embeddings(part: Part, model: NodeModel, index: int, h: np.ndarray, *blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Step 3: layer ``index`` for the part's nodes from its rows ``h`` ``(n, F)`` and its halo's
-    (``blocks``, the boundary rows of the parts in :meth:`Part.senders`); the new rows
-    ``(n, width)`` and its boundary's rows of them."""
-    structure = GraphStructure(torch.from_numpy(part.edge_index.copy()), part.num_local)  # a copy: the store's arrays are read-only
-    out = model.layer(index, with_halo(part, h, blocks), structure, part.num_owned)
+def next_embeddings(
+    part: Part, model: NodeModel, index: int, status: np.ndarray | None, h: np.ndarray, *blocks: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Step 3: layer ``index`` over the residual edges (``status`` as in :func:`first_embeddings`)
+    for the part's nodes from its rows ``h`` ``(n, F)`` and its halo's (``blocks``, the boundary
+    rows of the parts in :meth:`Part.senders`); the new rows ``(n, width)`` and its boundary's."""
+    edges = torch.from_numpy(np.array(residual_edges(part, status)))  # a copy: the store's arrays are read-only
+    out = model.layer(index, with_halo(part, h, blocks), GraphStructure(edges, part.num_local), part.num_owned)
     return out, out[part.boundary]
 
 
@@ -187,35 +208,57 @@ def partitioned_node_outputs(
     """
     model = node_model(policy)
     split_parts = split(graph, assign_parts(graph, parts))
-    ray = import_ray()
-    started_here = not ray.is_initialized()
-    if started_here:
-        init_ray(ray, ray_address, **({"include_dashboard": False} if ray_address == "local" else {}), log_to_driver=False)
-    try:
+    with ray_session(ray_address) as ray:
         outputs = _run_parts(ray, model, split_parts, draw, seed)
-    finally:
-        if started_here:
-            ray.shutdown()
     result = np.empty((graph.num_nodes, outputs[0].shape[1]), dtype=np.float32)
     for part, rows in zip(split_parts, outputs, strict=True):
         result[part.nodes] = rows
     return result, split_parts
 
 
+@contextmanager
+def ray_session(address: str | None) -> Iterator:
+    """The ``ray`` module, joined to the cluster at ``address`` unless this process already runs
+    Ray (see :func:`partitioned_node_outputs`); a cluster joined here is left on the way out."""
+    ray = import_ray()
+    started_here = not ray.is_initialized()
+    if started_here:
+        init_ray(ray, address, **({"include_dashboard": False} if address == "local" else {}), log_to_driver=False)
+    try:
+        yield ray
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
 def _run_parts(ray, model: NodeModel, parts: list[Part], draw: np.ndarray | None, seed: int) -> list[np.ndarray]:
     """Steps 1-4 as Ray tasks, submitted at once: each waits only for the blocks it reads."""
     model_ref, refs = ray.put(model), [ray.put(part) for part in parts]
-    senders = [part.senders() for part in parts]
-    draws = [seed if draw is None else ray.put(np.ascontiguousarray(draw[part.nodes], dtype=np.float64)) for part in parts]
-    degrees = [ray.remote(boundary_degrees).remote(ref) for ref in refs]
-    first = ray.remote(num_returns=2)(first_embeddings)
-    states = [first.remote(ref, model_ref, draws[i], *[degrees[q] for q in senders[i]]) for i, ref in enumerate(refs)]
-    step = ray.remote(num_returns=2)(next_embeddings)
-    for index in range(len(model.extractor.convs)):
-        sent = [boundary for _, boundary in states]
-        states = [step.remote(ref, model_ref, index, states[i][0], *[sent[q] for q in senders[i]]) for i, ref in enumerate(refs)]
+    draws = [(seed,) if draw is None else ray.put(np.ascontiguousarray(draw[part.nodes], dtype=np.float64)) for part in parts]
+    states = forward_refs(ray, model_ref, len(model.extractor.convs), refs, [part.senders() for part in parts], draws, [None] * len(parts))
     finish = ray.remote(part_outputs)
+    return gather(ray, [finish.remote(ref, model_ref, h) for ref, h in zip(refs, states, strict=True)])
+
+
+def forward_refs(ray, model_ref, layers: int, refs: list, senders: list[list[int]], draws: list, statuses: list) -> list:
+    """Steps 1-3 submitted as Ray tasks for every part: the references to each part's last
+    embeddings. ``refs`` are the parts in the object store, ``draws`` and ``statuses`` per part
+    as :func:`first_embeddings` takes them (values or references)."""
+    degrees = [ray.remote(boundary_degrees).remote(ref, status) for ref, status in zip(refs, statuses, strict=True)]
+    first = ray.remote(num_returns=2)(first_embeddings)
+    states = [first.remote(ref, model_ref, draws[i], statuses[i], *[degrees[q] for q in senders[i]]) for i, ref in enumerate(refs)]
+    step = ray.remote(num_returns=2)(next_embeddings)
+    for index in range(layers):
+        sent = [boundary for _, boundary in states]
+        states = [
+            step.remote(ref, model_ref, index, statuses[i], states[i][0], *[sent[q] for q in senders[i]]) for i, ref in enumerate(refs)
+        ]
+    return [h for h, _ in states]
+
+
+def gather(ray, refs: list) -> list:
+    """``ray.get(refs)``, a task's failure raised as its own error, not Ray's wrapper with its traceback."""
     try:
-        return ray.get([finish.remote(ref, model_ref, h) for ref, (h, _) in zip(refs, states, strict=True)])
-    except ray.exceptions.RayTaskError as err:  # the task's own error, not Ray's wrapper with its traceback
+        return ray.get(refs)
+    except ray.exceptions.RayTaskError as err:
         raise err.cause from None
