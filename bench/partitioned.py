@@ -3,11 +3,13 @@ the same policy on the same first MIS observation: wall time, each Ray worker's 
 the halo, at K = 2 and 4 parts, on a local Ray instance of 2 CPUs started per row (so that every
 worker's peak is its own row's).
 
-    .venv/bin/python -m bench.partitioned [--sizes 25000,100000] [--parts 2,4]
+    .venv/bin/python -m bench.partitioned [--sizes 25000,100000] [--parts 2,4] [--model runs/mis/small --mis-sizes 25000]
 
 The policy is built with the default model settings and random weights: the forward's cost does
-not depend on what the weights learned. Prints a Markdown table for bench/RESULTS.md. Not part of
-the test run.
+not depend on what the weights learned. With ``--model``, a second table compares the MIS set of
+the partitioned decoding (graphtransfer.solve.partitioned_mis, each part drawing its own features)
+with the single-process local-max decoding of the same model. Prints Markdown tables for
+bench/RESULTS.md. Not part of the test run.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import erdos_renyi, random_geometric
 from graphtransfer.graphs.partition import halo_share
 from graphtransfer.nn import build_policy
-from graphtransfer.solve.inference import obs_to_tensors
+from graphtransfer.solve.inference import obs_to_tensors, solve
+from graphtransfer.solve.loading import load_policy
 from graphtransfer.solve.partitioned import partitioned_node_outputs
+from graphtransfer.solve.partitioned_mis import partitioned_mis
 
 FAMILIES = {
     "random geometric, degree 8": lambda n: random_geometric(n, 8.0, 0),
@@ -85,14 +89,42 @@ def idle_worker_mib() -> float:
         ray.shutdown()
 
 
+def compare_sets(model: str, sizes: list[int], part_counts: list[int]) -> None:
+    """The MIS set of the single-process local-max decoding (seeds 0 and 1) beside the partitioned one's."""
+    print("| graph | nodes | single set (seed 0, 1) | single s | K | partitioned set | passes | partitioned s | size / single seed 0 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for nodes in sizes:
+        for family, make in FAMILIES.items():
+            graph = make(nodes)
+            policy, env = load_policy(model, graph)
+            singles = [solve(policy, env, seed=seed, decoding="local-max") for seed in (0, 1)]
+            for parts in part_counts:
+                ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+                try:
+                    started = time.perf_counter()
+                    found = partitioned_mis(policy, graph, parts, seed=0)
+                    seconds = time.perf_counter() - started
+                finally:
+                    ray.shutdown()
+                size, reference = int(found.solution.sum()), singles[0].objective
+                single = f"{reference:,.0f}, {singles[1].objective:,.0f} | {singles[0].seconds:.1f}"
+                cells = f"{parts} | {size:,} | {found.passes} | {seconds:.1f} | {size / reference:.4f}"
+                print(f"| {family} | {nodes:,} | {single} | {cells} |", flush=True)
+    print()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="25000,100000")
     parser.add_argument("--parts", default="2,4")
+    parser.add_argument("--model", help="a trained MIS model folder: also compare the decodings' sets")
+    parser.add_argument("--mis-sizes", default="25000")
     args = parser.parse_args()
     torch.set_num_threads(1)
     command = f"python -m bench.partitioned --sizes {args.sizes} --parts {args.parts}"
     print(f"`{command}`, {time.strftime('%Y-%m-%d %H:%M')} UTC, load {' '.join(open('/proc/loadavg').read().split()[:3])} before\n")
+    if args.model:
+        compare_sets(args.model, [int(n) for n in args.mis_sizes.split(",")], [int(k) for k in args.parts.split(",")])
     print(f"an idle Ray worker (graphtransfer imported): {idle_worker_mib():,.0f} MiB peak\n")
     print("| graph | nodes | K | halo / nodes | single forward s | partitioned s | max abs diff | worker peak MiB | driver peak MiB |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
