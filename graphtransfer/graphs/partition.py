@@ -64,10 +64,11 @@ class Part:
         return np.unique(self.halo_owner).tolist()
 
 
-def check_part_count(parts: object, num_nodes: int) -> int:
-    """``parts`` as a count of parts, a whole number from 1 to ``num_nodes``; else ``ValueError``."""
+def check_part_count(parts: object, num_nodes: int, name: str = "parts") -> int:
+    """``parts`` as a count of parts, a whole number from 1 to ``num_nodes``; else a
+    ``ValueError`` that names it ``name`` (an option's name, say)."""
     if isinstance(parts, bool) or not isinstance(parts, int | np.integer) or not 1 <= parts <= max(num_nodes, 1):
-        raise ValueError(f"parts={parts!r}: expected a whole number of parts from 1 to the graph's {num_nodes} nodes")
+        raise ValueError(f"{name} {parts!r}: expected a whole number of parts from 1 to the graph's {num_nodes} nodes")
     return int(parts)
 
 

@@ -26,16 +26,22 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 
+from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.config import LOCAL_MAX_PATIENCE
 from graphtransfer.envs.mis import IN_SET, INCLUDE, OUT, UNDECIDED
-from graphtransfer.graphs import Graph
-from graphtransfer.graphs.partition import Part, assign_parts, split
+from graphtransfer.envs.protocol import features_of
+from graphtransfer.errors import UsageError
+from graphtransfer.graphs import Graph, from_edges
+from graphtransfer.graphs.partition import Part, assign_parts, check_part_count, split
 from graphtransfer.nn import NodePolicy
+from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.partitioned import NodeModel, forward_refs, gather, node_model, own_degrees, ray_session, with_halo
+from graphtransfer.solve.predict import write_solution
 
 Draws = Callable[[int], np.ndarray]
 """a pass's uniform draw of every node, ``(N,)``, given the pass's number"""
@@ -153,3 +159,29 @@ def _decode(ray, model: NodeModel, parts: list[Part], seed: int, draws: Draws | 
     for part, status_of_part in zip(parts, gather(ray, own), strict=True):
         solution[part.nodes] = status_of_part == IN_SET
     return solution, passes
+
+
+def predict_partitioned(
+    model: str | Path, graph: Graph, out: str | Path, parts: int, ray_address: str | None, seed: int = 0, env: str | None = None
+) -> PartitionedSet:
+    """``predict --partitions``: the MIS model in folder ``model`` on ``graph`` in ``parts`` parts
+    on the Ray cluster at ``ray_address`` (:func:`partitioned_mis`), the set written to ``out`` as
+    predict writes it (``node,decision``, the graph's own ids). A model of another task, or one
+    the partitioned forward cannot run exactly, is a usage error before Ray starts."""
+    checkpoint = read_checkpoint(model, env)
+    config = checkpoint.config
+    if config.env is not None or config.task != "mis":
+        raise UsageError(f"--partitions solves mis; this model's task is {config.env or config.task}: drop --partitions")
+    try:
+        check_part_count(parts, graph.num_nodes, "--partitions")
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    try:
+        placeholder, _, _ = from_edges(np.array([0]), np.array([1]), 2, "placeholder")  # the weights do not depend on the graph
+        loaded = policy_for_graphs(checkpoint, [placeholder])
+        node_model(loaded.policy)
+    except ValueError as err:
+        raise UsageError(f"--partitions: {err}") from None
+    found = partitioned_mis(loaded.policy, graph, parts, seed, ray_address=ray_address)
+    write_solution(out, found.solution, features_of(loaded.env).solution_header, graph.ids())
+    return found
