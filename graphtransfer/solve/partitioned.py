@@ -25,7 +25,8 @@ partition it (the partitioner needs the whole structure); no worker holds more t
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -236,7 +237,7 @@ def _run_parts(ray, model: NodeModel, parts: list[Part], draw: np.ndarray | None
     model_ref, refs = ray.put(model), [ray.put(part) for part in parts]
     draws = [(seed,) if draw is None else ray.put(np.ascontiguousarray(draw[part.nodes], dtype=np.float64)) for part in parts]
     states = forward_refs(ray, model_ref, len(model.extractor.convs), refs, [part.senders() for part in parts], draws, [None] * len(parts))
-    finish = ray.remote(part_outputs)
+    finish = as_task(part_outputs)
     return gather(ray, [finish.remote(ref, model_ref, h) for ref, h in zip(refs, states, strict=True)])
 
 
@@ -244,16 +245,23 @@ def forward_refs(ray, model_ref, layers: int, refs: list, senders: list[list[int
     """Steps 1-3 submitted as Ray tasks for every part: the references to each part's last
     embeddings. ``refs`` are the parts in the object store, ``draws`` and ``statuses`` per part
     as :func:`first_embeddings` takes them (values or references)."""
-    degrees = [ray.remote(boundary_degrees).remote(ref, status) for ref, status in zip(refs, statuses, strict=True)]
-    first = ray.remote(num_returns=2)(first_embeddings)
+    degrees = [as_task(boundary_degrees).remote(ref, status) for ref, status in zip(refs, statuses, strict=True)]
+    first = as_task(first_embeddings, 2)
     states = [first.remote(ref, model_ref, draws[i], statuses[i], *[degrees[q] for q in senders[i]]) for i, ref in enumerate(refs)]
-    step = ray.remote(num_returns=2)(next_embeddings)
+    step = as_task(next_embeddings, 2)
     for index in range(layers):
         sent = [boundary for _, boundary in states]
         states = [
             step.remote(ref, model_ref, index, statuses[i], states[i][0], *[sent[q] for q in senders[i]]) for i, ref in enumerate(refs)
         ]
     return [h for h, _ in states]
+
+
+@functools.cache
+def as_task(function: Callable, returns: int = 1):
+    """``function`` as a Ray remote function of ``returns`` results, made once per process: each
+    one made anew is pickled and exported to the cluster again on its first call."""
+    return import_ray().remote(num_returns=returns)(function)
 
 
 def gather(ray, refs: list) -> list:

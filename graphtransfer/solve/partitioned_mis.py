@@ -40,7 +40,7 @@ from graphtransfer.graphs import Graph, from_edges
 from graphtransfer.graphs.partition import Part, assign_parts, check_part_count, split
 from graphtransfer.nn import NodePolicy
 from graphtransfer.solve.loading import policy_for_graphs
-from graphtransfer.solve.partitioned import NodeModel, forward_refs, gather, node_model, own_degrees, ray_session, with_halo
+from graphtransfer.solve.partitioned import NodeModel, as_task, forward_refs, gather, node_model, own_degrees, ray_session, with_halo
 from graphtransfer.solve.predict import write_solution
 
 Draws = Callable[[int], np.ndarray]
@@ -135,11 +135,9 @@ def _decode(ray, model: NodeModel, parts: list[Part], seed: int, draws: Draws | 
     """The passes, each a round of Ray tasks per step; the driver reads only counts and the largest confidences."""
     model_ref, refs = ray.put(model), [ray.put(part) for part in parts]
     senders = [part.senders() for part in parts]
-    bound = sum(gather(ray, [ray.remote(caro_wei_share).remote(ref) for ref in refs]))
+    bound = sum(gather(ray, [as_task(caro_wei_share).remote(ref) for ref in refs]))
     candidates = max(1, math.ceil(LOCAL_MAX_PATIENCE * bound))
-    status = ray.remote(local_status)
-    scored = ray.remote(num_returns=4)(confidences)
-    commit, apply = ray.remote(num_returns=2)(commits), ray.remote(num_returns=3)(applied)
+    status, scored, commit, apply = as_task(local_status), as_task(confidences, 4), as_task(commits, 2), as_task(applied, 3)
     own, sent, undecided, passes = [None] * len(parts), [None] * len(parts), sum(part.num_owned for part in parts), 0
     while undecided:
         draw = None if draws is None else draws(passes)
