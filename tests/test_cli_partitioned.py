@@ -23,6 +23,7 @@ def predict(model, graph, out, *extra):
     return runner.invoke(app, ["predict", "--model", str(model), "--graph", str(graph), "--out", str(out), *extra])
 
 
+@pytest.mark.slow
 def test_predict_in_parts_on_a_local_ray_writes_a_maximal_independent_set(tiny_model, graph_file, tmp_path):
     out = tmp_path / "set.csv"
     result = predict(tiny_model("mis"), graph_file, out, "--ray-address", "local", "--partitions", "3")

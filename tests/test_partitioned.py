@@ -41,6 +41,7 @@ def single_process(policy, env, seed=0):
     return outputs[0, :num_nodes].numpy(), obs["x"][:num_nodes, 4]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts", [2, 4])
 @pytest.mark.parametrize("family", sorted(GRAPHS))
 def test_the_partitioned_forward_equals_the_single_process_forward(local_ray, tiny_model, family, parts):
@@ -52,6 +53,7 @@ def test_the_partitioned_forward_equals_the_single_process_forward(local_ray, ti
     np.testing.assert_allclose(outputs, expected, atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow
 def test_a_gin_model_without_input_projection_runs_partitioned_exactly(local_ray):
     graph = random_geometric(300, 6, seed=7)
     env = inference_env(RunConfig(task="mis"), graph)
@@ -63,6 +65,7 @@ def test_a_gin_model_without_input_projection_runs_partitioned_exactly(local_ray
     np.testing.assert_allclose(outputs, expected, atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow
 def test_each_part_draws_its_own_features_repeatably_from_the_seed(local_ray, tiny_model):
     graph = erdos_renyi(200, 6, seed=8)
     policy, _ = load_policy(tiny_model("mis"), graph)
@@ -100,6 +103,7 @@ def maximal_independent(graph, chosen):
     return not (chosen[source] & chosen[target]).any() and covered.all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family, parts", [("random-geometric", 4), ("erdos-renyi", 2)])
 def test_the_partitioned_mis_with_the_envs_draws_is_the_single_process_set(local_ray, tiny_model, family, parts):
     graph = GRAPHS[family]()
@@ -114,6 +118,7 @@ def test_the_partitioned_mis_with_the_envs_draws_is_the_single_process_set(local
     assert np.array_equal(found.solution, single.solution) and found.passes == single.passes
 
 
+@pytest.mark.slow
 def test_the_partitioned_mis_with_its_own_draws_is_maximal_and_as_large_as_single_process_seeds(local_ray, tiny_model):
     graph = GRAPHS["delaunay"]()
     policy, env = load_policy(tiny_model("mis"), graph)
