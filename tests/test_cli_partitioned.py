@@ -51,6 +51,8 @@ def test_predict_in_parts_on_a_local_ray_writes_a_maximal_independent_set(tiny_m
         (["--ray-address", "local", "--partitions", "2", "--polish", "5"], "error: --partitions runs the local-max decoding alone"),
         (["--ray-address", "local", "--partitions", "2", "--decoding", "drawn"], "drop --decoding"),
         (["--ray-address", "local", "--partitions", "2", "--max-passes", "3"], "drop --max-passes"),
+        (["--ray-address", "local", "--partitions", "2", "--rollouts", "4"], "drop --rollouts"),
+        (["--ray-address", "local", "--partitions", "2", "--node-order", "given"], "drop --node-order"),
     ],
 )
 def test_a_bad_use_of_partitions_is_one_line_and_exit_2_and_writes_nothing(tiny_model, graph_file, tmp_path, extra, message):

@@ -508,7 +508,19 @@ def predict(
     options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env, "force": force}
     seconds = None if polish is None else _seconds_option("--polish", polish, 10)
     if partitions is not None:
-        _check_partitioned(graph, ray_address, workers, seconds, draw, decoding, commit_fraction, max_passes, source, target)
+        single_process_options = {
+            "--workers": workers is not None,
+            "--polish": seconds is not None,
+            "--draw": draw is not None,
+            "--decoding": decoding not in (None, "local-max"),
+            "--commit-fraction": commit_fraction is not None,
+            "--max-passes": max_passes is not None,
+            "--rollouts": rollouts not in (AUTO_ROLLOUTS, "1"),
+            "--max-nodes-per-batch": max_nodes_per_batch is not None,
+            "--node-order": node_order != "auto",
+            "--source/--target": source is not None or target is not None,
+        }
+        _check_partitioned(graph, ray_address, single_process_options)
         return _predict_partitioned(model, graph, out, partitions, ray_address, seed, env, force)
     if resolve(graph).is_dir():
         if source is not None or target is not None:
@@ -554,24 +566,16 @@ def predict(
         typer.echo(f"wrote {draw}")
 
 
-def _check_partitioned(graph: str, ray_address, workers, seconds, draw, decoding, commit_fraction, max_passes, source, target) -> None:
-    """``--partitions``: one graph, a Ray cluster, and none of the options of a single-process solve."""
+def _check_partitioned(graph: str, ray_address: str | None, single_process_options: dict[str, bool]) -> None:
+    """``--partitions``: one graph, a Ray cluster, and none of the options (named, each ``True``
+    where given) that only a single-process solve has."""
     from graphtransfer.graphs import resolve
 
     if ray_address is None:
         raise UsageError("--partitions solves one graph on a Ray cluster: give --ray-address too (local starts one in this process)")
     if resolve(graph).is_dir():
         raise UsageError("--partitions splits one graph; --graph names a folder (--ray-address alone spreads a folder's graphs)")
-    given = {
-        "--workers": workers is not None,
-        "--polish": seconds is not None,
-        "--draw": draw is not None,
-        "--decoding": decoding not in (None, "local-max"),
-        "--commit-fraction": commit_fraction is not None,
-        "--max-passes": max_passes is not None,
-        "--source/--target": source is not None or target is not None,
-    }
-    clashing = [name for name, set_ in given.items() if set_]
+    clashing = [name for name, given in single_process_options.items() if given]
     if clashing:
         raise UsageError(f"--partitions runs the local-max decoding alone, until every node is decided; drop {clashing[0]}")
 
