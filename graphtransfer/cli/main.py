@@ -525,6 +525,14 @@ def predict(
     ] = None,
     workers: Annotated[int | None, typer.Option(help=_WORKERS_HELP)] = None,
     ray_address: Annotated[str | None, typer.Option(help=_RAY_HELP)] = None,
+    partitions: Annotated[
+        int | None,
+        typer.Option(
+            help="mis, one graph: split it into this many parts, each solved on a worker of the Ray cluster of --ray-address "
+            "(local starts one here), the parts exchanging only their boundaries; local-max decoding, one rollout. "
+            "No worker holds the whole graph; this process reads it to split it.",
+        ),
+    ] = None,
     source: SourceOption = None,
     target: TargetOption = None,
     polish: Annotated[
@@ -542,6 +550,7 @@ def predict(
     Example: graphtransfer predict --model runs/mis/small --graph graphs/ --out solutions/ --workers 2
     Example: graphtransfer predict --model runs/path/small --graph roads.txt --out route.csv --source 17 --target 4032
     Example: graphtransfer predict --model runs/mis/small --graph er.txt --out solution.csv --polish 10
+    Example: graphtransfer predict --model runs/mis/small --graph big.txt --out solution.csv --ray-address auto --partitions 4
     """
     prefer_small_pages()  # before torch loads
     from graphtransfer.checkpoint import read_checkpoint
@@ -557,6 +566,21 @@ def predict(
     options |= {"decoding": decoding, "rollouts": _rollouts(rollouts), "node_order": _node_order(node_order)}
     options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env, "force": force}
     seconds = None if polish is None else _seconds_option("--polish", polish, 10)
+    if partitions is not None:
+        single_process_options = {
+            "--workers": workers is not None,
+            "--polish": seconds is not None,
+            "--draw": draw is not None,
+            "--decoding": decoding not in (None, "local-max"),
+            "--commit-fraction": commit_fraction is not None,
+            "--max-passes": max_passes is not None,
+            "--rollouts": rollouts not in (AUTO_ROLLOUTS, "1"),
+            "--max-nodes-per-batch": max_nodes_per_batch is not None,
+            "--node-order": node_order != "auto",
+            "--source/--target": source is not None or target is not None,
+        }
+        _check_partitioned(graph, ray_address, single_process_options)
+        return _predict_partitioned(model, graph, out, partitions, ray_address, seed, env, force)
     if resolve(graph).is_dir():
         if source is not None or target is not None:
             raise UsageError("--source and --target name nodes of one graph; --graph names a folder")
@@ -599,6 +623,39 @@ def predict(
     if draw is not None:
         draw_solution(loaded, solution, read_checkpoint(model, env).config, draw)
         typer.echo(f"wrote {draw}")
+
+
+def _check_partitioned(graph: str, ray_address: str | None, single_process_options: dict[str, bool]) -> None:
+    """``--partitions``: one graph, a Ray cluster, and none of the options (named, each ``True``
+    where given) that only a single-process solve has."""
+    from graphtransfer.graphs import resolve
+
+    if ray_address is None:
+        raise UsageError("--partitions solves one graph on a Ray cluster: give --ray-address too (local starts one in this process)")
+    if resolve(graph).is_dir():
+        raise UsageError("--partitions splits one graph; --graph names a folder (--ray-address alone spreads a folder's graphs)")
+    clashing = [name for name, given in single_process_options.items() if given]
+    if clashing:
+        raise UsageError(f"--partitions runs the local-max decoding alone, until every node is decided; drop {clashing[0]}")
+
+
+def _predict_partitioned(model: Path, graph: str, out: Path, parts: int, ray_address: str, seed: int, env, force: bool) -> None:
+    from graphtransfer.checkpoint import read_checkpoint
+    from graphtransfer.envs.mis import is_independent_set
+    from graphtransfer.graphs import load_graph, resolve
+    from graphtransfer.graphs.partition import halo_share
+    from graphtransfer.io import check_output_file
+    from graphtransfer.solve.partitioned_mis import predict_partitioned
+
+    read_checkpoint(model, env)  # a bad model folder is reported before the graph is read
+    loaded = load_graph(graph)
+    check_output_file(out, [resolve(graph)], force)
+    found = predict_partitioned(model, loaded, out, parts, ray_address, seed, env)
+    typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges; node ids {loaded.describe_ids()}")
+    typer.echo(f"{parts} parts on Ray, their halos {halo_share(found.parts):.2f} of the nodes")
+    if not is_independent_set(loaded, found.solution):
+        _fail("the partitioned set is not independent, a bug, please report it", 1)
+    typer.echo(f"objective {int(found.solution.sum())} in {found.passes} passes; valid solution: yes; wrote {out}")
 
 
 def _report_weights(config, graph, prefix: str = "") -> None:

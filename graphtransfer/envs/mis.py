@@ -79,15 +79,9 @@ class MISEnv(GraphEnv):
         return self.status == UNDECIDED
 
     def _features(self, edges: np.ndarray) -> np.ndarray:
-        undecided = self.status == UNDECIDED
         live_degree = np.bincount(edges[0], minlength=self.graph.num_nodes)
-        features = np.zeros((self.graph.num_nodes, self.num_features), dtype=np.float32)
-        features[np.arange(self.graph.num_nodes), self.status] = 1.0
-        draw = self.np_random.random(self.graph.num_nodes) * undecided
-        features[:, 3] = np.log1p(live_degree) + 0.3 * draw
-        features[:, 4] = draw
-        features[:, 5] = np.log(caro_wei_cost(edges, live_degree)) * undecided
-        return features
+        draw = self.np_random.random(self.graph.num_nodes)
+        return node_features(self.status, live_degree, caro_wei_cost(edges, live_degree), draw)
 
     def _apply(self, action: np.ndarray) -> float:
         # the residual edges are all mis_step needs: clashes and exclusions happen among undecided nodes
@@ -123,6 +117,25 @@ def by_destination(graph: Graph) -> np.ndarray:
         # second one (2M edges: 0.19 s of a 250k solve's first pass, against 0.06 s)
         cached = _BY_DESTINATION[id(graph)] = (graph, np.take(graph.edge_index, order, axis=1))
     return cached[1]
+
+
+def node_features(status: np.ndarray, live_degree: np.ndarray, cost: np.ndarray, draw: np.ndarray) -> np.ndarray:
+    """The observation's node features (see :class:`MISEnv`) from each node's status, its
+    undecided-neighbour count, its Caro-Wei cost over the residual graph (:func:`caro_wei_cost`)
+    and its uniform draw; a node's row reads nothing but its own values, so a part of a graph
+    computes its nodes' rows alone (graphtransfer.solve.partitioned).
+
+    Shapes:
+        all ``(N,)``; returns ``(N, 6)`` float32.
+    """
+    undecided = status == UNDECIDED
+    features = np.zeros((status.size, MISEnv.num_features), dtype=np.float32)
+    features[np.arange(status.size), status] = 1.0
+    draw = draw * undecided
+    features[:, 3] = np.log1p(live_degree) + 0.3 * draw
+    features[:, 4] = draw
+    features[:, 5] = np.log(cost) * undecided
+    return features
 
 
 def caro_wei_cost(edges: np.ndarray, degree: np.ndarray) -> np.ndarray:

@@ -1,0 +1,157 @@
+"""The partitioned forward (graphtransfer.solve.partitioned) against the single-process forward of
+the same policy on the same first MIS observation: wall time, each Ray worker's peak memory and
+the halo, at K = 2 and 4 parts, on a local Ray instance of 2 CPUs started per row (so that every
+worker's peak is its own row's).
+
+    .venv/bin/python -m bench.partitioned [--sizes 25000,100000] [--parts 2,4] [--model runs/mis/small --mis-sizes 25000]
+
+The policy is built with the default model settings and random weights: the forward's cost does
+not depend on what the weights learned. With ``--model``, a second table compares the MIS set of
+the partitioned decoding (graphtransfer.solve.partitioned_mis, each part drawing its own features)
+with the single-process local-max decoding of the same model. Prints Markdown tables for
+bench/RESULTS.md. Not part of the test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import time
+from pathlib import Path
+
+import numpy as np
+import ray
+import torch
+
+from graphtransfer.config import ModelConfig, RunConfig
+from graphtransfer.envs.factory import inference_env
+from graphtransfer.envs.protocol import Head
+from graphtransfer.graphs import erdos_renyi, random_geometric
+from graphtransfer.graphs.partition import halo_share
+from graphtransfer.nn import build_policy
+from graphtransfer.solve.inference import obs_to_tensors, solve
+from graphtransfer.solve.loading import load_policy
+from graphtransfer.solve.partitioned import partitioned_node_outputs
+from graphtransfer.solve.partitioned_mis import partitioned_mis
+
+FAMILIES = {
+    "random geometric, degree 8": lambda n: random_geometric(n, 8.0, 0),
+    "Erdős–Rényi, degree 8": lambda n: erdos_renyi(n, 8.0, 0),
+}
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (Ray's raylet and its workers, for a Ray started here)."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, frontier = [], [pid]
+    while frontier:
+        children = [child for child, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def worker_peaks_mib() -> list[float]:
+    """The peak resident memory (VmHWM) of every Ray worker process this process started."""
+    peaks = []
+    for pid in descendants(os.getpid()):
+        try:
+            if not Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::"):
+                continue
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        peaks += [int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith("VmHWM")]
+    return peaks
+
+
+def single_forward(policy, obs) -> tuple[np.ndarray, float]:
+    started = time.perf_counter()
+    with torch.inference_mode():
+        outputs, _, _ = policy.node_outputs(obs_to_tensors(obs, policy.device), with_values=False)
+    return outputs[0].numpy(), time.perf_counter() - started
+
+
+def idle_worker_mib() -> float:
+    """A Ray worker's peak memory after importing what a part's task imports, and doing nothing."""
+    ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        ray.get(ray.remote(lambda: __import__("graphtransfer.solve.partitioned") and None).remote())
+        return max(worker_peaks_mib())
+    finally:
+        ray.shutdown()
+
+
+def compare_sets(model: str, sizes: list[int], part_counts: list[int]) -> None:
+    """The MIS set of the single-process local-max decoding (seeds 0 and 1) beside the partitioned one's."""
+    print("| graph | nodes | single set (seed 0, 1) | single s | K | partitioned set | passes | partitioned s | size / single seed 0 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for nodes in sizes:
+        for family, make in FAMILIES.items():
+            graph = make(nodes)
+            policy, env = load_policy(model, graph)
+            singles = [solve(policy, env, seed=seed, decoding="local-max") for seed in (0, 1)]
+            for parts in part_counts:
+                ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+                try:
+                    partitioned_mis(policy, make(1000), parts, seed=0)  # warm: the workers start and import once
+                    started = time.perf_counter()
+                    found = partitioned_mis(policy, graph, parts, seed=0)
+                    seconds = time.perf_counter() - started
+                finally:
+                    ray.shutdown()
+                size, reference = int(found.solution.sum()), singles[0].objective
+                single = f"{reference:,.0f}, {singles[1].objective:,.0f} | {singles[0].seconds:.1f}"
+                cells = f"{parts} | {size:,} | {found.passes} | {seconds:.1f} | {size / reference:.4f}"
+                print(f"| {family} | {nodes:,} | {single} | {cells} |", flush=True)
+    print()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="25000,100000")
+    parser.add_argument("--parts", default="2,4")
+    parser.add_argument("--model", help="a trained MIS model folder: also compare the decodings' sets")
+    parser.add_argument("--mis-sizes", default="25000")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    command = f"python -m bench.partitioned --sizes {args.sizes} --parts {args.parts}"
+    print(f"`{command}`, {time.strftime('%Y-%m-%d %H:%M')} UTC, load {' '.join(open('/proc/loadavg').read().split()[:3])} before\n")
+    if args.model:
+        compare_sets(args.model, [int(n) for n in args.mis_sizes.split(",")], [int(k) for k in args.parts.split(",")])
+    print(f"an idle Ray worker (graphtransfer imported): {idle_worker_mib():,.0f} MiB peak\n")
+    print("| graph | nodes | K | halo / nodes | single forward s | partitioned s | max abs diff | worker peak MiB | driver peak MiB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for nodes in (int(n) for n in args.sizes.split(",")):
+        for family, make in FAMILIES.items():
+            graph = make(nodes)
+            env = inference_env(RunConfig(task="mis"), graph)
+            torch.manual_seed(0)
+            policy = build_policy(Head.NODE_WISE, ModelConfig(), env.observation_space, env.action_space)
+            obs, _ = env.reset(seed=0)
+            expected, single_seconds = single_forward(policy, obs)
+            for parts in (int(k) for k in args.parts.split(",")):
+                ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+                try:
+                    partitioned_node_outputs(policy, graph, parts, draw=obs["x"][:, 4])  # warm: workers import once
+                    started = time.perf_counter()
+                    outputs, split_parts = partitioned_node_outputs(policy, graph, parts, draw=obs["x"][:, 4])
+                    seconds = time.perf_counter() - started
+                    peak = max(worker_peaks_mib())
+                finally:
+                    ray.shutdown()
+                difference = float(np.abs(outputs - expected).max())
+                driver = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                cells = f"{halo_share(split_parts):.2f} | {single_seconds:.2f} | {seconds:.2f} | {difference:.1e}"
+                print(f"| {family} | {nodes:,} | {parts} | {cells} | {peak:,.0f} | {driver:,.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""One graph split into K parts, each with its halo: what one machine of a cluster holds of it.
+
+A part owns some nodes and holds every edge into them; the sources of those edges that other
+parts own are its halo. One layer of message passing for the owned nodes reads their own rows
+and the halo's rows of the previous layer, nothing else, so a forward runs part by part when,
+before each layer, every part receives its halo's rows from their owners
+(:mod:`graphtransfer.solve.partitioned`). A part's *boundary* is what it sends: its owned nodes
+that lie in some other part's halo.
+
+The parts are contiguous ranges, of near-equal size, of the reverse Cuthill–McKee order
+(:func:`graphtransfer.graphs.ordering.locality_order`), a streaming partition: on meshes and
+geometric graphs a range of that order is a band whose boundary is a thin layer, on expanders
+(Erdős–Rényi, scale-free) no partition has a small boundary and most of a part's neighbours are
+halo whatever the partitioner. METIS cuts fewer edges, but its bindings (``pymetis``) are not
+among this package's dependencies and, like the order used here, need the whole graph in one
+process; :func:`halo_share` measures what a partition costs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from graphtransfer.graphs.graph import Graph
+from graphtransfer.graphs.ordering import locality_order
+
+
+@dataclass(frozen=True)
+class Part:
+    """The nodes one part owns and the edges into them, numbered locally: owned nodes
+    ``0..n-1`` (ascending global id), then halo nodes ``n..n+h-1`` (ascending global id).
+
+    Attributes:
+        index: the part's number, ``0..K-1``.
+        nodes: ``(n,)`` int64, the global ids it owns, ascending.
+        halo: ``(h,)`` int64, the global ids of the in-neighbours other parts own, ascending.
+        halo_owner: ``(h,)`` int64, the part that owns each halo node.
+        halo_position: ``(h,)`` int64, each halo node's row in its owner's :attr:`boundary`.
+        boundary: ``(s,)`` int64, the local ids of owned nodes in some other part's halo, ascending.
+        edge_index: ``(2, E_p)`` int64, the edges into owned nodes in local ids, sources in
+            ``0..n+h-1``, destinations in ``0..n-1``, ordered by destination.
+    """
+
+    index: int
+    nodes: np.ndarray
+    halo: np.ndarray
+    halo_owner: np.ndarray
+    halo_position: np.ndarray
+    boundary: np.ndarray
+    edge_index: np.ndarray
+
+    @property
+    def num_owned(self) -> int:
+        return int(self.nodes.size)
+
+    @property
+    def num_local(self) -> int:
+        """Owned and halo nodes: the rows a layer of this part reads."""
+        return int(self.nodes.size + self.halo.size)
+
+    def senders(self) -> list[int]:
+        """The parts this part receives halo rows from, ascending."""
+        return np.unique(self.halo_owner).tolist()
+
+
+def check_part_count(parts: object, num_nodes: int, name: str = "parts") -> int:
+    """``parts`` as a count of parts, a whole number from 1 to ``num_nodes``; else a
+    ``ValueError`` that names it ``name`` (an option's name, say)."""
+    if isinstance(parts, bool) or not isinstance(parts, int | np.integer) or not 1 <= parts <= max(num_nodes, 1):
+        raise ValueError(f"{name} {parts!r}: expected a whole number of parts from 1 to the graph's {num_nodes} nodes")
+    return int(parts)
+
+
+def assign_parts(graph: Graph, parts: int) -> np.ndarray:
+    """The part of every node: ``parts`` contiguous ranges, of near-equal size, of the graph's
+    reverse Cuthill–McKee order (see the module).
+
+    Shapes:
+        returns ``(num_nodes,)`` int64 in ``0..parts-1``.
+    """
+    parts = check_part_count(parts, graph.num_nodes)
+    order = locality_order(graph.edge_index, graph.num_nodes)
+    assignment = np.empty(graph.num_nodes, dtype=np.int64)
+    assignment[order] = np.arange(graph.num_nodes) * parts // max(graph.num_nodes, 1)
+    return assignment
+
+
+def split(graph: Graph, assignment: np.ndarray) -> list[Part]:
+    """The parts of ``graph`` that ``assignment`` (the part of every node) describes, each with
+    its halo, boundary and local edges (:class:`Part`).
+
+    Shapes:
+        assignment: ``(num_nodes,)`` integers ``0..K-1``, every part non-empty.
+    """
+    assignment = np.asarray(assignment, dtype=np.int64)
+    if assignment.shape != (graph.num_nodes,):
+        raise ValueError(f"assignment has shape {assignment.shape}; expected ({graph.num_nodes},), one part per node")
+    if assignment.size and (assignment.min() < 0 or (np.bincount(assignment) == 0).any()):
+        raise ValueError("assignment must number the parts 0..K-1 with every part holding at least one node")
+    count = int(assignment.max()) + 1 if assignment.size else 0
+    source, target = graph.edge_index
+    cut = assignment[source] != assignment[target]
+    sent = np.zeros(graph.num_nodes, dtype=bool)
+    sent[source[cut]] = True  # a source of an edge into another part is in that part's halo
+    boundaries = [np.flatnonzero(sent & (assignment == index)) for index in range(count)]  # global ids, ascending
+    by_target = np.argsort(assignment[target], kind="stable")
+    starts = np.concatenate([[0], np.cumsum(np.bincount(assignment[target], minlength=count))])
+    return [_part(index, assignment, source, target, by_target[starts[index] : starts[index + 1]], boundaries) for index in range(count)]
+
+
+def _part(
+    index: int, assignment: np.ndarray, source: np.ndarray, target: np.ndarray, edges: np.ndarray, boundaries: list[np.ndarray]
+) -> Part:
+    """Part ``index`` from the positions ``edges`` of the edges into its nodes."""
+    nodes = np.flatnonzero(assignment == index)
+    source, target = source[edges], target[edges]
+    halo = np.unique(source[assignment[source] != index])
+    halo_owner = assignment[halo]
+    halo_position = np.empty(halo.size, dtype=np.int64)
+    for owner in np.unique(halo_owner):
+        mine = halo_owner == owner
+        halo_position[mine] = np.searchsorted(boundaries[owner], halo[mine])
+    local_target, local_source = _local_ids(nodes, halo, target), _local_ids(nodes, halo, source)
+    by_destination = np.argsort(local_target, kind="stable")
+    edge_index = np.stack([local_source[by_destination], local_target[by_destination]])
+    boundary = np.searchsorted(nodes, boundaries[index])
+    return Part(index, nodes, halo, halo_owner, halo_position, boundary, edge_index)
+
+
+def _local_ids(nodes: np.ndarray, halo: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The local row of each of the global ``ids``, all owned (``nodes``) or halo: owned first, then halo."""
+    owned = np.searchsorted(nodes, ids)
+    is_owned = owned < nodes.size
+    is_owned[is_owned] = nodes[owned[is_owned]] == ids[is_owned]
+    return np.where(is_owned, owned, nodes.size + np.searchsorted(halo, ids))
+
+
+def halo_share(parts: list[Part]) -> float:
+    """The parts' halo nodes together as a share of the graph's nodes: how much more than the
+    graph itself the parts hold (0 for one part, up to ``K - 1`` where every part reads every node)."""
+    owned = sum(part.num_owned for part in parts)
+    return sum(int(part.halo.size) for part in parts) / max(owned, 1)

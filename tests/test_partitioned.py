@@ -1,0 +1,129 @@
+"""graphtransfer.solve.partitioned: a node-wise policy's outputs computed part by part on a local
+Ray instance equal the single-process forward on the env's own first observation."""
+
+import numpy as np
+import pytest
+import torch
+from gymnasium.utils import seeding
+
+from graphtransfer.config import ModelConfig, RunConfig
+from graphtransfer.envs.factory import inference_env
+from graphtransfer.envs.protocol import Head
+from graphtransfer.graphs import delaunay, erdos_renyi, random_geometric
+from graphtransfer.nn import build_policy
+from graphtransfer.solve.inference import obs_to_tensors, solve
+from graphtransfer.solve.loading import load_policy
+from graphtransfer.solve.partitioned import node_model, partitioned_node_outputs
+from graphtransfer.solve.partitioned_mis import partitioned_mis
+
+ray = pytest.importorskip("ray")
+
+GRAPHS = {
+    "erdos-renyi": lambda: erdos_renyi(500, 8, seed=5),
+    "random-geometric": lambda: random_geometric(500, 8, seed=5),
+    "delaunay": lambda: delaunay(500, seed=5),
+}
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def single_process(policy, env, seed=0):
+    """The policy's outputs on the env's first observation, and that observation's draws."""
+    obs, _ = env.reset(seed=seed)
+    num_nodes = int(obs["num_nodes"][0])
+    with torch.inference_mode():
+        outputs, _, _ = policy.node_outputs(obs_to_tensors(obs, policy.device), with_values=False)
+    return outputs[0, :num_nodes].numpy(), obs["x"][:num_nodes, 4]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("parts", [2, 4])
+@pytest.mark.parametrize("family", sorted(GRAPHS))
+def test_the_partitioned_forward_equals_the_single_process_forward(local_ray, tiny_model, family, parts):
+    graph = GRAPHS[family]()
+    policy, env = load_policy(tiny_model("mis"), graph)
+    expected, draw = single_process(policy, env)
+    outputs, split_parts = partitioned_node_outputs(policy, graph, parts, draw=draw)
+    assert len(split_parts) == parts and all(part.halo.size for part in split_parts)
+    np.testing.assert_allclose(outputs, expected, atol=1e-5, rtol=0)
+
+
+@pytest.mark.slow
+def test_a_gin_model_without_input_projection_runs_partitioned_exactly(local_ray):
+    graph = random_geometric(300, 6, seed=7)
+    env = inference_env(RunConfig(task="mis"), graph)
+    torch.manual_seed(0)
+    model = ModelConfig(conv="gin", num_layers=2, width=16, project_input=False)
+    policy = build_policy(Head.NODE_WISE, model, env.observation_space, env.action_space)
+    expected, draw = single_process(policy, env)
+    outputs, _ = partitioned_node_outputs(policy, graph, 3, draw=draw)
+    np.testing.assert_allclose(outputs, expected, atol=1e-5, rtol=0)
+
+
+@pytest.mark.slow
+def test_each_part_draws_its_own_features_repeatably_from_the_seed(local_ray, tiny_model):
+    graph = erdos_renyi(200, 6, seed=8)
+    policy, _ = load_policy(tiny_model("mis"), graph)
+    first, _ = partitioned_node_outputs(policy, graph, 2, seed=3)
+    again, _ = partitioned_node_outputs(policy, graph, 2, seed=3)
+    other, _ = partitioned_node_outputs(policy, graph, 2, seed=4)
+    assert np.isfinite(first).all() and np.array_equal(first, again) and not np.array_equal(first, other)
+
+
+def test_a_gcn_model_is_refused_with_the_reason():
+    graph = erdos_renyi(50, 4, seed=1)
+    env = inference_env(RunConfig(task="mis"), graph)
+    policy = build_policy(Head.NODE_WISE, ModelConfig(conv="gcn"), env.observation_space, env.action_space)
+    with pytest.raises(ValueError, match="GraphSAGE .* and GIN layers; this model has GCNConv"):
+        node_model(policy)
+
+
+def test_a_part_count_beyond_the_graph_is_refused(tiny_model):
+    graph = erdos_renyi(50, 4, seed=1)
+    policy, _ = load_policy(tiny_model("mis"), graph)
+    with pytest.raises(ValueError, match="parts 51: expected"):
+        partitioned_node_outputs(policy, graph, 51)
+
+
+def env_draws(env, seed):
+    """The uniform draws the MIS env makes for pass 0, 1, ... of an episode reset with ``seed``."""
+    stream, _ = seeding.np_random(seed)
+    return lambda _: stream.random(env.unwrapped.graph.num_nodes)
+
+
+def maximal_independent(graph, chosen):
+    source, target = graph.edge_index
+    covered = chosen.copy()
+    covered[target[chosen[source]]] = True
+    return not (chosen[source] & chosen[target]).any() and covered.all()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family, parts", [("random-geometric", 4), ("erdos-renyi", 2)])
+def test_the_partitioned_mis_with_the_envs_draws_is_the_single_process_set(local_ray, tiny_model, family, parts):
+    graph = GRAPHS[family]()
+    policy, env = load_policy(tiny_model("mis"), graph)
+    draws = env_draws(env, seed=0)
+    obs, _ = env.reset(seed=0)
+    assert np.array_equal(draws(0).astype(np.float32), obs["x"][:, 4])  # the stream is the env's
+    single = solve(policy, env, seed=0, decoding="local-max")
+    assert single.feasible and single.passes < env.unwrapped.horizon  # decided by the policy alone, no finishing rule
+    found = partitioned_mis(policy, graph, parts, draws=env_draws(env, seed=0))
+    assert maximal_independent(graph, found.solution)
+    assert np.array_equal(found.solution, single.solution) and found.passes == single.passes
+
+
+@pytest.mark.slow
+def test_the_partitioned_mis_with_its_own_draws_is_maximal_and_as_large_as_single_process_seeds(local_ray, tiny_model):
+    graph = GRAPHS["delaunay"]()
+    policy, env = load_policy(tiny_model("mis"), graph)
+    sizes = [solve(policy, env, seed=seed, decoding="local-max").objective for seed in range(4)]
+    found = partitioned_mis(policy, graph, 3, seed=1)
+    assert maximal_independent(graph, found.solution)
+    # its draws are not the env's: it is one more seed, so its size lies where the seeds' do (on 500 nodes they differ by a few %)
+    assert min(sizes) - 0.01 * graph.num_nodes <= found.solution.sum() <= max(sizes) + 0.01 * graph.num_nodes
