@@ -114,24 +114,24 @@ def solve(
     policy.set_training_mode(False)
     obs, _ = env.reset(seed=seed)
     generator = torch.Generator(device=policy.device).manual_seed(seed)
-    torch.manual_seed(seed)
     features = features_of(env)
     deterministic = features.inference_deterministic if deterministic is None else deterministic
     decoding = check_decoding(env, features, decoding)
     given_fraction = commit_fraction
     commit_fraction = check_commit_fraction(env, features, commit_fraction, decoding)
-    act = STEPS[features.head]
+    run_pass = STEPS[features.head]
     if decoding in LOCAL_MAX_DECODINGS:
         candidates = local_max_candidates(obs, features.head, given_fraction)
         step = LOCAL_MAX_STEPS[features.head]
         if features.covers:  # MVC: decide who stays out of the cover (see leave_out_candidates)
             candidates, step = leave_out_candidates(obs, given_fraction), _leave_out_step
         noise = ORDER_NOISE if decoding == LOCAL_MAX_SAMPLED else 0.0
-        act = functools.partial(step, candidates=candidates, order_noise=noise)
+        run_pass = functools.partial(step, candidates=candidates, order_noise=noise)
     done, passes, rewards = False, 0, []
-    with torch.inference_mode():
+    with torch.random.fork_rng(devices=[policy.device] if policy.device.type == "cuda" else []), torch.inference_mode():
+        torch.manual_seed(seed)  # SB3's distributions sample from torch's global generator; the caller's state comes back after
         while not done:
-            obs, reward, terminated, truncated, _ = act(policy, env, features, obs, deterministic, generator, commit_fraction)
+            obs, reward, terminated, truncated, _ = run_pass(policy, env, features, obs, deterministic, generator, commit_fraction)
             done, passes = terminated or truncated, passes + 1
             rewards.append(reward)
     finished = None
