@@ -862,7 +862,7 @@ def export(
         typer.Option(
             help="ONNX file to write: one pass of the policy (node features and edges in, per-node outputs out) for graphs of "
             "any size, runnable without Python by ONNX Runtime; node-wise and node-choice heads without edge features. "
-            "Checked against the policy on two graphs before it is kept. Needs graphtransfer[onnx]."
+            "Checked against the policy on two graphs before it is kept. Needs the onnx extra (pip install 'graphtransfer\\[onnx]')."
         ),
     ] = None,
     graphs: Annotated[
