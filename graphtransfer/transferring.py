@@ -75,6 +75,7 @@ def transfer(
     env: str | None = None,
     adapt_seconds: float | None = None,
     adapt_nodes: int = ADAPT_SUBGRAPH_NODES,
+    seed: int | None = None,
 ) -> TransferResult:
     """Load the model ``src`` into a model for the graphs ``dst``, evaluate zero-shot there
     against the baselines, optionally fine-tune there for ``finetune_steps`` env steps (and
@@ -85,6 +86,9 @@ def transfer(
     pass, in the evaluations and the fine-tuning alike (see :func:`graphtransfer.training.loop.finetune`);
     ``mixed_precision`` runs message passing in bfloat16 on CUDA. ``env`` names the user env of a
     model trained on one. The result's ``model`` is the saved model as an SB3 algorithm.
+
+    ``seed`` seeds the evaluations' rollouts (default 0, as ``predict``) and the fine-tuning and
+    the adaptation (default: the source model's ``ppo.seed``; a given seed is recorded in the saved config).
 
     ``adapt_seconds`` instead trains the policy for that many wall-clock seconds on subgraphs of
     ``adapt_nodes`` nodes sampled from ``dst`` (:func:`graphtransfer.training.adaptation.adapt`),
@@ -111,33 +115,39 @@ def transfer(
     loaded = policy_for_graphs(checkpoint, graphs, Runtime(max_nodes_per_batch, mixed_precision))
     policy, report = loaded.policy, loaded.report
     config = replace(config, head=head_of(loaded.env))  # folders from before heads were recorded have none
-    rows = evaluate(policy, config, graphs, max_passes)
+    if seed is not None:
+        config = replace(config, ppo=replace(config.ppo, seed=seed))
+        config.check("--seed")
+    eval_seed = 0 if seed is None else seed
+    rows = evaluate(policy, config, graphs, max_passes, seed=eval_seed)
     info = {k: v for k, v in checkpoint.meta.items() if k in ("trained_on", "training")}
     info["transferred"] = {"from": str(checkpoint.folder), "to": str(dst), "zero_shot": [_row_summary(row) for row in rows]}
     result = TransferResult(checkpoint.folder, out, config, report, rows, graphs=graphs, env=env)
     if finetune_steps:
         result.finetune = finetune(policy, config, graphs, finetune_steps, log, max_nodes_per_batch, mixed_precision)
-        result.finetuned_rows = evaluate(policy, config, graphs, max_passes)
+        result.finetuned_rows = evaluate(policy, config, graphs, max_passes, seed=eval_seed)
         info["transferred"]["finetune"] = {
             "steps": result.finetune.steps,
             "seconds": round(result.finetune.seconds, 2),
             "after": [_row_summary(row) for row in result.finetuned_rows],
         }
     if adapt_seconds is not None:
-        info["transferred"]["adapt"] = _adapt_and_keep(result, policy, adapt_seconds, adapt_nodes, max_passes, log)
+        info["transferred"]["adapt"] = _adapt_and_keep(result, policy, adapt_seconds, adapt_nodes, max_passes, eval_seed, log)
     what = "adapted model" if result.kept == "adapted" else "fine-tuned model" if finetune_steps else "transferred model"
     save_or_keep(out, policy, config, info, what=what)
     discard_earlier_outputs(out)  # an earlier run's logs, best model and checkpoints are not this model's
     return result
 
 
-def _adapt_and_keep(result: TransferResult, policy, seconds: float, nodes: int, max_passes: int | None, log: Callable[[str], None]) -> dict:
+def _adapt_and_keep(
+    result: TransferResult, policy, seconds: float, nodes: int, max_passes: int | None, eval_seed: int, log: Callable[[str], None]
+) -> dict:
     """Adapt ``policy`` in place, evaluate it on the destination graphs, and put the zero-shot
     weights back if it scores worse there; the record for the model folder's config.json."""
     zero_shot = {name: tensor.detach().clone() for name, tensor in policy.state_dict().items()}
     result.adapted = adapt(policy, result.config, result.graphs, seconds, seed=result.config.ppo.seed, log=log, size=nodes)
     trained = result.adapted.steps > 0  # else the budget ended before the first update: the weights are the zero-shot ones
-    result.adapted_rows = evaluate(policy, result.config, result.graphs, max_passes) if trained else result.rows
+    result.adapted_rows = evaluate(policy, result.config, result.graphs, max_passes, seed=eval_seed) if trained else result.rows
     before, by = eval_score(result.rows)
     after, _ = eval_score(result.adapted_rows)
     better_or_equal = after >= before if result.rows[0].sense == "max" else after <= before

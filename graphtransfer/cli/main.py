@@ -453,6 +453,13 @@ def transfer(
     max_nodes_per_batch: MaxNodesOption = None,
     mixed_precision: MixedPrecisionOption = False,
     env: EnvOption = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            help="Seed, 0 to 2^32 - 1, of the evaluations' rollouts (default 0, as predict) and of --finetune-steps and "
+            "--adapt (default: the source model's ppo.seed); the saved config records a given seed."
+        ),
+    ] = None,
 ) -> None:
     """Load a trained policy into a model for other graphs, report, evaluate zero-shot, save.
 
@@ -472,6 +479,9 @@ def transfer(
         raise UsageError(f"--finetune-steps {finetune_steps} must be 0 (no fine-tuning) or more")
     options = {"max_passes": max_passes, "finetune_steps": finetune_steps, "max_nodes_per_batch": _node_budget(max_nodes_per_batch)}
     options["adapt_seconds"] = adapt_seconds
+    if seed is not None:
+        _check_seed(seed)
+    options["seed"] = seed
     result = run_transfer(src, dst, task=task, folder=out, log=typer.echo, mixed_precision=mixed_precision, env=env, **options)
     typer.echo(f"source {result.source}: {result.report.summary()}")
     typer.echo(f"zero-shot on the destination graphs ({result.config.name}, {result.config.head} head):")
