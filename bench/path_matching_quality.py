@@ -65,33 +65,31 @@ def timed(fn):
     return result, time.perf_counter() - started
 
 
-def path_row(model: str, graph: Graph) -> str:
-    shortest, dijkstra_seconds = timed(lambda: PathEnv.objective(graph, dijkstra_route(graph)))
-    (rule, _), _ = timed(lambda: guide_rule(graph))
+def policy_cells(model: str, graph: Graph, reference: float, digits: int) -> str:
+    """The policy's table cells, sampled then deterministic, one rollout each: its objective over
+    ``reference``, whether it is feasible, its passes and seconds; ends the row."""
     cells = []
     for deterministic in (False, True):
         solution, _ = predict_graph(model, graph, rollouts=1, deterministic=deterministic)
-        arrived = "yes" if solution.feasible else "NO"
-        cells.append(f"{solution.objective / shortest:.3f} ({arrived}, {solution.passes} passes, {solution.seconds:.1f} s)")
-    return (
-        f"| {graph.name} | {graph.num_nodes:,} | {shortest:.2f} ({dijkstra_seconds:.2f} s) | {rule / shortest:.3f} | "
-        + " | ".join(cells)
-        + " |"
-    )
+        ok = "yes" if solution.feasible else "NO"
+        cells.append(f"{solution.objective / reference:.{digits}f} ({ok}, {solution.passes} passes, {solution.seconds:.1f} s)")
+    return " | ".join(cells) + " |"
+
+
+def path_row(model: str, graph: Graph) -> str:
+    shortest, dijkstra_seconds = timed(lambda: PathEnv.objective(graph, dijkstra_route(graph)))
+    (rule, _), _ = timed(lambda: guide_rule(graph))
+    cells = policy_cells(model, graph, shortest, digits=3)
+    return f"| {graph.name} | {graph.num_nodes:,} | {shortest:.2f} ({dijkstra_seconds:.2f} s) | {rule / shortest:.3f} | " + cells
 
 
 def matching_row(model: str, graph: Graph) -> str:
     greedy, greedy_seconds = timed(lambda: MatchingEnv.objective(graph, greedy_by_weight(graph)))
     gain, gain_seconds = timed(lambda: MatchingEnv.objective(graph, greedy_by_gain(graph)))
-    cells = []
-    for deterministic in (False, True):
-        solution, _ = predict_graph(model, graph, rollouts=1, deterministic=deterministic)
-        valid = "yes" if solution.feasible else "NO"
-        cells.append(f"{solution.objective / greedy:.4f} ({valid}, {solution.passes} passes, {solution.seconds:.1f} s)")
+    cells = policy_cells(model, graph, greedy, digits=4)
     return (
         f"| {graph.name} | {graph.num_nodes:,} | {greedy:.1f} ({greedy_seconds:.2f} s) | {gain / greedy:.4f} ({gain_seconds:.2f} s) | "
-        + " | ".join(cells)
-        + " |"
+        + cells
     )
 
 

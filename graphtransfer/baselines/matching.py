@@ -24,16 +24,8 @@ def greedy_by_weight(graph: Graph) -> np.ndarray:
     round takes exactly the edges a sequential scan in that order takes, so the result is the
     sequential greedy's; rounds are few on random weights.
     """
-    weights, twin = edge_weights(graph), twin_edges(graph)
-    mate = np.full(graph.num_nodes, -1, dtype=np.int64)
-    live = np.flatnonzero(graph.edge_index[0] < graph.edge_index[1])
-    while live.size:
-        joined = locally_heaviest(graph, weights, twin, live)
-        src, dst = graph.edge_index[:, joined]
-        mate[src] = dst
-        src, dst = graph.edge_index[:, live]
-        live = live[(mate[src] < 0) & (mate[dst] < 0)]
-    return mate
+    weights = edge_weights(graph)
+    return _join_local_maxima(graph, np.flatnonzero(graph.edge_index[0] < graph.edge_index[1]), lambda live: weights)
 
 
 def greedy_by_gain(graph: Graph, rounds: int = PRICE_ROUNDS) -> np.ndarray:
@@ -45,12 +37,23 @@ def greedy_by_gain(graph: Graph, rounds: int = PRICE_ROUNDS) -> np.ndarray:
     be told apart from its features'.
     """
     weights, twin = edge_weights(graph), twin_edges(graph)
-    mate = np.full(graph.num_nodes, -1, dtype=np.int64)
-    live = np.arange(graph.edge_index.shape[1])
-    while live.size:
+
+    def scores(live: np.ndarray) -> np.ndarray:
         score = np.full(weights.size, -np.inf)
         score[live] = gains(graph, weights, twin, live, rounds)
-        joined = locally_heaviest(graph, score, twin, live)
+        return score
+
+    return _join_local_maxima(graph, np.arange(graph.edge_index.shape[1]), scores, twin)
+
+
+def _join_local_maxima(graph: Graph, live: np.ndarray, scores, twin: np.ndarray | None = None) -> np.ndarray:
+    """Rounds in which every ``live`` edge whose score (``scores(live)``, one per directed edge)
+    is the highest at both its endpoints joins, until no edge between unmatched nodes is left;
+    the mate of each node, -1 where it has none."""
+    twin = twin_edges(graph) if twin is None else twin
+    mate = np.full(graph.num_nodes, -1, dtype=np.int64)
+    while live.size:
+        joined = locally_heaviest(graph, scores(live), twin, live)
         src, dst = graph.edge_index[:, joined]
         mate[src] = dst
         src, dst = graph.edge_index[:, live]
