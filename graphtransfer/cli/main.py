@@ -7,18 +7,18 @@ PyG and SB3 are imported inside the commands that run a model, so ``--help``, ``
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from graphtransfer.cli.common import fail as _fail
 from graphtransfer.cli.common import friendly_errors
 from graphtransfer.cli.graphs import app as graphs_app
+from graphtransfer.cli.options import takes_settings, typed
 from graphtransfer.config import (
     AUTO_ROLLOUTS,
     DEFAULT_COMMIT_FRACTION,
@@ -34,11 +34,8 @@ from graphtransfer.config import (
     RENUMBER_FROM_NODES,
     ROLLOUT_NODE_BUDGET,
     SEED_LIMIT,
-    ModelConfig,
-    PPOConfig,
     RunConfig,
     cli_keys,
-    help_of,
 )
 from graphtransfer.errors import ClusterLost, GraphTransferError, UsageError
 from graphtransfer.process import free_cores, prefer_small_pages, tune_process
@@ -62,7 +59,6 @@ def _tune_this_process() -> None:
     tune_process()
 
 
-_DEFAULT_MODEL, _DEFAULT_PPO = ModelConfig(), PPOConfig()
 _WORKERS_HELP = "With a folder of graphs: local worker processes, one torch thread each (default: 1; with --ray-address, one per CPU)."
 _RAY_HELP = (
     "With a folder of graphs: run on this Ray cluster ('auto', 'local' starts one here, or host:port); "
@@ -151,17 +147,21 @@ EnvOption = Annotated[
 ]
 
 
-def _train_option_keys() -> dict[str, str]:
-    """train's options that set a config key, by parameter name, derived from the schema; only
-    those typed on the command line are applied, so a --config file's values are not overwritten
-    by the options' defaults."""
-    return cli_keys()
+TRAIN_SETTINGS = (
+    *("task", "graphs", "env", "env_kwargs", "algo", "horizon"),
+    *("steps", "n_envs", "n_steps", "batch_size", "epochs", "target_kl", "seed", "threads", "device", "vec_env", "ray_address"),
+    *("conv", "layers", "width"),
+    *("eval_graphs", "eval_every", "checkpoint_every", "verbose", "tensorboard"),
+)
+"""train's options that set a config key, by option name; each is made from its schema field"""
 
 
 @app.command()
 @friendly_errors
+@takes_settings(*TRAIN_SETTINGS)
 def train(
     ctx: typer.Context,
+    settings: dict[str, Any],
     config_file: Annotated[
         Path | None,
         typer.Option(
@@ -174,54 +174,9 @@ def train(
         typer.Option("--set", help="Override one setting by its dotted key, e.g. --set ppo.gamma=0.995 --set model.width=128."),
     ] = None,
     print_config: Annotated[bool, typer.Option(help="Print the resolved settings as YAML and exit without training.")] = False,
-    task: Annotated[
-        str, typer.Option(help="Built-in task: mis, mvc, mvc-weighted, maxcut, epidemic, matching or path ('graphtransfer tasks').")
-    ] = "mis",
-    graphs: Annotated[str, typer.Option(help="Sample set name, graph file, or folder of graph files to train on.")] = "small",
-    env: Annotated[str | None, typer.Option(help="Your own env instead of a task: 'package.module:Class' or a gymnasium id.")] = None,
-    env_kwargs: Annotated[str, typer.Option(help="JSON object of extra env constructor arguments.")] = "{}",
     out: Annotated[Path | None, typer.Option(help="Model folder to write (default: runs/TASK/GRAPHS).")] = None,
-    algo: Annotated[
-        str,
-        typer.Option(
-            help="ppo, a2c (both for every head) or dqn (node-choice tasks such as mvc: a Q-value per node; its own settings "
-            "are --set dqn.KEY=VALUE, e.g. --set dqn.buffer_size=20000)."
-        ),
-    ] = "ppo",
-    steps: Annotated[int, typer.Option(help=help_of("ppo.total_timesteps"))] = _DEFAULT_PPO.total_timesteps,
-    n_envs: Annotated[int, typer.Option(help=help_of("ppo.n_envs"))] = _DEFAULT_PPO.n_envs,
-    vec_env: Annotated[
-        str,
-        typer.Option(
-            help="dummy: all envs in this process; subproc: one process per env (for slow envs on many cores); "
-            "ray: one Ray actor per env, on --ray-address (for slow envs on a cluster; pip install 'graphtransfer\\[ray]')."
-        ),
-    ] = _DEFAULT_PPO.vec_env,
-    ray_address: Annotated[
-        str | None, typer.Option(help="With --vec-env ray: the cluster ('auto' or host:port; default: RAY_ADDRESS, else a local Ray).")
-    ] = None,
-    n_steps: Annotated[
-        int, typer.Option(help="Steps per env between PPO updates; more than fit in memory are refused with a count that fits.")
-    ] = _DEFAULT_PPO.n_steps,
-    batch_size: Annotated[int, typer.Option(help=help_of("ppo.batch_size"))] = _DEFAULT_PPO.batch_size,
-    epochs: Annotated[int, typer.Option(help=help_of("ppo.n_epochs"))] = _DEFAULT_PPO.n_epochs,
-    target_kl: Annotated[float | None, typer.Option(help=help_of("ppo.target_kl"))] = None,
-    horizon: Annotated[int | None, typer.Option(help="Env steps before an episode is cut off (default: the task's).")] = None,
-    conv: Annotated[str, typer.Option(help=help_of("model.conv"))] = _DEFAULT_MODEL.conv,
-    layers: Annotated[int, typer.Option(help=help_of("model.num_layers"))] = _DEFAULT_MODEL.num_layers,
-    width: Annotated[int, typer.Option(help=help_of("model.width"))] = _DEFAULT_MODEL.width,
-    seed: Annotated[int, typer.Option(help=help_of("ppo.seed"))] = _DEFAULT_PPO.seed,
-    threads: Annotated[int, typer.Option(help="Torch CPU threads.")] = _DEFAULT_PPO.threads,
     max_nodes_per_batch: MaxNodesOption = None,
     mixed_precision: MixedPrecisionOption = False,
-    device: Annotated[str, typer.Option(help="auto, cpu or cuda (cuda where torch sees no GPU is an error).")] = _DEFAULT_PPO.device,
-    eval_graphs: Annotated[
-        str | None, typer.Option(help="Held-out graphs to evaluate on during training; the best model is kept in OUT/best/.")
-    ] = None,
-    eval_every: Annotated[int, typer.Option(help="Evaluate every N env steps (0: only at the end).")] = 0,
-    checkpoint_every: Annotated[int, typer.Option(help="Save a resumable checkpoint to OUT/checkpoints/step-N/ every N env steps.")] = 0,
-    verbose: Annotated[bool, typer.Option(help="Print SB3's table of training statistics after every rollout.")] = False,
-    tensorboard: Annotated[bool, typer.Option(help="Also log to OUT/tensorboard/ (pip install 'graphtransfer\\[tensorboard]').")] = False,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     resume: Annotated[
         Path | None,
@@ -238,7 +193,7 @@ def train(
 
       graphtransfer train --task mis --graphs small
 
-      graphtransfer train --task mvc --algo dqn --steps 20000
+      graphtransfer train --task mvc --algo dqn --steps 20000 --set dqn.buffer_size=20000
 
       graphtransfer train --config runs/mis/small/config.yaml --out runs/mis/again
 
@@ -248,41 +203,32 @@ def train(
 
       graphtransfer train --env mysim:EpidemicSim --vec-env ray --ray-address auto --n-envs 32
     """
-    from graphtransfer.training.loop import resume as resume_training
-    from graphtransfer.training.loop import train as run_training
-
+    budget = _node_budget(max_nodes_per_batch)
+    env, typed_precision = settings.get("env"), typed(ctx, "mixed_precision")
     if resume is not None:
+        from graphtransfer.training.loop import resume as resume_training
+
         _refuse_settings_beside_resume(ctx)
-        typed = ctx.get_parameter_source("mixed_precision").name == "COMMANDLINE"
-        runtime = {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision if typed else None}
-        result = resume_training(resume, progress=progress and sys.stderr.isatty(), log=typer.echo, env=env, **runtime)
-        return _report_training(result, env)
-    keys = _train_option_keys()
-    typed = {name: value for name, value in ctx.params.items() if name in keys and _typed(ctx, name)}
-    config = _train_config(config_file, typed, set_values or [])
+        runtime = {"max_nodes_per_batch": budget, "mixed_precision": mixed_precision if typed_precision else None}
+        return _report_training(resume_training(resume, progress=progress and sys.stderr.isatty(), log=typer.echo, env=env, **runtime), env)
+    keys = cli_keys()
+    settings |= {keys["max_nodes_per_batch"]: budget} if budget is not None else {}
+    settings |= {keys["mixed_precision"]: mixed_precision} if typed_precision else {}
+    config = _train_config(config_file, settings, set_values or [])
     if print_config:
         typer.echo(config.to_yaml(), nl=False)
         return None
+    from graphtransfer.training.loop import train as run_training  # torch and SB3 load here, not for --print-config
+
     _report_training(run_training(config, out, progress=progress and sys.stderr.isatty(), log=typer.echo), config.env)
 
 
-def _typed(ctx: typer.Context, name: str) -> bool:
-    source = ctx.get_parameter_source(name)
-    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
-
-
-def _train_config(config_file: Path | None, typed: dict, set_values: list[str]) -> RunConfig:
+def _train_config(config_file: Path | None, settings: dict[str, Any], set_values: list[str]) -> RunConfig:
     """The run's settings from the layers, in order; every layer is checked where it comes from."""
     from graphtransfer.config.layers import option_layer, parse_sets, read_file, resolve
 
-    if "env_kwargs" in typed:
-        typed["env_kwargs"] = _json_object(typed["env_kwargs"], "--env-kwargs")
-    if "max_nodes_per_batch" in typed:
-        typed["max_nodes_per_batch"] = _node_budget(typed["max_nodes_per_batch"])
-    keys = _train_option_keys()
     layers = [read_file(config_file)] if config_file else []
-    layers += [option_layer({keys[name]: value for name, value in typed.items()}), parse_sets(set_values)]
-    return resolve(layers)
+    return resolve([*layers, option_layer(settings), parse_sets(set_values)])
 
 
 def _refuse_settings_beside_resume(ctx: typer.Context) -> None:
@@ -313,10 +259,16 @@ def _report_training(result: TrainResult, env: str | None) -> None:
     typer.echo(f"saved {result.folder}")
 
 
+TUNE_SETTINGS = ("task", "graphs", "env", "env_kwargs", "steps", "n_envs", "seed", "eval_graphs", "eval_every")
+"""tune's options that set a config key of every trial, by option name; each is made from its schema field"""
+
+
 @app.command()
 @friendly_errors
+@takes_settings(*TUNE_SETTINGS)
 def tune(
     ctx: typer.Context,
+    settings: dict[str, Any],
     n_trials: Annotated[
         int,
         typer.Option(
@@ -365,17 +317,6 @@ def tune(
     ] = "median",
     config_file: Annotated[Path | None, typer.Option("--config", help="YAML file of the settings the search starts from.")] = None,
     set_values: Annotated[list[str] | None, typer.Option("--set", help="Override one setting by its dotted key, as for train.")] = None,
-    task: Annotated[str, typer.Option(help="Built-in task: mis, mvc, mvc-weighted, maxcut, epidemic, matching or path.")] = "mis",
-    graphs: Annotated[str, typer.Option(help="Sample set name, graph file, or folder of graph files to train on.")] = "small",
-    env: Annotated[str | None, typer.Option(help="Your own env instead of a task: 'package.module:Class' or a gymnasium id.")] = None,
-    env_kwargs: Annotated[str, typer.Option(help="JSON object of extra env constructor arguments.")] = "{}",
-    steps: Annotated[int, typer.Option(help="Env steps each trial trains for.")] = _DEFAULT_PPO.total_timesteps,
-    n_envs: Annotated[int, typer.Option(help=help_of("ppo.n_envs"))] = _DEFAULT_PPO.n_envs,
-    seed: Annotated[int, typer.Option(help="Seed of every trial's training and of the sampler.")] = _DEFAULT_PPO.seed,
-    eval_graphs: Annotated[str | None, typer.Option(help="Held-out graphs each trial is scored on (default: the training graphs).")] = None,
-    eval_every: Annotated[
-        int | None, typer.Option(help="Evaluate (and maybe prune) every N env steps (default: a fifth of a trial).")
-    ] = None,
     plot: Annotated[bool, typer.Option(help="Draw the study's history to OUT/study.png (with --n-trials 0: only draw).")] = False,
 ) -> None:
     """Search PPO and model settings with Optuna (pruning on held-out evaluations); write the best as a config.
@@ -404,9 +345,7 @@ def tune(
     if jobs < 1:
         raise UsageError(f"--n-jobs {n_jobs!r} must be a whole number of processes, at least 1, e.g. --n-jobs 2")
     search = Search(n_trials, timeout, storage, study_name, jobs, sampler, pruner)
-    keys = _train_option_keys()
-    typed = {name: value for name, value in ctx.params.items() if name in keys and _typed(ctx, name)}
-    config = _train_config(config_file, typed, set_values or [])
+    config = _train_config(config_file, settings, set_values or [])
     folder = out or Path("runs") / "tune" / config.name / Path(config.graphs).stem
     if n_trials:
         result = run_tune(config, folder, search, log=typer.echo)
@@ -938,16 +877,6 @@ def _use_threads(threads: int | None, nodes: int | None = None) -> None:
     if threads is None:
         threads = 1 if nodes is not None and nodes < ONE_THREAD_BELOW else free_cores()
     torch.set_num_threads(threads)
-
-
-def _json_object(text: str, option: str) -> dict:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise UsageError(f"{option} {text!r} is not JSON ({err.msg}); pass an object such as '{{\"horizon\": 16}}'") from None
-    if not isinstance(value, dict):
-        raise UsageError(f"{option} {text!r} is not a JSON object; pass an object such as '{{\"horizon\": 16}}'")
-    return value
 
 
 def _whole_number(text: str) -> int:

@@ -16,7 +16,7 @@ import re
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, Field, asdict, dataclass, field, fields
 from importlib import resources
 from typing import Any, Literal, Union
 
@@ -125,7 +125,9 @@ class PPOConfig:
     ray_address: str | None = setting(
         None, "runtime: the Ray cluster of --vec-env ray ('auto', host:port; default: RAY_ADDRESS, else a local instance)"
     )
-    n_steps: int = setting(32, "steps per env between updates", low=1, high=10**8)
+    n_steps: int = setting(
+        32, "steps per env between updates; more than fit in memory are refused with a count that fits", low=1, high=10**8
+    )
     batch_size: int = setting(64, "observations per minibatch", low=1, high=10**8)
     n_epochs: int = setting(4, "passes over each rollout", low=1, high=10**4, cli="epochs")
     learning_rate: float | str = setting(3e-4, "a number, or 'lin_<start>': linear decay from start to 0 over the run")
@@ -134,7 +136,7 @@ class PPOConfig:
     clip_range: float | str = setting(0.2, "a number, or 'lin_<start>' like learning_rate")
     ent_coef: float = setting(0.0, "entropy bonus, per real node (size-invariant)", low=0.0)
     target_kl: float | None = setting(None, "stop an update's epochs early once the KL to the old policy exceeds this", low=0.0)
-    seed: int = setting(0, "random seed", low=0, high=SEED_LIMIT - 1)
+    seed: int = setting(0, "random seed (tune: of every trial's training and of the sampler)", low=0, high=SEED_LIMIT - 1)
     threads: int = setting(1, "torch CPU threads; one is fastest for small graphs on 2 cores", low=1, high=1024)
     device: Device = setting("auto", "cpu, cuda or auto")
     max_nodes_per_batch: int | None = setting(
@@ -167,9 +169,12 @@ class LogConfig:
     """What a training run writes besides its model, all inside the run folder."""
 
     stdout: bool = setting(False, "print SB3's table of training statistics after every rollout", cli="verbose")
-    tensorboard: bool = setting(False, "also write TensorBoard event files to tensorboard/ (needs graphtransfer[tensorboard])")
-    eval_graphs: str | None = setting(None, "held-out graphs (set name, file or folder) to evaluate on; the best model goes to best/")
-    eval_every: int = setting(0, "evaluate every this many env steps (0: only once training ends)", low=0)
+    tensorboard: bool = setting(False, "also write TensorBoard event files to tensorboard/ (pip install 'graphtransfer[tensorboard]')")
+    eval_graphs: str | None = setting(
+        None, "held-out graphs (set name, file or folder) to evaluate on; the best model goes to best/ (tune: each trial's "
+        "score, default the training graphs)"
+    )
+    eval_every: int = setting(0, "evaluate every this many env steps (0: only once training ends; tune: a fifth of a trial)", low=0)
     checkpoint_every: int = setting(0, "save a resumable checkpoint to checkpoints/step-<N>/ every this many env steps (0: none)", low=0)
 
 
@@ -218,14 +223,17 @@ class RunConfig:
     graphs: str = setting("small", "sample set name, graph file or folder of graphs to train on")
     horizon: int | None = setting(None, "env steps before an episode is cut off (None: the task's default)", low=1, high=10**9)
     env: str | None = setting(None, "the user's env instead of a task: 'package.module:Class' or a gymnasium id")
-    env_kwargs: dict[str, Any] = setting(help="extra keyword arguments for the env's constructor", factory=dict)
+    env_kwargs: dict[str, Any] = setting(
+        help="extra keyword arguments for the env's constructor (on the command line a JSON object, e.g. '{\"horizon\": 16}')",
+        factory=dict,
+    )
     head: HeadName = setting(
         "", "policy head, filled in from the env at training time: node-wise, node-choice, edge-wise, edge-choice or graph-level"
     )
     algo: Algo = setting(
         "ppo",
-        "RL algorithm: ppo (every head), a2c (every head) or dqn (node-choice and edge-choice heads: a Q-value per node or edge); "
-        "model folders written before this setting read as ppo",
+        "RL algorithm: ppo (every head), a2c (every head) or dqn (node-choice and edge-choice heads: a Q-value per node or edge; "
+        "its own settings are the dqn section, e.g. --set dqn.buffer_size=20000); a config without it reads as ppo",
     )
     model: ModelConfig = field(default_factory=ModelConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
@@ -272,11 +280,28 @@ SECTIONS: dict[str, type] = {"model": ModelConfig, "ppo": PPOConfig, "dqn": DQNC
 """RunConfig's nested sections, by key"""
 
 
-def help_of(dotted: str) -> str:
-    """The help text declared for a dotted key such as ``ppo.n_steps``."""
+def declaration(dotted: str) -> tuple[Field, Any]:
+    """The field declared for a dotted key such as ``ppo.n_steps``, and its type hint."""
     section, _, name = dotted.rpartition(".")
     kind = SECTIONS[section] if section else RunConfig
-    return next(f.metadata["help"] for f in fields(kind) if f.name == name)
+    return next(f for f in fields(kind) if f.name == name), typing.get_type_hints(kind)[name]
+
+
+def help_of(dotted: str) -> str:
+    """The help text declared for a dotted key such as ``ppo.n_steps``."""
+    return declaration(dotted)[0].metadata["help"]
+
+
+def check_setting(where: str, dotted: str, value: Any) -> Any:
+    """``value`` converted to the type declared for ``dotted`` and checked against its range or
+    choices, as every layer is; a bad one is a :class:`UsageError` that starts with ``where``
+    (an option's name, say: ``--n-envs: 0 must be at least 1``). A value that is not None is
+    checked against the declared type without None: an option's text is never null."""
+    declared, hint = declaration(dotted)
+    options = typing.get_args(hint) if typing.get_origin(hint) in (Union, types.UnionType) else (hint,)
+    if value is not None and type(None) in options:
+        hint = Union[tuple(option for option in options if option is not type(None))]  # noqa: UP007 (a tuple of types)
+    return _check_value(where, dotted, value, hint, declared.metadata)
 
 
 def cli_keys() -> dict[str, str]:
@@ -302,7 +327,7 @@ def check_layer(source: str, data: dict[str, Any]) -> dict[str, Any]:
                 raise UsageError(f"{source}: {key}: expected a mapping of {key} settings, found {value!r}")
             checked[key] = _check_section(source, key, value)
         elif key in declared:
-            checked[key] = _check_value(source, key, value, *declared[key])
+            checked[key] = _check_value(f"{source}: {key}", key, value, *declared[key])
         else:
             raise UsageError(f"{source}: unknown key {key}; known keys are {', '.join(sorted(declared))}")
     return checked
@@ -320,37 +345,38 @@ def _check_section(source: str, section: str, values: dict[str, Any]) -> dict[st
     for key, value in values.items():
         if key not in declared:
             raise UsageError(f"{source}: unknown key {section}.{key}; {section} has {', '.join(declared)}")
-        checked[key] = _check_value(source, f"{section}.{key}", value, *declared[key])
+        checked[key] = _check_value(f"{source}: {section}.{key}", f"{section}.{key}", value, *declared[key])
     return checked
 
 
-def _check_value(source: str, key: str, value: Any, hint: Any, metadata: Mapping[str, Any]) -> Any:
-    """``value`` converted to ``hint``'s type and checked against the key's range or choices."""
+def _check_value(where: str, key: str, value: Any, hint: Any, metadata: Mapping[str, Any]) -> Any:
+    """``value`` converted to ``hint``'s type and checked against the key's range or choices; an
+    error starts with ``where`` (``source: key``, or an option's name)."""
     options = typing.get_args(hint) if typing.get_origin(hint) in (Union, types.UnionType) else (hint,)
     converted = _convert(value, options)
     choices = [choice for option in options if typing.get_origin(option) is Literal for choice in typing.get_args(option)]
     if converted is _BAD and choices and isinstance(value, str):
-        raise UsageError(f"{source}: {key}: {value!r} is not one of {', '.join(choice for choice in choices if choice)}")
+        raise UsageError(f"{where}: {value!r} is not one of {', '.join(choice for choice in choices if choice)}")
     if converted is _BAD:
         names = " or ".join(_type_name(option) for option in options)
-        raise UsageError(f"{source}: {key}: expected {names}, got {value!r}")
+        raise UsageError(f"{where}: expected {names}, got {value!r}")
     if isinstance(converted, str) and key in ("ppo.learning_rate", "ppo.clip_range"):
-        _check_schedule(source, key, converted)
+        _check_schedule(where, converted)
     problem = _out_of_range(converted, metadata.get("low"), metadata.get("high"))
     if problem:
-        raise UsageError(f"{source}: {key}: {converted!r} {problem}")
+        raise UsageError(f"{where}: {converted!r} {problem}")
     return converted
 
 
-def _check_schedule(source: str, key: str, value: str) -> None:
+def _check_schedule(where: str, value: str) -> None:
     try:
         start = schedule_start(value)
     except ValueError:
         raise UsageError(
-            f"{source}: {key}: {value!r} is not a number or a schedule; write e.g. 3e-4, or lin_3e-4 for a linear decay to 0"
+            f"{where}: {value!r} is not a number or a schedule; write e.g. 3e-4, or lin_3e-4 for a linear decay to 0"
         ) from None
     if start <= 0:
-        raise UsageError(f"{source}: {key}: {value!r} must start above 0")
+        raise UsageError(f"{where}: {value!r} must start above 0")
 
 
 def _out_of_range(value: Any, low: float | None, high: float | None) -> str:

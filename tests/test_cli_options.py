@@ -1,0 +1,84 @@
+"""The options made from the schema (graphtransfer.cli.options): every config-backed option of
+train and tune shows its field's help, choices, range and default, and is checked by the schema."""
+
+import typing
+from dataclasses import MISSING
+
+import pytest
+import typer.main
+import yaml
+from typer.testing import CliRunner
+
+from graphtransfer.cli import app
+from graphtransfer.config import cli_keys, declaration
+
+runner = CliRunner()
+COMMANDS = typer.main.get_command(app).commands
+
+
+def _choices(hint) -> list[str]:
+    options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, type(int | None)) else (hint,)
+    return [value for option in options if typing.get_origin(option) is typing.Literal for value in typing.get_args(option) if value]
+
+
+@pytest.mark.parametrize("command", ["train", "tune"])
+def test_every_config_backed_option_shows_the_schemas_help_choices_and_default(command):
+    """A hand-written option under a setting's name, whose help or choices drift from the schema's, fails here."""
+    keys = cli_keys()
+    backed = [param for param in COMMANDS[command].params if param.name in keys]
+    assert len(backed) >= (20 if command == "train" else 9)
+    for param in backed:
+        declared, hint = declaration(keys[param.name])
+        shown = param.help.replace("\\[", "[")
+        if param.name in ("max_nodes_per_batch", "mixed_precision"):  # predict's, eval's and transfer's runtime options too
+            continue
+        assert shown == declared.metadata["help"], f"{command} --{param.name}: help differs from the schema's"
+        choices = _choices(hint)
+        if choices:
+            assert param.metavar == "[" + "|".join(choices) + "]", f"{command} --{param.name}: choices differ from the schema's"
+        low, high = declared.metadata["low"], declared.metadata["high"]
+        if low is not None and high is not None:
+            shown_range = [float(end) for end in param.metavar.rpartition(" ")[2].replace(",", "").split("..")]
+            assert shown_range == [low, high], f"{command} --{param.name}: range differs from the schema's"
+        if declared.default is not MISSING:
+            expected = declared.default if hint is bool or declared.default is None else str(declared.default)
+            assert param.default == expected, f"{command} --{param.name}: default differs from the schema's"
+
+
+def test_help_shows_the_choices_and_ranges():
+    shown = " ".join(runner.invoke(app, ["train", "--help"], env={"COLUMNS": "300"}).output.split())
+    for text in ("[sage|gcn|gin]", "[ppo|a2c|dqn]", "[auto|cpu|cuda]", "[dummy|subproc|ray]", "<int> 1..4,096", "[default: 30000]"):
+        assert text in shown
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["train", "--n-envs", "0"], "error: --n-envs: 0 must be at least 1"),
+        (["train", "--layers", "99"], "error: --layers: 99 must be at most 32"),
+        (["train", "--conv", "gat"], "error: --conv: 'gat' is not one of sage, gcn, gin"),
+        (["train", "--steps", "lots"], "error: --steps: expected an integer, got 'lots'"),
+        (["train", "--target-kl", "nan"], "error: --target-kl: expected a number, got 'nan'"),
+        (["train", "--horizon", "2.5"], "error: --horizon: expected an integer, got '2.5'"),
+        (["train", "--env-kwargs", "[1]"], "error: --env-kwargs '[1]' is not a JSON object; pass an object such as '{\"horizon\": 16}'"),
+        (["tune", "--seed", "-1"], "error: --seed: -1 must be 0 or more"),
+        (["tune", "--eval-every", "-5"], "error: --eval-every: -5 must be 0 or more"),
+    ],
+)
+def test_a_bad_option_is_one_line_from_the_schema_and_nothing_runs(args, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert result.stderr == message + "\n"
+    assert not list(tmp_path.iterdir())
+
+
+def test_typed_options_are_one_layer_and_those_left_out_keep_the_config_file(tmp_path):
+    file = tmp_path / "c.yaml"
+    file.write_text("ppo:\n  n_envs: 3\n  seed: 9\nlog:\n  stdout: true\n")
+    typed = ["--steps", "1e5", "--conv", "gcn", "--no-verbose", "--env-kwargs", '{"horizon": 4}', "--seed", "7"]
+    result = runner.invoke(app, ["train", "--config", str(file), *typed, "--print-config"])
+    assert result.exit_code == 0, result.output
+    config = yaml.safe_load(result.stdout)
+    assert (config["ppo"]["total_timesteps"], config["model"]["conv"], config["env_kwargs"]) == (100_000, "gcn", {"horizon": 4})
+    assert (config["log"]["stdout"], config["ppo"]["seed"], config["ppo"]["n_envs"]) == (False, 7, 3)
