@@ -11,13 +11,13 @@ Where the values come from and in which order is :mod:`graphtransfer.config.laye
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import types
 import typing
+import warnings
 from collections.abc import Mapping
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, InitVar, asdict, dataclass, field, fields, replace
 from importlib import resources
 from typing import Any, Literal, Union
 
@@ -121,6 +121,10 @@ class ModelConfig:
     )
 
 
+RUNTIME_IN_PPO = ("threads", "device", "max_nodes_per_batch", "mixed_precision", "vec_env", "ray_address")
+"""the runtime settings that config files written before :class:`Runtime` existed hold in ``ppo``"""
+
+
 @dataclass
 class PPOConfig:
     """PPO's settings, and those every algorithm shares (steps, envs, learning rate, gamma, seed;
@@ -138,6 +142,25 @@ class PPOConfig:
     ent_coef: float = setting(0.0, "entropy bonus, per real node (size-invariant)", low=0.0)
     target_kl: float | None = setting(None, "stop an update's epochs early once the KL to the old policy exceeds this", low=0.0)
     seed: int = setting(0, "random seed", low=0, high=SEED_LIMIT - 1)
+    # Deprecated: the runtime settings PPOConfig held before Runtime. Given here, RunConfig moves them to its
+    # runtime; read here, they are None (read RunConfig.runtime).
+    threads: InitVar[int | None] = None
+    device: InitVar[str | None] = None
+    max_nodes_per_batch: InitVar[int | None] = None
+    mixed_precision: InitVar[bool | None] = None
+    vec_env: InitVar[str | None] = None
+    ray_address: InitVar[str | None] = None
+
+    def __post_init__(self, *runtime: Any) -> None:
+        given = {name: value for name, value in zip(RUNTIME_IN_PPO, runtime, strict=True) if value is not None}
+        if given:
+            names = ", ".join(f"{name}=..." for name in given)
+            warnings.warn(
+                f"PPOConfig({names}) is deprecated: runtime settings are RunConfig(runtime=Runtime({names}))",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            self._given_runtime = given
 
 
 @dataclass
@@ -207,8 +230,6 @@ class Runtime:
         check_fields(self)
 
 
-RUNTIME_IN_PPO = ("threads", "device", "max_nodes_per_batch", "mixed_precision", "vec_env", "ray_address")
-"""the runtime settings that config files written before :class:`Runtime` existed hold in ``ppo``"""
 
 
 @dataclass(frozen=True)
@@ -315,6 +336,9 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         self.head = typing.cast(HeadName, str(self.head))  # a Head enum member is stored as its plain value
+        given = vars(self.ppo).pop("_given_runtime", {})  # the deprecated PPOConfig(threads=...): where runtime has the default
+        if given:
+            self.runtime = replace(self.runtime, **{k: v for k, v in given.items() if getattr(self.runtime, k) == getattr(Runtime, k)})
 
     @property
     def name(self) -> str:
@@ -405,7 +429,6 @@ def check_fields(params: Any) -> None:
         object.__setattr__(params, name, _check_value(where, name, getattr(params, name), hint, metadata))
 
 
-@functools.cache
 def _declared(kind: type) -> dict[str, tuple[Any, Mapping[str, Any]]]:
     """Each field's type hint and metadata, by name."""
     hints = typing.get_type_hints(kind)
