@@ -415,6 +415,8 @@ def check_layer(source: str, data: dict[str, Any]) -> dict[str, Any]:
     moved = {name: checked["ppo"].pop(name) for name in RUNTIME_IN_PPO if name in checked.get("ppo", {})}
     if moved:
         checked["runtime"] = moved | checked.get("runtime", {})
+        if not checked["ppo"]:
+            del checked["ppo"]
     return checked
 
 
