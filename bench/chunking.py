@@ -19,7 +19,7 @@ import time
 import torch
 
 from bench.harness import MIB, in_fresh_process, markdown_table, median, print_preamble, rss_before_call, seconds_per_call
-from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
+from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
 from graphtransfer.envs.factory import run_env
 from graphtransfer.graphs import load_graph
 from graphtransfer.nn import build_policy, configure_runtime, extractor
@@ -56,7 +56,7 @@ def measure_finetune(budget: int | None, threads: int) -> tuple[float, float, fl
     policy = build_policy("node-wise", config.model, env.observation_space, env.action_space)
     before = rss_before_call()
     started = time.perf_counter()
-    result = finetune(policy, config, [graph], 2, log=lambda line: None, max_nodes_per_batch=budget)
+    result = finetune(policy, config, [graph], 2, log=lambda line: None, runtime=Runtime(max_nodes_per_batch=budget))
     seconds = time.perf_counter() - started
     return seconds, result.rollout_seconds, result.update_seconds, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / MIB
 

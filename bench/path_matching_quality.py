@@ -19,6 +19,7 @@ import torch
 
 from graphtransfer.baselines.matching import greedy_by_gain, greedy_by_weight
 from graphtransfer.baselines.path import dijkstra_route
+from graphtransfer.config import Decoding
 from graphtransfer.envs import MatchingEnv, PathEnv
 from graphtransfer.graphs import Graph, barabasi_albert, delaunay, erdos_renyi, random_geometric
 from graphtransfer.graphs.graph import from_edges
@@ -70,7 +71,7 @@ def policy_cells(model: str, graph: Graph, reference: float, digits: int) -> str
     ``reference``, whether it is feasible, its passes and seconds; ends the row."""
     cells = []
     for deterministic in (False, True):
-        solution, _ = predict_graph(model, graph, rollouts=1, deterministic=deterministic)
+        solution, _ = predict_graph(model, graph, Decoding(rollouts=1, deterministic=deterministic))
         ok = "yes" if solution.feasible else "NO"
         cells.append(f"{solution.objective / reference:.{digits}f} ({ok}, {solution.passes} passes, {solution.seconds:.1f} s)")
     return " | ".join(cells) + " |"

@@ -40,15 +40,15 @@ from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.baselines.mvc import greedy_max_degree
 from graphtransfer.baselines.polish import POLISH
 from graphtransfer.checkpoint import read_checkpoint
-from graphtransfer.config import AUTO_ROLLOUTS, RunConfig, ppo_for_task
+from graphtransfer.config import AUTO_ROLLOUTS, Decoding, RunConfig, ppo_for_task
 from graphtransfer.envs.factory import inference_env
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.graphs import Graph, barabasi_albert, erdos_renyi, random_geometric
 from graphtransfer.graphs.generators import delaunay
-from graphtransfer.solve.evaluate import EvalRow, evaluate, finish_rule
+from graphtransfer.solve.evaluate import EvalExtras, EvalRow, evaluate, finish_rule
 from graphtransfer.solve.inference import Solution, check_decoding, solve
 from graphtransfer.solve.loading import policy_for_graphs
-from graphtransfer.solve.rollouts import best_of_rollouts, rollout_count, rollout_options
+from graphtransfer.solve.rollouts import ONE_ROLLOUT, best_of_rollouts, rollout_count, rollout_plan, solve_one
 from graphtransfer.training.loop import train
 
 FAMILIES: dict[str, Callable[[int, int], Graph]] = {
@@ -103,7 +103,7 @@ def transferred_rows(folder: Path, graphs: list[Graph], patience: float) -> list
     config, rows = checkpoint.config, []
     for graph in graphs:
         loaded = policy_for_graphs(checkpoint, [graph])
-        row = evaluate(loaded.policy, config, [graph], rollouts=1, polish=config.task in POLISH)[0]
+        row = evaluate(loaded.policy, config, [graph], ONE_ROLLOUT, EvalExtras(polish=config.task in POLISH))[0]
         if features_of(loaded.env).patient:
             for name, options in {PATIENT: {"commit_fraction": patience}, DRAWN: {"decoding": "drawn"}}.items():
                 row.decodings[name] = solve(loaded.policy, inference_env(config, graph), finish=finish_rule(config), **options)
@@ -259,8 +259,8 @@ def density_line(task: str, folder: Path, family: str, graph: Graph) -> str:
     checked(task, graph, baseline)
     loaded = policy_for_graphs(checkpoint, [graph])
     env = inference_env(config, graph)
-    plan = rollout_options(rollout_count(AUTO_ROLLOUTS, graph.num_nodes), 0, None, None, check_decoding(env, features_of(env), None))
-    runs = [solve(loaded.policy, env, finish=finish_rule(config), **one) for one in plan]
+    plan = rollout_plan(Decoding(), rollout_count(AUTO_ROLLOUTS, graph.num_nodes), check_decoding(env, features_of(env), None))
+    runs = [solve_one(loaded.policy, env, one, finish_rule(config)) for one in plan]
     for run in runs:
         checked(task, graph, run.solution)
     first, sign = runs[0], 1 if task == "mis" else -1

@@ -26,9 +26,11 @@ if "gymnasium" in sys.modules:  # a gymnasium user's `gymnasium.make("graphtrans
 _EXPORTS = {
     "Graph": ("graphtransfer.graphs", "Graph"),
     "ModelConfig": ("graphtransfer.config", "ModelConfig"),
+    "Decoding": ("graphtransfer.config", "Decoding"),
     "DQNConfig": ("graphtransfer.config", "DQNConfig"),
     "PPOConfig": ("graphtransfer.config", "PPOConfig"),
     "RunConfig": ("graphtransfer.config", "RunConfig"),
+    "Runtime": ("graphtransfer.config", "Runtime"),
     "act": ("graphtransfer.solve.inference", "act"),
     "draw_solution": ("graphtransfer.reporting.draw", "draw_solution"),
     "evaluate": ("graphtransfer.solve.parallel", "evaluate_many"),

@@ -10,13 +10,13 @@ from pathlib import Path
 from stable_baselines3 import PPO
 
 from graphtransfer.checkpoint import LoadReport, is_model_folder, read_checkpoint, save_or_keep
-from graphtransfer.config import RunConfig
+from graphtransfer.config import Decoding, RunConfig, Runtime
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import CheckpointError, UsageError
 from graphtransfer.graphs import Graph, load_graphs, resolve
 from graphtransfer.io import check_output_folder
 from graphtransfer.solve.evaluate import EvalRow, evaluate
-from graphtransfer.solve.loading import Runtime, policy_for_graphs
+from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.training.adaptation import ADAPT_SUBGRAPH_NODES, AdaptResult, adapt, check_adapt_seconds
 from graphtransfer.training.callbacks import eval_score
 from graphtransfer.training.logs import discard_earlier_outputs
@@ -89,6 +89,9 @@ def transfer(
 
     ``seed`` seeds the evaluations' rollouts (default 0, as ``predict``) and the fine-tuning and
     the adaptation (default: the source model's ``ppo.seed``; a given seed is recorded in the saved config).
+    ``max_passes`` and ``seed`` build the evaluations' :class:`graphtransfer.Decoding`, and
+    ``max_nodes_per_batch`` and ``mixed_precision`` one :class:`graphtransfer.Runtime`, checked
+    before anything is read.
 
     ``adapt_seconds`` instead trains the policy for that many wall-clock seconds on subgraphs of
     ``adapt_nodes`` nodes sampled from ``dst`` (:func:`graphtransfer.training.adaptation.adapt`),
@@ -98,6 +101,8 @@ def transfer(
     A save that fails (full disk, read-only) keeps the model in a temporary folder and raises
     :class:`graphtransfer.checkpoint.SaveFailed` naming it; the source and an existing ``folder`` stay as they were.
     """
+    runtime = Runtime(max_nodes_per_batch=max_nodes_per_batch, mixed_precision=mixed_precision)
+    decoding = Decoding(seed=0 if seed is None else seed, max_passes=max_passes)  # the evaluations'
     if adapt_seconds is not None:
         adapt_seconds = check_adapt_seconds(adapt_seconds)
         if finetune_steps:
@@ -112,42 +117,39 @@ def transfer(
     graphs = load_graphs(dst)
     out = Path(folder or default_run_folder(RunConfig(task=config.task, env=config.env, graphs=str(dst))))
     check_output_folder(out, [checkpoint.folder, resolve(dst)], is_model_folder, "model")
-    loaded = policy_for_graphs(checkpoint, graphs, Runtime(max_nodes_per_batch, mixed_precision))
+    loaded = policy_for_graphs(checkpoint, graphs, runtime)
     policy, report = loaded.policy, loaded.report
     config = replace(config, head=head_of(loaded.env))  # folders from before heads were recorded have none
     if seed is not None:
         config = replace(config, ppo=replace(config.ppo, seed=seed))
         config.check("--seed")
-    eval_seed = 0 if seed is None else seed
-    rows = evaluate(policy, config, graphs, max_passes, seed=eval_seed)
+    rows = evaluate(policy, config, graphs, decoding)
     info = {k: v for k, v in checkpoint.meta.items() if k in ("trained_on", "training")}
     info["transferred"] = {"from": str(checkpoint.folder), "to": str(dst), "zero_shot": [_row_summary(row) for row in rows]}
     result = TransferResult(checkpoint.folder, out, config, report, rows, graphs=graphs, env=env)
     if finetune_steps:
-        result.finetune = finetune(policy, config, graphs, finetune_steps, log, max_nodes_per_batch, mixed_precision)
-        result.finetuned_rows = evaluate(policy, config, graphs, max_passes, seed=eval_seed)
+        result.finetune = finetune(policy, config, graphs, finetune_steps, log, runtime)
+        result.finetuned_rows = evaluate(policy, config, graphs, decoding)
         info["transferred"]["finetune"] = {
             "steps": result.finetune.steps,
             "seconds": round(result.finetune.seconds, 2),
             "after": [_row_summary(row) for row in result.finetuned_rows],
         }
     if adapt_seconds is not None:
-        info["transferred"]["adapt"] = _adapt_and_keep(result, policy, adapt_seconds, adapt_nodes, max_passes, eval_seed, log)
+        info["transferred"]["adapt"] = _adapt_and_keep(result, policy, adapt_seconds, adapt_nodes, decoding, log)
     what = "adapted model" if result.kept == "adapted" else "fine-tuned model" if finetune_steps else "transferred model"
     save_or_keep(out, policy, config, info, what=what)
     discard_earlier_outputs(out)  # an earlier run's logs, best model and checkpoints are not this model's
     return result
 
 
-def _adapt_and_keep(
-    result: TransferResult, policy, seconds: float, nodes: int, max_passes: int | None, eval_seed: int, log: Callable[[str], None]
-) -> dict:
+def _adapt_and_keep(result: TransferResult, policy, seconds: float, nodes: int, decoding: Decoding, log: Callable[[str], None]) -> dict:
     """Adapt ``policy`` in place, evaluate it on the destination graphs, and put the zero-shot
     weights back if it scores worse there; the record for the model folder's config.json."""
     zero_shot = {name: tensor.detach().clone() for name, tensor in policy.state_dict().items()}
     result.adapted = adapt(policy, result.config, result.graphs, seconds, seed=result.config.ppo.seed, log=log, size=nodes)
     trained = result.adapted.steps > 0  # else the budget ended before the first update: the weights are the zero-shot ones
-    result.adapted_rows = evaluate(policy, result.config, result.graphs, max_passes, seed=eval_seed) if trained else result.rows
+    result.adapted_rows = evaluate(policy, result.config, result.graphs, decoding) if trained else result.rows
     before, by = eval_score(result.rows)
     after, _ = eval_score(result.adapted_rows)
     better_or_equal = after >= before if result.rows[0].sense == "max" else after <= before

@@ -195,3 +195,22 @@ def test_the_command_line_starts_without_torch_pyg_sb3_or_scipy_spatial():
     code = f"import sys, graphtransfer, graphtransfer.cli; print(' '.join(m for m in {heavy!r} if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert result.stdout.strip() == ""
+
+
+def forwarded_keywords(path: Path) -> list[str]:
+    """Where ``path`` takes or passes keyword arguments it does not name: ``def f(**options)`` and
+    ``g(**options)`` (a dict literal's ``{**obs}`` builds a value and is not one)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node.args.kwarg:
+            found.append(f"{path.name}:{node.lineno}: def ...(**{node.args.kwarg.arg})")
+        if isinstance(node, ast.Call):
+            found += [f"{path.name}:{node.lineno}: ...(**{ast.unparse(k.value)})" for k in node.keywords if k.arg is None]
+    return found
+
+
+def test_solving_takes_its_parameters_typed_never_as_keyword_dicts():
+    """Decoding and runtime settings travel down solve/ as Decoding and Runtime objects, built once
+    where a call comes in: no function there takes ``**options`` or passes a dict on as keywords."""
+    offenders = [site for path in sorted((PACKAGE / "solve").rglob("*.py")) for site in forwarded_keywords(path)]
+    assert not offenders, offenders

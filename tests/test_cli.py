@@ -192,7 +192,7 @@ def test_a_node_budget_changes_no_prediction_and_bounds_fine_tuning(tmp_path, mo
         app, ["train", "--graphs", "small", "--steps", "128", "--n-envs", "2", "--width", "16", "--max-nodes-per-batch", "100"]
     )
     assert trained.exit_code == 0, trained.output
-    assert json.loads((tmp_path / "runs/mis/small/config.json").read_text())["config"]["ppo"]["max_nodes_per_batch"] == 100
+    assert json.loads((tmp_path / "runs/mis/small/config.json").read_text())["config"]["runtime"]["max_nodes_per_batch"] == 100
     solutions = []
     for budget in ([], ["--max-nodes-per-batch", "700"]):
         out = tmp_path / f"s{len(solutions)}.csv"

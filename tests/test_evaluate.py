@@ -2,12 +2,12 @@ from dataclasses import replace
 
 import pytest
 
-from graphtransfer.config import ModelConfig, RunConfig
+from graphtransfer.config import Decoding, ModelConfig, RunConfig
 from graphtransfer.envs.factory import run_env
 from graphtransfer.graphs import barabasi_albert, erdos_renyi
 from graphtransfer.nn import build_policy
 from graphtransfer.reporting.report import family, format_rows, ratio_figure, rows_to_json
-from graphtransfer.solve.evaluate import evaluate
+from graphtransfer.solve.evaluate import EvalExtras, evaluate
 
 
 @pytest.fixture(scope="module")  # read only; the local searches make it take seconds
@@ -16,7 +16,7 @@ def rows():
     config = RunConfig(task="mis", head="node-wise", model=ModelConfig(width=16, head_width=16))
     env = run_env(config, graphs)
     policy = build_policy("node-wise", config.model, env.observation_space, env.action_space)
-    return evaluate(policy, config, graphs, rollouts=3, deterministic=True, polish=True, decoding="drawn")
+    return evaluate(policy, config, graphs, Decoding(rollouts=3, method="drawn"), EvalExtras(both_draws=True, polish=True))
 
 
 def test_every_decoding_and_baseline_is_reported_separately(rows):
@@ -32,7 +32,7 @@ def test_the_default_mis_decoding_is_local_max_without_a_deterministic_twin():
     config = RunConfig(task="mis", head="node-wise", model=ModelConfig(width=16, head_width=16))
     env = run_env(config, graphs)
     policy = build_policy("node-wise", config.model, env.observation_space, env.action_space)
-    row = evaluate(policy, config, graphs, rollouts=2, deterministic=True)[0]
+    row = evaluate(policy, config, graphs, Decoding(rollouts=2), EvalExtras(both_draws=True))[0]
     assert list(row.decodings) == ["local-max"]  # local-max draws nothing: a deterministic row would repeat it
 
 

@@ -51,8 +51,10 @@ FIELDS = [
     ("config", "ppo", "learning_rate"),
     ("config", "ppo", "seed"),
     ("config", "ppo", "n_steps"),
-    ("config", "ppo", "device"),
-    ("config", "ppo", "max_nodes_per_batch"),
+    ("config", "ppo", "device"),  # where folders from before the runtime section hold it
+    ("config", "runtime"),
+    ("config", "runtime", "device"),
+    ("config", "runtime", "max_nodes_per_batch"),
     ("config", "log", "eval_every"),
     ("config", "unknown"),
     ("files",),

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 import graphtransfer.solve.ordering as solve_ordering
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.cli import app
-from graphtransfer.config import RunConfig
+from graphtransfer.config import Decoding, RunConfig
 from graphtransfer.envs.mis import is_independent_set
 from graphtransfer.graphs import delaunay, erdos_renyi, read_graph, write_graph
 from graphtransfer.graphs.graph import from_edges, with_ids
@@ -97,16 +97,16 @@ def test_solving_order_renumbers_only_large_graphs_of_tasks_that_allow_it(monkey
 def test_a_renumbered_solve_is_a_maximal_independent_set_in_the_graphs_own_order(tiny_model, monkeypatch):
     mesh = shuffled(delaunay(3000, 1))
     checkpoint = read_checkpoint(tiny_model("mis"))
-    given, _ = predict_graph(checkpoint, mesh, node_order="given", rollouts=1)
+    given, _ = predict_graph(checkpoint, mesh, Decoding(node_order="given", rollouts=1))
     monkeypatch.setattr(solve_ordering, "RENUMBER_FROM_NODES", 1000)
-    renumbered_run, _ = predict_graph(checkpoint, mesh, rollouts=1)
+    renumbered_run, _ = predict_graph(checkpoint, mesh, Decoding(rollouts=1))
     assert renumbered_run.renumbered and not given.renumbered
     chosen = renumbered_run.solution
     assert chosen.shape == (mesh.num_nodes,)
     assert is_independent_set(mesh, chosen) and is_maximal_independent(mesh, chosen)
     assert is_maximal_independent(mesh, renumbered_run.finished.solution)
     assert abs(renumbered_run.objective - given.objective) <= 0.05 * given.objective  # as good as another seed
-    unchanged, _ = predict_graph(checkpoint, mesh, node_order="given", rollouts=1)
+    unchanged, _ = predict_graph(checkpoint, mesh, Decoding(node_order="given", rollouts=1))
     assert np.array_equal(unchanged.solution, given.solution)  # --node-order given: the decoding of before
     rows = rows_to_json([EvalRow(mesh, {"local-max": renumbered_run, "given": given}, [])])
     assert [d["renumbered"] for d in rows[0]["decodings"].values()] == [True, False]  # eval's JSON says which order ran

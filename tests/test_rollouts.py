@@ -7,13 +7,14 @@ from typer.testing import CliRunner
 
 from graphtransfer.baselines.completion import FINISH
 from graphtransfer.cli import app
+from graphtransfer.config import Decoding
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import barabasi_albert, random_geometric, write_edge_list
 from graphtransfer.graphs.generators import delaunay
 from graphtransfer.solve.inference import solve
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.predict import write_solution
-from graphtransfer.solve.rollouts import best_of_rollouts, rollout_count, rollout_options
+from graphtransfer.solve.rollouts import best_of_rollouts, rollout_count, rollout_plan, solve_one
 
 runner = CliRunner()
 
@@ -30,18 +31,23 @@ def test_a_rollout_count_below_one_or_not_a_whole_number_is_refused(bad):
 
 
 def test_the_default_decoding_alternates_with_its_sampled_ranking_and_a_chosen_one_only_changes_seed():
-    plan = rollout_options(4, 7, None, None, "local-max")
-    assert [(p["seed"], p["decoding"]) for p in plan] == [(7, None), (8, "local-max-sampled"), (9, None), (10, "local-max-sampled")]
-    assert {p["decoding"] for p in rollout_options(3, 0, "local-max", None, "local-max")} == {"local-max"}
-    assert {p["commit_fraction"] for p in rollout_options(3, 0, None, 0.01, "local-max")} == {0.01}
-    assert {p["decoding"] for p in rollout_options(3, 0, None, 0.01, "local-max")} == {None}
-    assert [p["seed"] for p in rollout_options(2, 2**32 - 1, None, None, "drawn")] == [2**32 - 1, 0]  # seeds stay 32-bit
+    plan = rollout_plan(Decoding(seed=7), 4, "local-max")
+    assert [(p.seed, p.method) for p in plan] == [(7, None), (8, "local-max-sampled"), (9, None), (10, "local-max-sampled")]
+    assert {p.method for p in rollout_plan(Decoding(method="local-max"), 3, "local-max")} == {"local-max"}
+    assert [p.seed for p in rollout_plan(Decoding(seed=2**32 - 1), 2, "drawn")] == [2**32 - 1, 0]  # seeds stay 32-bit
+    assert {p.rollouts for p in plan} == {1}
+
+
+def test_a_commit_fraction_composes_with_the_alternation():
+    """--commit-fraction used to turn the alternation off silently; now both decodings take their candidates from it."""
+    plan = rollout_plan(Decoding(commit_fraction=0.01), 3, "local-max")
+    assert [(p.method, p.commit_fraction) for p in plan] == [(None, 0.01), ("local-max-sampled", 0.01), (None, 0.01)]
 
 
 def test_the_best_of_k_is_the_best_rollout_never_worse_than_the_first(tiny_model):
     graph = delaunay(200, 3)
     loaded = policy_for_graphs(tiny_model("mis"), [graph])
-    runs = [solve(loaded.policy, loaded.env, finish=FINISH["mis"], **plan) for plan in rollout_options(8, 0, None, None, "local-max")]
+    runs = [solve_one(loaded.policy, loaded.env, one, FINISH["mis"]) for one in rollout_plan(Decoding(), 8, "local-max")]
     best = best_of_rollouts(loaded.policy, loaded.env, 8, finish=FINISH["mis"])
     assert best.objective == max(run.objective for run in runs) >= runs[0].objective
     first_best = next(run for run in runs if run.objective == best.objective)  # ties go to the earliest rollout

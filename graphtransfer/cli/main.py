@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -34,7 +35,9 @@ from graphtransfer.config import (
     RENUMBER_FROM_NODES,
     ROLLOUT_NODE_BUDGET,
     SEED_LIMIT,
+    Decoding,
     RunConfig,
+    Runtime,
     cli_keys,
 )
 from graphtransfer.errors import ClusterLost, GraphTransferError, UsageError
@@ -295,8 +298,8 @@ def tune(
         str,
         typer.Option(
             metavar="N",
-            help="Trials at once, each in a worker process of its own with ppo.threads torch threads (default 1); "
-            "N times ppo.threads may not exceed the cores.",
+            help="Trials at once, each in a worker process of its own with runtime.threads torch threads (default 1); "
+            "N times runtime.threads may not exceed the cores.",
         ),
     ] = "1",
     sampler: Annotated[
@@ -416,12 +419,22 @@ def transfer(
     _use_threads(threads)
     if finetune_steps < 0:
         raise UsageError(f"--finetune-steps {finetune_steps} must be 0 (no fine-tuning) or more")
-    options = {"max_passes": max_passes, "finetune_steps": finetune_steps, "max_nodes_per_batch": _node_budget(max_nodes_per_batch)}
-    options["adapt_seconds"] = adapt_seconds
     if seed is not None:
         _check_seed(seed)
-    options["seed"] = seed
-    result = run_transfer(src, dst, task=task, folder=out, log=typer.echo, mixed_precision=mixed_precision, env=env, **options)
+    result = run_transfer(
+        src,
+        dst,
+        task=task,
+        folder=out,
+        max_passes=max_passes,
+        finetune_steps=finetune_steps,
+        log=typer.echo,
+        max_nodes_per_batch=_node_budget(max_nodes_per_batch),
+        mixed_precision=mixed_precision,
+        env=env,
+        adapt_seconds=adapt_seconds,
+        seed=seed,
+    )
     typer.echo(f"source {result.source}: {result.report.summary()}")
     typer.echo(f"zero-shot on the destination graphs ({result.config.name}, {result.config.head} head):")
     for line in format_rows(result.rows):
@@ -506,14 +519,14 @@ def predict(
     from graphtransfer.graphs import load_graph, resolve
     from graphtransfer.io import FIGURE_SUFFIXES, check_output_file
     from graphtransfer.reporting.draw import check_drawable, draw_solution
-    from graphtransfer.solve.predict import predict as run_predict
+    from graphtransfer.solve.predict import predict_with
 
     _check_max_passes(max_passes)
     _check_positive(threads=1 if threads is None else threads, workers=1 if workers is None else workers)
     _check_seed(seed)
-    options = {"max_passes": max_passes, "deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction}
-    options |= {"decoding": decoding, "rollouts": _rollouts(rollouts), "node_order": _node_order(node_order)}
-    options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env, "force": force}
+    chosen = Decoding(decoding, commit_fraction, deterministic, seed, _rollouts(rollouts), max_passes, _node_order(node_order))
+    runtime = Runtime(threads, max_nodes_per_batch=_node_budget(max_nodes_per_batch), mixed_precision=mixed_precision)
+    runtime = replace(runtime, ray_address=ray_address)
     seconds = None if polish is None else _seconds_option("--polish", polish, 10)
     if partitions is not None:
         single_process_options = {
@@ -535,8 +548,8 @@ def predict(
             raise UsageError("--source and --target name nodes of one graph; --graph names a folder")
         if seconds is not None:
             raise UsageError("--polish searches one graph's solution; name a single graph file with --graph, not a folder")
-        _use_threads(threads)
-        return _predict_folder(model, graph, out, draw, workers, ray_address, options)
+        _use_threads(runtime.threads)
+        return _predict_folder(model, graph, out, draw, workers, env, force, chosen, runtime)
     if workers is not None or ray_address is not None:
         raise UsageError("--workers and --ray-address spread a folder of graphs over workers; --graph names a single graph")
     if seconds is not None:
@@ -544,15 +557,15 @@ def predict(
             raise UsageError("--draw draws the policy's own solution; drop --polish or --draw")
         if source is not None or target is not None:
             raise UsageError("--polish searches an MIS or MVC solution; --source and --target route the path task")
-        return _predict_polished(model, graph, out, seconds, threads, options)
+        return _predict_polished(model, graph, out, seconds, env, force, chosen, runtime)
     config = read_checkpoint(model, env).config  # a bad model folder is reported before the graph is read, as the library does
     loaded = load_graph(graph)
     if draw is not None:
         check_drawable(loaded)  # before the policy runs, not after
         check_output_file(draw, [resolve(graph)], force, "--draw", FIGURE_SUFFIXES)
     check_output_file(out, [resolve(graph)], force)  # predict gets the graph already read, so the input file is guarded here
-    _use_threads(threads, loaded.num_nodes)
-    loaded, solution = run_predict(model, loaded, out, source=source, target=target, **options)
+    _use_threads(runtime.threads, loaded.num_nodes)
+    loaded, solution = predict_with(model, loaded, out, chosen, runtime, env, force, source, target)
     typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges; node ids {loaded.describe_ids()}")
     _report_weights(config, loaded)
     if solution.renumbered:
@@ -617,19 +630,21 @@ def _report_weights(config, graph, prefix: str = "") -> None:
             typer.echo(prefix + weights_source(graph, kind))
 
 
-def _predict_polished(model: Path, graph: str, out: Path, seconds: float, threads: int | None, options) -> None:
+def _predict_polished(
+    model: Path, graph: str, out: Path, seconds: float, env: str | None, force: bool, decoding: Decoding, runtime: Runtime
+) -> None:
     from graphtransfer.checkpoint import read_checkpoint
     from graphtransfer.graphs import load_graph, resolve
     from graphtransfer.io import check_output_file
     from graphtransfer.solve.polishing import check_polish_task, predict_polished
 
-    check_polish_task(read_checkpoint(model, options["env"]).config)  # before the graph is read
+    check_polish_task(read_checkpoint(model, env).config)  # before the graph is read
     loaded = load_graph(graph)
-    check_output_file(out, [resolve(graph)], options["force"])  # the graph goes down already read: guard its file here
-    _use_threads(threads, loaded.num_nodes)
-    loaded, solution, polished = predict_polished(model, loaded, out, seconds, **options)
+    check_output_file(out, [resolve(graph)], force)  # the graph goes down already read: guard its file here
+    _use_threads(runtime.threads, loaded.num_nodes)
+    loaded, solution, polished = predict_polished(model, loaded, out, seconds, decoding, runtime, env, force)
     typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges; node ids {loaded.describe_ids()}")
-    rollouts = _rollouts_run(solution, options["seed"])
+    rollouts = _rollouts_run(solution, decoding.seed)
     typer.echo(f"policy: objective {solution.objective:.6g} in {solution.passes} passes, {rollouts}, {solution.seconds:.2f} s")
     typer.echo(
         f"after {polished.seconds:.1f} s of local search ({polished.iterations:,} perturbations): objective {polished.objective:.6g}"
@@ -660,17 +675,27 @@ def _report_finished(solution) -> None:
         typer.echo(f"warning: {warning}", err=True)
 
 
-def _predict_folder(model: Path, graphs: str, out: Path, draw: Path | None, workers: int | None, ray_address: str | None, options) -> None:
-    from graphtransfer.solve.parallel import predict_many
+def _predict_folder(
+    model: Path,
+    graphs: str,
+    out: Path,
+    draw: Path | None,
+    workers: int | None,
+    env: str | None,
+    force: bool,
+    decoding: Decoding,
+    runtime: Runtime,
+) -> None:
+    from graphtransfer.solve.parallel import predict_many_with
 
     if draw is not None:
         raise UsageError("--draw draws one graph; name a single graph file with --graph, not a folder")
-    results = predict_many(model, graphs, out, workers=workers, ray_address=ray_address, **options)
+    results = predict_many_with(model, graphs, out, decoding, runtime, workers, env, force)
     for graph, solution, path in results:
         valid = "yes" if solution.feasible else "NO"
         typer.echo(
             f"{graph.name}: {graph.num_nodes} nodes, objective {solution.objective:.6g} in {solution.passes} passes, "
-            f"{_rollouts_run(solution, options['seed'])}, {solution.seconds:.2f} s, valid {valid}; wrote {path}"
+            f"{_rollouts_run(solution, decoding.seed)}, {solution.seconds:.2f} s, valid {valid}; wrote {path}"
         )
         _report_finished(solution)
     if not all(solution.feasible for _, solution, _ in results):
@@ -722,17 +747,19 @@ def evaluate(
     """
     prefer_small_pages()  # before torch loads
     from graphtransfer.reporting.report import format_rows, plot_ratios, write_json
-    from graphtransfer.solve.parallel import evaluate_many
+    from graphtransfer.solve.evaluate import EvalExtras
+    from graphtransfer.solve.parallel import evaluate_many_with
 
     _check_max_passes(max_passes)
     _check_positive(threads=1 if threads is None else threads, workers=1 if workers is None else workers)
-    options = {"rollouts": _rollouts(rollouts), "deterministic": deterministic, "polish": polish, "commit_fraction": commit_fraction}
-    options |= {"decoding": decoding, "node_order": _node_order(node_order), "chils": chils, "source": source, "target": target}
-    options |= {"max_nodes_per_batch": _node_budget(max_nodes_per_batch), "mixed_precision": mixed_precision, "env": env}
+    chosen = Decoding(decoding, commit_fraction, None, 0, _rollouts(rollouts), max_passes, _node_order(node_order))
+    runtime = Runtime(threads, max_nodes_per_batch=_node_budget(max_nodes_per_batch), mixed_precision=mixed_precision)
+    runtime = replace(runtime, ray_address=ray_address)
+    extras = EvalExtras(deterministic, polish, chils, source, target)
     _check_eval_outputs(graphs, json_out, plot, force)
-    _use_threads(threads)  # after the options are checked: bad input changes nothing in the process
+    _use_threads(runtime.threads)  # after the options are checked: bad input changes nothing in the process
     try:
-        config, rows = evaluate_many(model, graphs, workers=workers, ray_address=ray_address, max_passes=max_passes, **options)
+        config, rows = evaluate_many_with(model, graphs, chosen, runtime, workers, env, extras)
     except ClusterLost as lost:
         _keep_finished_rows(lost, json_out)
     for line in format_rows(rows):

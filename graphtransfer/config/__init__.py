@@ -1,4 +1,5 @@
-"""Settings: declared once with their types, ranges and help (:mod:`.schema`), read in layers (:mod:`.layers`)."""
+"""Settings: declared once with their types, ranges and help (:mod:`.schema`): a run's :class:`RunConfig`, and the
+parameters of a call, :class:`Decoding` and :class:`Runtime`; read in layers (:mod:`.layers`)."""
 
 from graphtransfer.config.schema import (
     ALGOS,
@@ -18,13 +19,17 @@ from graphtransfer.config.schema import (
     ORDER_NOISE,
     RENUMBER_FROM_NODES,
     ROLLOUT_NODE_BUDGET,
+    RUNTIME_IN_PPO,
     SECTIONS,
     SEED_LIMIT,
+    Decoding,
     DQNConfig,
     LogConfig,
     ModelConfig,
     PPOConfig,
     RunConfig,
+    Runtime,
+    check_fields,
     check_layer,
     check_setting,
     cli_keys,
@@ -55,12 +60,16 @@ __all__ = [
     "RENUMBER_FROM_NODES",
     "ROLLOUT_NODE_BUDGET",
     "SECTIONS",
+    "RUNTIME_IN_PPO",
     "SEED_LIMIT",
+    "Decoding",
     "DQNConfig",
     "LogConfig",
     "ModelConfig",
     "PPOConfig",
     "RunConfig",
+    "Runtime",
+    "check_fields",
     "check_layer",
     "check_setting",
     "cli_keys",

@@ -15,8 +15,9 @@ import math
 import re
 import types
 import typing
+import warnings
 from collections.abc import Mapping
-from dataclasses import MISSING, Field, asdict, dataclass, field, fields
+from dataclasses import MISSING, Field, InitVar, asdict, dataclass, field, fields, replace
 from importlib import resources
 from typing import Any, Literal, Union
 
@@ -32,8 +33,8 @@ HeadName = Literal["", "node-wise", "node-choice", "edge-wise", "edge-choice", "
 Algo = Literal["ppo", "a2c", "dqn"]
 ALGOS: tuple[str, ...] = typing.get_args(Algo)
 CONVS: tuple[str, ...] = typing.get_args(Conv)
-Decoding = Literal["local-max", "drawn", "local-max-sampled"]
-DECODINGS: tuple[str, ...] = typing.get_args(Decoding)
+DecodingName = Literal["local-max", "drawn", "local-max-sampled"]
+DECODINGS: tuple[str, ...] = typing.get_args(DecodingName)
 """how node-wise tasks with commit and defer actions (MIS) and node-choice tasks with ``step_many`` (MVC) decode:
 ``local-max`` (the default: each pass, the surest nodes that the policy ranks above every undecided neighbour commit; MVC:
 the nodes it ranks below every uncovered neighbour stay out of the cover and their neighbours join),
@@ -86,10 +87,20 @@ SEED_LIMIT = 2**32
 """seeds are below this: numpy's and gymnasium's seeding take 32-bit unsigned seeds"""
 
 
-def setting(default: Any = MISSING, help: str = "", *, low: float | None = None, high: float | None = None, cli: str = "", factory=None):
-    """A dataclass field with its help text, its inclusive range ``low..high`` and the name of its
-    command-line option where that differs from the field's (``--steps`` for ``total_timesteps``)."""
-    metadata = {"help": help, "low": low, "high": high, "cli": cli}
+def setting(
+    default: Any = MISSING,
+    help: str = "",
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    cli: str = "",
+    factory=None,
+    open_low: bool = False,
+):
+    """A dataclass field with its help text, its inclusive range ``low..high`` (``open_low``: above
+    ``low``, not equal to it) and the name of its command-line option where that differs from the
+    field's (``--steps`` for ``total_timesteps``)."""
+    metadata = {"help": help, "low": low, "high": high, "cli": cli, "open_low": open_low}
     if factory is not None:
         return field(default_factory=factory, metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -110,21 +121,17 @@ class ModelConfig:
     )
 
 
+RUNTIME_IN_PPO = ("threads", "device", "max_nodes_per_batch", "mixed_precision", "vec_env", "ray_address")
+"""the runtime settings that config files written before :class:`Runtime` existed hold in ``ppo``"""
+
+
 @dataclass
 class PPOConfig:
-    """PPO's settings, and those every algorithm shares (steps, envs, learning rate, gamma, seed,
-    device; A2C also reads n_steps, gae_lambda and ent_coef)."""
+    """PPO's settings, and those every algorithm shares (steps, envs, learning rate, gamma, seed;
+    A2C also reads n_steps, gae_lambda and ent_coef). How the run computes is :class:`Runtime`."""
 
     total_timesteps: int = setting(30_000, "env steps to train for (summed over parallel envs)", low=1, high=10**12, cli="steps")
     n_envs: int = setting(8, "parallel copies of the env, each sampling its own graphs", low=1, high=4096)
-    vec_env: VecEnvKind = setting(
-        "dummy",
-        "dummy (every env in this process), subproc (one process per env) or ray (one Ray actor per env, for envs whose "
-        "step is slow); dummy is faster on 2 cores",
-    )
-    ray_address: str | None = setting(
-        None, "runtime: the Ray cluster of --vec-env ray ('auto', host:port; default: RAY_ADDRESS, else a local instance)"
-    )
     n_steps: int = setting(
         32, "steps per env between updates; more than fit in memory are refused with a count that fits", low=1, high=10**8
     )
@@ -137,12 +144,25 @@ class PPOConfig:
     ent_coef: float = setting(0.0, "entropy bonus, per real node (size-invariant)", low=0.0)
     target_kl: float | None = setting(None, "stop an update's epochs early once the KL to the old policy exceeds this", low=0.0)
     seed: int = setting(0, "random seed (tune: of every trial's training and of the sampler)", low=0, high=SEED_LIMIT - 1)
-    threads: int = setting(1, "torch CPU threads; one is fastest for small graphs on 2 cores", low=1, high=1024)
-    device: Device = setting("auto", "cpu, cuda or auto")
-    max_nodes_per_batch: int | None = setting(
-        None, "runtime: most graph nodes one forward or backward pass spans; larger batches run in chunks with the same results", low=1
-    )
-    mixed_precision: bool = setting(False, "runtime: bfloat16 autocast of the GNN's message passing on CUDA (ignored on the CPU)")
+    # Deprecated: the runtime settings PPOConfig held before Runtime. Given here, RunConfig moves them to its
+    # runtime; read here, they are None (read RunConfig.runtime).
+    threads: InitVar[int | None] = None
+    device: InitVar[str | None] = None
+    max_nodes_per_batch: InitVar[int | None] = None
+    mixed_precision: InitVar[bool | None] = None
+    vec_env: InitVar[str | None] = None
+    ray_address: InitVar[str | None] = None
+
+    def __post_init__(self, *runtime: Any) -> None:
+        given = {name: value for name, value in zip(RUNTIME_IN_PPO, runtime, strict=True) if value is not None}
+        if given:
+            names = ", ".join(f"{name}=..." for name in given)
+            warnings.warn(
+                f"PPOConfig({names}) is deprecated: runtime settings are RunConfig(runtime=Runtime({names}))",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            self._given_runtime = given
 
 
 @dataclass
@@ -176,6 +196,87 @@ class LogConfig:
     )
     eval_every: int = setting(0, "evaluate every this many env steps (0: only once training ends; tune: a fifth of a trial)", low=0)
     checkpoint_every: int = setting(0, "save a resumable checkpoint to checkpoints/step-<N>/ every this many env steps (0: none)", low=0)
+
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """How a policy computes, not what it computes: threads, device, node budget, precision, the
+    vector env and the Ray cluster. Training saves it in its config (``runtime``, so that a run
+    repeats as it ran); predict, eval and transfer take it from their options, never from the
+    model folder. Checked on construction (:func:`check_fields`), a bad value is a
+    :class:`UsageError`.
+
+    Model folders written before this section carry these settings in ``ppo``; they load into
+    ``runtime`` (:data:`RUNTIME_IN_PPO`), and ``--set ppo.threads=2`` still sets ``runtime.threads``."""
+
+    threads: int | None = setting(
+        None,
+        "torch CPU threads (default: training 1; predict, eval and transfer one per core no other process holds, 1 on graphs "
+        "of fewer than 10,000 nodes)",
+        low=1,
+        high=1024,
+    )
+    device: Device = setting("auto", "cpu, cuda or auto")
+    max_nodes_per_batch: int | None = setting(
+        None, "most graph nodes one forward or backward pass spans; larger batches run in chunks with the same results", low=1
+    )
+    mixed_precision: bool = setting(False, "bfloat16 autocast of the GNN's message passing on CUDA (ignored on the CPU)")
+    vec_env: VecEnvKind = setting(
+        "dummy",
+        "training: dummy (every env in this process), subproc (one process per env) or ray (one Ray actor per env, for envs "
+        "whose step is slow)",
+    )
+    ray_address: str | None = setting(
+        None, "the Ray cluster of --vec-env ray ('auto', host:port; default: RAY_ADDRESS, else a local instance)"
+    )
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How a policy decodes a graph into a solution: the decoding, its patience, how actions are
+    drawn, the rollouts, the pass limit and the node order. Built once where a call comes in (the
+    command line's options, or the keyword arguments of ``graphtransfer.predict`` and
+    ``graphtransfer.evaluate``) and passed down whole; checked on construction
+    (:func:`check_fields`), a bad value is a :class:`UsageError`.
+
+    ``method`` and ``commit_fraction`` compose with ``rollouts``: left out, the env's default
+    decoding alternates with ``local-max-sampled`` from rollout to rollout
+    (:func:`graphtransfer.solve.rollouts.rollout_plan`); a ``method`` given is kept by every rollout."""
+
+    method: DecodingName | None = setting(
+        None,
+        "mis and mvc: local-max (default), drawn or local-max-sampled (local-max on a ranking drawn near the policy's, "
+        "seeded); other tasks: drawn",
+        cli="decoding",
+    )
+    commit_fraction: float | None = setting(
+        None,
+        "share of the nodes one pass may commit, most confident first (default: the task's and decoding's)",
+        low=0.0,
+        high=1.0,
+        open_low=True,
+    )
+    deterministic: bool | None = setting(
+        None, "drawn decodings: the most likely actions (true) or seeded samples (false); default: the task's"
+    )
+    seed: int = setting(0, "seed of the first rollout; rollout i takes seed + i", low=0, high=SEED_LIMIT - 1)
+    rollouts: int | Literal["auto"] = setting(
+        AUTO_ROLLOUTS,
+        f"decode this many times and keep the best (auto: {ROLLOUT_NODE_BUDGET:,} // the graph's nodes, 1 to {MAX_AUTO_ROLLOUTS})",
+        low=1,
+        high=MAX_ROLLOUTS,
+    )
+    max_passes: int | None = setting(None, "policy passes per graph before stopping (default: the task's)", low=1, high=MAX_PASSES)
+    node_order: NodeOrder = setting("auto", "auto: large mis and mvc graphs solved renumbered for locality; given: as numbered")
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 SCHEDULE = re.compile(r"^lin_(?P<start>[0-9.eE+-]+)$")
@@ -239,9 +340,13 @@ class RunConfig:
     ppo: PPOConfig = field(default_factory=PPOConfig)
     dqn: DQNConfig = field(default_factory=DQNConfig)
     log: LogConfig = field(default_factory=LogConfig)
+    runtime: Runtime = field(default_factory=Runtime)
 
     def __post_init__(self) -> None:
         self.head = typing.cast(HeadName, str(self.head))  # a Head enum member is stored as its plain value
+        given = vars(self.ppo).pop("_given_runtime", {})  # the deprecated PPOConfig(threads=...): where runtime has the default
+        if given:
+            self.runtime = replace(self.runtime, **{k: v for k, v in given.items() if getattr(self.runtime, k) == getattr(Runtime, k)})
 
     @property
     def name(self) -> str:
@@ -276,7 +381,7 @@ class RunConfig:
         return cls(**checked, **sections)
 
 
-SECTIONS: dict[str, type] = {"model": ModelConfig, "ppo": PPOConfig, "dqn": DQNConfig, "log": LogConfig}
+SECTIONS: dict[str, type] = {"model": ModelConfig, "ppo": PPOConfig, "dqn": DQNConfig, "log": LogConfig, "runtime": Runtime}
 """RunConfig's nested sections, by key"""
 
 
@@ -316,7 +421,9 @@ def cli_keys() -> dict[str, str]:
 
 def check_layer(source: str, data: dict[str, Any]) -> dict[str, Any]:
     """The layer with its values checked and converted to the fields' types; a bad key or value
-    raises a :class:`UsageError` naming ``source`` and the dotted key."""
+    raises a :class:`UsageError` naming ``source`` and the dotted key. Runtime settings written in
+    ``ppo`` (files from before :class:`Runtime`) are checked under their own name and moved to
+    ``runtime``, where a value given in ``runtime`` itself wins."""
     checked: dict[str, Any] = {}
     declared = _declared(RunConfig)
     for key, value in data.items():
@@ -330,7 +437,23 @@ def check_layer(source: str, data: dict[str, Any]) -> dict[str, Any]:
             checked[key] = _check_value(f"{source}: {key}", key, value, *declared[key])
         else:
             raise UsageError(f"{source}: unknown key {key}; known keys are {', '.join(sorted(declared))}")
+    moved = {name: checked["ppo"].pop(name) for name in RUNTIME_IN_PPO if name in checked.get("ppo", {})}
+    if moved:
+        checked["runtime"] = moved | checked.get("runtime", {})
+        if not checked["ppo"]:
+            del checked["ppo"]
     return checked
+
+
+def check_fields(params: Any) -> None:
+    """Check every field of a frozen parameter object (:class:`Runtime`, :class:`Decoding`) against
+    its declaration, as :func:`check_layer` checks a layer, and keep it converted (``"8"`` is 8,
+    as in YAML); a bad value raises a :class:`UsageError` that names the field and its option:
+    ``Decoding.seed (--seed): -1 must be 0 or more``."""
+    kind = type(params)
+    for name, (hint, metadata) in _declared(kind).items():
+        where = f"{kind.__name__}.{name} (--{(metadata['cli'] or name).replace('_', '-')})"
+        object.__setattr__(params, name, _check_value(where, name, getattr(params, name), hint, metadata))
 
 
 def _declared(kind: type) -> dict[str, tuple[Any, Mapping[str, Any]]]:
@@ -341,6 +464,8 @@ def _declared(kind: type) -> dict[str, tuple[Any, Mapping[str, Any]]]:
 
 def _check_section(source: str, section: str, values: dict[str, Any]) -> dict[str, Any]:
     declared = _declared(SECTIONS[section])
+    if section == "ppo":  # files from before the runtime section: checked here, moved by check_layer
+        declared = declared | {name: _declared(Runtime)[name] for name in RUNTIME_IN_PPO}
     checked = {}
     for key, value in values.items():
         if key not in declared:
@@ -350,19 +475,20 @@ def _check_section(source: str, section: str, values: dict[str, Any]) -> dict[st
 
 
 def _check_value(where: str, key: str, value: Any, hint: Any, metadata: Mapping[str, Any]) -> Any:
-    """``value`` converted to ``hint``'s type and checked against the key's range or choices; an
-    error starts with ``where`` (``source: key``, or an option's name)."""
+    """``value`` converted to ``hint``'s type and checked against the key's range or choices;
+    ``where`` begins any error message (the source and the key)."""
     options = typing.get_args(hint) if typing.get_origin(hint) in (Union, types.UnionType) else (hint,)
     converted = _convert(value, options)
     choices = [choice for option in options if typing.get_origin(option) is Literal for choice in typing.get_args(option)]
-    if converted is _BAD and choices and isinstance(value, str):
+    only_choices = not any(option in (int, float) for option in options)
+    if converted is _BAD and choices and only_choices and isinstance(value, str):
         raise UsageError(f"{where}: {value!r} is not one of {', '.join(choice for choice in choices if choice)}")
     if converted is _BAD:
         names = " or ".join(_type_name(option) for option in options)
         raise UsageError(f"{where}: expected {names}, got {value!r}")
     if isinstance(converted, str) and key in ("ppo.learning_rate", "ppo.clip_range"):
         _check_schedule(where, converted)
-    problem = _out_of_range(converted, metadata.get("low"), metadata.get("high"))
+    problem = _out_of_range(converted, metadata.get("low"), metadata.get("high"), metadata.get("open_low", False))
     if problem:
         raise UsageError(f"{where}: {converted!r} {problem}")
     return converted
@@ -379,9 +505,11 @@ def _check_schedule(where: str, value: str) -> None:
         raise UsageError(f"{where}: {value!r} must start above 0")
 
 
-def _out_of_range(value: Any, low: float | None, high: float | None) -> str:
+def _out_of_range(value: Any, low: float | None, high: float | None, open_low: bool = False) -> str:
     if value is None or isinstance(value, (bool, str, dict)):
         return ""
+    if low is not None and open_low and value <= low:
+        return f"must be above {low:g}"
     if low is not None and value < low:
         return f"must be at least {low:g}" if low else "must be 0 or more"
     if high is not None and value > high:

@@ -12,22 +12,22 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from graphtransfer.baselines import BASELINES
 from graphtransfer.baselines.chils import chils_baselines
 from graphtransfer.baselines.completion import FINISH
 from graphtransfer.baselines.polish import POLISH
-from graphtransfer.config import AUTO_ROLLOUTS, RunConfig
+from graphtransfer.config import Decoding, RunConfig, Runtime
 from graphtransfer.envs.factory import inference_env, named_query
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, load_graphs
 from graphtransfer.solve.inference import DRAWN, Solution, check_decoding, peak_rss_mib
-from graphtransfer.solve.loading import DEFAULT_RUNTIME, Runtime, policy_for_graphs
+from graphtransfer.solve.loading import DEFAULT_RUNTIME, policy_for_graphs
 from graphtransfer.solve.ordering import solving_order
-from graphtransfer.solve.rollouts import best_of_rollouts, rollout_count
+from graphtransfer.solve.rollouts import DEFAULT_DECODING, best_of_rollouts, rollout_count
 
 
 @dataclass
@@ -75,61 +75,65 @@ class EvalRow:
         return f"{value - baseline:+.3f}"
 
 
-def evaluate(
-    policy,
-    config: RunConfig,
-    graphs: list[Graph],
-    max_passes: int | None = None,
-    rollouts: int | str = AUTO_ROLLOUTS,
-    deterministic: bool = False,
-    polish: bool = False,
-    seed: int = 0,
-    commit_fraction: float | None = None,
-    decoding: str | None = None,
-    node_order: str = "auto",
-    chils: bool = False,
-    source: str | None = None,
-    target: str | None = None,
-) -> list[EvalRow]:
-    """Run the policy under each decoding and every baseline of the task on each graph.
+@dataclass(frozen=True)
+class EvalExtras:
+    """What an evaluation reports besides the policy's default decoding.
 
-    Args:
-        rollouts: each decoding is the best of this many rollouts, seeds ``seed, seed + 1, ...``
-            (``"auto"``: several on graphs of a few hundred nodes, one from 5,001 nodes on; see
-            :func:`graphtransfer.solve.rollouts.best_of_rollouts`).
-        deterministic: where the decoding draws actions (``drawn``), report both ways of drawing
+    Attributes:
+        both_draws: where the decoding draws actions (``drawn``), report both ways of drawing
             them: the task's default first (``deterministic`` for path, whose env declares
             ``inference_deterministic``; ``sampled`` for the others), then the other. The
             local-max decoding draws none, so a second row would repeat the first.
-        commit_fraction, decoding: as in :func:`graphtransfer.solve.inference.solve`.
         polish: also report the best decoding and every baseline after the task's local search.
-        node_order: ``auto`` solves large MIS and MVC graphs renumbered in locality order, ``given``
-            as numbered; solutions come back in the graph's own order (:mod:`graphtransfer.solve.ordering`).
         chils: MIS: also CHILS (:mod:`graphtransfer.baselines.chils`, an optional package), for
             the local search's seconds.
         source, target: path, one graph: route between these nodes, named by the graph's own
             ids (:func:`graphtransfer.envs.factory.named_query`), policy and baselines alike;
             without them, the graph's own query.
     """
-    check_one_graph(graphs, source, target)
+
+    both_draws: bool = False
+    polish: bool = False
+    chils: bool = False
+    source: str | None = None
+    target: str | None = None
+
+
+NO_EXTRAS = EvalExtras()
+
+
+def evaluate(
+    policy, config: RunConfig, graphs: list[Graph], decoding: Decoding = DEFAULT_DECODING, extras: EvalExtras = NO_EXTRAS
+) -> list[EvalRow]:
+    """Run the policy under each decoding and every baseline of the task on each graph.
+
+    Args:
+        decoding: how the policy decodes (:class:`graphtransfer.Decoding`); each decoding is the
+            best of ``decoding.rollouts`` rollouts, seeds ``seed, seed + 1, ...`` (``"auto"``:
+            several on graphs of a few hundred nodes, one from 10,001 nodes on; see
+            :func:`graphtransfer.solve.rollouts.best_of_rollouts`).
+        extras: what is reported besides (:class:`EvalExtras`).
+    """
+    check_one_graph(graphs, extras.source, extras.target)
     baselines = BASELINES.get(config.task, {}) if config.env is None else {}
-    if chils:
+    if extras.chils:
         baselines = baselines | chils_baselines(config.name)
-    polisher = POLISH.get(config.task) if polish and config.env is None else None
+    polisher = POLISH.get(config.task) if extras.polish and config.env is None else None
+    finish = finish_rule(config)
     rows = []
     for graph in graphs:
-        order = solving_order(config, graph, node_order)
-        query = named_query(config, graph, source, target)  # path is never renumbered: positions hold in order.graph
-        env = inference_env(config, order.graph, max_passes, query)
+        order = solving_order(config, graph, decoding.node_order)
+        query = named_query(config, graph, extras.source, extras.target)  # path is never renumbered: positions hold in order.graph
+        env = inference_env(config, order.graph, decoding.max_passes, query)
         features = features_of(env)
-        options = {"seed": seed, "commit_fraction": commit_fraction, "finish": finish_rule(config), "decoding": decoding}
-        options["rollouts"] = rollout_count(rollouts, graph.num_nodes)
-        chosen = check_decoding(env, features, decoding)
-        default = features.inference_deterministic
+        count = rollout_count(decoding.rollouts, graph.num_nodes)
+        chosen = check_decoding(env, features, decoding.method)
+        first = features.inference_deterministic if decoding.deterministic is None else decoding.deterministic
         drawn = chosen == DRAWN
-        decodings = {_draw_label(default) if drawn else chosen: order.restore(best_of_rollouts(policy, env, **options))}
-        if deterministic and drawn:
-            decodings[_draw_label(not default)] = order.restore(best_of_rollouts(policy, env, deterministic=not default, **options))
+        decodings = {_draw_label(first) if drawn else chosen: order.restore(best_of_rollouts(policy, env, count, decoding, finish))}
+        if extras.both_draws and drawn:
+            other = replace(decoding, deterministic=not first)
+            decodings[_draw_label(not first)] = order.restore(best_of_rollouts(policy, env, count, other, finish))
         answers = [_run_baseline(name, _answering(fn, query), env.unwrapped, graph, polisher) for name, fn in baselines.items()]
         row = EvalRow(graph, decodings, answers, features.sense)
         if polisher:
@@ -171,11 +175,16 @@ def _run_baseline(name, fn, env, graph, polisher) -> BaselineResult:
 
 
 def evaluate_model(
-    model: str | Path, graphs: str | Path, runtime: Runtime = DEFAULT_RUNTIME, env: str | None = None, **options
+    model: str | Path,
+    graphs: str | Path,
+    decoding: Decoding = DEFAULT_DECODING,
+    runtime: Runtime = DEFAULT_RUNTIME,
+    env: str | None = None,
+    extras: EvalExtras = NO_EXTRAS,
 ) -> tuple[RunConfig, list[EvalRow]]:
     """Load the model folder ``model`` for the graphs ``graphs`` names (refusing any that would not
     fit in memory) and :func:`evaluate` it there; ``env`` names the user env of a model trained on one."""
     loaded_graphs = load_graphs(graphs)
     loaded = policy_for_graphs(model, loaded_graphs, runtime, env)
     config = loaded.checkpoint.config
-    return config, evaluate(loaded.policy, config, loaded_graphs, **options)
+    return config, evaluate(loaded.policy, config, loaded_graphs, decoding, extras)

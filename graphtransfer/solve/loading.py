@@ -15,24 +15,15 @@ import gymnasium as gym
 from stable_baselines3.common.policies import ActorCriticPolicy
 
 from graphtransfer.checkpoint import Checkpoint, LoadReport, load_policy_into_env, read_checkpoint
+from graphtransfer.config import Runtime
 from graphtransfer.envs.factory import inference_env, run_env
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph, load_graph
 from graphtransfer.nn import configure_runtime
 from graphtransfer.solve.memory import check_memory
 
-
-@dataclass(frozen=True)
-class Runtime:
-    """How a loaded policy computes, never what: the same numbers with or without these."""
-
-    max_nodes_per_batch: int | None = None
-    """most graph nodes one pass spans; larger graphs run in chunks (same results, less memory)"""
-    mixed_precision: bool = False
-    """bfloat16 message passing on CUDA (ignored on the CPU)"""
-
-
 DEFAULT_RUNTIME = Runtime()
+"""every runtime setting at its default"""
 
 
 @dataclass

@@ -8,6 +8,7 @@ the seed, so the numbers are those of the serial path.
 
 from __future__ import annotations
 
+import functools
 import logging
 import multiprocessing
 import os
@@ -21,14 +22,15 @@ from typing import Any, TypeVar
 import torch
 
 from graphtransfer.checkpoint import Checkpoint, read_checkpoint
-from graphtransfer.config import RunConfig
+from graphtransfer.config import AUTO_ROLLOUTS, Decoding, RunConfig, Runtime
 from graphtransfer.errors import ClusterLost, UsageError
 from graphtransfer.graphs import Graph, load_graphs, resolve
 from graphtransfer.io import check_output_file
-from graphtransfer.solve.evaluate import EvalRow, check_one_graph, evaluate, evaluate_model
+from graphtransfer.solve.evaluate import NO_EXTRAS, EvalExtras, EvalRow, check_one_graph, evaluate, evaluate_model
 from graphtransfer.solve.inference import Solution
-from graphtransfer.solve.loading import Runtime, policy_for_graphs
+from graphtransfer.solve.loading import DEFAULT_RUNTIME, policy_for_graphs
 from graphtransfer.solve.predict import predict_graph, write_solution
+from graphtransfer.solve.rollouts import DEFAULT_DECODING
 
 RAY_INSTALL = "pip install 'graphtransfer[ray]'"
 # Fork on Linux, as torch's DataLoader does: a worker starts in milliseconds, where a spawned one
@@ -36,7 +38,8 @@ RAY_INSTALL = "pip install 'graphtransfer[ray]'"
 # take). torch re-creates its thread pools in a forked child. Spawn elsewhere (macOS cannot fork safely).
 START_METHOD = "fork" if sys.platform == "linux" else "spawn"
 Result = TypeVar("Result")
-Job = Callable[[Checkpoint, Graph, dict[str, Any]], Result]
+Job = Callable[[Checkpoint, Graph], Result]
+"""one graph's work, given the model: a module-level function, or a ``functools.partial`` of one (it travels to the workers)"""
 
 
 def evaluate_many(
@@ -47,21 +50,55 @@ def evaluate_many(
     max_nodes_per_batch: int | None = None,
     mixed_precision: bool = False,
     env: str | None = None,
-    **options: Any,
+    *,
+    max_passes: int | None = None,
+    rollouts: int | str = AUTO_ROLLOUTS,
+    deterministic: bool = False,
+    seed: int = 0,
+    commit_fraction: float | None = None,
+    decoding: str | None = None,
+    node_order: str = "auto",
+    polish: bool = False,
+    chils: bool = False,
+    source: str | None = None,
+    target: str | None = None,
 ) -> tuple[RunConfig, list[EvalRow]]:
-    """:func:`graphtransfer.solve.evaluate.evaluate_model` on ``workers`` processes, or on the Ray cluster
-    at ``ray_address`` (``"auto"``, ``"local"`` or ``host:port``; ``workers`` actors, default one per
-    CPU there). One worker and no Ray: the serial path itself. A Ray cluster that dies raises
-    :class:`ClusterLost` holding the rows finished before."""
-    runtime = Runtime(max_nodes_per_batch, mixed_precision)
-    if (workers or 1) == 1 and ray_address is None:
-        return evaluate_model(model, graphs, runtime, env, **options)
+    """``graphtransfer.evaluate``: :func:`graphtransfer.solve.evaluate.evaluate_model` on ``workers``
+    processes, or on the Ray cluster at ``ray_address`` (``"auto"``, ``"local"`` or ``host:port``;
+    ``workers`` actors, default one per CPU there). One worker and no Ray: the serial path itself.
+    A Ray cluster that dies raises :class:`ClusterLost` holding the rows finished before.
+
+    The decoding keywords (``max_passes``, ``rollouts``, ``seed``, ``commit_fraction``,
+    ``decoding``, ``node_order``) build one :class:`graphtransfer.Decoding`, the runtime keywords
+    (``ray_address``, ``max_nodes_per_batch``, ``mixed_precision``) one
+    :class:`graphtransfer.Runtime`, each checked as it is built; :func:`evaluate_many_with` takes
+    the objects themselves. ``deterministic``, ``polish``, ``chils``, ``source`` and ``target`` build
+    an :class:`~graphtransfer.solve.evaluate.EvalExtras`: what is reported besides the policy's
+    default decoding."""
+    chosen = Decoding(decoding, commit_fraction, None, seed, rollouts, max_passes, node_order)
+    runtime = Runtime(max_nodes_per_batch=max_nodes_per_batch, mixed_precision=mixed_precision, ray_address=ray_address)
+    extras = EvalExtras(deterministic, polish, chils, source, target)
+    return evaluate_many_with(model, graphs, chosen, runtime, workers, env, extras)
+
+
+def evaluate_many_with(
+    model: str | Path,
+    graphs: str | Path,
+    decoding: Decoding = DEFAULT_DECODING,
+    runtime: Runtime = DEFAULT_RUNTIME,
+    workers: int | None = None,
+    env: str | None = None,
+    extras: EvalExtras = NO_EXTRAS,
+) -> tuple[RunConfig, list[EvalRow]]:
+    """:func:`evaluate_many` with its decoding and runtime settings as the objects themselves."""
+    if (workers or 1) == 1 and runtime.ray_address is None:
+        return evaluate_model(model, graphs, decoding, runtime, env, extras)
     checkpoint = read_checkpoint(model, env)
     loaded = load_graphs(graphs)
-    check_one_graph(loaded, options.get("source"), options.get("target"))  # each worker sees one graph: checked here
-    options["runtime"] = runtime
+    check_one_graph(loaded, extras.source, extras.target)  # each worker sees one graph: checked here
+    job = functools.partial(evaluate_graph, decoding=decoding, runtime=runtime, extras=extras)
     try:
-        return checkpoint.config, map_graphs(evaluate_graph, checkpoint, loaded, options, workers, ray_address)
+        return checkpoint.config, map_graphs(job, checkpoint, loaded, workers, runtime.ray_address)
     except ClusterLost as lost:
         raise ClusterLost(f"{lost} with {len(lost.finished)} of {len(loaded)} graphs evaluated", lost.finished) from None
 
@@ -76,11 +113,36 @@ def predict_many(
     mixed_precision: bool = False,
     env: str | None = None,
     force: bool = False,
-    **options: Any,
+    *,
+    max_passes: int | None = None,
+    deterministic: bool | None = None,
+    seed: int = 0,
+    commit_fraction: float | None = None,
+    decoding: str | None = None,
+    rollouts: int | str = AUTO_ROLLOUTS,
+    node_order: str = "auto",
 ) -> list[tuple[Graph, Solution, Path]]:
     """:func:`graphtransfer.solve.predict.predict` on every graph that ``graphs`` names; each solution is
     written to ``out/<graph file stem>.csv`` by this process, as its result arrives, in order; an
-    existing CSV is replaced only with ``force``, and never a graph or a model file."""
+    existing CSV is replaced only with ``force``, and never a graph or a model file. The keywords
+    build a :class:`graphtransfer.Decoding` and a :class:`graphtransfer.Runtime` as ``predict``'s
+    do; :func:`predict_many_with` takes the objects themselves."""
+    chosen = Decoding(decoding, commit_fraction, deterministic, seed, rollouts, max_passes, node_order)
+    runtime = Runtime(max_nodes_per_batch=max_nodes_per_batch, mixed_precision=mixed_precision, ray_address=ray_address)
+    return predict_many_with(model, graphs, out, chosen, runtime, workers, env, force)
+
+
+def predict_many_with(
+    model: str | Path,
+    graphs: str | Path,
+    out: str | Path,
+    decoding: Decoding = DEFAULT_DECODING,
+    runtime: Runtime = DEFAULT_RUNTIME,
+    workers: int | None = None,
+    env: str | None = None,
+    force: bool = False,
+) -> list[tuple[Graph, Solution, Path]]:
+    """:func:`predict_many` with its decoding and runtime settings as the objects themselves."""
     loaded = load_graphs(graphs)
     folder = Path(out)
     paths = [folder / f"{Path(graph.name).stem}.csv" for graph in loaded]
@@ -92,42 +154,31 @@ def predict_many(
     checkpoint = read_checkpoint(model, env)
     for path in paths:
         check_output_file(path, [resolve(graphs)], force)
-    options["runtime"] = Runtime(max_nodes_per_batch, mixed_precision)
-    results = map_graphs(solve_graph, checkpoint, loaded, options, workers, ray_address)
+    job = functools.partial(predict_graph, decoding=decoding, runtime=runtime)
+    results = map_graphs(job, checkpoint, loaded, workers, runtime.ray_address)
     for graph, path, (solution, header) in zip(loaded, paths, results, strict=True):
         write_solution(path, solution.solution, header, graph.ids())
     return [(graph, solution, path) for graph, (solution, _), path in zip(loaded, results, paths, strict=True)]
 
 
-def evaluate_graph(checkpoint: Checkpoint, graph: Graph, options: dict[str, Any]) -> EvalRow:
+def evaluate_graph(checkpoint: Checkpoint, graph: Graph, decoding: Decoding, runtime: Runtime, extras: EvalExtras) -> EvalRow:
     """One graph's evaluation row; what :func:`graphtransfer.solve.evaluate.evaluate` gives for it."""
-    options = dict(options)
-    loaded = policy_for_graphs(checkpoint, [graph], options.pop("runtime"))
-    return evaluate(loaded.policy, checkpoint.config, [graph], **options)[0]
-
-
-def solve_graph(checkpoint: Checkpoint, graph: Graph, options: dict[str, Any]) -> tuple[Solution, str]:
-    """One graph's solution and CSV header; see :func:`graphtransfer.solve.predict.predict_graph`."""
-    return predict_graph(checkpoint, graph, **options)
+    loaded = policy_for_graphs(checkpoint, [graph], runtime)
+    return evaluate(loaded.policy, checkpoint.config, [graph], decoding, extras)[0]
 
 
 def map_graphs(
-    job: Job,
-    checkpoint: Checkpoint,
-    graphs: Sequence[Graph],
-    options: dict[str, Any],
-    workers: int | None = None,
-    ray_address: str | None = None,
+    job: Job, checkpoint: Checkpoint, graphs: Sequence[Graph], workers: int | None = None, ray_address: str | None = None
 ) -> list:
-    """``[job(checkpoint, g, options) for g in graphs]``, on ``workers`` local processes or on Ray."""
+    """``[job(checkpoint, g) for g in graphs]``, on ``workers`` local processes or on Ray."""
     if ray_address is not None:
-        return _map_on_ray(job, checkpoint, graphs, options, workers, ray_address)
+        return _map_on_ray(job, checkpoint, graphs, workers, ray_address)
     if (workers or 1) == 1:
-        return [job(checkpoint, graph, options) for graph in graphs]
+        return [job(checkpoint, graph) for graph in graphs]
     context = multiprocessing.get_context(START_METHOD)
     pool = ProcessPoolExecutor(min(workers, len(graphs)), mp_context=context, initializer=_start_worker, initargs=(checkpoint,))
     try:
-        return list(pool.map(_run_job, [job] * len(graphs), graphs, [options] * len(graphs)))
+        return list(pool.map(_run_job, [job] * len(graphs), graphs))
     finally:
         pool.shutdown(cancel_futures=True)
 
@@ -142,8 +193,8 @@ def _start_worker(checkpoint: Checkpoint) -> None:
     _worker_checkpoint = checkpoint
 
 
-def _run_job(job: Job, graph: Graph, options: dict[str, Any]):
-    return job(_worker_checkpoint, graph, options)
+def _run_job(job: Job, graph: Graph):
+    return job(_worker_checkpoint, graph)
 
 
 class RayWorker:
@@ -152,20 +203,18 @@ class RayWorker:
     def __init__(self, checkpoint: Checkpoint):
         _start_worker(checkpoint)
 
-    def run(self, job: Job, graph: Graph, options: dict[str, Any]):
-        return _run_job(job, graph, options)
+    def run(self, job: Job, graph: Graph):
+        return _run_job(job, graph)
 
 
-def _map_on_ray(
-    job: Job, checkpoint: Checkpoint, graphs: Sequence[Graph], options: dict[str, Any], workers: int | None, address: str
-) -> list:
+def _map_on_ray(job: Job, checkpoint: Checkpoint, graphs: Sequence[Graph], workers: int | None, address: str) -> list:
     """One actor per worker (default: one per CPU of the cluster), each given the next graph as it
     finishes one; results in the graphs' order. A cluster that dies raises :class:`ClusterLost`
     holding the results finished by then."""
     ray = import_ray()
     started_here = not ray.is_initialized()
     if started_here:
-        init_ray(ray, address, **({"include_dashboard": False} if address == "local" else {}), log_to_driver=False)
+        init_ray(ray, address, include_dashboard=False if address == "local" else None)
     try:
         count = workers or int(ray.cluster_resources().get("CPU", 1))
         model, actor = ray.put(checkpoint), ray.remote(num_cpus=1)(RayWorker)
@@ -177,7 +226,7 @@ def _map_on_ray(
             while idle and waiting:
                 index, graph = waiting.pop()
                 worker = idle.pop()
-                running[worker.run.remote(job, graph, options)] = (index, worker)
+                running[worker.run.remote(job, graph)] = (index, worker)
             for ref in _answered(ray, list(running), 1, finished):
                 index, worker = running.pop(ref)
                 finished[index] = _get(ray, [ref], finished)[0]
@@ -241,8 +290,9 @@ RAY_CONNECT_SECONDS = 5.0
 """how long an address is given to answer before it is refused (Ray itself retries for minutes)"""
 
 
-def init_ray(ray, address: str | None, **options) -> None:
-    """``ray.init(address, **options)``; an address where no cluster answers (``None``:
+def init_ray(ray, address: str | None, include_dashboard: bool | None = None) -> None:
+    """``ray.init(address)``, Ray's workers' logs not forwarded to this process (and no dashboard
+    with ``include_dashboard=False``); an address where no cluster answers (``None``:
     ``$RAY_ADDRESS``, else a new local instance) is refused within seconds with a one-line error
     instead of Ray's minutes of retries and its traceback."""
     named = address if address is not None else os.environ.get("RAY_ADDRESS")
@@ -250,7 +300,8 @@ def init_ray(ray, address: str | None, **options) -> None:
     if named not in (None, "", "auto", "local"):
         _check_answers(named, where)
     try:
-        ray.init(address=address, logging_level=logging.WARNING, **options)  # Ray's INFO lines are not the user's business
+        # Ray's INFO lines are not the user's business
+        ray.init(address=address, logging_level=logging.WARNING, include_dashboard=include_dashboard, log_to_driver=False)
     except ConnectionError as err:
         first = str(err).split(". ")[0].rstrip(".")
         raise UsageError(

@@ -224,7 +224,7 @@ def ray_session(address: str | None) -> Iterator:
     ray = import_ray()
     started_here = not ray.is_initialized()
     if started_here:
-        init_ray(ray, address, **({"include_dashboard": False} if address == "local" else {}), log_to_driver=False)
+        init_ray(ray, address, include_dashboard=False if address == "local" else None)
     try:
         yield ray
     finally:

@@ -16,18 +16,18 @@ import torch
 
 from graphtransfer.baselines.local_search import iterated_local_search
 from graphtransfer.checkpoint import read_checkpoint
-from graphtransfer.config import RunConfig
+from graphtransfer.config import Decoding, RunConfig, Runtime
 from graphtransfer.config.schema import check_budget_seconds
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, resolve
 from graphtransfer.io import check_output_file
 from graphtransfer.solve.evaluate import finish_rule
-from graphtransfer.solve.inference import LOGIT_EPS, Solution, active_subgraph, check_decoding, obs_to_tensors, solve
-from graphtransfer.solve.loading import policy_for_graphs
+from graphtransfer.solve.inference import LOGIT_EPS, Solution, active_subgraph, check_decoding, obs_to_tensors
+from graphtransfer.solve.loading import DEFAULT_RUNTIME, policy_for_graphs
 from graphtransfer.solve.ordering import solving_order
-from graphtransfer.solve.predict import predict, write_solution
-from graphtransfer.solve.rollouts import rollout_options
+from graphtransfer.solve.predict import predict_with, write_solution
+from graphtransfer.solve.rollouts import DEFAULT_DECODING, rollout_plan, solve_one
 
 POLISH_TASKS = ("mis", "mvc")
 """the tasks whose solutions ``--polish`` searches from (a set, or a cover as its complement)"""
@@ -66,14 +66,14 @@ class PolicyStarts:
 
 def policy_starts(checkpoint, graph: Graph, rollouts: int = 1, seed: int = 0, count: int = 1, scores: bool = False) -> PolicyStarts:
     """The ``count`` largest distinct feasible sets of ``rollouts`` rollouts of an MIS model's
-    policy on ``graph`` (seeds and decodings as ``predict``'s, :func:`rollout_options`), the policy
+    policy on ``graph`` (seeds and decodings as ``predict``'s, :func:`rollout_plan`), the policy
     loaded once; with ``scores``, also its first-pass log-odds per node."""
     order = solving_order(checkpoint.config, graph)
     loaded = policy_for_graphs(checkpoint, [order.graph])
     features = features_of(loaded.env)
-    plan = rollout_options(rollouts, seed, None, None, check_decoding(loaded.env, features, None))
+    plan = rollout_plan(Decoding(seed=seed), rollouts, check_decoding(loaded.env, features, None))
     finish = finish_rule(checkpoint.config)
-    runs = [order.restore(solve(loaded.policy, loaded.env, finish=finish, **one)) for one in plan]
+    runs = [order.restore(solve_one(loaded.policy, loaded.env, one, finish)) for one in plan]
     sets: dict[bytes, np.ndarray] = {}
     for run in sorted((r for r in runs if r.feasible), key=lambda r: -r.objective):
         sets.setdefault(run.solution.astype(bool).tobytes(), run.solution.astype(bool))
@@ -126,21 +126,21 @@ def predict_polished(
     graph: str | Path | Graph,
     out: str | Path,
     seconds: float,
-    seed: int = 0,
+    decoding: Decoding = DEFAULT_DECODING,
+    runtime: Runtime = DEFAULT_RUNTIME,
     env: str | None = None,
     force: bool = False,
-    **options,
 ) -> tuple[Graph, Solution, Polished]:
-    """:func:`graphtransfer.solve.predict.predict` (``options`` are its own), then :func:`polish`
-    of its solution for ``seconds``; the polished solution is what ``out`` gets. Returns the
-    graph, the policy's own solution (reported beside the search's, never instead of it) and the
-    polished one. Bad input (a task without a search, a bad budget, an ``out`` that may not be
+    """:func:`graphtransfer.solve.predict.predict_with`, then :func:`polish` of its solution for
+    ``seconds`` (seeded by ``decoding.seed``); the polished solution is what ``out`` gets. Returns
+    the graph, the policy's own solution (reported beside the search's, never instead of it) and
+    the polished one. Bad input (a task without a search, a bad budget, an ``out`` that may not be
     written) is refused before the policy runs."""
     seconds = check_polish_seconds(seconds)
     checkpoint = read_checkpoint(model, env)
     task = check_polish_task(checkpoint.config)
     check_output_file(Path(out), [] if isinstance(graph, Graph) else [resolve(graph)], force)
-    loaded, solution = predict(checkpoint.folder, graph, None, seed=seed, env=env, **options)
-    polished = polish(task, loaded, solution.solution, seconds, seed)
+    loaded, solution = predict_with(checkpoint.folder, graph, None, decoding, runtime, env)
+    polished = polish(task, loaded, solution.solution, seconds, decoding.seed)
     write_solution(out, polished.solution, "node,decision", loaded.ids())
     return loaded, solution, polished

@@ -9,16 +9,16 @@ from pathlib import Path
 import numpy as np
 
 from graphtransfer.checkpoint import Checkpoint, read_checkpoint
-from graphtransfer.config import AUTO_ROLLOUTS
+from graphtransfer.config import AUTO_ROLLOUTS, Decoding, Runtime
 from graphtransfer.envs.factory import named_query
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.graphs import Graph, load_graph, resolve
 from graphtransfer.io import atomic_write, check_output_file
 from graphtransfer.solve.evaluate import finish_rule
 from graphtransfer.solve.inference import Solution
-from graphtransfer.solve.loading import DEFAULT_RUNTIME, Runtime, policy_for_graphs
+from graphtransfer.solve.loading import DEFAULT_RUNTIME, policy_for_graphs
 from graphtransfer.solve.ordering import solving_order
-from graphtransfer.solve.rollouts import best_of_rollouts, rollout_count
+from graphtransfer.solve.rollouts import DEFAULT_DECODING, best_of_rollouts, rollout_count
 
 
 def predict(
@@ -42,32 +42,53 @@ def predict(
     """Run the model in folder ``model`` on ``graph`` (a :class:`Graph` or what names one); write
     the solution to ``out`` as CSV.
 
+    The decoding keywords (``max_passes``, ``deterministic``, ``seed``, ``commit_fraction``,
+    ``decoding``, ``rollouts``, ``node_order``) build one :class:`graphtransfer.Decoding` and the
+    runtime keywords (``max_nodes_per_batch``, ``mixed_precision``) one
+    :class:`graphtransfer.Runtime`, each checked as it is built (a bad value is a
+    :class:`~graphtransfer.errors.UsageError` naming it); :func:`predict_with` takes the two
+    objects themselves.
+
     By default MIS and MVC decode by local maxima of the policy's scores, path takes the policy's
     most likely moves, and other tasks sample their actions from the policy (seeded, so runs
     repeat exactly); ``deterministic`` ``True`` or ``False`` takes the most likely actions or
     samples them whatever the task; see :func:`graphtransfer.solve.inference.solve` for
-    ``decoding`` and ``commit_fraction``. ``rollouts``
-    (a count, or ``"auto"``: several on graphs of a few hundred nodes, one from 5,001 nodes on) runs the
-    policy that many times, seeds ``seed, seed + 1, ...``, and keeps the best solution
-    (:mod:`graphtransfer.solve.rollouts`). A graph too large for the memory available is
-    refused before anything is built (:mod:`graphtransfer.solve.memory`). ``max_nodes_per_batch``
-    runs the layers in chunks of that many nodes (same solution, less memory);
-    ``mixed_precision``, bfloat16 message passing on CUDA. ``node_order`` ``auto`` solves large MIS
-    and MVC graphs renumbered in locality order, ``given`` as the file numbers them; the solution is
-    in the graph's own order either way (:mod:`graphtransfer.solve.ordering`). ``env`` names the
-    user env of a model trained on one. ``source`` and ``target`` (the path task) name the route's
-    ends by the graph's own ids; without them path routes the graph's own query. ``out`` never
-    replaces the graph, the model's files or a folder, and replaces an existing file only with ``force``.
+    ``decoding`` and ``commit_fraction``. ``rollouts`` (a count, or ``"auto"``: several on graphs
+    of a few hundred nodes, one from 10,001 nodes on) runs the policy that many times, seeds
+    ``seed, seed + 1, ...``, and keeps the best solution (:mod:`graphtransfer.solve.rollouts`).
+    A graph too large for the memory available is refused before anything is built
+    (:mod:`graphtransfer.solve.memory`). ``max_nodes_per_batch`` runs the layers in chunks of that
+    many nodes (same solution, less memory); ``mixed_precision``, bfloat16 message passing on
+    CUDA. ``node_order`` ``auto`` solves large MIS and MVC graphs renumbered in locality order,
+    ``given`` as the file numbers them; the solution is in the graph's own order either way
+    (:mod:`graphtransfer.solve.ordering`). ``env`` names the user env of a model trained on one.
+    ``source`` and ``target`` (the path task) name the route's ends by the graph's own ids;
+    without them path routes the graph's own query. ``out`` never replaces the graph, the model's
+    files or a folder, and replaces an existing file only with ``force``.
     """
+    chosen = Decoding(decoding, commit_fraction, deterministic, seed, rollouts, max_passes, node_order)
+    runtime = Runtime(max_nodes_per_batch=max_nodes_per_batch, mixed_precision=mixed_precision)
+    return predict_with(model, graph, out, chosen, runtime, env, force, source, target)
+
+
+def predict_with(
+    model: str | Path,
+    graph: str | Path | Graph,
+    out: str | Path | None = None,
+    decoding: Decoding = DEFAULT_DECODING,
+    runtime: Runtime = DEFAULT_RUNTIME,
+    env: str | None = None,
+    force: bool = False,
+    source: str | None = None,
+    target: str | None = None,
+) -> tuple[Graph, Solution]:
+    """:func:`predict` with its decoding and runtime settings as the objects themselves."""
     checkpoint = read_checkpoint(model, env)
     if out is not None:
         check_output_file(Path(out), [] if isinstance(graph, Graph) else [resolve(graph)], force)
     loaded = graph if isinstance(graph, Graph) else load_graph(graph)
     query = named_query(checkpoint.config, loaded, source, target)
-    options = {"deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction, "decoding": decoding}
-    options |= {"rollouts": rollouts, "node_order": node_order}
-    runtime = Runtime(max_nodes_per_batch, mixed_precision)
-    solution, header = predict_graph(checkpoint, loaded, max_passes=max_passes, runtime=runtime, query=query, **options)
+    solution, header = predict_graph(checkpoint, loaded, decoding, runtime, query=query)
     if out is not None:
         write_solution(out, solution.solution, header, loaded.ids())
     return loaded, solution
@@ -76,26 +97,23 @@ def predict(
 def predict_graph(
     model: str | Path | Checkpoint,
     graph: Graph,
-    max_passes: int | None = None,
+    decoding: Decoding = DEFAULT_DECODING,
     runtime: Runtime = DEFAULT_RUNTIME,
     env: str | None = None,
-    rollouts: int | str = AUTO_ROLLOUTS,
-    node_order: str = "auto",
     query: tuple[int, int] | None = None,
-    **options,
 ) -> tuple[Solution, str]:
     """The policy of a model (a folder, or a checkpoint already read) on one graph: the best
-    solution of its ``rollouts``, in the graph's own node order whatever ``node_order`` it was
-    solved in (:func:`graphtransfer.solve.ordering.solving_order`), and its CSV header.
+    solution of its rollouts, in the graph's own node order whatever ``decoding.node_order`` it
+    was solved in (:func:`graphtransfer.solve.ordering.solving_order`), and its CSV header.
 
-    One graph's run depends only on the model, the graph and ``options`` (those of
-    :func:`graphtransfer.solve.inference.solve`), so workers that each call this give what a serial loop gives.
+    One graph's run depends only on the model, the graph and ``decoding``, so workers that each
+    call this give what a serial loop gives.
     """
-    count = rollout_count(rollouts, graph.num_nodes)  # before the model loads: a bad count is the user's to fix first
+    count = rollout_count(decoding.rollouts, graph.num_nodes)
     checkpoint = model if isinstance(model, Checkpoint) else read_checkpoint(model, env)
-    order = solving_order(checkpoint.config, graph, node_order)
-    loaded = policy_for_graphs(checkpoint, [order.graph], runtime, env, max_passes, query)
-    solution = best_of_rollouts(loaded.policy, loaded.env, count, finish=finish_rule(checkpoint.config), **options)
+    order = solving_order(checkpoint.config, graph, decoding.node_order)
+    loaded = policy_for_graphs(checkpoint, [order.graph], runtime, env, decoding.max_passes, query)
+    solution = best_of_rollouts(loaded.policy, loaded.env, count, decoding, finish_rule(checkpoint.config))
     return order.restore(solution), features_of(loaded.env).solution_header
 
 

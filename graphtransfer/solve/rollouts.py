@@ -2,7 +2,7 @@
 
 On a graph of a few hundred nodes one rollout takes milliseconds and one node is 0.3-1% of the
 objective, so ``--rollouts auto`` (the default) decodes it several times and keeps the best; on
-graphs of 5,001 nodes or more it is one rollout, as before. Every rollout is the policy's own
+graphs of 10,001 nodes or more it is one rollout. Every rollout is the policy's own
 decisions, seeded (``seed``, ``seed + 1``, ...): no search.
 """
 
@@ -12,10 +12,15 @@ from dataclasses import replace
 
 import gymnasium as gym
 
-from graphtransfer.config import AUTO_ROLLOUTS, MAX_AUTO_ROLLOUTS, MAX_ROLLOUTS, ROLLOUT_NODE_BUDGET, SEED_LIMIT
+from graphtransfer.config import AUTO_ROLLOUTS, MAX_AUTO_ROLLOUTS, MAX_ROLLOUTS, ROLLOUT_NODE_BUDGET, SEED_LIMIT, Decoding
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.solve.inference import LOCAL_MAX, LOCAL_MAX_SAMPLED, Solution, check_decoding, solve
+
+DEFAULT_DECODING = Decoding()
+"""every decoding setting at its default"""
+ONE_ROLLOUT = Decoding(rollouts=1)
+"""the default decoding, one rollout: what a training run's evaluations take"""
 
 
 def rollout_count(rollouts: int | str, num_nodes: int) -> int:
@@ -28,53 +33,49 @@ def rollout_count(rollouts: int | str, num_nodes: int) -> int:
     return rollouts
 
 
-def rollout_options(count: int, seed: int, decoding: str | None, commit_fraction: float | None, default: str) -> list[dict]:
-    """The seed and decoding of each of ``count`` rollouts: seeds ``seed, seed + 1, ...``.
+def rollout_plan(decoding: Decoding, count: int, default: str) -> list[Decoding]:
+    """The decoding of each of ``count`` rollouts: seeds ``seed, seed + 1, ...``, one rollout each.
 
-    Where neither ``decoding`` nor ``commit_fraction`` is given and the env's ``default`` decoding
-    is local-max, every other rollout is ``local-max-sampled`` instead: local-max samples nothing,
-    so its rollouts differ only by the env's random features, and a ranking drawn near the
-    policy's finds sets that no local-max rollout finds (rgg-n100-d8.0-s0: 28 nodes, the
-    optimum, against 27 for every local-max rollout). It replaced the drawn decoding in that
-    place: the best of 64 was within 2% of the optimum on 33-34 of 36 graphs of 100-300 nodes
-    against 31-32 (bench/RESULTS.md, "Sampled local-max"). Rollout 0 is always the default
-    decoding itself, so one rollout is the decoding of before.
+    Where no ``method`` is given and the env's ``default`` decoding is local-max, every other
+    rollout is ``local-max-sampled`` instead, with the same ``commit_fraction`` (both decodings
+    take their candidates from it): local-max samples nothing, so its rollouts differ only by the
+    env's random features, and a ranking drawn near the policy's finds sets that no local-max
+    rollout finds (rgg-n100-d8.0-s0: 28 nodes, the optimum, against 27 for every local-max
+    rollout). Rollout 0 is always the default decoding itself, so one rollout is the decoding of
+    before, and more can only find a better one. A ``method`` given is kept by every rollout.
     """
-    mixes = decoding is None and commit_fraction is None and default == LOCAL_MAX
-    decodings = [LOCAL_MAX_SAMPLED if mixes and i % 2 else decoding for i in range(count)]
-    return [{"seed": (seed + i) % SEED_LIMIT, "decoding": chosen, "commit_fraction": commit_fraction} for i, chosen in enumerate(decodings)]
+    mixes = decoding.method is None and default == LOCAL_MAX
+    methods = [LOCAL_MAX_SAMPLED if mixes and i % 2 else decoding.method for i in range(count)]
+    return [replace(decoding, seed=(decoding.seed + i) % SEED_LIMIT, method=method, rollouts=1) for i, method in enumerate(methods)]
 
 
-def best_of_rollouts(
-    policy,
-    env: gym.Env,
-    rollouts: int = 1,
-    seed: int = 0,
-    decoding: str | None = None,
-    commit_fraction: float | None = None,
-    **options,
-) -> Solution:
-    """The best of ``rollouts`` runs of :func:`graphtransfer.solve.inference.solve` on the env's
-    graph (see :func:`rollout_options`): feasible before infeasible, then by objective, ties going
+def solve_one(policy, env: gym.Env, one: Decoding, finish=None) -> Solution:
+    """One rollout: :func:`graphtransfer.solve.inference.solve` with ``one``'s settings."""
+    return solve(policy, env, one.deterministic, one.seed, one.commit_fraction, finish, one.method)
+
+
+def best_of_rollouts(policy, env: gym.Env, count: int = 1, decoding: Decoding = DEFAULT_DECODING, finish=None) -> Solution:
+    """The best of ``count`` runs of :func:`graphtransfer.solve.inference.solve` on the env's
+    graph (see :func:`rollout_plan`): feasible before infeasible, then by objective, ties going
     to the earliest rollout. Its ``seconds`` are those of every rollout together, its ``seed`` and
     ``decoding`` those of the rollout that gave it, its ``rollouts`` the count.
 
-    Where ``deterministic`` is not given and the env takes the most likely actions by default
-    (``inference_deterministic``, path), rollout 0 takes them and the others sample: the most
-    likely actions would repeat the same solution, so one rollout is the default decoding itself
-    and more can only find a better one.
+    Where ``decoding.deterministic`` is not given and the env takes the most likely actions by
+    default (``inference_deterministic``, path), rollout 0 takes them and the others sample: the
+    most likely actions would repeat the same solution, so one rollout is the default decoding
+    itself and more can only find a better one.
 
     Args:
-        rollouts: how many, at least 1 (:func:`rollout_count` turns ``"auto"`` into a count).
-        options: ``deterministic`` and ``finish``, as for ``solve``.
+        count: how many, at least 1 (:func:`rollout_count` turns ``decoding.rollouts`` into a count
+            for a graph).
+        finish: the task's finishing rule, as for ``solve``.
     """
     features = features_of(env)
-    plan = rollout_options(rollouts, seed, decoding, commit_fraction, check_decoding(env, features, decoding))
-    if options.get("deterministic") is None and features.inference_deterministic:
+    plan = rollout_plan(decoding, count, check_decoding(env, features, decoding.method))
+    if decoding.deterministic is None and features.inference_deterministic:
         # the most likely moves repeat themselves exactly: rollout 0 takes them, the others sample (seeded)
-        plan = [{**plan_one, "deterministic": index == 0} for index, plan_one in enumerate(plan)]
-        options = {key: value for key, value in options.items() if key != "deterministic"}
-    runs = [solve(policy, env, **options, **plan_one) for plan_one in plan]
+        plan = [replace(one, deterministic=index == 0) for index, one in enumerate(plan)]
+    runs = [solve_one(policy, env, one, finish) for one in plan]
     sign = 1 if features.sense == "max" else -1
     best = max(runs, key=lambda run: (run.feasible, sign * run.objective))
-    return replace(best, rollouts=rollouts, seconds=sum(run.seconds for run in runs), peak_rss_mib=runs[-1].peak_rss_mib)
+    return replace(best, rollouts=count, seconds=sum(run.seconds for run in runs), peak_rss_mib=runs[-1].peak_rss_mib)

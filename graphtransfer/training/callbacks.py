@@ -25,6 +25,7 @@ from graphtransfer.checkpoint import save_checkpoint
 from graphtransfer.config import RunConfig
 from graphtransfer.graphs import Graph
 from graphtransfer.solve.evaluate import EvalRow, evaluate
+from graphtransfer.solve.rollouts import ONE_ROLLOUT
 from graphtransfer.training.logs import BEST, CHECKPOINTS, write_row
 from graphtransfer.training.ppo import NodeBudgetUpdate
 
@@ -94,7 +95,7 @@ class EvalOnGraphs(Periodic):
         started = time.perf_counter()
         with rng_kept():
             # one rollout per graph: the policy's score during training, as it was before auto rollouts, at a 32nd of the cost
-            rows = evaluate(self.model.policy, self.config, self.graphs, rollouts=1)
+            rows = evaluate(self.model.policy, self.config, self.graphs, ONE_ROLLOUT)
         sense = rows[0].sense
         values = {"eval/objective": float(np.mean([row.policy.objective for row in rows]))}
         score, by = eval_score(rows)

@@ -30,12 +30,13 @@ from graphtransfer.checkpoint import (
     read_checkpoint,
     save_or_keep,
 )
-from graphtransfer.config import PPOConfig, RunConfig
+from graphtransfer.config import RunConfig, Runtime
 from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import ClusterLost, GraphTransferError, UsageError
 from graphtransfer.graphs import Graph, load_graphs, resolve
 from graphtransfer.io import check_output_folder
+from graphtransfer.solve.loading import DEFAULT_RUNTIME
 from graphtransfer.training.callbacks import (
     EvalOnGraphs,
     PhaseTimer,
@@ -105,7 +106,7 @@ def train(
     ppo = config.ppo
     if config.algo == "ppo" and ppo.batch_size > ppo.n_steps * ppo.n_envs:  # A2C takes whole rollouts, DQN replayed steps
         raise UsageError(f"batch_size={ppo.batch_size} exceeds n_steps * n_envs = {ppo.n_steps * ppo.n_envs}; lower it or raise n_steps")
-    check_device(ppo.device)
+    check_device(config.runtime.device)
     eval_graphs = check_log_settings(config.log)
     folder = Path(folder or default_run_folder(config))
     check_run_folder(folder, config)
@@ -154,9 +155,9 @@ def resume(
     steps, budget = done.get("steps", 0), config.ppo.total_timesteps
     if done.get("complete", True):  # version 1 folders have no "complete": every run of theirs finished
         raise UsageError(f"{folder}: training is complete ({steps} of {budget} steps); nothing to resume, train a new model instead")
-    config = replace(config, ppo=_with_runtime(config.ppo, max_nodes_per_batch, mixed_precision))
+    config = replace(config, runtime=_with_runtime(config.runtime, max_nodes_per_batch, mixed_precision))
     graphs = load_graphs(config.graphs)
-    check_device(config.ppo.device)
+    check_device(config.runtime.device)
     eval_graphs = check_log_settings(config.log)
     check_fits(checkpoint, run_env(config, graphs))
     model = make_model(config, graphs, config.ppo.seed + steps)
@@ -167,10 +168,11 @@ def resume(
     return _learn(model, config, graphs, eval_graphs, Path(folder), progress, log, done, callback)
 
 
-def _with_runtime(ppo: PPOConfig, max_nodes_per_batch: int | None, mixed_precision: bool | None) -> PPOConfig:
+def _with_runtime(runtime: Runtime, max_nodes_per_batch: int | None, mixed_precision: bool | None) -> Runtime:
+    """The folder's runtime settings, with those given in their place."""
     if max_nodes_per_batch is not None:
-        ppo = replace(ppo, max_nodes_per_batch=max_nodes_per_batch)
-    return ppo if mixed_precision is None else replace(ppo, mixed_precision=mixed_precision)
+        runtime = replace(runtime, max_nodes_per_batch=max_nodes_per_batch)
+    return runtime if mixed_precision is None else replace(runtime, mixed_precision=mixed_precision)
 
 
 FINETUNE_MAX_NODES_PER_BATCH = 300_000
@@ -185,14 +187,14 @@ def finetune(
     graphs: list[Graph],
     steps: int,
     log: Callable[[str], None] = print,
-    max_nodes_per_batch: int | None = None,
-    mixed_precision: bool = False,
+    runtime: Runtime = DEFAULT_RUNTIME,
 ) -> TrainResult:
     """A few iterations of the run's algorithm on ``graphs`` (the transfer destination), training
     ``policy`` in place; see :func:`finetune_config` for how each algorithm's settings shrink.
-    The rollout or replay buffer is checked first."""
-    budget = max_nodes_per_batch or FINETUNE_MAX_NODES_PER_BATCH
-    tuned = finetune_config(config, graphs, steps, budget, mixed_precision)
+    ``runtime``'s node budget (default :data:`FINETUNE_MAX_NODES_PER_BATCH`) and mixed precision
+    apply. The rollout or replay buffer is checked first."""
+    budget = runtime.max_nodes_per_batch or FINETUNE_MAX_NODES_PER_BATCH
+    tuned = finetune_config(config, graphs, steps, budget, runtime.mixed_precision)
     probe = run_env(tuned, graphs)
     tuned = replace(tuned, head=head_of(probe))  # folders from before heads were recorded have none
     check_buffer_fits(tuned, probe, log)
@@ -227,11 +229,12 @@ def finetune_config(config: RunConfig, graphs: list[Graph], steps: int, budget: 
     batch_size = max(2, min(n_steps, config.ppo.batch_size))
     if config.algo == "dqn":
         batch_size = max(1, min(config.ppo.batch_size, budget // largest))
-    ppo = replace(config.ppo, n_envs=1, vec_env="dummy", n_steps=n_steps, batch_size=batch_size, n_epochs=1, total_timesteps=steps)
-    ppo = replace(ppo, threads=torch.get_num_threads())  # the caller's (transfer's --threads), not those chosen for small graphs
-    ppo = replace(ppo, max_nodes_per_batch=budget, mixed_precision=mixed_precision)
+    ppo = replace(config.ppo, n_envs=1, n_steps=n_steps, batch_size=batch_size, n_epochs=1, total_timesteps=steps)
+    # the caller's threads (transfer's --threads), not those chosen for small graphs
+    runtime = replace(config.runtime, vec_env="dummy", threads=torch.get_num_threads(), max_nodes_per_batch=budget)
+    runtime = replace(runtime, mixed_precision=mixed_precision)
     dqn = replace(config.dqn, buffer_size=steps, learning_starts=0, exploration_initial_eps=config.dqn.exploration_final_eps)
-    return replace(config, ppo=ppo, dqn=dqn)
+    return replace(config, ppo=ppo, dqn=dqn, runtime=runtime)
 
 
 def _learn(

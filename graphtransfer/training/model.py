@@ -69,7 +69,7 @@ def build_model(config: RunConfig, envs: VecEnv, seed: int | None = None) -> Bas
         raise UsageError(
             f"{config.name}: a {config.head} env (Discrete(max_nodes or max_edges) actions) needs an action_masks() method for masking"
         )
-    runtime = {"max_nodes_per_batch": config.ppo.max_nodes_per_batch, "mixed_precision": config.ppo.mixed_precision}
+    runtime = {"max_nodes_per_batch": config.runtime.max_nodes_per_batch, "mixed_precision": config.runtime.mixed_precision}
     seed = config.ppo.seed if seed is None else seed
     return BUILDERS[config.algo](config, envs, seed, runtime)
 
@@ -77,14 +77,15 @@ def build_model(config: RunConfig, envs: VecEnv, seed: int | None = None) -> Bas
 def _ppo(config: RunConfig, envs: VecEnv, seed: int, runtime: dict[str, Any]) -> PPO:
     algorithm = BudgetMaskablePPO if Head(config.head).chooses else BudgetPPO
     buffer = buffer_class(config.head, envs.observation_space, config.ppo.n_steps * envs.num_envs)
-    kwargs = {**sb3_kwargs(config.ppo), "seed": seed, **runtime, "rollout_buffer_class": buffer}
+    kwargs = {**sb3_kwargs(config.ppo), "seed": seed, "device": config.runtime.device, **runtime, "rollout_buffer_class": buffer}
     return algorithm(POLICIES[config.head], envs, policy_kwargs=policy_kwargs(config.head, config.model), **kwargs)
 
 
 def _a2c(config: RunConfig, envs: VecEnv, seed: int, runtime: dict[str, Any]) -> OnPolicyAlgorithm:
     ppo = config.ppo
-    names = ("n_steps", "gamma", "gae_lambda", "ent_coef", "device")
-    kwargs = {name: getattr(ppo, name) for name in names} | {"learning_rate": schedule(ppo.learning_rate), "seed": seed, "verbose": 0}
+    names = ("n_steps", "gamma", "gae_lambda", "ent_coef")
+    kwargs = {name: getattr(ppo, name) for name in names} | {"device": config.runtime.device}
+    kwargs |= {"learning_rate": schedule(ppo.learning_rate), "seed": seed, "verbose": 0}
     buffer = buffer_class(config.head, envs.observation_space, ppo.n_steps * envs.num_envs)
     kwargs |= {**runtime, "rollout_buffer_class": buffer, "policy_kwargs": policy_kwargs(config.head, config.model)}
     if Head(config.head).chooses:  # the whole rollout in one minibatch, one epoch, SB3's A2C loss: see training/a2c.py
@@ -95,7 +96,7 @@ def _a2c(config: RunConfig, envs: VecEnv, seed: int, runtime: dict[str, Any]) ->
 
 def _dqn(config: RunConfig, envs: VecEnv, seed: int, runtime: dict[str, Any]) -> GraphDQN:
     ppo, dqn = config.ppo, config.dqn
-    kwargs = {name: getattr(ppo, name) for name in ("batch_size", "gamma", "device")} | asdict(dqn)
+    kwargs = {name: getattr(ppo, name) for name in ("batch_size", "gamma")} | {"device": config.runtime.device} | asdict(dqn)
     kwargs |= {"learning_rate": schedule(ppo.learning_rate), "seed": seed, "verbose": 0, **runtime}
     return GraphDQN(Q_POLICIES[Head(config.head)], envs, policy_kwargs=q_policy_kwargs(config.model), **kwargs)
 
@@ -137,7 +138,6 @@ def sb3_kwargs(ppo: PPOConfig) -> dict[str, Any]:
         "ent_coef",
         "target_kl",
         "seed",
-        "device",
     )
     kwargs = {name: getattr(ppo, name) for name in names} | {"verbose": 0}
     return kwargs | {"learning_rate": schedule(ppo.learning_rate), "clip_range": schedule(ppo.clip_range)}
@@ -199,10 +199,11 @@ def check_device(device: str) -> None:
 def make_model(config: RunConfig, graphs: list[Graph], seed: int) -> BaseAlgorithm:
     """The run's algorithm on its vector env, with a logger that writes nothing (without one, SB3's
     ``learn`` makes an empty folder in the temp dir every call); :func:`_learn` sets the run's own."""
-    torch.set_num_threads(config.ppo.threads)
-    ppo = config.ppo
-    options = {"vec_env_kwargs": {"address": ppo.ray_address}} if ppo.vec_env == "ray" else {}
-    envs = make_vec_env(lambda: run_env(config, graphs), n_envs=ppo.n_envs, seed=seed, vec_env_cls=VEC_ENVS[ppo.vec_env], **options)
+    runtime = config.runtime
+    torch.set_num_threads(runtime.threads or 1)
+    ray = {"address": runtime.ray_address} if runtime.vec_env == "ray" else None
+    vec_env = VEC_ENVS[runtime.vec_env]
+    envs = make_vec_env(lambda: run_env(config, graphs), n_envs=config.ppo.n_envs, seed=seed, vec_env_cls=vec_env, vec_env_kwargs=ray)
     try:
         model = build_model(config, envs, seed)
         model.set_logger(Logger(None, []))

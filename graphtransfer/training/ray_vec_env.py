@@ -55,7 +55,7 @@ class RayVecEnv(VecEnv):
         self.ray = import_ray()
         self.started_here = not self.ray.is_initialized()
         if self.started_here:
-            init_ray(self.ray, address, include_dashboard=False, log_to_driver=False)
+            init_ray(self.ray, address, include_dashboard=False)
         # a CPU per env where the cluster has them; else shares, so that every actor starts at once
         cpus = min(1.0, float(self.ray.cluster_resources().get("CPU", 1)) / len(env_fns))
         actor = self.ray.remote(num_cpus=cpus)(EnvActor)

@@ -38,6 +38,7 @@ from graphtransfer.graphs import Graph, load_graphs, resolve
 from graphtransfer.io import LOCK_NAME, SharedFolderLock, atomic_write, check_output_folder, save_figure
 from graphtransfer.process import allowed_cores
 from graphtransfer.solve.evaluate import evaluate
+from graphtransfer.solve.rollouts import ONE_ROLLOUT
 from graphtransfer.training.callbacks import Periodic, eval_score, rng_kept
 from graphtransfer.training.loop import train
 
@@ -199,11 +200,12 @@ def _check_search(search: Search, config: RunConfig) -> None:
         check_storage_url(search.storage)
     check_sampler(search.sampler)
     check_pruner(search.pruner)
-    threads, cores = search.n_jobs * config.ppo.threads, allowed_cores()
+    each = config.runtime.threads or 1
+    threads, cores = search.n_jobs * each, allowed_cores()
     if threads > cores:
         raise UsageError(
-            f"--n-jobs {search.n_jobs} with ppo.threads {config.ppo.threads} asks for {threads} threads on {cores} cores; "
-            f"use ppo.threads {max(1, cores // search.n_jobs)} or fewer jobs"
+            f"--n-jobs {search.n_jobs} with runtime.threads {each} asks for {threads} threads on {cores} cores; "
+            f"use runtime.threads {max(1, cores // search.n_jobs)} or fewer jobs"
         )
 
 
@@ -611,7 +613,7 @@ class ReportToTrial(Periodic):
 
     def act(self) -> None:
         with rng_kept():  # as the run's own evaluations: a trial trains the same weights with or without them
-            rows = evaluate(self.model.policy, self.config, self.graphs, rollouts=1)  # one rollout, as the run's evaluations
+            rows = evaluate(self.model.policy, self.config, self.graphs, ONE_ROLLOUT)  # one rollout, as the run's evaluations
         self.score, self.by = eval_score(rows)
         self.steps = self.model.num_timesteps
         self.trial.report(self.score, self.steps)
