@@ -54,15 +54,15 @@ def test_help_shows_the_choices_and_ranges():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["train", "--n-envs", "0"], "error: --n-envs: 0 must be at least 1"),
-        (["train", "--layers", "99"], "error: --layers: 99 must be at most 32"),
-        (["train", "--conv", "gat"], "error: --conv: 'gat' is not one of sage, gcn, gin"),
-        (["train", "--steps", "lots"], "error: --steps: expected an integer, got 'lots'"),
-        (["train", "--target-kl", "nan"], "error: --target-kl: expected a number, got 'nan'"),
-        (["train", "--horizon", "2.5"], "error: --horizon: expected an integer, got '2.5'"),
+        (["train", "--n-envs", "0"], "error: ppo.n_envs (--n-envs): 0 must be at least 1"),
+        (["train", "--layers", "99"], "error: model.num_layers (--layers): 99 must be at most 32"),
+        (["train", "--conv", "gat"], "error: model.conv (--conv): 'gat' is not one of sage, gcn, gin"),
+        (["train", "--steps", "lots"], "error: ppo.total_timesteps (--steps): expected an integer, got 'lots'"),
+        (["train", "--target-kl", "nan"], "error: ppo.target_kl (--target-kl): expected a number, got 'nan'"),
+        (["train", "--horizon", "2.5"], "error: horizon (--horizon): expected an integer, got '2.5'"),
         (["train", "--env-kwargs", "[1]"], "error: --env-kwargs '[1]' is not a JSON object; pass an object such as '{\"horizon\": 16}'"),
-        (["tune", "--seed", "-1"], "error: --seed: -1 must be 0 or more"),
-        (["tune", "--eval-every", "-5"], "error: --eval-every: -5 must be 0 or more"),
+        (["tune", "--seed", "-1"], "error: ppo.seed (--seed): -1 must be 0 or more"),
+        (["tune", "--eval-every", "-5"], "error: log.eval_every (--eval-every): -5 must be 0 or more"),
     ],
 )
 def test_a_bad_option_is_one_line_from_the_schema_and_nothing_runs(args, message, tmp_path, monkeypatch):

@@ -19,26 +19,15 @@ import typer
 from graphtransfer.cli.common import fail as _fail
 from graphtransfer.cli.common import friendly_errors
 from graphtransfer.cli.graphs import app as graphs_app
-from graphtransfer.cli.options import takes_settings, typed
+from graphtransfer.cli.options import takes_params, takes_settings
 from graphtransfer.config import (
     AUTO_ROLLOUTS,
-    DEFAULT_COMMIT_FRACTION,
-    LEAVE_OUT_PATIENCE,
-    LOCAL_MAX_DENSE_PATIENCE,
-    LOCAL_MAX_PATIENCE,
-    LOCAL_MAX_SPARSE_DEGREE,
-    MAX_AUTO_ROLLOUTS,
     MAX_DRAW_NODES,
-    MAX_PASSES,
-    MAX_ROLLOUTS,
-    NODE_ORDERS,
-    RENUMBER_FROM_NODES,
-    ROLLOUT_NODE_BUDGET,
     SEED_LIMIT,
     Decoding,
     RunConfig,
     Runtime,
-    cli_keys,
+    check_setting,
 )
 from graphtransfer.errors import ClusterLost, GraphTransferError, UsageError
 from graphtransfer.process import free_cores, prefer_small_pages, tune_process
@@ -68,73 +57,8 @@ _RAY_HELP = (
     "needs pip install 'graphtransfer\\[ray]'."
 )
 
-MaxNodesOption = Annotated[
-    str | None,
-    typer.Option(
-        metavar="NODES",
-        help="Most graph nodes one pass of the GNN spans; larger batches and graphs run in chunks with the same results, "
-        "in less memory (e.g. --max-nodes-per-batch 50000). Default: no limit (PPO's and A2C's updates still split "
-        "minibatches of more than 32,768 nodes into groups of observations, which is faster).",
-    ),
-]
-CommitFractionOption = Annotated[
-    float | None,
-    typer.Option(
-        help="Share of the nodes one pass may commit, most confident first. mvc, --decoding local-max: the candidates to stay "
-        f"out of the cover per pass, as a share of the graph's nodes (default: {LEAVE_OUT_PATIENCE} of the graph's Caro-Wei "
-        "bound). Other node-choice tasks, and mvc under --decoding drawn: the candidates per pass, default "
-        f"{DEFAULT_COMMIT_FRACTION} (of the graph's nodes under local-max, of the valid ones under drawn). "
-        "mis, --decoding local-max: the candidates per pass, as a share of the graph's nodes; smaller finds larger sets in "
-        f"more passes (default: {LOCAL_MAX_PATIENCE} of the graph's Caro-Wei bound, the sum of 1/(degree+1), about 0.02 of "
-        f"the nodes at average degree 8; above average degree {LOCAL_MAX_SPARSE_DEGREE:g} a share of the bound that shrinks "
-        f"with the degree, down to {LOCAL_MAX_DENSE_PATIENCE}). mis, --decoding drawn: "
-        "only this share, those likeliest to join, may join; the rest wait (default 1: every node acts)."
-    ),
-]
-DecodingOption = Annotated[
-    str | None,
-    typer.Option(
-        metavar="[local-max|drawn|local-max-sampled]",
-        help="mis and mvc: local-max (default) commits, each pass, the surest undecided nodes the policy ranks above all "
-        "their undecided neighbours (mvc: leaves out of the cover the nodes it ranks below all their uncovered neighbours, "
-        "whose neighbours join); drawn: every node acts as the policy draws (mis) or the top-scoring valid nodes commit (mvc); "
-        "local-max-sampled is local-max on a ranking drawn near the policy's (seeded; a different "
-        "set per --seed). Other tasks: drawn.",
-    ),
-]
-RolloutsOption = Annotated[
-    str,
-    typer.Option(
-        metavar="auto|K",
-        help=f"Run the policy K times, 1 to {MAX_ROLLOUTS} (seeds --seed, --seed + 1, ...), and keep the best solution; still "
-        f"the policy alone, no search. auto (default): {ROLLOUT_NODE_BUDGET:,} // the graph's nodes, 1 to {MAX_AUTO_ROLLOUTS} "
-        f"({MAX_AUTO_ROLLOUTS} up to {ROLLOUT_NODE_BUDGET // MAX_AUTO_ROLLOUTS} nodes, 1 from {ROLLOUT_NODE_BUDGET // 2 + 1:,} on). "
-        "With the default decoding of mis and mvc every other rollout is local-max-sampled. 1: a single rollout.",
-    ),
-]
-NodeOrderOption = Annotated[
-    str,
-    typer.Option(
-        metavar="auto|given",
-        help=f"auto (default): mis and mvc solve graphs of {RENUMBER_FROM_NODES:,} nodes or more with the nodes renumbered "
-        "(reverse Cuthill-McKee) so that neighbours sit close in memory, where that shortens the edges; the solution is "
-        "still written in the graph's own order and ids. given: the nodes as the file numbers them.",
-    ),
-]
-MaxPassesOption = Annotated[
-    int | None, typer.Option(help=f"Policy passes per graph before stopping, 1 to {MAX_PASSES:,} (default: the task's).")
-]
 ONE_THREAD_BELOW = 10_000
 """predict runs graphs of fewer nodes on one torch thread unless --threads says otherwise"""
-ThreadsOption = Annotated[
-    int | None,
-    typer.Option(
-        help="Torch CPU threads. Default: one per core this process may use that no other running process holds "
-        f"(read from the load average); 1 on a graph of fewer than {ONE_THREAD_BELOW:,} nodes, where each operation is too "
-        "small to share. 1 leaves the other cores to other jobs; docs/performance.md has the measurements."
-    ),
-]
-MixedPrecisionOption = Annotated[bool, typer.Option(help="bfloat16 message passing on CUDA (autocast); ignored on the CPU.")]
 SourceOption = Annotated[
     str | None, typer.Option(help="path: the node to route from, by the graph's own id (as the file names it); with --target.")
 ]
@@ -152,7 +76,8 @@ EnvOption = Annotated[
 
 TRAIN_SETTINGS = (
     *("task", "graphs", "env", "env_kwargs", "algo", "horizon"),
-    *("steps", "n_envs", "n_steps", "batch_size", "epochs", "target_kl", "seed", "threads", "device", "vec_env", "ray_address"),
+    *("steps", "n_envs", "n_steps", "batch_size", "epochs", "target_kl", "seed"),
+    *("threads", "device", "vec_env", "ray_address", "max_nodes_per_batch", "mixed_precision"),
     *("conv", "layers", "width"),
     *("eval_graphs", "eval_every", "checkpoint_every", "verbose", "tensorboard"),
 )
@@ -178,8 +103,6 @@ def train(
     ] = None,
     print_config: Annotated[bool, typer.Option(help="Print the resolved settings as YAML and exit without training.")] = False,
     out: Annotated[Path | None, typer.Option(help="Model folder to write (default: runs/TASK/GRAPHS).")] = None,
-    max_nodes_per_batch: MaxNodesOption = None,
-    mixed_precision: MixedPrecisionOption = False,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     resume: Annotated[
         Path | None,
@@ -206,17 +129,13 @@ def train(
 
       graphtransfer train --env mysim:EpidemicSim --vec-env ray --ray-address auto --n-envs 32
     """
-    budget = _node_budget(max_nodes_per_batch)
-    env, typed_precision = settings.get("env"), typed(ctx, "mixed_precision")
     if resume is not None:
         from graphtransfer.training.loop import resume as resume_training
 
         _refuse_settings_beside_resume(ctx)
-        runtime = {"max_nodes_per_batch": budget, "mixed_precision": mixed_precision if typed_precision else None}
-        return _report_training(resume_training(resume, progress=progress and sys.stderr.isatty(), log=typer.echo, env=env, **runtime), env)
-    keys = cli_keys()
-    settings |= {keys["max_nodes_per_batch"]: budget} if budget is not None else {}
-    settings |= {keys["mixed_precision"]: mixed_precision} if typed_precision else {}
+        runtime = {name: settings.get(f"runtime.{name}") for name in ("max_nodes_per_batch", "mixed_precision")}  # None: the run's
+        result = resume_training(resume, progress=progress and sys.stderr.isatty(), log=typer.echo, env=settings.get("env"), **runtime)
+        return _report_training(result, settings.get("env"))
     config = _train_config(config_file, settings, set_values or [])
     if print_config:
         typer.echo(config.to_yaml(), nl=False)
@@ -361,11 +280,19 @@ def tune(
         typer.echo(f"wrote {plot_study(folder, search=search)}")
 
 
+SOLVE_RUNTIME = ("threads", "max_nodes_per_batch", "mixed_precision")
+"""the runtime options of predict, eval and transfer, made from :class:`graphtransfer.config.Runtime`"""
+
+
 @app.command()
 @friendly_errors
+@takes_params(Decoding, "decoder", "max_passes")
+@takes_params(Runtime, "runtime", *SOLVE_RUNTIME)
 def transfer(
     src: Annotated[str, typer.Option(help="Trained model folder, or the graph set name it was trained on.")],
     dst: Annotated[str, typer.Option(help="Sample set name, graph file or folder to transfer to.")],
+    decoder: Decoding,
+    runtime: Runtime,
     task: Annotated[
         str | None,
         typer.Option(
@@ -373,8 +300,6 @@ def transfer(
         ),
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Model folder to write (default: runs/TASK/DST).")] = None,
-    max_passes: MaxPassesOption = None,
-    threads: ThreadsOption = None,
     finetune_steps: Annotated[
         int,
         typer.Option(
@@ -392,8 +317,6 @@ def transfer(
             "zero-shot one; the output says which). The evaluations are not counted in SECONDS.",
         ),
     ] = None,
-    max_nodes_per_batch: MaxNodesOption = None,
-    mixed_precision: MixedPrecisionOption = False,
     env: EnvOption = None,
     seed: Annotated[
         int | None,
@@ -414,23 +337,21 @@ def transfer(
     from graphtransfer.reporting.report import format_rows
     from graphtransfer.transferring import transfer as run_transfer
 
-    _check_max_passes(max_passes)
-    _check_positive(threads=1 if threads is None else threads)
-    _use_threads(threads)
     if finetune_steps < 0:
         raise UsageError(f"--finetune-steps {finetune_steps} must be 0 (no fine-tuning) or more")
     if seed is not None:
-        _check_seed(seed)
+        check_setting("ppo.seed (--seed)", "ppo.seed", seed)
+    _use_threads(runtime.threads)
     result = run_transfer(
         src,
         dst,
         task=task,
         folder=out,
-        max_passes=max_passes,
+        max_passes=decoder.max_passes,
         finetune_steps=finetune_steps,
         log=typer.echo,
-        max_nodes_per_batch=_node_budget(max_nodes_per_batch),
-        mixed_precision=mixed_precision,
+        max_nodes_per_batch=runtime.max_nodes_per_batch,
+        mixed_precision=runtime.mixed_precision,
         env=env,
         adapt_seconds=adapt_seconds,
         seed=seed,
@@ -458,28 +379,20 @@ def transfer(
     typer.echo(f"saved {result.folder}")
 
 
+PREDICT_DECODING = ("decoding", "commit_fraction", "deterministic", "seed", "rollouts", "max_passes", "node_order")
+"""predict's decoding options, made from :class:`graphtransfer.config.Decoding`"""
+
+
 @app.command()
 @friendly_errors
+@takes_params(Decoding, "decoder", *PREDICT_DECODING)
+@takes_params(Runtime, "runtime", *SOLVE_RUNTIME)
 def predict(
     model: Annotated[Path, typer.Option(help="Model folder written by train or transfer.")],
     graph: Annotated[str, typer.Option(help="Graph file in any supported format (see 'graphtransfer graphs info'), or a sample name.")],
     out: Annotated[Path, typer.Option(help="CSV to write: one 'node,decision' row per node, or one row per step for graph-level tasks.")],
-    max_passes: MaxPassesOption = None,
-    deterministic: Annotated[
-        bool | None,
-        typer.Option(
-            help="--decoding drawn: take the most likely actions (--deterministic) or sample them, seeded (--no-deterministic). "
-            "Default: the task's, the most likely moves for path, samples for the others."
-        ),
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Seed for the sampled actions, 0 to 2^32 - 1.")] = 0,
-    commit_fraction: CommitFractionOption = None,
-    decoding: DecodingOption = None,
-    rollouts: RolloutsOption = AUTO_ROLLOUTS,
-    node_order: NodeOrderOption = "auto",
-    threads: ThreadsOption = None,
-    max_nodes_per_batch: MaxNodesOption = None,
-    mixed_precision: MixedPrecisionOption = False,
+    decoder: Decoding,
+    runtime: Runtime,
     env: EnvOption = None,
     force: Annotated[bool, typer.Option(help="Replace --out (or the CSVs in it) if it exists; never a graph or a model file.")] = False,
     draw: Annotated[
@@ -521,11 +434,7 @@ def predict(
     from graphtransfer.reporting.draw import check_drawable, draw_solution
     from graphtransfer.solve.predict import predict_with
 
-    _check_max_passes(max_passes)
-    _check_positive(threads=1 if threads is None else threads, workers=1 if workers is None else workers)
-    _check_seed(seed)
-    chosen = Decoding(decoding, commit_fraction, deterministic, seed, _rollouts(rollouts), max_passes, _node_order(node_order))
-    runtime = Runtime(threads, max_nodes_per_batch=_node_budget(max_nodes_per_batch), mixed_precision=mixed_precision)
+    _check_positive(workers=1 if workers is None else workers)
     runtime = replace(runtime, ray_address=ray_address)
     seconds = None if polish is None else _seconds_option("--polish", polish, 10)
     if partitions is not None:
@@ -533,23 +442,23 @@ def predict(
             "--workers": workers is not None,
             "--polish": seconds is not None,
             "--draw": draw is not None,
-            "--decoding": decoding not in (None, "local-max"),
-            "--commit-fraction": commit_fraction is not None,
-            "--max-passes": max_passes is not None,
-            "--rollouts": rollouts not in (AUTO_ROLLOUTS, "1"),
-            "--max-nodes-per-batch": max_nodes_per_batch is not None,
-            "--node-order": node_order != "auto",
+            "--decoding": decoder.method not in (None, "local-max"),
+            "--commit-fraction": decoder.commit_fraction is not None,
+            "--max-passes": decoder.max_passes is not None,
+            "--rollouts": decoder.rollouts not in (AUTO_ROLLOUTS, 1),
+            "--max-nodes-per-batch": runtime.max_nodes_per_batch is not None,
+            "--node-order": decoder.node_order != "auto",
             "--source/--target": source is not None or target is not None,
         }
         _check_partitioned(graph, ray_address, single_process_options)
-        return _predict_partitioned(model, graph, out, partitions, ray_address, seed, env, force)
+        return _predict_partitioned(model, graph, out, partitions, ray_address, decoder.seed, env, force)
     if resolve(graph).is_dir():
         if source is not None or target is not None:
             raise UsageError("--source and --target name nodes of one graph; --graph names a folder")
         if seconds is not None:
             raise UsageError("--polish searches one graph's solution; name a single graph file with --graph, not a folder")
         _use_threads(runtime.threads)
-        return _predict_folder(model, graph, out, draw, workers, env, force, chosen, runtime)
+        return _predict_folder(model, graph, out, draw, workers, env, force, decoder, runtime)
     if workers is not None or ray_address is not None:
         raise UsageError("--workers and --ray-address spread a folder of graphs over workers; --graph names a single graph")
     if seconds is not None:
@@ -557,7 +466,7 @@ def predict(
             raise UsageError("--draw draws the policy's own solution; drop --polish or --draw")
         if source is not None or target is not None:
             raise UsageError("--polish searches an MIS or MVC solution; --source and --target route the path task")
-        return _predict_polished(model, graph, out, seconds, env, force, chosen, runtime)
+        return _predict_polished(model, graph, out, seconds, env, force, decoder, runtime)
     config = read_checkpoint(model, env).config  # a bad model folder is reported before the graph is read, as the library does
     loaded = load_graph(graph)
     if draw is not None:
@@ -565,14 +474,14 @@ def predict(
         check_output_file(draw, [resolve(graph)], force, "--draw", FIGURE_SUFFIXES)
     check_output_file(out, [resolve(graph)], force)  # predict gets the graph already read, so the input file is guarded here
     _use_threads(runtime.threads, loaded.num_nodes)
-    loaded, solution = predict_with(model, loaded, out, chosen, runtime, env, force, source, target)
+    loaded, solution = predict_with(model, loaded, out, decoder, runtime, env, force, source, target)
     typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges; node ids {loaded.describe_ids()}")
     _report_weights(config, loaded)
     if solution.renumbered:
         typer.echo("solved with the nodes renumbered for locality (--node-order auto); the CSV is in the graph's own order")
     typer.echo(
-        f"objective {solution.objective:.6g} in {solution.passes} passes, {_rollouts_run(solution, seed)}, {solution.seconds:.2f} s, "
-        f"peak memory {solution.peak_rss_mib:.0f} MiB (process RSS)"
+        f"objective {solution.objective:.6g} in {solution.passes} passes, {_rollouts_run(solution, decoder.seed)}, "
+        f"{solution.seconds:.2f} s, peak memory {solution.peak_rss_mib:.0f} MiB (process RSS)"
     )
     _report_finished(solution)
     if not solution.feasible:
@@ -702,12 +611,19 @@ def _predict_folder(
         _fail("a solution is not feasible (constraint violated); this is a bug, please report it", 1)
 
 
+EVAL_DECODING = ("decoding", "commit_fraction", "rollouts", "max_passes", "node_order")
+"""eval's decoding options, made from :class:`graphtransfer.config.Decoding` (its --deterministic is its own)"""
+
+
 @app.command(name="eval")
 @friendly_errors
+@takes_params(Decoding, "decoder", *EVAL_DECODING)
+@takes_params(Runtime, "runtime", *SOLVE_RUNTIME)
 def evaluate(
     model: Annotated[Path, typer.Option(help="Model folder written by train or transfer.")],
     graphs: Annotated[str, typer.Option(help="Sample set name, graph file or folder of graphs to evaluate on.")],
-    rollouts: RolloutsOption = AUTO_ROLLOUTS,
+    decoder: Decoding,
+    runtime: Runtime,
     deterministic: Annotated[
         bool,
         typer.Option(
@@ -718,13 +634,6 @@ def evaluate(
     polish: Annotated[bool, typer.Option(help="Also report the best decoding and every baseline after the same local search.")] = False,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the results as JSON to this file.")] = None,
     plot: Annotated[Path | None, typer.Option(help="Draw policy/baseline against graph size to this PNG.")] = None,
-    max_passes: MaxPassesOption = None,
-    commit_fraction: CommitFractionOption = None,
-    decoding: DecodingOption = None,
-    node_order: NodeOrderOption = "auto",
-    threads: ThreadsOption = None,
-    max_nodes_per_batch: MaxNodesOption = None,
-    mixed_precision: MixedPrecisionOption = False,
     env: EnvOption = None,
     workers: Annotated[int | None, typer.Option(help=_WORKERS_HELP)] = None,
     ray_address: Annotated[str | None, typer.Option(help=_RAY_HELP)] = None,
@@ -750,16 +659,13 @@ def evaluate(
     from graphtransfer.solve.evaluate import EvalExtras
     from graphtransfer.solve.parallel import evaluate_many_with
 
-    _check_max_passes(max_passes)
-    _check_positive(threads=1 if threads is None else threads, workers=1 if workers is None else workers)
-    chosen = Decoding(decoding, commit_fraction, None, 0, _rollouts(rollouts), max_passes, _node_order(node_order))
-    runtime = Runtime(threads, max_nodes_per_batch=_node_budget(max_nodes_per_batch), mixed_precision=mixed_precision)
+    _check_positive(workers=1 if workers is None else workers)
     runtime = replace(runtime, ray_address=ray_address)
     extras = EvalExtras(deterministic, polish, chils, source, target)
     _check_eval_outputs(graphs, json_out, plot, force)
     _use_threads(runtime.threads)  # after the options are checked: bad input changes nothing in the process
     try:
-        config, rows = evaluate_many_with(model, graphs, chosen, runtime, workers, env, extras)
+        config, rows = evaluate_many_with(model, graphs, decoder, runtime, workers, env, extras)
     except ClusterLost as lost:
         _keep_finished_rows(lost, json_out)
     for line in format_rows(rows):
@@ -914,16 +820,6 @@ def _whole_number(text: str) -> int:
         return 0
 
 
-def _node_budget(text: str | None) -> int | None:
-    """``--max-nodes-per-batch``: a whole number of nodes, at least 1 (``50_000`` is accepted)."""
-    if text is None:
-        return None
-    value = _whole_number(text)
-    if value < 1:
-        raise UsageError(f"--max-nodes-per-batch {text!r} must be a whole number of nodes, at least 1, e.g. --max-nodes-per-batch 50000")
-    return value
-
-
 WEEK_SECONDS = 7 * 24 * 3600
 """the longest --adapt or --polish: a longer one is taken for a typing mistake"""
 
@@ -939,36 +835,6 @@ def _seconds_option(option: str, text: str, example: int) -> float:
             f"{option} {text!r} must be a number of seconds above 0 and at most {WEEK_SECONDS} (a week), e.g. {option} {example}"
         )
     return value
-
-
-def _node_order(text: str) -> str:
-    """``--node-order``: one of :data:`graphtransfer.config.NODE_ORDERS`."""
-    if text not in NODE_ORDERS:
-        raise UsageError(f"--node-order {text!r} must be one of {', '.join(NODE_ORDERS)}, e.g. --node-order given")
-    return text
-
-
-def _rollouts(text: str) -> int | str:
-    """``--rollouts``: ``auto`` or a whole number of rollouts, at least 1."""
-    if text == AUTO_ROLLOUTS:
-        return text
-    value = _whole_number(text)
-    if not 1 <= value <= MAX_ROLLOUTS:
-        raise UsageError(
-            f"--rollouts {text!r} must be auto or a whole number from 1 (a single rollout) to {MAX_ROLLOUTS}, e.g. --rollouts 8"
-        )
-    return value
-
-
-def _check_seed(seed: int) -> None:
-    if not 0 <= seed < SEED_LIMIT:
-        raise UsageError(f"--seed {seed} must be between 0 and {SEED_LIMIT - 1}")
-
-
-def _check_max_passes(max_passes: int | None) -> None:
-    """``--max-passes``: left out (the task's default) or 1 to :data:`MAX_PASSES`; 0 is not a default."""
-    if max_passes is not None and not 1 <= max_passes <= MAX_PASSES:
-        raise UsageError(f"--max-passes {max_passes} must be 1 to {MAX_PASSES:,}; leave it out for the task's default")
 
 
 def _check_positive(**values: int) -> None:

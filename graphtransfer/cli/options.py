@@ -2,10 +2,12 @@
 each option's name, type, choices, range, help and default come from its field, so ``--help``,
 the checks and the YAML files cannot drift apart.
 
-A command names the settings it takes with :func:`takes_settings`; it then receives those typed
-on the command line as one dict, dotted key -> value, each checked by the schema's own checker
-(``--n-envs 0`` is ``error: --n-envs: 0 must be at least 1``, as ``--set ppo.n_envs=0`` would be).
-Options left out are not in the dict, so a ``--config`` file's values stay.
+Two decorators give a command its options. :func:`takes_settings` hands it the run settings typed
+on the command line as one layer, dotted key -> value (options left out are not in it, so a
+``--config`` file's values stay); :func:`takes_params` hands it one parameter object
+(:class:`~graphtransfer.config.Decoding`, :class:`~graphtransfer.config.Runtime`) built from its
+options. Either way a bad value is the schema's one-line error naming the key and the option
+(``ppo.n_envs (--n-envs): 0 must be at least 1``), as ``--set`` and YAML files get.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ import json
 import types
 import typing
 from collections.abc import Callable
-from dataclasses import MISSING, dataclass
+from dataclasses import MISSING, dataclass, fields
 from typing import Annotated, Any, Literal, Union
 
 import typer
 
-from graphtransfer.config import check_setting, cli_keys, declaration
+from graphtransfer.config import SECTIONS, RunConfig, check_field, check_setting, cli_keys, field_of
 from graphtransfer.errors import UsageError
 
 _TYPE_NAMES = {int: "<int>", float: "<float>", str: "<str>", dict: "<json>"}
@@ -29,105 +31,143 @@ KEYWORD = inspect.Parameter.KEYWORD_ONLY
 
 
 @dataclass(frozen=True)
-class SettingOption:
-    """One setting as a command-line option: ``--{flag}`` sets the dotted ``key``."""
+class FieldOption:
+    """One declared field as the command-line option ``--{name}``."""
 
+    kind: type
+    """the dataclass that declares it: a section of RunConfig, Decoding or Runtime"""
+    field: str
+    """the field's name (``n_envs``; ``method`` for ``--decoding``)"""
     name: str
-    """the option's parameter name, as :func:`graphtransfer.config.cli_keys` spells it (``n_envs``)"""
-    key: str
-    """the dotted key it sets (``ppo.n_envs``)"""
+    """the option's name as a Python parameter (``n_envs``, ``decoding``)"""
 
     @property
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
 
     @property
-    def choices(self) -> tuple[str, ...]:
-        """The values a ``Literal`` setting takes, in their declared order (none for other types)."""
-        return tuple(choice for option in _options(self.hint) if typing.get_origin(option) is Literal for choice in typing.get_args(option))
+    def where(self) -> str:
+        """How an error names it: ``Decoding.seed (--seed)``, as the parameter object's own check does."""
+        return f"{self.kind.__name__}.{self.field} ({self.flag})"
 
     @property
     def hint(self) -> Any:
-        return declaration(self.key)[1]
+        return field_of(self.kind, self.field)[1]
 
     @property
     def help(self) -> str:
         """The help declared in the schema, as ``--help`` shows it."""
-        return declaration(self.key)[0].metadata["help"]
+        return field_of(self.kind, self.field)[0].metadata["help"]
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """The values a ``Literal`` setting takes, in their declared order (none for other types)."""
+        literals = [option for option in _options(self.hint) if typing.get_origin(option) is Literal]
+        return tuple(choice for option in literals for choice in typing.get_args(option) if choice)
 
     def parameter(self) -> inspect.Parameter:
         """The Typer parameter, with the schema's default: a flag pair for a bool, else the option's
-        text, which :meth:`parse` checks (so its error is the schema's, in one line)."""
-        field = declaration(self.key)[0]
+        text, which the schema's checker converts (so its error is one line, never a usage panel)."""
+        declared = field_of(self.kind, self.field)[0]
         if bool in _options(self.hint):
             option = typer.Option(f"{self.flag}/--no-{self.flag[2:]}", help=_escaped(self.help))
-            return inspect.Parameter(self.name, KEYWORD, default=field.default, annotation=Annotated[bool, option])
-        if field.default_factory is not MISSING:
-            default = json.dumps(field.default_factory())
+            return inspect.Parameter(self.name, KEYWORD, default=declared.default, annotation=Annotated[bool | None, option])
+        if declared.default_factory is not MISSING:
+            default = json.dumps(declared.default_factory())
         else:
-            default = None if field.default is None else str(field.default)
+            default = None if declared.default is None else str(declared.default)
         option = typer.Option(self.flag, help=_escaped(self.help), metavar=self.metavar())
         return inspect.Parameter(self.name, KEYWORD, default=default, annotation=Annotated[str | None, option])
 
     def metavar(self) -> str:
-        """``[sage|gcn|gin]`` for choices, else the type with its range: ``<int> 1..4,096``, ``<float> >=0``."""
-        if self.choices:
-            return "[" + "|".join(choice for choice in self.choices if choice) + "]"
-        kinds = [option for option in _options(self.hint) if option is not type(None)]
-        name = " or ".join(_TYPE_NAMES.get(typing.get_origin(kind) or kind, "<str>") for kind in kinds)
-        low, high = (declaration(self.key)[0].metadata.get(end) for end in ("low", "high"))
+        """``[sage|gcn|gin]`` for choices, else the type with its range: ``<int> 1..4,096``, ``<float> >=0``;
+        a number or a choice: ``<int> 1..4,096|auto``."""
+        kinds = [option for option in _options(self.hint) if option is not type(None) and typing.get_origin(option) is not Literal]
+        if not kinds:
+            return "[" + "|".join(self.choices) + "]"
+        metadata = field_of(self.kind, self.field)[0].metadata
+        low, high = metadata.get("low"), metadata.get("high")
+        shown = " or ".join(_TYPE_NAMES.get(typing.get_origin(kind) or kind, "<str>") for kind in kinds)
         if low is not None and high is not None:
-            return f"{name} {_number(low)}..{_number(high)}"
-        if low is not None:
-            return f"{name} >={_number(low)}"
-        return name
+            shown += f" {_number(low)}..{_number(high)}"
+        elif low is not None:
+            shown += f" >{'' if metadata.get('open_low') else '='}{_number(low)}"
+        return "|".join((shown, *self.choices))
 
-    def parse(self, value: bool | str) -> Any:
-        """The option's value as the schema declares it: checked, converted, one line naming the flag if bad."""
+    def text(self, value: bool | str) -> Any:
+        """The option's value as typed, a JSON object read for a mapping setting."""
         if isinstance(value, str) and dict in (typing.get_origin(kind) for kind in _options(self.hint)):
-            value = _json_object(value, self.flag)
-        return check_setting(self.flag, self.key, value)
-
-
-def setting_options(*names: str) -> list[SettingOption]:
-    """The options of the settings named (by option name: ``steps``, ``n_envs``, ``conv``)."""
-    keys = cli_keys()
-    unknown = [name for name in names if name not in keys]
-    if unknown:
-        raise ValueError(f"no setting has the option name {', '.join(unknown)}; known: {', '.join(sorted(keys))}")
-    return [SettingOption(name, keys[name]) for name in names]
+            return _json_object(value, self.flag)
+        return value
 
 
 def takes_settings(*names: str) -> Callable[[Callable], Callable]:
-    """Give a command an option for each setting named, made from the schema, in place of its
-    ``settings`` parameter; the command (which takes ``ctx: typer.Context``) is called with
-    ``settings``: the options typed on the command line, dotted key -> checked value."""
-    options = setting_options(*names)
+    """Give a command an option for each run setting named (by its option name, as
+    :func:`graphtransfer.config.cli_keys` lists them), in place of its ``settings`` parameter: the
+    options typed on the command line, dotted key -> checked value. The command takes ``ctx``."""
+    keys = cli_keys()
+    unknown = [name for name in names if name not in keys]
+    if unknown:
+        raise ValueError(f"no setting has the option name {', '.join(unknown)}")
+    options = {_option(keys[name], name): keys[name] for name in names}
+
+    def settings(ctx: typer.Context, values: dict[str, Any]) -> dict[str, Any]:
+        typed = [option for option in options if given(ctx, option.name)]
+        return {options[o]: check_setting(f"{options[o]} ({o.flag})", options[o], o.text(values[o.name])) for o in typed}
+
+    return _adding(list(options), "settings", settings)
+
+
+def takes_params(kind: type, param: str, *names: str) -> Callable[[Callable], Callable]:
+    """Give a command an option for each field of the parameter object ``kind`` named (by option
+    name: ``decoding`` for ``Decoding.method``), in place of its parameter ``param``: ``kind`` built
+    from the options typed, checked by its own constructor; fields not named keep their defaults."""
+    by_name = {(f.metadata["cli"] or f.name): f.name for f in fields(kind)}
+    options = [FieldOption(kind, by_name[name], name) for name in names]
+
+    def build(ctx: typer.Context, values: dict[str, Any]) -> Any:
+        typed = [option for option in options if given(ctx, option.name)]
+        return kind(**{option.field: check_field(option.where, kind, option.field, values[option.name]) for option in typed})
+
+    return _adding(options, param, build)
+
+
+def _adding(options: list[FieldOption], param: str, make: Callable[[typer.Context, dict[str, Any]], Any]) -> Callable[[Callable], Callable]:
+    """The decorator that puts ``options`` in ``param``'s place in a command's signature and, on a
+    call, passes ``make(ctx, their values)`` as ``param``."""
 
     def decorate(command: Callable) -> Callable:
         signature = inspect.signature(command, eval_str=True)
-        own = [parameter for parameter in signature.parameters.values() if parameter.name != "settings"]
+        own = [parameter for parameter in signature.parameters.values() if parameter.name != param]
+        contexts = [parameter.name for parameter in own if parameter.annotation is typer.Context]
+        if not contexts:  # the command does not take the context: Typer passes it to this wrapper alone
+            own.insert(0, inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context))
 
         @functools.wraps(command)
-        def with_settings(ctx: typer.Context, **values: Any) -> Any:
-            given = {option: values.pop(option.name) for option in options}
-            settings = {option.key: option.parse(value) for option, value in given.items() if typed(ctx, option.name)}
-            return command(ctx, settings=settings, **values)
+        def with_options(**values: Any) -> Any:
+            mine = {option.name: values.pop(option.name) for option in options}
+            ctx = values[contexts[0]] if contexts else values.pop("ctx")
+            return command(**values, **{param: make(ctx, mine)})
 
-        required = [parameter for parameter in own if parameter.default is parameter.empty]  # ctx
+        required = [parameter for parameter in own if parameter.default is parameter.empty]
         rest = [parameter.replace(kind=KEYWORD) for parameter in own if parameter.default is not parameter.empty]
-        parameters = [*required, *(option.parameter() for option in options), *rest]  # --help lists the settings first
-        with_settings.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
-        with_settings.__annotations__ = {parameter.name: parameter.annotation for parameter in parameters}
-        return with_settings
+        parameters = [*required, *(option.parameter() for option in options), *rest]
+        with_options.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+        with_options.__annotations__ = {parameter.name: parameter.annotation for parameter in parameters}
+        return with_options
 
     return decorate
 
 
-def typed(ctx: typer.Context, name: str) -> bool:
+def given(ctx: typer.Context, name: str) -> bool:
     """Whether the option was given (on the command line, or by its environment variable), not left at its default."""
     source = ctx.get_parameter_source(name)
     return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+
+def _option(dotted: str, name: str) -> FieldOption:
+    section, _, field = dotted.rpartition(".")
+    return FieldOption(SECTIONS[section] if section else RunConfig, field, name)
 
 
 def _options(hint: Any) -> tuple:

@@ -191,12 +191,12 @@ class LogConfig:
     stdout: bool = setting(False, "print SB3's table of training statistics after every rollout", cli="verbose")
     tensorboard: bool = setting(False, "also write TensorBoard event files to tensorboard/ (pip install 'graphtransfer[tensorboard]')")
     eval_graphs: str | None = setting(
-        None, "held-out graphs (set name, file or folder) to evaluate on; the best model goes to best/ (tune: each trial's "
-        "score, default the training graphs)"
+        None,
+        "held-out graphs (set name, file or folder) to evaluate on; the best model goes to best/ (tune: each trial's "
+        "score, default the training graphs)",
     )
     eval_every: int = setting(0, "evaluate every this many env steps (0: only once training ends; tune: a fifth of a trial)", low=0)
     checkpoint_every: int = setting(0, "save a resumable checkpoint to checkpoints/step-<N>/ every this many env steps (0: none)", low=0)
-
 
 
 @dataclass(frozen=True)
@@ -219,7 +219,11 @@ class Runtime:
     )
     device: Device = setting("auto", "cpu, cuda or auto")
     max_nodes_per_batch: int | None = setting(
-        None, "most graph nodes one forward or backward pass spans; larger batches run in chunks with the same results", low=1
+        None,
+        "most graph nodes one pass of the GNN spans; larger batches and graphs run in chunks with the same results, in less "
+        "memory (e.g. --max-nodes-per-batch 50000); default: no limit (PPO's and A2C's updates still split minibatches of more "
+        "than 32,768 nodes into groups of observations, which is faster)",
+        low=1,
     )
     mixed_precision: bool = setting(False, "bfloat16 autocast of the GNN's message passing on CUDA (ignored on the CPU)")
     vec_env: VecEnvKind = setting(
@@ -233,8 +237,6 @@ class Runtime:
 
     def __post_init__(self) -> None:
         check_fields(self)
-
-
 
 
 @dataclass(frozen=True)
@@ -251,29 +253,50 @@ class Decoding:
 
     method: DecodingName | None = setting(
         None,
-        "mis and mvc: local-max (default), drawn or local-max-sampled (local-max on a ranking drawn near the policy's, "
-        "seeded); other tasks: drawn",
+        "mis and mvc: local-max (default) commits, each pass, the surest undecided nodes the policy ranks above all their "
+        "undecided neighbours (mvc: leaves out of the cover the nodes it ranks below all their uncovered neighbours, whose "
+        "neighbours join); drawn: every node acts as the policy draws (mis) or the top-scoring valid nodes commit (mvc); "
+        "local-max-sampled is local-max on a ranking drawn near the policy's (seeded; a different set per --seed). Other "
+        "tasks: drawn",
         cli="decoding",
     )
     commit_fraction: float | None = setting(
         None,
-        "share of the nodes one pass may commit, most confident first (default: the task's and decoding's)",
+        "share of the nodes one pass may commit, most confident first. mvc, --decoding local-max: the candidates to stay out "
+        f"of the cover per pass, as a share of the graph's nodes (default: {LEAVE_OUT_PATIENCE} of the graph's Caro-Wei bound). "
+        "Other node-choice tasks, and mvc under --decoding drawn: the candidates per pass, default "
+        f"{DEFAULT_COMMIT_FRACTION} (of the graph's nodes under local-max, of the valid ones under drawn). mis, --decoding "
+        "local-max: the candidates per pass, as a share of the graph's nodes; smaller finds larger sets in more passes "
+        f"(default: {LOCAL_MAX_PATIENCE} of the graph's Caro-Wei bound, the sum of 1/(degree+1), about 0.02 of the nodes at "
+        f"average degree 8; above average degree {LOCAL_MAX_SPARSE_DEGREE:g} a share of the bound that shrinks with the "
+        f"degree, down to {LOCAL_MAX_DENSE_PATIENCE}). mis, --decoding drawn: only this share, those likeliest to join, may "
+        "join; the rest wait (default 1: every node acts)",
         low=0.0,
         high=1.0,
         open_low=True,
     )
     deterministic: bool | None = setting(
-        None, "drawn decodings: the most likely actions (true) or seeded samples (false); default: the task's"
+        None,
+        "--decoding drawn: take the most likely actions (--deterministic) or sample them, seeded (--no-deterministic); "
+        "default: the task's, the most likely moves for path, samples for the others",
     )
     seed: int = setting(0, "seed of the first rollout; rollout i takes seed + i", low=0, high=SEED_LIMIT - 1)
     rollouts: int | Literal["auto"] = setting(
         AUTO_ROLLOUTS,
-        f"decode this many times and keep the best (auto: {ROLLOUT_NODE_BUDGET:,} // the graph's nodes, 1 to {MAX_AUTO_ROLLOUTS})",
+        f"run the policy K times (seeds --seed, --seed + 1, ...) and keep the best solution; still the policy alone, no "
+        f"search. auto (default): {ROLLOUT_NODE_BUDGET:,} // the graph's nodes, 1 to {MAX_AUTO_ROLLOUTS} ({MAX_AUTO_ROLLOUTS} "
+        f"up to {ROLLOUT_NODE_BUDGET // MAX_AUTO_ROLLOUTS} nodes, 1 from {ROLLOUT_NODE_BUDGET // 2 + 1:,} on). With the default "
+        "decoding of mis and mvc every other rollout is local-max-sampled. 1: a single rollout",
         low=1,
         high=MAX_ROLLOUTS,
     )
     max_passes: int | None = setting(None, "policy passes per graph before stopping (default: the task's)", low=1, high=MAX_PASSES)
-    node_order: NodeOrder = setting("auto", "auto: large mis and mvc graphs solved renumbered for locality; given: as numbered")
+    node_order: NodeOrder = setting(
+        "auto",
+        f"auto (default): mis and mvc solve graphs of {RENUMBER_FROM_NODES:,} nodes or more with the nodes renumbered (reverse "
+        "Cuthill-McKee) so that neighbours sit close in memory, where that shortens the edges; the solution is still written "
+        "in the graph's own order and ids. given: the nodes as the file numbers them",
+    )
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -388,7 +411,11 @@ SECTIONS: dict[str, type] = {"model": ModelConfig, "ppo": PPOConfig, "dqn": DQNC
 def declaration(dotted: str) -> tuple[Field, Any]:
     """The field declared for a dotted key such as ``ppo.n_steps``, and its type hint."""
     section, _, name = dotted.rpartition(".")
-    kind = SECTIONS[section] if section else RunConfig
+    return field_of(SECTIONS[section] if section else RunConfig, name)
+
+
+def field_of(kind: type, name: str) -> tuple[Field, Any]:
+    """The field ``name`` of the dataclass ``kind`` (a section, :class:`Decoding`, :class:`Runtime`), and its type hint."""
     return next(f for f in fields(kind) if f.name == name), typing.get_type_hints(kind)[name]
 
 
@@ -400,13 +427,21 @@ def help_of(dotted: str) -> str:
 def check_setting(where: str, dotted: str, value: Any) -> Any:
     """``value`` converted to the type declared for ``dotted`` and checked against its range or
     choices, as every layer is; a bad one is a :class:`UsageError` that starts with ``where``
-    (an option's name, say: ``--n-envs: 0 must be at least 1``). A value that is not None is
-    checked against the declared type without None: an option's text is never null."""
-    declared, hint = declaration(dotted)
+    (the key and its option, say: ``ppo.n_envs (--n-envs): 0 must be at least 1``)."""
+    section, _, name = dotted.rpartition(".")
+    return check_field(where, SECTIONS[section] if section else RunConfig, name, value)
+
+
+def check_field(where: str, kind: type, name: str, value: Any) -> Any:
+    """``value`` converted to the type of the field ``name`` of ``kind`` and checked against its
+    range or choices (:func:`check_setting`). A value that is not None is checked against the
+    declared type without None: an option's text is never null."""
+    declared, hint = field_of(kind, name)
     options = typing.get_args(hint) if typing.get_origin(hint) in (Union, types.UnionType) else (hint,)
     if value is not None and type(None) in options:
         hint = Union[tuple(option for option in options if option is not type(None))]  # noqa: UP007 (a tuple of types)
-    return _check_value(where, dotted, value, hint, declared.metadata)
+    key = next((f"{section}.{name}" for section, section_kind in SECTIONS.items() if section_kind is kind), name)
+    return _check_value(where, key, value, hint, declared.metadata)
 
 
 def cli_keys() -> dict[str, str]:
@@ -519,7 +554,7 @@ def _out_of_range(value: Any, low: float | None, high: float | None, open_low: b
 
 _BAD = object()
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", type(None): "null", dict: "a mapping"}
-_NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+_NUMBER = re.compile(r"^[+-]?(?:\d+(?:_\d+)*\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")  # 50_000 as Python and YAML read it
 
 
 def _type_name(option: Any) -> str:
