@@ -240,7 +240,7 @@ def test_the_messages_say_what_is_wrong(refused):
         "config.json: `algo` dqn with a node-wise head"
     )
     for option in ("predict", "eval", "transfer"):
-        assert said(f"{option} `--max-passes 0`") == "error: --max-passes 0 must be 1 to 1,000,000; leave it out for the task's default"
+        assert said(f"{option} `--max-passes 0`") == "error: Decoding.max_passes (--max-passes): 0 must be at least 1"
     assert said("a memory limit of -1 MiB").startswith("error: $GRAPHTRANSFER_MEMORY_LIMIT_MB='-1' is not a positive number of MiB")
     unlimited = runner.invoke(app, ["graphs", "generate", "--nodes", "2147483647", "huge.npz"])  # the machine's own memory
     assert unlimited.exit_code == 2 and "needs about 1408.0 GiB, but" in unlimited.stderr

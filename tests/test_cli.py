@@ -178,9 +178,9 @@ def test_a_bad_max_nodes_per_batch_is_a_one_line_error(command, value, tmp_path,
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, [*command, "--max-nodes-per-batch", value])
     assert result.exit_code == 2
-    assert result.stderr == (
-        f"error: --max-nodes-per-batch {value!r} must be a whole number of nodes, at least 1, e.g. --max-nodes-per-batch 50000\n"
-    )
+    key = "runtime" if command[0] == "train" else "Runtime"  # a run setting, or the parameter object of a solve
+    problem = f"{value} must be at least 1" if value.lstrip("-").isdigit() else f"expected an integer, got {value!r}"
+    assert result.stderr == f"error: {key}.max_nodes_per_batch (--max-nodes-per-batch): {problem}\n"
     assert not (tmp_path / "runs").exists()
 
 
@@ -261,7 +261,7 @@ def test_threads_default_to_one_below_10000_nodes_and_every_free_core_above(monk
 def test_zero_threads_is_refused_not_read_as_the_default(tiny_model, tmp_path):
     command = ["predict", "--model", str(tiny_model("mis")), "--graph", "small", "--out", str(tmp_path / "o.csv"), "--threads", "0"]
     result = runner.invoke(app, command)
-    assert result.exit_code == 2 and result.stderr.strip() == "error: --threads 0 must be at least 1"
+    assert result.exit_code == 2 and result.stderr.strip() == "error: Runtime.threads (--threads): 0 must be at least 1"
 
 
 def test_help_in_a_pipe_keeps_the_examples_on_one_line():

@@ -108,6 +108,6 @@ def test_a_bad_rollout_count_is_a_one_line_error(command, value, tiny_model, tmp
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, [*command[:-1], command[-1], "small", "--model", str(tiny_model("mis")), "--rollouts", value])
     assert result.exit_code == 2
-    assert result.stderr == (
-        f"error: --rollouts {value!r} must be auto or a whole number from 1 (a single rollout) to 4096, e.g. --rollouts 8\n"
-    )
+    problem = {"0": "0 must be at least 1", "-3": "-3 must be at least 1", "1000000000": "1000000000 must be at most 4,096"}
+    expected = problem.get(value, f"expected an integer or one of 'auto', got {value!r}")
+    assert result.stderr == f"error: Decoding.rollouts (--rollouts): {expected}\n"

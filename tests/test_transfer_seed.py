@@ -40,8 +40,8 @@ def test_a_seed_repeats_and_is_recorded_with_the_fine_tuning(tiny_model, tmp_pat
 @pytest.mark.parametrize(
     ("seed", "message"),
     [
-        ("-1", "--seed -1 must be between 0 and 4294967295"),
-        ("4294967296", "--seed 4294967296 must be between 0 and 4294967295"),
+        ("-1", "ppo.seed (--seed): -1 must be 0 or more"),
+        ("4294967296", "ppo.seed (--seed): 4294967296 must be at most 4,294,967,295"),
         ("nan", "Invalid value for '--seed'"),
         ("seven", "Invalid value for '--seed'"),
     ],

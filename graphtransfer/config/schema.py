@@ -544,16 +544,22 @@ def _out_of_range(value: Any, low: float | None, high: float | None, open_low: b
     if value is None or isinstance(value, (bool, str, dict)):
         return ""
     if low is not None and open_low and value <= low:
-        return f"must be above {low:g}"
+        return f"must be above {_bound(low)}"
     if low is not None and value < low:
-        return f"must be at least {low:g}" if low else "must be 0 or more"
+        return f"must be at least {_bound(low)}" if low else "must be 0 or more"
     if high is not None and value > high:
-        return f"must be at most {high:g}"
+        return f"must be at most {_bound(high)}"
     return ""
+
+
+def _bound(value: float) -> str:
+    """A range's end as a message shows it: 4,294,967,295 (not 4.29497e+09), 0.5."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
 
 
 _BAD = object()
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false", type(None): "null", dict: "a mapping"}
+_WHOLE = re.compile(r"^[+-]?\d+(?:_\d+)*$")
 _NUMBER = re.compile(r"^[+-]?(?:\d+(?:_\d+)*\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")  # 50_000 as Python and YAML read it
 
 
@@ -598,7 +604,7 @@ def _number(value: Any) -> int | float | None:
     if isinstance(value, (int, float)):
         return value
     if isinstance(value, str) and _NUMBER.match(value.strip()):
-        return float(value)
+        return int(value) if _WHOLE.match(value.strip()) else float(value)  # a whole number exactly, however long
     return None
 
 
