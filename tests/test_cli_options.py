@@ -2,7 +2,7 @@
 train and tune shows its field's help, choices, range and default, and is checked by the schema."""
 
 import typing
-from dataclasses import MISSING
+from dataclasses import MISSING, fields
 
 import pytest
 import typer.main
@@ -10,7 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from graphtransfer.cli import app
-from graphtransfer.config import cli_keys, declaration
+from graphtransfer.config import Decoding, Runtime, cli_keys, declaration, field_of
 
 runner = CliRunner()
 COMMANDS = typer.main.get_command(app).commands
@@ -43,6 +43,26 @@ def test_every_config_backed_option_shows_the_schemas_help_choices_and_default(c
         if declared.default is not MISSING:
             expected = declared.default if hint is bool or declared.default is None else str(declared.default)
             assert param.default == expected, f"{command} --{param.name}: default differs from the schema's"
+
+
+OWN_MEANING = {("eval", "deterministic"), ("predict", "ray_address"), ("eval", "ray_address"), ("transfer", "seed")}
+"""options named as a Decoding or Runtime field that mean something else there (eval reports both ways; the Ray
+cluster of a folder's workers; transfer's seed of its evaluations and fine-tuning), declared by hand"""
+
+
+@pytest.mark.parametrize("command", ["predict", "eval", "transfer"])
+def test_every_decoding_and_runtime_option_shows_its_fields_help_and_choices(command):
+    """As above for the parameter objects: a hand-written --threads or --rollouts whose help drifts fails here."""
+    declared = {(f.metadata["cli"] or f.name): (kind, f.name) for kind in (Decoding, Runtime) for f in fields(kind)}
+    backed = [param for param in COMMANDS[command].params if param.name in declared and (command, param.name) not in OWN_MEANING]
+    assert {"threads", "max_nodes_per_batch", "mixed_precision", "max_passes"} <= {param.name for param in backed}
+    for param in backed:
+        field, hint = field_of(*declared[param.name])
+        assert param.help.replace("\\[", "[") == field.metadata["help"], f"{command} --{param.name}: help differs from the schema's"
+        if _choices(hint):
+            assert param.metavar.rstrip("]").endswith("|".join(_choices(hint))), f"{command} --{param.name}: choices differ"
+        expected = field.default if field.default is None or isinstance(field.default, bool) else str(field.default)
+        assert param.default == expected, f"{command} --{param.name}: default differs from the schema's"
 
 
 def test_help_shows_the_choices_and_ranges():

@@ -112,8 +112,11 @@ def takes_settings(*names: str) -> Callable[[Callable], Callable]:
     options = {_option(keys[name], name): keys[name] for name in names}
 
     def settings(ctx: typer.Context, values: dict[str, Any]) -> dict[str, Any]:
-        typed = [option for option in options if given(ctx, option.name)]
-        return {options[o]: check_setting(f"{options[o]} ({o.flag})", options[o], o.text(values[o.name])) for o in typed}
+        layer = {}
+        for option, key in options.items():
+            if _given(ctx, option.name):
+                layer[key] = check_setting(f"{key} ({option.flag})", key, option.text(values[option.name]))
+        return layer
 
     return _adding(list(options), "settings", settings)
 
@@ -126,7 +129,7 @@ def takes_params(kind: type, param: str, *names: str) -> Callable[[Callable], Ca
     options = [FieldOption(kind, by_name[name], name) for name in names]
 
     def build(ctx: typer.Context, values: dict[str, Any]) -> Any:
-        typed = [option for option in options if given(ctx, option.name)]
+        typed = [option for option in options if _given(ctx, option.name)]
         return kind(**{option.field: check_field(option.where, kind, option.field, values[option.name]) for option in typed})
 
     return _adding(options, param, build)
@@ -159,7 +162,7 @@ def _adding(options: list[FieldOption], param: str, make: Callable[[typer.Contex
     return decorate
 
 
-def given(ctx: typer.Context, name: str) -> bool:
+def _given(ctx: typer.Context, name: str) -> bool:
     """Whether the option was given (on the command line, or by its environment variable), not left at its default."""
     source = ctx.get_parameter_source(name)
     return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
