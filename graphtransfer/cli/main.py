@@ -11,7 +11,6 @@ import json
 import os
 import sys
 import warnings
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -586,8 +585,7 @@ def predict(
     _check_positive(threads=1 if threads is None else threads, workers=1 if workers is None else workers)
     _check_seed(seed)
     chosen = Decoding(decoding, commit_fraction, deterministic, seed, _rollouts(rollouts), max_passes, _node_order(node_order))
-    runtime = Runtime(threads, max_nodes_per_batch=_node_budget(max_nodes_per_batch), mixed_precision=mixed_precision)
-    runtime = replace(runtime, ray_address=ray_address)
+    runtime = _runtime(threads, max_nodes_per_batch, mixed_precision, ray_address)
     seconds = None if polish is None else _seconds_option("--polish", polish, 10)
     if partitions is not None:
         single_process_options = {
@@ -814,8 +812,7 @@ def evaluate(
     _check_max_passes(max_passes)
     _check_positive(threads=1 if threads is None else threads, workers=1 if workers is None else workers)
     chosen = Decoding(decoding, commit_fraction, None, 0, _rollouts(rollouts), max_passes, _node_order(node_order))
-    runtime = Runtime(threads, max_nodes_per_batch=_node_budget(max_nodes_per_batch), mixed_precision=mixed_precision)
-    runtime = replace(runtime, ray_address=ray_address)
+    runtime = _runtime(threads, max_nodes_per_batch, mixed_precision, ray_address)
     extras = EvalExtras(deterministic, polish, chils, source, target)
     _check_eval_outputs(graphs, json_out, plot, force)
     _use_threads(runtime.threads)  # after the options are checked: bad input changes nothing in the process
@@ -983,6 +980,12 @@ def _whole_number(text: str) -> int:
         return int(text)
     except ValueError:
         return 0
+
+
+def _runtime(threads: int | None, max_nodes_per_batch: str | None, mixed_precision: bool, ray_address: str | None) -> Runtime:
+    """predict's and eval's runtime options as the one :class:`~graphtransfer.config.Runtime` they pass down."""
+    budget = _node_budget(max_nodes_per_batch)
+    return Runtime(threads=threads, max_nodes_per_batch=budget, mixed_precision=mixed_precision, ray_address=ray_address)
 
 
 def _node_budget(text: str | None) -> int | None:
