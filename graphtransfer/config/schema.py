@@ -193,7 +193,6 @@ class LogConfig:
     checkpoint_every: int = setting(0, "save a resumable checkpoint to checkpoints/step-<N>/ every this many env steps (0: none)", low=0)
 
 
-
 @dataclass(frozen=True)
 class Runtime:
     """How a policy computes, not what it computes: threads, device, node budget, precision, the
@@ -228,8 +227,6 @@ class Runtime:
 
     def __post_init__(self) -> None:
         check_fields(self)
-
-
 
 
 @dataclass(frozen=True)
