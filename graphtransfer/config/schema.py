@@ -333,7 +333,7 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         self.head = typing.cast(HeadName, str(self.head))  # a Head enum member is stored as its plain value
-        given = vars(self.ppo).pop("_given_runtime", {})  # the deprecated PPOConfig(threads=...): where runtime has the default
+        given = vars(self.ppo).get("_given_runtime", {})  # the deprecated PPOConfig(threads=...): where runtime has the default
         if given:
             self.runtime = replace(self.runtime, **{k: v for k, v in given.items() if getattr(self.runtime, k) == getattr(Runtime, k)})
 
