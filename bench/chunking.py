@@ -19,7 +19,7 @@ import time
 import torch
 
 from bench.harness import MIB, in_fresh_process, markdown_table, median, print_preamble, rss_before_call, seconds_per_call
-from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
+from graphtransfer.config import ModelConfig, RunConfig, Runtime
 from graphtransfer.envs.factory import run_env
 from graphtransfer.graphs import load_graph
 from graphtransfer.nn import build_policy, configure_runtime, extractor
@@ -51,7 +51,7 @@ def measure_finetune(budget: int | None, threads: int) -> tuple[float, float, fl
     """Seconds (total, rollout, update) and peak RSS increase (MiB) of one fine-tune iteration."""
     torch.set_num_threads(threads)
     graph = load_graph("large")
-    config = RunConfig(task="mis", head="node-wise", model=ModelConfig(), ppo=PPOConfig(threads=threads, device="cpu"))
+    config = RunConfig(task="mis", head="node-wise", model=ModelConfig(), runtime=Runtime(threads=threads, device="cpu"))
     env = run_env(config, [graph])
     policy = build_policy("node-wise", config.model, env.observation_space, env.action_space)
     before = rss_before_call()

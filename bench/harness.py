@@ -24,7 +24,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 
-from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
+from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
 from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.graphs import Graph, erdos_renyi
@@ -32,12 +32,12 @@ from graphtransfer.training.callbacks import PhaseTimer
 
 # The architecture and PPO settings of the measurements in project issue 5.
 BENCH_MODEL = ModelConfig(conv="gcn", num_layers=2, width=64)
-BENCH_PPO = PPOConfig(n_steps=64, batch_size=32, n_epochs=2, n_envs=1, device="cpu")
+BENCH_PPO = PPOConfig(n_steps=64, batch_size=32, n_epochs=2, n_envs=1)
 
 
 def bench_config(graphs: Sequence[Graph], ppo: PPOConfig = BENCH_PPO, model: ModelConfig = BENCH_MODEL) -> RunConfig:
     """An MIS run on ``graphs`` with the head filled in from the env, as ``train()`` does."""
-    config = RunConfig(task="mis", model=model, ppo=ppo)
+    config = RunConfig(task="mis", model=model, ppo=ppo, runtime=Runtime(device="cpu"))
     return replace(config, head=head_of(run_env(config, list(graphs))))
 
 

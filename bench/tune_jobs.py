@@ -47,7 +47,7 @@ def tune_command(out: Path, trials: int, steps: int, jobs: int) -> list[str]:
         "--pruner",
         "none",
         "--set",
-        "ppo.threads=1",
+        "runtime.threads=1",
     ]
 
 

@@ -30,12 +30,12 @@ def graphs_for(name: str):
 
 def measure(name: str, n_envs: int, iterations: int, repeats: int) -> dict[str, list[Run]]:
     graphs = graphs_for(name)
-    ppo = replace(PPOConfig(), n_envs=n_envs, device="cpu")
+    ppo = replace(PPOConfig(), n_envs=n_envs)
     config = bench_config(graphs, ppo=ppo, model=replace(bench_config(graphs).model, conv="sage", num_layers=3))
     models = {}
     for kind in ("dummy", "subproc"):  # ray: bench.ray_rollouts
         envs = make_vec_env(lambda: run_env(config, graphs), n_envs=n_envs, seed=0, vec_env_cls=VEC_ENVS[kind])
-        models[kind] = build_model(replace(config, ppo=replace(ppo, vec_env=kind)), envs)
+        models[kind] = build_model(replace(config, runtime=replace(config.runtime, vec_env=kind)), envs)
         timed_learn(models[kind], 1)  # warm up: subprocesses started, lazy initialisation done
     runs: dict[str, list[Run]] = {kind: [] for kind in models}
     for _ in range(repeats):

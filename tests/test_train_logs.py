@@ -102,7 +102,7 @@ def test_subprocess_envs_train_and_evaluations_do_not_change_the_weights(run, tm
         ["train", "--config", str(run / "config.yaml"), *plain, "--vec-env", "subproc", "--out", str(tmp_path / "sub"), "--no-progress"],
     )
     assert result.exit_code == 0, result.output
-    assert read_checkpoint(tmp_path / "sub").config.ppo.vec_env == "subproc"
+    assert read_checkpoint(tmp_path / "sub").config.runtime.vec_env == "subproc"
     assert same_weights(run, tmp_path / "sub")
     assert not (tmp_path / "sub" / "best").exists() and not (tmp_path / "sub" / "checkpoints").exists()
 

@@ -144,7 +144,7 @@ def test_refusals_that_depend_on_the_machine(tmp_path):
     if cores >= 2:
         threads = runner.invoke(app, ["tune", "--out", str(tmp_path / "o"), "--n-jobs", "2", "--set", f"ppo.threads={cores}"])
         assert threads.exit_code == 2
-        assert f"--n-jobs 2 with ppo.threads {cores} asks for {2 * cores} threads on {cores} cores" in threads.stderr
+        assert f"--n-jobs 2 with runtime.threads {cores} asks for {2 * cores} threads on {cores} cores" in threads.stderr
     assert not (tmp_path / "o").exists()
 
 

@@ -34,7 +34,7 @@ Algo = Literal["ppo", "a2c", "dqn"]
 ALGOS: tuple[str, ...] = typing.get_args(Algo)
 CONVS: tuple[str, ...] = typing.get_args(Conv)
 DecodingName = Literal["local-max", "drawn", "local-max-sampled"]
-DECODINGS: tuple[str, ...] = typing.get_args(DecodingName)
+DECODINGS: tuple[DecodingName, ...] = typing.get_args(DecodingName)
 """how node-wise tasks with commit and defer actions (MIS) and node-choice tasks with ``step_many`` (MVC) decode:
 ``local-max`` (the default: each pass, the surest nodes that the policy ranks above every undecided neighbour commit; MVC:
 the nodes it ranks below every uncovered neighbour stay out of the cover and their neighbours join),
@@ -68,7 +68,7 @@ degree 48 on)"""
 LEAVE_OUT_PATIENCE = 0.15
 """the MVC local-max decoding's candidates per pass by default: the active nodes the policy ranks lowest, this share of the
 graph's Caro-Wei bound; those that rank below every active neighbour stay out of the cover and their neighbours join it"""
-AUTO_ROLLOUTS = "auto"
+AUTO_ROLLOUTS: Literal["auto"] = "auto"
 """``--rollouts auto`` (the default): ``ROLLOUT_NODE_BUDGET // num_nodes`` rollouts, at least 1 and at most
 :data:`MAX_AUTO_ROLLOUTS`"""
 ROLLOUT_NODE_BUDGET = 20_000
@@ -367,7 +367,7 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         self.head = typing.cast(HeadName, str(self.head))  # a Head enum member is stored as its plain value
-        given = vars(self.ppo).pop("_given_runtime", {})  # the deprecated PPOConfig(threads=...): where runtime has the default
+        given = vars(self.ppo).get("_given_runtime", {})  # the deprecated PPOConfig(threads=...): where runtime has the default
         if given:
             self.runtime = replace(self.runtime, **{k: v for k, v in given.items() if getattr(self.runtime, k) == getattr(Runtime, k)})
 
@@ -498,13 +498,14 @@ def _declared(kind: type) -> dict[str, tuple[Any, Mapping[str, Any]]]:
 
 
 def _check_section(source: str, section: str, values: dict[str, Any]) -> dict[str, Any]:
-    declared = _declared(SECTIONS[section])
+    own = _declared(SECTIONS[section])
+    declared = own
     if section == "ppo":  # files from before the runtime section: checked here, moved by check_layer
-        declared = declared | {name: _declared(Runtime)[name] for name in RUNTIME_IN_PPO}
+        declared = own | {name: _declared(Runtime)[name] for name in RUNTIME_IN_PPO}
     checked = {}
     for key, value in values.items():
         if key not in declared:
-            raise UsageError(f"{source}: unknown key {section}.{key}; {section} has {', '.join(declared)}")
+            raise UsageError(f"{source}: unknown key {section}.{key}; {section} has {', '.join(own)}")
         checked[key] = _check_value(f"{source}: {section}.{key}", f"{section}.{key}", value, *declared[key])
     return checked
 

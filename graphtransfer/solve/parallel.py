@@ -17,12 +17,13 @@ import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import torch
 
 from graphtransfer.checkpoint import Checkpoint, read_checkpoint
 from graphtransfer.config import AUTO_ROLLOUTS, Decoding, RunConfig, Runtime
+from graphtransfer.config.schema import DecodingName, NodeOrder
 from graphtransfer.errors import ClusterLost, UsageError
 from graphtransfer.graphs import Graph, load_graphs, resolve
 from graphtransfer.io import check_output_file
@@ -52,12 +53,12 @@ def evaluate_many(
     env: str | None = None,
     *,
     max_passes: int | None = None,
-    rollouts: int | str = AUTO_ROLLOUTS,
+    rollouts: int | Literal["auto"] = AUTO_ROLLOUTS,
     deterministic: bool = False,
     seed: int = 0,
     commit_fraction: float | None = None,
-    decoding: str | None = None,
-    node_order: str = "auto",
+    decoding: DecodingName | None = None,
+    node_order: NodeOrder = "auto",
     polish: bool = False,
     chils: bool = False,
     source: str | None = None,
@@ -118,9 +119,9 @@ def predict_many(
     deterministic: bool | None = None,
     seed: int = 0,
     commit_fraction: float | None = None,
-    decoding: str | None = None,
-    rollouts: int | str = AUTO_ROLLOUTS,
-    node_order: str = "auto",
+    decoding: DecodingName | None = None,
+    rollouts: int | Literal["auto"] = AUTO_ROLLOUTS,
+    node_order: NodeOrder = "auto",
 ) -> list[tuple[Graph, Solution, Path]]:
     """:func:`graphtransfer.solve.predict.predict` on every graph that ``graphs`` names; each solution is
     written to ``out/<graph file stem>.csv`` by this process, as its result arrives, in order; an

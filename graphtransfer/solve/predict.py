@@ -5,11 +5,13 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
 from graphtransfer.checkpoint import Checkpoint, read_checkpoint
 from graphtransfer.config import AUTO_ROLLOUTS, Decoding, Runtime
+from graphtransfer.config.schema import DecodingName, NodeOrder
 from graphtransfer.envs.factory import named_query
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.graphs import Graph, load_graph, resolve
@@ -29,13 +31,13 @@ def predict(
     deterministic: bool | None = None,
     seed: int = 0,
     commit_fraction: float | None = None,
-    decoding: str | None = None,
-    rollouts: int | str = AUTO_ROLLOUTS,
+    decoding: DecodingName | None = None,
+    rollouts: int | Literal["auto"] = AUTO_ROLLOUTS,
     max_nodes_per_batch: int | None = None,
     mixed_precision: bool = False,
     env: str | None = None,
     force: bool = False,
-    node_order: str = "auto",
+    node_order: NodeOrder = "auto",
     source: str | None = None,
     target: str | None = None,
 ) -> tuple[Graph, Solution]:
