@@ -22,7 +22,7 @@ demo: install  ## train on sample_graphs/small, transfer to the 250k-node graph,
 	$(BIN)/graphtransfer predict --model runs/mis/large --graph large --out runs/mis/large/solution.csv --force
 
 test: install lint  ## the lint, then the test suite (what CI runs)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 docs: install  ## the documentation site into site/ (mkdocs, strict: a warning fails the build)
 	$(BIN)/python -m mkdocs build --strict
