@@ -104,7 +104,7 @@ class FieldOption:
 def takes_settings(*names: str) -> Callable[[Callable], Callable]:
     """Give a command an option for each run setting named (by its option name, as
     :func:`graphtransfer.config.cli_keys` lists them), in place of its ``settings`` parameter: the
-    options typed on the command line, dotted key -> checked value. The command takes ``ctx``."""
+    options typed on the command line, dotted key -> checked value."""
     keys = cli_keys()
     unknown = [name for name in names if name not in keys]
     if unknown:
