@@ -123,7 +123,7 @@ def evaluate(
         env = inference_env(config, order.graph, max_passes, query)
         features = features_of(env)
         options = {"seed": seed, "commit_fraction": commit_fraction, "finish": finish_rule(config), "decoding": decoding}
-        options["rollouts"] = rollout_count(rollouts, graph.num_nodes)
+        options["rollouts"] = rollout_count(rollouts, graph.num_nodes, graph.edge_index.shape[1])
         chosen = check_decoding(env, features, decoding)
         default = features.inference_deterministic
         drawn = chosen == DRAWN
