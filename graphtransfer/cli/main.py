@@ -32,7 +32,9 @@ from graphtransfer.config import (
     MAX_ROLLOUTS,
     NODE_ORDERS,
     RENUMBER_FROM_NODES,
+    ROLLOUT_EDGE_BUDGET,
     ROLLOUT_NODE_BUDGET,
+    SAMPLED_ROLLOUT_DEGREE,
     SEED_LIMIT,
     ModelConfig,
     PPOConfig,
@@ -108,9 +110,13 @@ RolloutsOption = Annotated[
     typer.Option(
         metavar="auto|K",
         help=f"Run the policy K times, 1 to {MAX_ROLLOUTS} (seeds --seed, --seed + 1, ...), and keep the best solution; still "
-        f"the policy alone, no search. auto (default): {ROLLOUT_NODE_BUDGET:,} // the graph's nodes, 1 to {MAX_AUTO_ROLLOUTS} "
-        f"({MAX_AUTO_ROLLOUTS} up to {ROLLOUT_NODE_BUDGET // MAX_AUTO_ROLLOUTS} nodes, 1 from {ROLLOUT_NODE_BUDGET // 2 + 1:,} on). "
-        "With the default decoding of mis and mvc every other rollout is local-max-sampled. 1: a single rollout.",
+        f"the policy alone, no search. auto (default): as many as fit a work budget of {ROLLOUT_NODE_BUDGET:,} nodes and "
+        f"{ROLLOUT_EDGE_BUDGET:,} directed edges decoded in all, 1 to {MAX_AUTO_ROLLOUTS} ({MAX_AUTO_ROLLOUTS} up to "
+        f"{ROLLOUT_NODE_BUDGET // MAX_AUTO_ROLLOUTS} nodes, 3 at 10,000, 1 from {ROLLOUT_NODE_BUDGET // 2 + 1:,} nodes or "
+        f"{ROLLOUT_EDGE_BUDGET // 2 + 1:,} directed edges on); the output says how many ran. "
+        f"With the default decoding of mis and mvc every other rollout is local-max-sampled on graphs of average degree up to "
+        f"{SAMPLED_ROLLOUT_DEGREE:g}, "
+"local-max on denser ones. 1: a single rollout.",
     ),
 ]
 NodeOrderOption = Annotated[
