@@ -240,8 +240,8 @@ def checked(task: str, graph: Graph, solution) -> None:
 
 
 DENSITY_HEADER = [
-    "| task | family | nodes | avg degree | graph seed | baseline | baseline objective | policy, 1 rollout | / baseline | passes | rollouts "
-    "| policy (default) | / baseline | policy s (all rollouts) | baseline s | load |",
+    "| task | family | nodes | avg degree | graph seed | baseline | baseline objective | policy, 1 rollout | / baseline | passes "
+    "| rollouts | policy (default) | / baseline | policy s (all rollouts) | baseline s | load |",
     "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
 ]
 

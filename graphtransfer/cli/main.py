@@ -116,7 +116,7 @@ RolloutsOption = Annotated[
         f"{ROLLOUT_EDGE_BUDGET // 2 + 1:,} directed edges on); the output says how many ran. "
         f"With the default decoding of mis and mvc every other rollout is local-max-sampled on graphs of average degree up to "
         f"{SAMPLED_ROLLOUT_DEGREE:g}, "
-"local-max on denser ones. 1: a single rollout.",
+        "local-max on denser ones. 1: a single rollout.",
     ),
 ]
 NodeOrderOption = Annotated[

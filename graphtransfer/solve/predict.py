@@ -91,7 +91,8 @@ def predict_graph(
     One graph's run depends only on the model, the graph and ``options`` (those of
     :func:`graphtransfer.solve.inference.solve`), so workers that each call this give what a serial loop gives.
     """
-    count = rollout_count(rollouts, graph.num_nodes, graph.edge_index.shape[1])  # before the model loads: a bad count is the user's to fix first
+    # before the model loads: a bad count is the user's to fix first
+    count = rollout_count(rollouts, graph.num_nodes, graph.edge_index.shape[1])
     checkpoint = model if isinstance(model, Checkpoint) else read_checkpoint(model, env)
     order = solving_order(checkpoint.config, graph, node_order)
     loaded = policy_for_graphs(checkpoint, [order.graph], runtime, env, max_passes, query)
