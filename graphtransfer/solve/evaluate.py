@@ -3,8 +3,8 @@
 Every decoding is reported on its own line of numbers: the policy's default decoding (MIS and
 MVC by local maxima, ``local-max``; path ``deterministic``, its most likely moves; other tasks
 ``sampled``) and, where actions are drawn, the other way of drawing them, each the best of its
-seeded rollouts (``rollouts``: several on graphs of a few
-hundred nodes by default, see :mod:`graphtransfer.solve.rollouts`). A local-search polish, when
+seeded rollouts (``rollouts``: by default as many as a work budget allows, several on graphs of
+up to some ten thousand nodes, see :mod:`graphtransfer.solve.rollouts`). A local-search polish, when
 asked for, is applied to the best policy solution and to every baseline alike.
 """
 
@@ -95,7 +95,7 @@ def evaluate(
 
     Args:
         rollouts: each decoding is the best of this many rollouts, seeds ``seed, seed + 1, ...``
-            (``"auto"``: several on graphs of a few hundred nodes, one from 5,001 nodes on; see
+            (``"auto"``: as many as fit the work budget of :func:`graphtransfer.solve.rollouts.rollout_count`; see
             :func:`graphtransfer.solve.rollouts.best_of_rollouts`).
         deterministic: where the decoding draws actions (``drawn``), report both ways of drawing
             them: the task's default first (``deterministic`` for path, whose env declares

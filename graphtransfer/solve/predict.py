@@ -47,7 +47,8 @@ def predict(
     repeat exactly); ``deterministic`` ``True`` or ``False`` takes the most likely actions or
     samples them whatever the task; see :func:`graphtransfer.solve.inference.solve` for
     ``decoding`` and ``commit_fraction``. ``rollouts``
-    (a count, or ``"auto"``: several on graphs of a few hundred nodes, one from 5,001 nodes on) runs the
+    (a count, or ``"auto"``: as many as fit a work budget, several up to 15,000 nodes, one above,
+    see :func:`graphtransfer.solve.rollouts.rollout_count`) runs the
     policy that many times, seeds ``seed, seed + 1, ...``, and keeps the best solution
     (:mod:`graphtransfer.solve.rollouts`). A graph too large for the memory available is
     refused before anything is built (:mod:`graphtransfer.solve.memory`). ``max_nodes_per_batch``
