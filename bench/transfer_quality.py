@@ -14,7 +14,8 @@ given ``S`` seconds, and of the default's set polished in the same budget.
 ``--families`` at every size and average degree (Barabási–Albert: m = degree / 2; Delaunay
 graphs have degree 6 only; degrees above a fifth of the node count are skipped), the policy alone
 (its first rollout, and the best of ``--rollouts auto``, what predict gives by default) against the
-task's baseline, every solution checked independently (MIS: independent and maximal; MVC: a cover).
+task's baseline, every solution checked independently (MIS: independent and maximal; MVC: a cover);
+``--seeds 1,2,3`` draws the graphs from other seeds (held out: the defaults were chosen on seed 0's).
 
     .venv/bin/python bench/transfer_quality.py --task mis --reuse --sizes 1000,10000 --degrees 4,16,64,200
 
