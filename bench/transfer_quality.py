@@ -14,7 +14,8 @@ given ``S`` seconds, and of the default's set polished in the same budget.
 ``--families`` at every size and average degree (Barabási–Albert: m = degree / 2; Delaunay
 graphs have degree 6 only; degrees above a fifth of the node count are skipped), the policy alone
 (its first rollout, and the best of ``--rollouts auto``, what predict gives by default) against the
-task's baseline, every solution checked independently (MIS: independent and maximal; MVC: a cover).
+task's baseline, every solution checked independently (MIS: independent and maximal; MVC: a cover);
+``--seeds 1,2,3`` draws the graphs from other seeds (held out: the defaults were chosen on seed 0's).
 
     .venv/bin/python bench/transfer_quality.py --task mis --reuse --sizes 1000,10000 --degrees 4,16,64,200
 
@@ -107,7 +108,7 @@ def transferred_rows(folder: Path, graphs: list[Graph], patience: float) -> list
         if features_of(loaded.env).patient:
             for name, options in {PATIENT: {"commit_fraction": patience}, DRAWN: {"decoding": "drawn"}}.items():
                 row.decodings[name] = solve(loaded.policy, inference_env(config, graph), finish=finish_rule(config), **options)
-            count = rollout_count(AUTO_ROLLOUTS, graph.num_nodes)
+            count = rollout_count(AUTO_ROLLOUTS, graph.num_nodes, graph.edge_index.shape[1])
             row.decodings[AUTO] = best_of_rollouts(loaded.policy, inference_env(config, graph), count, finish=finish_rule(config))
         rows.append(row)
     return rows
@@ -213,15 +214,15 @@ DENSE_FAMILIES: dict[str, Callable[[int, float, int], Graph]] = {
 DENSITY_BASELINE: dict[str, Callable[[Graph], object]] = {"mis": greedy_min_degree, "mvc": greedy_max_degree}
 
 
-def density_graphs(sizes: list[int], degrees: list[float], families: list[str]) -> list[tuple[str, Graph]]:
-    """(family, graph) at every size and degree, seed :data:`SEED`: degrees above a fifth of the
-    node count are skipped, and Delaunay graphs come once per size."""
+def density_graphs(sizes: list[int], degrees: list[float], families: list[str], seeds: list[int]) -> list[tuple[str, int, Graph]]:
+    """(family, seed, graph) at every size, degree and seed: degrees above a fifth of the node
+    count are skipped, and Delaunay graphs come once per size and seed."""
     graphs = []
     for n in sizes:
         for family in families:
             for degree in degrees[:1] if family == "delaunay" else degrees:
-                if degree <= n / 5:
-                    graphs.append((family, DENSE_FAMILIES[family](n, degree, SEED)))
+                for seed in seeds if degree <= n / 5 else []:
+                    graphs.append((family, seed, DENSE_FAMILIES[family](n, degree, seed)))
     return graphs
 
 
@@ -240,16 +241,16 @@ def checked(task: str, graph: Graph, solution) -> None:
 
 
 DENSITY_HEADER = [
-    "| task | family | nodes | avg degree | baseline | baseline objective | policy, 1 rollout | / baseline | passes | rollouts "
-    "| policy (default) | / baseline | policy s (all rollouts) | baseline s | load |",
-    "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    "| task | family | nodes | avg degree | graph seed | baseline | baseline objective | policy, 1 rollout | / baseline | passes "
+    "| rollouts | policy (default) | / baseline | policy s (all rollouts) | baseline s | load |",
+    "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
 ]
 
 
-def density_line(task: str, folder: Path, family: str, graph: Graph) -> str:
+def density_line(task: str, folder: Path, family: str, seed: int, graph: Graph) -> str:
     """One graph: the policy alone against the task's baseline, every solution checked: its first
     rollout (the default decoding, seed 0) and what predict gives by default, the best of
-    ``--rollouts auto`` rollouts (:func:`graphtransfer.solve.rollouts.rollout_options`), both
+    ``--rollouts auto`` rollouts (:func:`graphtransfer.solve.rollouts.rollout_plan`), both
     finished as predict does."""
     checkpoint = read_checkpoint(folder)
     config = checkpoint.config
@@ -259,7 +260,8 @@ def density_line(task: str, folder: Path, family: str, graph: Graph) -> str:
     checked(task, graph, baseline)
     loaded = policy_for_graphs(checkpoint, [graph])
     env = inference_env(config, graph)
-    plan = rollout_plan(Decoding(), rollout_count(AUTO_ROLLOUTS, graph.num_nodes), check_decoding(env, features_of(env), None))
+    count, degree = rollout_count(AUTO_ROLLOUTS, graph.num_nodes, graph.edge_index.shape[1]), 2 * graph.num_edges / graph.num_nodes
+    plan = rollout_plan(Decoding(), count, check_decoding(env, features_of(env), None), degree)
     runs = [solve_one(loaded.policy, env, one, finish_rule(config)) for one in plan]
     for run in runs:
         checked(task, graph, run.solution)
@@ -267,7 +269,7 @@ def density_line(task: str, folder: Path, family: str, graph: Graph) -> str:
     best = max(runs, key=lambda run: sign * run.objective)
     reference = float(baseline.sum())
     return (
-        f"| {task} | {family} | {graph.num_nodes} | {2 * graph.num_edges / graph.num_nodes:.1f} | {BASELINE[task]} | "
+        f"| {task} | {family} | {graph.num_nodes} | {degree:.1f} | {seed} | {BASELINE[task]} | "
         f"{reference:.0f} | {first.objective:.0f} | {first.objective / reference:.3f} | {first.passes} | {len(runs)} | "
         f"{best.objective:.0f} | {best.objective / reference:.3f} | {sum(run.seconds for run in runs):.1f} | "
         f"{baseline_seconds:.1f} | {os.getloadavg()[0]:.1f} |"
@@ -295,6 +297,7 @@ def main() -> None:
     parser.add_argument("--long-search-sizes", default="10000,30000", help="node counts of that comparison")
     parser.add_argument("--families", default=",".join(FAMILIES), help="comma-separated families: er, ba, rgg, delaunay")
     parser.add_argument("--degrees", help="comma-separated average degrees: print the table across density instead (mis, mvc)")
+    parser.add_argument("--seeds", default=str(SEED), help="--degrees: comma-separated seeds of the graphs (held out: not 0)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     tasks = args.task or list(SIZES)
@@ -308,8 +311,9 @@ def main() -> None:
         for task in tasks:
             if task not in DENSITY_BASELINE:
                 parser.error(f"--degrees compares mis and mvc only, not {task}")
-            for family, graph in density_graphs(sizes, [float(d) for d in args.degrees.split(",")], families):
-                print(density_line(task, args.out / task, family, graph), flush=True)
+            degrees, seeds = [float(d) for d in args.degrees.split(",")], [int(x) for x in args.seeds.split(",")]
+            for family, seed, graph in density_graphs(sizes, degrees, families, seeds):
+                print(density_line(task, args.out / task, family, seed, graph), flush=True)
         print("\ntraining wall time: " + ", ".join(f"{task} {s:.0f} s" for task, s in seconds.items()), flush=True)
         return
     print("\n".join(quality_header(args.patience)), flush=True)

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from graphtransfer.baselines.completion import FINISH
 from graphtransfer.cli import app
-from graphtransfer.config import Decoding
+from graphtransfer.config import SAMPLED_ROLLOUT_DEGREE, Decoding
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import barabasi_albert, random_geometric, write_edge_list
 from graphtransfer.graphs.generators import delaunay
@@ -19,15 +19,37 @@ from graphtransfer.solve.rollouts import best_of_rollouts, rollout_count, rollou
 runner = CliRunner()
 
 
-@pytest.mark.parametrize(("nodes", "count"), [(20, 64), (312, 64), (1000, 20), (10_000, 2), (10_001, 1), (250_151, 1)])
-def test_auto_runs_many_rollouts_on_small_graphs_and_one_from_10001_nodes(nodes, count):
-    assert rollout_count("auto", nodes) == count
+@pytest.mark.parametrize(
+    ("nodes", "directed_edges", "count"),
+    [
+        (20, 80, 64),
+        (468, 3_000, 64),
+        (1_000, 4_000, 30),  # sparse: the node budget
+        (1_000, 200_000, 20),  # average degree 200: the edge budget
+        (10_000, 40_000, 3),
+        (10_000, 640_000, 3),
+        (10_000, 2_000_000, 2),
+        (15_001, 60_000, 1),
+        (100, 5_000_000, 1),  # edges alone can bring it to one
+        (250_151, 2_000_000, 1),  # the make demo graph: one rollout, as before
+        (1_000_000, 4_000_000, 1),
+        (100_000_000, 10**10, 1),
+    ],
+)
+def test_auto_runs_as_many_rollouts_as_fit_the_work_budget(nodes, directed_edges, count):
+    assert rollout_count("auto", nodes, directed_edges) == count
+
+
+def test_the_work_budget_gives_small_graphs_several_rollouts_and_huge_ones_one():
+    small = [rollout_count("auto", n, n * degree) for n in (100, 1_000, 10_000) for degree in (4, 16, 64, 200)]
+    assert min(small) > 1
+    assert {rollout_count("auto", n, n * degree) for n in (10**5, 10**6, 10**7) for degree in (4, 16, 64)} == {1}
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "8", True, 10**9])
 def test_a_rollout_count_below_one_or_not_a_whole_number_is_refused(bad):
     with pytest.raises(UsageError, match="must be 'auto' or a whole number from 1 \\(a single rollout\\) to 4096"):
-        rollout_count(bad, 100)
+        rollout_count(bad, 100, 400)
 
 
 def test_the_default_decoding_alternates_with_its_sampled_ranking_and_a_chosen_one_only_changes_seed():
@@ -42,6 +64,13 @@ def test_a_commit_fraction_composes_with_the_alternation():
     """--commit-fraction used to turn the alternation off silently; now both decodings take their candidates from it."""
     plan = rollout_plan(Decoding(commit_fraction=0.01), 3, "local-max")
     assert [(p.method, p.commit_fraction) for p in plan] == [(None, 0.01), ("local-max-sampled", 0.01), (None, 0.01)]
+
+
+def test_dense_graphs_rollouts_are_all_local_max():
+    """Above SAMPLED_ROLLOUT_DEGREE the sampled ranking's noise outweighs the policy's, so no rollout samples it."""
+    assert {p.method for p in rollout_plan(Decoding(), 6, "local-max", degree=SAMPLED_ROLLOUT_DEGREE)} == {None, "local-max-sampled"}
+    assert {p.method for p in rollout_plan(Decoding(), 6, "local-max", degree=SAMPLED_ROLLOUT_DEGREE + 0.1)} == {None}
+    assert [p.seed for p in rollout_plan(Decoding(seed=5), 3, "local-max", degree=64.0)] == [5, 6, 7]
 
 
 def test_the_best_of_k_is_the_best_rollout_never_worse_than_the_first(tiny_model):
@@ -65,7 +94,7 @@ def _predict(model, graph_file, out, *options):
 
 def test_predict_auto_runs_64_rollouts_on_50_nodes_and_one_on_a_big_graph(tiny_model, tmp_path):
     write_edge_list(random_geometric(50, 6.0, 1), tmp_path / "small.txt")
-    write_edge_list(barabasi_albert(12_000, 3, 1), tmp_path / "big.txt")
+    write_edge_list(barabasi_albert(16_000, 2, 1), tmp_path / "big.txt")
     small = _predict(tiny_model("mis"), tmp_path / "small.txt", tmp_path / "s.csv")
     assert re.search(r"objective \d+ in \d+ passes, best of 64 rollouts \(seeds 0-63; best: seed \d+, local-max(-sampled)?\)", small)
     assert ", 1 rollout, " in _predict(tiny_model("mis"), tmp_path / "big.txt", tmp_path / "b.csv")

@@ -3,8 +3,8 @@
 Every decoding is reported on its own line of numbers: the policy's default decoding (MIS and
 MVC by local maxima, ``local-max``; path ``deterministic``, its most likely moves; other tasks
 ``sampled``) and, where actions are drawn, the other way of drawing them, each the best of its
-seeded rollouts (``rollouts``: several on graphs of a few
-hundred nodes by default, see :mod:`graphtransfer.solve.rollouts`). A local-search polish, when
+seeded rollouts (``rollouts``: by default as many as a work budget allows, several on graphs of
+up to some ten thousand nodes, see :mod:`graphtransfer.solve.rollouts`). A local-search polish, when
 asked for, is applied to the best policy solution and to every baseline alike.
 """
 
@@ -126,7 +126,7 @@ def evaluate(
         query = named_query(config, graph, extras.source, extras.target)  # path is never renumbered: positions hold in order.graph
         env = inference_env(config, order.graph, decoding.max_passes, query)
         features = features_of(env)
-        count = rollout_count(decoding.rollouts, graph.num_nodes)
+        count = rollout_count(decoding.rollouts, graph.num_nodes, graph.edge_index.shape[1])
         chosen = check_decoding(env, features, decoding.method)
         first = features.inference_deterministic if decoding.deterministic is None else decoding.deterministic
         drawn = chosen == DRAWN

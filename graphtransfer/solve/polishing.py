@@ -71,7 +71,8 @@ def policy_starts(checkpoint, graph: Graph, rollouts: int = 1, seed: int = 0, co
     order = solving_order(checkpoint.config, graph)
     loaded = policy_for_graphs(checkpoint, [order.graph])
     features = features_of(loaded.env)
-    plan = rollout_plan(Decoding(seed=seed), rollouts, check_decoding(loaded.env, features, None))
+    degree = 2 * graph.num_edges / max(graph.num_nodes, 1)
+    plan = rollout_plan(Decoding(seed=seed), rollouts, check_decoding(loaded.env, features, None), degree)
     finish = finish_rule(checkpoint.config)
     runs = [order.restore(solve_one(loaded.policy, loaded.env, one, finish)) for one in plan]
     sets: dict[bytes, np.ndarray] = {}

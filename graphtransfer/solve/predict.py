@@ -55,8 +55,9 @@ def predict(
     most likely moves, and other tasks sample their actions from the policy (seeded, so runs
     repeat exactly); ``deterministic`` ``True`` or ``False`` takes the most likely actions or
     samples them whatever the task; see :func:`graphtransfer.solve.inference.solve` for
-    ``decoding`` and ``commit_fraction``. ``rollouts`` (a count, or ``"auto"``: several on graphs
-    of a few hundred nodes, one from 10,001 nodes on) runs the policy that many times, seeds
+    ``decoding`` and ``commit_fraction``. ``rollouts`` (a count, or ``"auto"``: as many as fit a work
+    budget, several up to 15,000 nodes, one above, see :func:`graphtransfer.solve.rollouts.rollout_count`)
+    runs the policy that many times, seeds
     ``seed, seed + 1, ...``, and keeps the best solution (:mod:`graphtransfer.solve.rollouts`).
     A graph too large for the memory available is refused before anything is built
     (:mod:`graphtransfer.solve.memory`). ``max_nodes_per_batch`` runs the layers in chunks of that
@@ -111,7 +112,7 @@ def predict_graph(
     One graph's run depends only on the model, the graph and ``decoding``, so workers that each
     call this give what a serial loop gives.
     """
-    count = rollout_count(decoding.rollouts, graph.num_nodes)
+    count = rollout_count(decoding.rollouts, graph.num_nodes, graph.edge_index.shape[1])
     checkpoint = model if isinstance(model, Checkpoint) else read_checkpoint(model, env)
     order = solving_order(checkpoint.config, graph, decoding.node_order)
     loaded = policy_for_graphs(checkpoint, [order.graph], runtime, env, decoding.max_passes, query)

@@ -1,8 +1,9 @@
 """The best of several seeded rollouts of a policy on one graph: patience where a rollout is cheap.
 
-On a graph of a few hundred nodes one rollout takes milliseconds and one node is 0.3-1% of the
-objective, so ``--rollouts auto`` (the default) decodes it several times and keeps the best; on
-graphs of 10,001 nodes or more it is one rollout. Every rollout is the policy's own
+On graphs of up to some ten thousand nodes one rollout is cheap and one node is a visible share of
+the objective, so ``--rollouts auto`` (the default) decodes them several times and keeps the best,
+as many times as a work budget allows (:func:`rollout_count`); graphs of 15,001 nodes or more, and
+dense ones from 2,000,001 directed edges on, get one rollout. Every rollout is the policy's own
 decisions, seeded (``seed``, ``seed + 1``, ...): no search.
 """
 
@@ -12,7 +13,16 @@ from dataclasses import replace
 
 import gymnasium as gym
 
-from graphtransfer.config import AUTO_ROLLOUTS, MAX_AUTO_ROLLOUTS, MAX_ROLLOUTS, ROLLOUT_NODE_BUDGET, SEED_LIMIT, Decoding
+from graphtransfer.config import (
+    AUTO_ROLLOUTS,
+    MAX_AUTO_ROLLOUTS,
+    MAX_ROLLOUTS,
+    ROLLOUT_EDGE_BUDGET,
+    ROLLOUT_NODE_BUDGET,
+    SAMPLED_ROLLOUT_DEGREE,
+    SEED_LIMIT,
+    Decoding,
+)
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.solve.inference import LOCAL_MAX, LOCAL_MAX_SAMPLED, Solution, check_decoding, solve
@@ -23,28 +33,40 @@ ONE_ROLLOUT = Decoding(rollouts=1)
 """the default decoding, one rollout: what a training run's evaluations take"""
 
 
-def rollout_count(rollouts: int | str, num_nodes: int) -> int:
-    """How many rollouts ``rollouts`` (a count, or ``"auto"``) means on a graph of ``num_nodes``:
-    ``auto`` is ``ROLLOUT_NODE_BUDGET // num_nodes``, at least 1, at most ``MAX_AUTO_ROLLOUTS``."""
+def rollout_count(rollouts: int | str, num_nodes: int, directed_edges: int) -> int:
+    """How many rollouts ``rollouts`` (a count, or ``"auto"``) means on a graph of ``num_nodes``
+    and ``directed_edges`` (both directions of every edge).
+
+    ``auto`` is the work budget: as many rollouts as fit both ``ROLLOUT_NODE_BUDGET`` nodes and
+    ``ROLLOUT_EDGE_BUDGET`` directed edges decoded in all, at least 1, at most
+    ``MAX_AUTO_ROLLOUTS``. The nodes bound what a pass costs whatever the density, the edges the
+    message passing of dense graphs: 64 rollouts up to 468 nodes, 30 at 1,000 nodes (20 at
+    average degree 200), 3 at 10,000 (2 at degree 200), one from 15,001 nodes on. A budget in edges
+    alone would give graphs of 10^5 nodes and degree 4 several rollouts too (bench/RESULTS.md,
+    "Rollouts by a work budget").
+    """
     if rollouts == AUTO_ROLLOUTS:
-        return min(max(ROLLOUT_NODE_BUDGET // max(num_nodes, 1), 1), MAX_AUTO_ROLLOUTS)
+        fits = min(ROLLOUT_NODE_BUDGET // max(num_nodes, 1), ROLLOUT_EDGE_BUDGET // max(directed_edges, 1))
+        return min(max(fits, 1), MAX_AUTO_ROLLOUTS)
     if isinstance(rollouts, bool) or not isinstance(rollouts, int) or not 1 <= rollouts <= MAX_ROLLOUTS:
         raise UsageError(f"rollouts {rollouts!r} must be {AUTO_ROLLOUTS!r} or a whole number from 1 (a single rollout) to {MAX_ROLLOUTS}")
     return rollouts
 
 
-def rollout_plan(decoding: Decoding, count: int, default: str) -> list[Decoding]:
+def rollout_plan(decoding: Decoding, count: int, default: str, degree: float = 0.0) -> list[Decoding]:
     """The decoding of each of ``count`` rollouts: seeds ``seed, seed + 1, ...``, one rollout each.
 
-    Where no ``method`` is given and the env's ``default`` decoding is local-max, every other
+    Where no ``method`` is given, the env's ``default`` decoding is local-max and the graph's
+    average ``degree`` is at most :data:`~graphtransfer.config.SAMPLED_ROLLOUT_DEGREE`, every other
     rollout is ``local-max-sampled`` instead, with the same ``commit_fraction`` (both decodings
     take their candidates from it): local-max samples nothing, so its rollouts differ only by the
     env's random features, and a ranking drawn near the policy's finds sets that no local-max
     rollout finds (rgg-n100-d8.0-s0: 28 nodes, the optimum, against 27 for every local-max
-    rollout). Rollout 0 is always the default decoding itself, so one rollout is the decoding of
+    rollout). On denser graphs the sampled ranking's noise outweighs the policy's, so every
+    rollout there is local-max. Rollout 0 is always the default decoding itself, so one rollout is the decoding of
     before, and more can only find a better one. A ``method`` given is kept by every rollout.
     """
-    mixes = decoding.method is None and default == LOCAL_MAX
+    mixes = decoding.method is None and default == LOCAL_MAX and degree <= SAMPLED_ROLLOUT_DEGREE
     methods = [LOCAL_MAX_SAMPLED if mixes and i % 2 else decoding.method for i in range(count)]
     return [replace(decoding, seed=(decoding.seed + i) % SEED_LIMIT, method=method, rollouts=1) for i, method in enumerate(methods)]
 
@@ -71,7 +93,7 @@ def best_of_rollouts(policy, env: gym.Env, count: int = 1, decoding: Decoding = 
         finish: the task's finishing rule, as for ``solve``.
     """
     features = features_of(env)
-    plan = rollout_plan(decoding, count, check_decoding(env, features, decoding.method))
+    plan = rollout_plan(decoding, count, check_decoding(env, features, decoding.method), average_degree(env) if count > 1 else 0.0)
     if decoding.deterministic is None and features.inference_deterministic:
         # the most likely moves repeat themselves exactly: rollout 0 takes them, the others sample (seeded)
         plan = [replace(one, deterministic=index == 0) for index, one in enumerate(plan)]
@@ -79,3 +101,9 @@ def best_of_rollouts(policy, env: gym.Env, count: int = 1, decoding: Decoding = 
     sign = 1 if features.sense == "max" else -1
     best = max(runs, key=lambda run: (run.feasible, sign * run.objective))
     return replace(best, rollouts=count, seconds=sum(run.seconds for run in runs), peak_rss_mib=runs[-1].peak_rss_mib)
+
+
+def average_degree(env: gym.Env) -> float:
+    """The average degree of the env's graph (directed edges per node), from its first observation."""
+    obs, _ = env.reset()
+    return int(obs["num_edges"][0]) / max(int(obs["num_nodes"][0]), 1)
