@@ -21,8 +21,8 @@ from pathlib import Path
 import torch
 
 from graphtransfer.graphs import Graph, barabasi_albert, erdos_renyi, random_geometric, write_npz
-from graphtransfer.training.adaptation import ADAPT_SUBGRAPH_NODES
-from graphtransfer.transferring import transfer
+from graphtransfer.transferring.adaptation import ADAPT_SUBGRAPH_NODES
+from graphtransfer.transferring.transfer import transfer
 
 DEFAULT_GRAPHS = "er-n2000-d64,er-n5000-d64,er-n10000-d8,ba-n10000-d4,rgg-n10000-d8"
 

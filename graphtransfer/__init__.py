@@ -44,7 +44,7 @@ _EXPORTS = {
     "predict_many": ("graphtransfer.solve.parallel", "predict_many"),
     "resume": ("graphtransfer.training.loop", "resume"),
     "train": ("graphtransfer.training.loop", "train"),
-    "transfer": ("graphtransfer.transferring", "transfer"),
+    "transfer": ("graphtransfer.transferring.transfer", "transfer"),
 }
 
 __all__ = sorted(_EXPORTS)

@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 from graphtransfer.cli import app
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import erdos_renyi, write_edge_list
-from graphtransfer.training.adaptation import adaptation_graphs, check_adapt_seconds
-from graphtransfer.transferring import transfer
+from graphtransfer.transferring.adaptation import adaptation_graphs, check_adapt_seconds
+from graphtransfer.transferring.transfer import transfer
 
 runner = CliRunner()
 

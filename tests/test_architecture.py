@@ -21,6 +21,7 @@ STAGES = [
     ("graphtransfer.checkpoint",),
     ("graphtransfer.solve",),
     ("graphtransfer.training",),
+    # transfer evaluates zero-shot (solve) and fine-tunes or adapts (training); export, its sibling, saves an SB3 zip
     ("graphtransfer.transferring", "graphtransfer.export"),
     ("graphtransfer.reporting",),
     ("graphtransfer.cli",),
@@ -122,6 +123,21 @@ def test_no_stage_imports_the_facade(graph):
     graphtransfer import train``) would reach up through it, an arrow no other check sees."""
     facade = [a for a, targets in graph.items() if "graphtransfer" in targets]
     assert not facade, "modules importing the package's facade instead of the stage: " + ", ".join(sorted(facade))
+
+
+def facade_exports() -> dict[str, tuple[str, str]]:
+    """The facade's public names: ``_EXPORTS`` in ``graphtransfer/__init__.py``, read from the source."""
+    for node in ast.parse((PACKAGE / "__init__.py").read_text()).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "_EXPORTS":
+            return ast.literal_eval(node.value)
+    raise AssertionError("graphtransfer/__init__.py defines no _EXPORTS")
+
+
+def test_no_module_is_named_like_a_public_name():
+    """Importing ``graphtransfer.transfer`` as a module would set the facade's ``transfer`` to that
+    module, so a module or folder named like a public function hides the function once anything imports it."""
+    shadowing = sorted(m for m in modules() if m.count(".") == 1 and m.split(".")[1] in facade_exports())
+    assert not shadowing, f"modules named like public names of graphtransfer: {shadowing}"
 
 
 def test_nothing_imports_the_cli(graph):

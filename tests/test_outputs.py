@@ -27,7 +27,7 @@ from graphtransfer.checkpoint import CONFIG, SaveFailed, read_checkpoint
 from graphtransfer.cli import app
 from graphtransfer.config import PPOConfig, RunConfig
 from graphtransfer.training.loop import TrainingStopped, train
-from graphtransfer.transferring import transfer
+from graphtransfer.transferring.transfer import transfer
 
 runner = CliRunner()
 TRAIN = ["--task", "mis", "--steps", "64", "--n-envs", "2", "--n-steps", "32", "--batch-size", "32", "--no-progress"]

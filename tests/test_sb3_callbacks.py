@@ -13,7 +13,7 @@ from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import barabasi_albert, load_graphs, write_npz
 from graphtransfer.training.loop import train
-from graphtransfer.transferring import transfer
+from graphtransfer.transferring.transfer import transfer
 
 
 def tiny(task: str = "mis", steps: int = 128) -> RunConfig:

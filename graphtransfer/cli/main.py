@@ -335,7 +335,7 @@ def transfer(
     if finetune_steps == 0 and adapt_seconds is None:  # it only solves: see graphtransfer.process.prefer_small_pages
         prefer_small_pages()
     from graphtransfer.reporting.report import format_rows
-    from graphtransfer.transferring import transfer as run_transfer
+    from graphtransfer.transferring.transfer import transfer as run_transfer
 
     if finetune_steps < 0:
         raise UsageError(f"--finetune-steps {finetune_steps} must be 0 (no fine-tuning) or more")

@@ -17,11 +17,11 @@ from graphtransfer.graphs import Graph, load_graphs, resolve
 from graphtransfer.io import check_output_folder
 from graphtransfer.solve.evaluate import EvalRow, evaluate
 from graphtransfer.solve.loading import policy_for_graphs
-from graphtransfer.training.adaptation import ADAPT_SUBGRAPH_NODES, AdaptResult, adapt, check_adapt_seconds
 from graphtransfer.training.callbacks import eval_score
 from graphtransfer.training.logs import discard_earlier_outputs
 from graphtransfer.training.loop import TrainResult, default_run_folder, finetune
 from graphtransfer.training.model import load_model
+from graphtransfer.transferring.adaptation import ADAPT_SUBGRAPH_NODES, AdaptResult, adapt, check_adapt_seconds
 
 
 @dataclass
@@ -94,7 +94,7 @@ def transfer(
     before anything is read.
 
     ``adapt_seconds`` instead trains the policy for that many wall-clock seconds on subgraphs of
-    ``adapt_nodes`` nodes sampled from ``dst`` (:func:`graphtransfer.training.adaptation.adapt`),
+    ``adapt_nodes`` nodes sampled from ``dst`` (:func:`graphtransfer.transferring.adaptation.adapt`),
     evaluates it there again, and saves the adapted weights only if they score at least as well
     as the zero-shot ones (by :func:`graphtransfer.training.callbacks.eval_score`); ``kept`` says which.
 
