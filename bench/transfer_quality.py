@@ -46,7 +46,7 @@ from graphtransfer.envs.factory import inference_env
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.graphs import Graph, barabasi_albert, erdos_renyi, random_geometric
 from graphtransfer.graphs.generators import delaunay
-from graphtransfer.solve.evaluate import EvalExtras, EvalRow, evaluate, finish_rule
+from graphtransfer.solve.evaluate import EvalExtras, EvalRow, evaluate_policy, finish_rule
 from graphtransfer.solve.inference import Solution, check_decoding, solve
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.rollouts import ONE_ROLLOUT, best_of_rollouts, rollout_count, rollout_plan, solve_one
@@ -104,7 +104,7 @@ def transferred_rows(folder: Path, graphs: list[Graph], patience: float) -> list
     config, rows = checkpoint.config, []
     for graph in graphs:
         loaded = policy_for_graphs(checkpoint, [graph])
-        row = evaluate(loaded.policy, config, [graph], ONE_ROLLOUT, EvalExtras(polish=config.task in POLISH))[0]
+        row = evaluate_policy(loaded.policy, config, [graph], ONE_ROLLOUT, EvalExtras(polish=config.task in POLISH))[0]
         if features_of(loaded.env).patient:
             for name, options in {PATIENT: {"commit_fraction": patience}, DRAWN: {"decoding": "drawn"}}.items():
                 row.decodings[name] = solve(loaded.policy, inference_env(config, graph), finish=finish_rule(config), **options)

@@ -19,7 +19,7 @@ import torch
 from bench.harness import markdown_table, median, print_preamble
 from graphtransfer.config import PPOConfig, RunConfig
 from graphtransfer.graphs import erdos_renyi, write_graph
-from graphtransfer.solve.parallel import evaluate_many
+from graphtransfer.solve.parallel import evaluate
 from graphtransfer.training.loop import train
 
 WORKERS = (1, 2)
@@ -46,7 +46,7 @@ def main() -> None:
         for repeat in range(args.repeats):
             for workers in WORKERS:  # alternate, so a change in the machine's load hits both sides
                 started = time.perf_counter()
-                _, rows = evaluate_many(model, folder, workers=workers, rollouts=args.rollouts, deterministic=False)
+                _, rows = evaluate(model, folder, workers=workers, rollouts=args.rollouts, deterministic=False)
                 seconds[workers].append(time.perf_counter() - started)
                 loads.append(os.getloadavg()[0])
                 objectives[workers] = [s.objective for row in rows for s in row.decodings.values()]

@@ -33,7 +33,7 @@ _EXPORTS = {
     "Runtime": ("graphtransfer.config", "Runtime"),
     "act": ("graphtransfer.solve.inference", "act"),
     "draw_solution": ("graphtransfer.reporting.draw", "draw_solution"),
-    "evaluate": ("graphtransfer.solve.parallel", "evaluate_many"),
+    "evaluate": ("graphtransfer.solve.parallel", "evaluate"),
     "export_sb3": ("graphtransfer.export", "export_sb3"),
     "load_graph": ("graphtransfer.graphs", "load_graph"),
     "load_graphs": ("graphtransfer.graphs", "load_graphs"),

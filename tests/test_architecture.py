@@ -140,6 +140,16 @@ def test_no_module_is_named_like_a_public_name():
     assert not shadowing, f"modules named like public names of graphtransfer: {shadowing}"
 
 
+def test_each_public_name_is_the_name_of_what_it_exports():
+    """``graphtransfer.evaluate`` is a function named ``evaluate``: its help, tracebacks and the API
+    reference show the name a user called, and each exported module exists."""
+    exports = facade_exports()
+    renamed = sorted(f"{name} -> {module}.{attribute}" for name, (module, attribute) in exports.items() if name != attribute)
+    assert not renamed, f"public names that export something named otherwise: {renamed}"
+    missing = sorted(module for module, _ in exports.values() if module not in modules())
+    assert not missing, f"exported from modules that do not exist: {missing}"
+
+
 def test_nothing_imports_the_cli(graph):
     assert not [
         a

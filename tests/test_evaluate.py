@@ -7,7 +7,7 @@ from graphtransfer.envs.factory import run_env
 from graphtransfer.graphs import barabasi_albert, erdos_renyi
 from graphtransfer.nn import build_policy
 from graphtransfer.reporting.report import family, format_rows, ratio_figure, rows_to_json
-from graphtransfer.solve.evaluate import EvalExtras, evaluate
+from graphtransfer.solve.evaluate import EvalExtras, evaluate_policy
 
 
 @pytest.fixture(scope="module")  # read only; the local searches make it take seconds
@@ -16,7 +16,7 @@ def rows():
     config = RunConfig(task="mis", head="node-wise", model=ModelConfig(width=16, head_width=16))
     env = run_env(config, graphs)
     policy = build_policy("node-wise", config.model, env.observation_space, env.action_space)
-    return evaluate(policy, config, graphs, Decoding(rollouts=3, method="drawn"), EvalExtras(both_draws=True, polish=True))
+    return evaluate_policy(policy, config, graphs, Decoding(rollouts=3, method="drawn"), EvalExtras(both_draws=True, polish=True))
 
 
 def test_every_decoding_and_baseline_is_reported_separately(rows):
@@ -32,7 +32,7 @@ def test_the_default_mis_decoding_is_local_max_without_a_deterministic_twin():
     config = RunConfig(task="mis", head="node-wise", model=ModelConfig(width=16, head_width=16))
     env = run_env(config, graphs)
     policy = build_policy("node-wise", config.model, env.observation_space, env.action_space)
-    row = evaluate(policy, config, graphs, Decoding(rollouts=2), EvalExtras(both_draws=True))[0]
+    row = evaluate_policy(policy, config, graphs, Decoding(rollouts=2), EvalExtras(both_draws=True))[0]
     assert list(row.decodings) == ["local-max"]  # local-max draws nothing: a deterministic row would repeat it
 
 
@@ -79,7 +79,7 @@ def test_the_header_says_a_difference_where_the_objective_is_not_positive():
     config = RunConfig(task="epidemic", head="graph-level", model=ModelConfig(width=8, head_width=8))
     env = run_env(config, graphs)
     policy = build_policy("graph-level", config.model, env.observation_space, env.action_space)
-    epidemic = evaluate(policy, config, graphs)
+    epidemic = evaluate_policy(policy, config, graphs)
     assert epidemic[0].policy.objective <= 0  # the epidemic's reward: minus the infected
     header = format_rows(epidemic)[0]
     assert "policy - baseline" in header and "policy/baseline" not in header

@@ -14,7 +14,7 @@ from graphtransfer.checkpoint import load_policy_into_env, read_checkpoint
 from graphtransfer.cli import app
 from graphtransfer.envs.factory import run_env
 from graphtransfer.graphs import barabasi_albert, load_graphs, write_edge_list
-from graphtransfer.solve.evaluate import evaluate
+from graphtransfer.solve.evaluate import evaluate_policy
 from graphtransfer.solve.rollouts import ONE_ROLLOUT
 
 runner = CliRunner()
@@ -70,7 +70,7 @@ def test_best_holds_the_best_evaluated_policy_and_its_score_repeats(run):
     graphs = load_graphs(record["graphs"])
     policy, report = load_policy_into_env(best, run_env(best.config, graphs))
     assert report.ok
-    rows = evaluate(policy, best.config, graphs, ONE_ROLLOUT)  # one rollout, as training's evaluations
+    rows = evaluate_policy(policy, best.config, graphs, ONE_ROLLOUT)  # one rollout, as training's evaluations
     assert np.mean([row.ratio(row.policy.objective, row.baselines[0].objective) for row in rows]) == pytest.approx(record["score"])
     assert not list((run / "best").glob("*.zip")) and not list((run / "best").glob("*.pkl"))
 

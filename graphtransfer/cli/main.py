@@ -657,7 +657,7 @@ def evaluate(
     prefer_small_pages()  # before torch loads
     from graphtransfer.reporting.report import format_rows, plot_ratios, write_json
     from graphtransfer.solve.evaluate import EvalExtras
-    from graphtransfer.solve.parallel import evaluate_many_with
+    from graphtransfer.solve.parallel import evaluate_with
 
     _check_positive(workers=1 if workers is None else workers)
     runtime = replace(runtime, ray_address=ray_address)
@@ -665,7 +665,7 @@ def evaluate(
     _check_eval_outputs(graphs, json_out, plot, force)
     _use_threads(runtime.threads)  # after the options are checked: bad input changes nothing in the process
     try:
-        config, rows = evaluate_many_with(model, graphs, decoder, runtime, workers, env, extras)
+        config, rows = evaluate_with(model, graphs, decoder, runtime, workers, env, extras)
     except ClusterLost as lost:
         _keep_finished_rows(lost, json_out)
     for line in format_rows(rows):

@@ -102,7 +102,7 @@ class EvalExtras:
 NO_EXTRAS = EvalExtras()
 
 
-def evaluate(
+def evaluate_policy(
     policy, config: RunConfig, graphs: list[Graph], decoding: Decoding = DEFAULT_DECODING, extras: EvalExtras = NO_EXTRAS
 ) -> list[EvalRow]:
     """Run the policy under each decoding and every baseline of the task on each graph.
@@ -183,8 +183,8 @@ def evaluate_model(
     extras: EvalExtras = NO_EXTRAS,
 ) -> tuple[RunConfig, list[EvalRow]]:
     """Load the model folder ``model`` for the graphs ``graphs`` names (refusing any that would not
-    fit in memory) and :func:`evaluate` it there; ``env`` names the user env of a model trained on one."""
+    fit in memory) and :func:`evaluate_policy` it there; ``env`` names the user env of a model trained on one."""
     loaded_graphs = load_graphs(graphs)
     loaded = policy_for_graphs(model, loaded_graphs, runtime, env)
     config = loaded.checkpoint.config
-    return config, evaluate(loaded.policy, config, loaded_graphs, decoding, extras)
+    return config, evaluate_policy(loaded.policy, config, loaded_graphs, decoding, extras)

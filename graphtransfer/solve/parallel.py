@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import socket
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -27,7 +28,7 @@ from graphtransfer.config.schema import DecodingName, NodeOrder
 from graphtransfer.errors import ClusterLost, UsageError
 from graphtransfer.graphs import Graph, load_graphs, resolve
 from graphtransfer.io import check_output_file
-from graphtransfer.solve.evaluate import NO_EXTRAS, EvalExtras, EvalRow, check_one_graph, evaluate, evaluate_model
+from graphtransfer.solve.evaluate import NO_EXTRAS, EvalExtras, EvalRow, check_one_graph, evaluate_model, evaluate_policy
 from graphtransfer.solve.inference import Solution
 from graphtransfer.solve.loading import DEFAULT_RUNTIME, policy_for_graphs
 from graphtransfer.solve.predict import predict_graph, write_solution
@@ -43,7 +44,18 @@ Job = Callable[[Checkpoint, Graph], Result]
 """one graph's work, given the model: a module-level function, or a ``functools.partial`` of one (it travels to the workers)"""
 
 
-def evaluate_many(
+_RENAMED = {"evaluate_many": "evaluate", "evaluate_many_with": "evaluate_with"}
+"""names this module had before its function took the public name ``graphtransfer.evaluate``"""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RENAMED:
+        warnings.warn(f"graphtransfer.solve.parallel.{name} is now {_RENAMED[name]}", DeprecationWarning, stacklevel=2)
+        return globals()[_RENAMED[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def evaluate(
     model: str | Path,
     graphs: str | Path,
     workers: int | None = None,
@@ -72,17 +84,17 @@ def evaluate_many(
     The decoding keywords (``max_passes``, ``rollouts``, ``seed``, ``commit_fraction``,
     ``decoding``, ``node_order``) build one :class:`graphtransfer.Decoding`, the runtime keywords
     (``ray_address``, ``max_nodes_per_batch``, ``mixed_precision``) one
-    :class:`graphtransfer.Runtime`, each checked as it is built; :func:`evaluate_many_with` takes
+    :class:`graphtransfer.Runtime`, each checked as it is built; :func:`evaluate_with` takes
     the objects themselves. ``deterministic``, ``polish``, ``chils``, ``source`` and ``target`` build
     an :class:`~graphtransfer.solve.evaluate.EvalExtras`: what is reported besides the policy's
     default decoding."""
     chosen = Decoding(decoding, commit_fraction, None, seed, rollouts, max_passes, node_order)
     runtime = Runtime(max_nodes_per_batch=max_nodes_per_batch, mixed_precision=mixed_precision, ray_address=ray_address)
     extras = EvalExtras(deterministic, polish, chils, source, target)
-    return evaluate_many_with(model, graphs, chosen, runtime, workers, env, extras)
+    return evaluate_with(model, graphs, chosen, runtime, workers, env, extras)
 
 
-def evaluate_many_with(
+def evaluate_with(
     model: str | Path,
     graphs: str | Path,
     decoding: Decoding = DEFAULT_DECODING,
@@ -91,7 +103,7 @@ def evaluate_many_with(
     env: str | None = None,
     extras: EvalExtras = NO_EXTRAS,
 ) -> tuple[RunConfig, list[EvalRow]]:
-    """:func:`evaluate_many` with its decoding and runtime settings as the objects themselves."""
+    """:func:`evaluate` with its decoding and runtime settings as the objects themselves."""
     if (workers or 1) == 1 and runtime.ray_address is None:
         return evaluate_model(model, graphs, decoding, runtime, env, extras)
     checkpoint = read_checkpoint(model, env)
@@ -163,9 +175,9 @@ def predict_many_with(
 
 
 def evaluate_graph(checkpoint: Checkpoint, graph: Graph, decoding: Decoding, runtime: Runtime, extras: EvalExtras) -> EvalRow:
-    """One graph's evaluation row; what :func:`graphtransfer.solve.evaluate.evaluate` gives for it."""
+    """One graph's evaluation row; what :func:`graphtransfer.solve.evaluate.evaluate_policy` gives for it."""
     loaded = policy_for_graphs(checkpoint, [graph], runtime)
-    return evaluate(loaded.policy, checkpoint.config, [graph], decoding, extras)[0]
+    return evaluate_policy(loaded.policy, checkpoint.config, [graph], decoding, extras)[0]
 
 
 def map_graphs(

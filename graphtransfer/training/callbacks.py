@@ -24,7 +24,7 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from graphtransfer.checkpoint import save_checkpoint
 from graphtransfer.config import RunConfig
 from graphtransfer.graphs import Graph
-from graphtransfer.solve.evaluate import EvalRow, evaluate
+from graphtransfer.solve.evaluate import EvalRow, evaluate_policy
 from graphtransfer.solve.rollouts import ONE_ROLLOUT
 from graphtransfer.training.logs import BEST, CHECKPOINTS, write_row
 from graphtransfer.training.ppo import NodeBudgetUpdate
@@ -81,7 +81,7 @@ class Periodic(BaseCallback):
 
 
 class EvalOnGraphs(Periodic):
-    """Evaluates the policy on held-out graphs with :func:`graphtransfer.solve.evaluate.evaluate` (one
+    """Evaluates the policy on held-out graphs with :func:`graphtransfer.solve.evaluate.evaluate_policy` (one
     seeded rollout per graph in the default decoding, as ``predict`` does), logs ``eval/objective`` and, where the
     task has baselines, ``eval/vs_<baseline>`` (mean policy/baseline ratio), and saves the best
     policy so far to ``best/``: best by that ratio, or by the objective without baselines."""
@@ -95,7 +95,7 @@ class EvalOnGraphs(Periodic):
         started = time.perf_counter()
         with rng_kept():
             # one rollout per graph: the policy's score during training, as it was before auto rollouts, at a 32nd of the cost
-            rows = evaluate(self.model.policy, self.config, self.graphs, ONE_ROLLOUT)
+            rows = evaluate_policy(self.model.policy, self.config, self.graphs, ONE_ROLLOUT)
         sense = rows[0].sense
         values = {"eval/objective": float(np.mean([row.policy.objective for row in rows]))}
         score, by = eval_score(rows)

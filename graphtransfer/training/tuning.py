@@ -37,7 +37,7 @@ from graphtransfer.errors import GraphTransferError, UsageError
 from graphtransfer.graphs import Graph, load_graphs, resolve
 from graphtransfer.io import LOCK_NAME, SharedFolderLock, atomic_write, check_output_folder, save_figure
 from graphtransfer.process import allowed_cores
-from graphtransfer.solve.evaluate import evaluate
+from graphtransfer.solve.evaluate import evaluate_policy
 from graphtransfer.solve.rollouts import ONE_ROLLOUT
 from graphtransfer.training.callbacks import Periodic, eval_score, rng_kept
 from graphtransfer.training.loop import train
@@ -613,7 +613,7 @@ class ReportToTrial(Periodic):
 
     def act(self) -> None:
         with rng_kept():  # as the run's own evaluations: a trial trains the same weights with or without them
-            rows = evaluate(self.model.policy, self.config, self.graphs, ONE_ROLLOUT)  # one rollout, as the run's evaluations
+            rows = evaluate_policy(self.model.policy, self.config, self.graphs, ONE_ROLLOUT)  # one rollout, as the run's evaluations
         self.score, self.by = eval_score(rows)
         self.steps = self.model.num_timesteps
         self.trial.report(self.score, self.steps)

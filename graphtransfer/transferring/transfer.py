@@ -15,7 +15,7 @@ from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import CheckpointError, UsageError
 from graphtransfer.graphs import Graph, load_graphs, resolve
 from graphtransfer.io import check_output_folder
-from graphtransfer.solve.evaluate import EvalRow, evaluate
+from graphtransfer.solve.evaluate import EvalRow, evaluate_policy
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.training.callbacks import eval_score
 from graphtransfer.training.logs import discard_earlier_outputs
@@ -123,13 +123,13 @@ def transfer(
     if seed is not None:
         config = replace(config, ppo=replace(config.ppo, seed=seed))
         config.check("--seed")
-    rows = evaluate(policy, config, graphs, decoding)
+    rows = evaluate_policy(policy, config, graphs, decoding)
     info = {k: v for k, v in checkpoint.meta.items() if k in ("trained_on", "training")}
     info["transferred"] = {"from": str(checkpoint.folder), "to": str(dst), "zero_shot": [_row_summary(row) for row in rows]}
     result = TransferResult(checkpoint.folder, out, config, report, rows, graphs=graphs, env=env)
     if finetune_steps:
         result.finetune = finetune(policy, config, graphs, finetune_steps, log, runtime)
-        result.finetuned_rows = evaluate(policy, config, graphs, decoding)
+        result.finetuned_rows = evaluate_policy(policy, config, graphs, decoding)
         info["transferred"]["finetune"] = {
             "steps": result.finetune.steps,
             "seconds": round(result.finetune.seconds, 2),
@@ -149,7 +149,7 @@ def _adapt_and_keep(result: TransferResult, policy, seconds: float, nodes: int, 
     zero_shot = {name: tensor.detach().clone() for name, tensor in policy.state_dict().items()}
     result.adapted = adapt(policy, result.config, result.graphs, seconds, seed=result.config.ppo.seed, log=log, size=nodes)
     trained = result.adapted.steps > 0  # else the budget ended before the first update: the weights are the zero-shot ones
-    result.adapted_rows = evaluate(policy, result.config, result.graphs, decoding) if trained else result.rows
+    result.adapted_rows = evaluate_policy(policy, result.config, result.graphs, decoding) if trained else result.rows
     before, by = eval_score(result.rows)
     after, _ = eval_score(result.adapted_rows)
     better_or_equal = after >= before if result.rows[0].sense == "max" else after <= before
