@@ -19,7 +19,7 @@ runner = CliRunner()
 
 
 def export(model, out, *extra):
-    return runner.invoke(app, ["export", str(model), "--onnx", str(out), *extra])
+    return runner.invoke(app, ["export", "--model", str(model), "--onnx", str(out), *extra])
 
 
 def policy_and_file_outputs(model, path, graph):
@@ -50,7 +50,9 @@ def test_the_file_gives_the_policys_outputs_on_a_graph_it_never_saw(tiny_model, 
 
 
 def test_sb3_and_onnx_in_one_command(tiny_model, tmp_path):
-    result = runner.invoke(app, ["export", str(tiny_model("mis")), "--sb3", str(tmp_path / "m.zip"), "--onnx", str(tmp_path / "m.onnx")])
+    result = runner.invoke(
+        app, ["export", "--model", str(tiny_model("mis")), "--sb3", str(tmp_path / "m.zip"), "--onnx", str(tmp_path / "m.onnx")]
+    )
     assert result.exit_code == 0, result.output
     assert (tmp_path / "m.zip").stat().st_size > 0 and (tmp_path / "m.onnx").stat().st_size > 0
 
@@ -63,14 +65,16 @@ def refused(result) -> str:
 
 
 def test_nothing_named_to_write(tiny_model):
-    assert refused(runner.invoke(app, ["export", str(tiny_model("mis"))])) == (
+    assert refused(runner.invoke(app, ["export", "--model", str(tiny_model("mis"))])) == (
         "error: export: name what to write: --sb3 FILE.zip, --onnx FILE.onnx, or both"
     )
 
 
 def test_one_file_named_twice(tiny_model, tmp_path):
     same = str(tmp_path / "m.onnx")
-    assert "give each its own file" in refused(runner.invoke(app, ["export", str(tiny_model("mis")), "--sb3", same, "--onnx", same]))
+    assert "give each its own file" in refused(
+        runner.invoke(app, ["export", "--model", str(tiny_model("mis")), "--sb3", same, "--onnx", same])
+    )
     assert not (tmp_path / "m.onnx").exists()
 
 
@@ -111,7 +115,7 @@ def test_without_the_onnx_packages_it_says_what_to_install(tiny_model, tmp_path)
     """A real process in which onnxscript cannot be imported, as on an install without the extra."""
     code = (
         "import sys; sys.modules['onnxscript'] = None\n"
-        "from graphtransfer.cli import main; sys.argv = ['graphtransfer', 'export', sys.argv[1], '--onnx', sys.argv[2]]; main()"
+        "from graphtransfer.cli import main; sys.argv = ['graphtransfer', 'export', '--model', sys.argv[1], '--onnx', sys.argv[2]]; main()"
     )
     out = tmp_path / "m.onnx"
     result = subprocess.run([sys.executable, "-c", code, str(tiny_model("mis")), str(out)], capture_output=True, text=True, timeout=300)

@@ -30,6 +30,8 @@ class Runtime:
     """most graph nodes one pass spans; larger graphs run in chunks (same results, less memory)"""
     mixed_precision: bool = False
     """bfloat16 message passing on CUDA (ignored on the CPU)"""
+    device: str = "cpu"
+    """where the policy's passes run, ``cpu`` or ``cuda`` (:func:`graphtransfer.nn.devices.resolve_device`); decoding stays on the CPU"""
 
 
 DEFAULT_RUNTIME = Runtime()
@@ -68,6 +70,7 @@ def policy_for_graphs(
         check_memory(graph.num_nodes, graph.edge_index[1], config.model, f"graph {graph.name}", runtime.max_nodes_per_batch, edge_head)
     built = inference_env(config, graphs[0], max_passes, query) if len(graphs) == 1 else run_env(config, graphs)
     policy, report = load_policy_into_env(checkpoint, built)
+    policy.to(runtime.device)
     configure_runtime(policy, runtime.max_nodes_per_batch, runtime.mixed_precision)
     return LoadedPolicy(checkpoint, policy, built, report)
 

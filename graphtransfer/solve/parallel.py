@@ -47,13 +47,14 @@ def evaluate_many(
     max_nodes_per_batch: int | None = None,
     mixed_precision: bool = False,
     env: str | None = None,
+    device: str = "cpu",
     **options: Any,
 ) -> tuple[RunConfig, list[EvalRow]]:
     """:func:`graphtransfer.solve.evaluate.evaluate_model` on ``workers`` processes, or on the Ray cluster
     at ``ray_address`` (``"auto"``, ``"local"`` or ``host:port``; ``workers`` actors, default one per
     CPU there). One worker and no Ray: the serial path itself. A Ray cluster that dies raises
     :class:`ClusterLost` holding the rows finished before."""
-    runtime = Runtime(max_nodes_per_batch, mixed_precision)
+    runtime = Runtime(max_nodes_per_batch, mixed_precision, device)
     if (workers or 1) == 1 and ray_address is None:
         return evaluate_model(model, graphs, runtime, env, **options)
     checkpoint = read_checkpoint(model, env)
@@ -76,6 +77,7 @@ def predict_many(
     mixed_precision: bool = False,
     env: str | None = None,
     force: bool = False,
+    device: str = "cpu",
     **options: Any,
 ) -> list[tuple[Graph, Solution, Path]]:
     """:func:`graphtransfer.solve.predict.predict` on every graph that ``graphs`` names; each solution is
@@ -92,7 +94,7 @@ def predict_many(
     checkpoint = read_checkpoint(model, env)
     for path in paths:
         check_output_file(path, [resolve(graphs)], force)
-    options["runtime"] = Runtime(max_nodes_per_batch, mixed_precision)
+    options["runtime"] = Runtime(max_nodes_per_batch, mixed_precision, device)
     results = map_graphs(solve_graph, checkpoint, loaded, options, workers, ray_address)
     for graph, path, (solution, header) in zip(loaded, paths, results, strict=True):
         write_solution(path, solution.solution, header, graph.ids())

@@ -36,6 +36,7 @@ def predict(
     env: str | None = None,
     force: bool = False,
     node_order: str = "auto",
+    device: str = "cpu",
     source: str | None = None,
     target: str | None = None,
 ) -> tuple[Graph, Solution]:
@@ -52,7 +53,8 @@ def predict(
     (:mod:`graphtransfer.solve.rollouts`). A graph too large for the memory available is
     refused before anything is built (:mod:`graphtransfer.solve.memory`). ``max_nodes_per_batch``
     runs the layers in chunks of that many nodes (same solution, less memory);
-    ``mixed_precision``, bfloat16 message passing on CUDA. ``node_order`` ``auto`` solves large MIS
+    ``mixed_precision``, bfloat16 message passing on CUDA; ``device`` (``cpu`` or ``cuda``), where the
+    policy's passes run. ``node_order`` ``auto`` solves large MIS
     and MVC graphs renumbered in locality order, ``given`` as the file numbers them; the solution is
     in the graph's own order either way (:mod:`graphtransfer.solve.ordering`). ``env`` names the
     user env of a model trained on one. ``source`` and ``target`` (the path task) name the route's
@@ -66,7 +68,7 @@ def predict(
     query = named_query(checkpoint.config, loaded, source, target)
     options = {"deterministic": deterministic, "seed": seed, "commit_fraction": commit_fraction, "decoding": decoding}
     options |= {"rollouts": rollouts, "node_order": node_order}
-    runtime = Runtime(max_nodes_per_batch, mixed_precision)
+    runtime = Runtime(max_nodes_per_batch, mixed_precision, device)
     solution, header = predict_graph(checkpoint, loaded, max_passes=max_passes, runtime=runtime, query=query, **options)
     if out is not None:
         write_solution(out, solution.solution, header, loaded.ids())
