@@ -15,12 +15,13 @@ from __future__ import annotations
 import logging
 import math
 import time
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from filelock import FileLock
 from stable_baselines3.common.logger import KVWriter
 
 from graphtransfer.config import RunConfig
@@ -69,10 +70,10 @@ def check_tracking(tracking: Tracking) -> None:
     database that cannot be written."""
     if tracking.tool not in TRACKERS:
         raise UsageError(f"--track {tracking.tool!r} must be one of {', '.join(TRACKERS)}, e.g. --track mlflow")
-    _mlflow()
     database = local_database(tracking.uri or DEFAULT_STORE)
     if database is not None:
         _check_database(database, "--track-uri" if tracking.uri else f"--track (its default database ./{DEFAULT_STORE})")
+    _mlflow()
 
 
 def _check_database(database: Path, option: str) -> None:
@@ -117,19 +118,13 @@ class TrackedRun:
     def __init__(self, tracking: Tracking, config: RunConfig, folder: Path):
         mlflow = _mlflow()
         self.uri = tracking_uri(tracking)
-        database = local_database(tracking.uri or DEFAULT_STORE)
-        artifacts = (database.resolve().parent / ARTIFACTS).as_uri() if database is not None else None
-        with _quiet():
-            self.client = mlflow.MlflowClient(tracking_uri=self.uri)
-            name = tracking.experiment or config.name
-            found = self.client.get_experiment_by_name(name)
-            experiment = found.experiment_id if found is not None else _create_experiment(self.client, name, artifacts)
-        tags = {"graphtransfer.folder": str(folder.resolve()), "graphtransfer.task": config.name}
-        self.run_id = self.client.create_run(experiment, run_name=folder.name, tags=tags).info.run_id
-        params = [mlflow.entities.Param(key, _param_text(value)) for key, value in flat_settings(config.to_dict()).items()]
-        for start in range(0, len(params), 100):  # MLflow takes at most 100 parameters per batch
-            self.client.log_batch(self.run_id, params=params[start : start + 100])
-
+        try:
+            self.client, self.run_id = _start_run(mlflow, tracking, config, folder)
+            params = [mlflow.entities.Param(key, _param_text(value)) for key, value in flat_settings(config.to_dict()).items()]
+            for first in range(0, len(params), 100):  # MLflow takes at most 100 parameters per batch
+                self.client.log_batch(self.run_id, params=params[first : first + 100])
+        except Exception as err:  # MLflow's own errors, SQLAlchemy's, the disk's: nothing was trained yet
+            raise TrackingFailed(f"MLflow store {self.uri}: {_first_line(err)}; nothing was trained") from None
         self.metrics = MLflowOutput(self.client, self.run_id)
 
     def finish(self, folder: Path | None, status: str) -> None:
@@ -160,6 +155,22 @@ class TrackingFailed(GraphTransferError):
 def _first_line(err: BaseException) -> str:
     text = str(err).strip().splitlines()
     return f"{type(err).__name__}: {text[0] if text else ''}"
+
+
+def _start_run(mlflow, tracking: Tracking, config: RunConfig, folder: Path):
+    """A client of the store and a new run in the experiment (created if new). A local database is
+    created, or its tables brought up to date, under a lock beside it: MLflow's migrations of one
+    database by two processes at once fail."""
+    database = local_database(tracking.uri or DEFAULT_STORE)
+    artifacts = (database.resolve().parent / ARTIFACTS).as_uri() if database is not None else None
+    lock = FileLock(f"{database.resolve()}.lock") if database is not None else nullcontext()
+    with lock, _quiet():
+        client = mlflow.MlflowClient(tracking_uri=tracking_uri(tracking))
+        name = tracking.experiment or config.name
+        found = client.get_experiment_by_name(name)
+        experiment = found.experiment_id if found is not None else _create_experiment(client, name, artifacts)
+    tags = {"graphtransfer.folder": str(folder.resolve()), "graphtransfer.task": config.name}
+    return client, client.create_run(experiment, run_name=folder.name, tags=tags).info.run_id
 
 
 def _create_experiment(client, name: str, artifacts: str | None) -> str:
