@@ -99,10 +99,29 @@ def test_a_model_folders_own_file_is_never_replaced(tiny_model, tmp_path):
     assert "config.json" in message and (model / "config.json").read_bytes() == config
 
 
-def test_an_edge_head_model_is_refused_with_what_to_do(tiny_model, tmp_path):
-    message = refused(export(tiny_model("matching"), tmp_path / "m.onnx"))
-    assert "has the edge-wise head" in message and "--sb3" in message
-    assert not (tmp_path / "m.onnx").exists()
+def test_an_edge_head_file_scores_every_edge_as_the_policy_on_a_graph_it_never_saw(tiny_model, tmp_path):
+    """matching: node features, edges and the edges' features in, three logits per edge out."""
+    model, out = tiny_model("matching"), tmp_path / "matching.onnx"
+    result = export(model, out)
+    assert result.exit_code == 0, result.output
+    assert "edge_attr (edges, 6) float32, output edge_outputs (edges, 3) (edge-wise head)" in result.stdout
+    loaded = policy_for_graphs(model, [erdos_renyi(1_200, 8.0, seed=6)])
+    obs, _ = loaded.env.reset(seed=3)
+    nodes, edges = int(obs["num_nodes"][0]), int(obs["num_edges"][0])
+    with torch.no_grad():
+        expected, _, _ = loaded.policy.edge_outputs({k: torch.as_tensor(v)[None] for k, v in obs.items()}, with_values=False)
+    inputs = {"x": obs["x"][:nodes], "edge_index": obs["edge_index"][:, :edges], "edge_attr": obs["edge_attr"][:edges]}
+    (got,) = onnxruntime.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, inputs)
+    assert got.shape == (edges, 3) and edges > 8_000
+    assert np.abs(got - expected[0, :edges].numpy()).max() < 1e-4
+    props = {p.key: p.value for p in onnx.load(str(out)).metadata_props}
+    assert props["graphtransfer.outputs_per_edge"] == "3" and props["graphtransfer.num_edge_features"] == "6"
+
+
+def test_a_node_head_that_reads_edge_features_is_refused_with_what_to_do(tiny_model, tmp_path):
+    message = refused(export(tiny_model("path"), tmp_path / "p.onnx"))
+    assert "reads edge features" in message and "--sb3" in message
+    assert not (tmp_path / "p.onnx").exists()
 
 
 def test_a_read_only_place_is_refused_before_the_export(tiny_model):

@@ -949,8 +949,9 @@ def export(
     onnx: Annotated[
         Path | None,
         typer.Option(
-            help="ONNX file to write: one pass of the policy (node features and edges in, per-node outputs out) for graphs of "
-            "any size, runnable without Python by ONNX Runtime; node-wise and node-choice heads without edge features. "
+            help="ONNX file to write: one pass of the policy (node features, edges and, for edge heads, edge features in; "
+            "per-node or per-edge outputs out) for graphs of any size, runnable without Python by ONNX Runtime; node heads "
+            "without edge features (mis, mvc, maxcut) and edge heads with them (matching). "
             "Checked against the policy on two graphs before it is kept. Needs the onnx extra (pip install 'graphtransfer\\[onnx]')."
         ),
     ] = None,
@@ -981,9 +982,12 @@ def export(
         typer.echo(f"wrote {sb3}: load it with {algorithm}.load({str(sb3)!r}, env=...) and the run's env on the same graphs")
     if onnx is not None:
         written = export_onnx(model, onnx, env, force)
+        inputs = f"x (nodes, {written.num_node_features}) float32 and edge_index (2, edges) int64"
+        if written.num_edge_features:
+            inputs = inputs.replace(" and ", ", ") + f" and edge_attr (edges, {written.num_edge_features}) float32"
         typer.echo(
-            f"wrote {onnx}: inputs x (nodes, {written.num_node_features}) float32 and edge_index (2, edges) int64, output "
-            f"node_outputs (nodes, {written.outputs_per_node}) ({written.head} head); run by ONNX Runtime on graphs of "
+            f"wrote {onnx}: inputs {inputs}, output "
+            f"{written.per}_outputs ({written.per}s, {written.outputs_per_node}) ({written.head} head); run by ONNX Runtime on graphs of "
             f"{' and '.join(f'{n:,}' for n in written.checked_nodes)} nodes: largest difference from the policy "
             f"{written.max_difference:.1e}"
         )
