@@ -23,7 +23,7 @@ import torch
 
 from graphtransfer.checkpoint import Checkpoint, read_checkpoint
 from graphtransfer.config import AUTO_ROLLOUTS, Decoding, RunConfig, Runtime
-from graphtransfer.config.schema import DecodingName, NodeOrder
+from graphtransfer.config.schema import DecodingName, Device, NodeOrder
 from graphtransfer.errors import ClusterLost, UsageError
 from graphtransfer.graphs import Graph, load_graphs, resolve
 from graphtransfer.io import check_output_file
@@ -51,6 +51,7 @@ def evaluate_many(
     max_nodes_per_batch: int | None = None,
     mixed_precision: bool = False,
     env: str | None = None,
+    device: Device = "cpu",
     *,
     max_passes: int | None = None,
     rollouts: int | Literal["auto"] = AUTO_ROLLOUTS,
@@ -77,7 +78,7 @@ def evaluate_many(
     an :class:`~graphtransfer.solve.evaluate.EvalExtras`: what is reported besides the policy's
     default decoding."""
     chosen = Decoding(decoding, commit_fraction, None, seed, rollouts, max_passes, node_order)
-    runtime = Runtime(max_nodes_per_batch=max_nodes_per_batch, mixed_precision=mixed_precision, ray_address=ray_address)
+    runtime = Runtime(max_nodes_per_batch=max_nodes_per_batch, mixed_precision=mixed_precision, ray_address=ray_address, device=device)
     extras = EvalExtras(deterministic, polish, chils, source, target)
     return evaluate_many_with(model, graphs, chosen, runtime, workers, env, extras)
 
@@ -122,6 +123,7 @@ def predict_many(
     decoding: DecodingName | None = None,
     rollouts: int | Literal["auto"] = AUTO_ROLLOUTS,
     node_order: NodeOrder = "auto",
+    device: Device = "cpu",
 ) -> list[tuple[Graph, Solution, Path]]:
     """:func:`graphtransfer.solve.predict.predict` on every graph that ``graphs`` names; each solution is
     written to ``out/<graph file stem>.csv`` by this process, as its result arrives, in order; an
@@ -129,7 +131,7 @@ def predict_many(
     build a :class:`graphtransfer.Decoding` and a :class:`graphtransfer.Runtime` as ``predict``'s
     do; :func:`predict_many_with` takes the objects themselves."""
     chosen = Decoding(decoding, commit_fraction, deterministic, seed, rollouts, max_passes, node_order)
-    runtime = Runtime(max_nodes_per_batch=max_nodes_per_batch, mixed_precision=mixed_precision, ray_address=ray_address)
+    runtime = Runtime(max_nodes_per_batch=max_nodes_per_batch, mixed_precision=mixed_precision, ray_address=ray_address, device=device)
     return predict_many_with(model, graphs, out, chosen, runtime, workers, env, force)
 
 
