@@ -1,5 +1,5 @@
 """Where a policy could make the iterated local search better (MIS), three measurements on graphs
-of ``bench.guided_search``'s families, seed 0, budgets in this process's CPU seconds, torch on one
+of ``bench.guided_search``'s families (``--seeds``, default 0), budgets in this process's CPU seconds, torch on one
 thread, the policy's own seconds counted against its arm:
 
 - ``budgets``: the search from min-degree greedy against the same search from the policy's set,
@@ -178,6 +178,7 @@ def main() -> None:
     parser.add_argument("--model", default="runs/mis/small")
     parser.add_argument("--sizes", default="100000")
     parser.add_argument("--families", default="er-d16,rgg-d8,dl")
+    parser.add_argument("--seeds", default="0", help="graph seeds (the searches and rollouts keep seed 0)")
     parser.add_argument("--budgets", default="3,5,10,20", help="budgets: CPU seconds per arm")
     parser.add_argument("--commit-fraction", type=float, default=0.03, help="budgets: the cheaper decoding's commit fraction")
     parser.add_argument("--seconds", type=float, default=10.0, help="rebuild: the search before the balls; freeze: CPU s per arm")
@@ -190,7 +191,8 @@ def main() -> None:
     print(f"{os.cpu_count()} cores, load {load()}, mode {args.mode}, model {args.model}\n")
     for size in map(int, args.sizes.split(",")):
         for family in args.families.split(","):
-            MODES[args.mode](checkpoint, FAMILIES[family](size, 0), f"{family} n={size:,}", args)
+            for seed in map(int, args.seeds.split(",")):
+                MODES[args.mode](checkpoint, FAMILIES[family](size, seed), f"{family} n={size:,} s{seed}", args)
     print(f"\nload {load()} at the end")
 
 
