@@ -102,6 +102,7 @@ def test_n_jobs_workers_on_a_storage_url_then_another_folder_goes_on(tmp_path, t
     assert (tmp_path / "there" / "trials" / f"trial-{done}").is_dir() and len(trials_of(storage, "mis-small")) == done + 1
 
 
+@pytest.mark.slow
 def test_a_worker_failure_is_one_line_and_the_study_resumes(tmp_path, tiny):
     """Both forked workers fail at their first trial (its run folder cannot be made): one line, the
     trials marked failed rather than left running, and the same command goes on once the cause is gone."""
