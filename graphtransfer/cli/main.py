@@ -344,7 +344,8 @@ def tune(
         typer.Option(
             metavar="N",
             help="Trials at once, each in a worker process of its own with ppo.threads torch threads (default 1); "
-            "N times ppo.threads may not exceed the cores.",
+            "N times ppo.threads may not exceed the cores. On Linux, workers of one thread are forked from this process "
+            "once torch and the graphs are loaded, so they start at once.",
         ),
     ] = "1",
     sampler: Annotated[

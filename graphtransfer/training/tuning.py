@@ -81,7 +81,8 @@ class Search:
     ``study.db`` in the output folder"""
     study_name: str = DEFAULT_STUDY
     n_jobs: int = 1
-    """trials at once, each in a process of its own (training holds the interpreter and its torch threads)"""
+    """trials at once, each in a process of its own (training holds the interpreter and its torch threads);
+    forked from this one on Linux when each uses one torch thread (see :func:`_start_method`)"""
     sampler: str = "tpe"
     """one of :data:`graphtransfer.training.samplers.SAMPLERS`"""
     pruner: str = "median"
