@@ -280,7 +280,8 @@ def tune(
         typer.Option(
             metavar="N",
             help="Trials at once, each in a worker process of its own with runtime.threads torch threads (default 1); "
-            "N times runtime.threads may not exceed the cores.",
+            "N times runtime.threads may not exceed the cores. On Linux, workers of one thread are forked from this process "
+            "once torch and the graphs are loaded, so they start at once.",
         ),
     ] = "1",
     sampler: Annotated[
