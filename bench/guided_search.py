@@ -46,6 +46,7 @@ from graphtransfer.solve.polishing import policy_starts
 
 FAMILIES: dict[str, Callable[[int, int], Graph]] = {
     "er-d8": lambda n, seed: erdos_renyi(n, 8.0, seed),
+    "er-d16": lambda n, seed: erdos_renyi(n, 16.0, seed),
     "er-d64": lambda n, seed: erdos_renyi(n, 64.0, seed),
     "ba-m4": lambda n, seed: barabasi_albert(n, 4, seed),
     "rgg-d8": lambda n, seed: random_geometric(n, 8.0, seed),
@@ -131,7 +132,7 @@ def main() -> None:
     budget = f"{args.iterations:,} iterations" if args.iterations else f"{args.seconds:g} {'CPU ' if args.cpu else ''}s"
     print(f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, {budget} per arm, rollouts {args.rollouts}, model {args.model}\n")
     header = "| graph | greedy | policy alone | " + " | ".join(f"{arm}+ILS (iterations, s)" for arm in arms)
-    header += "".join(f" | {a} / {arms[0]}" for a in arms[1:]) + " |"
+    header += "".join(f" | {a} / {arms[0]}" for a in arms[1:]) + " | load |"
     print(header)
     print("|---" * (header.count("|") - 1) + "|")
     for size in map(int, args.sizes.split(",")):
@@ -144,6 +145,7 @@ def main() -> None:
                 cells = [f"{family} n={size:,} s{seed}", f"{greedy:,}", f"{alone:,}"]
                 cells += [f"{a.size:,} ({a.iterations:,}, {a.seconds:.1f})" for a in found.values()]
                 cells += [f"{found[a].size / found[arms[0]].size:.4f}" for a in arms[1:]]
+                cells.append(f"{os.getloadavg()[0]:.1f}")
                 print("| " + " | ".join(cells) + " |", flush=True)
     print(f"\nload {os.getloadavg()[0]:.1f} at the end")
 

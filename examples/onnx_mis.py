@@ -2,7 +2,7 @@
 torch, no graphtransfer. What a deployment outside Python reimplements: the six node features of
 the MIS env and the local-max decoding (docs: "Deployment without Python").
 
-    graphtransfer export runs/mis/small --onnx mis.onnx
+    graphtransfer export --model runs/mis/small --onnx mis.onnx
     python examples/onnx_mis.py mis.onnx graph.txt      # an edge list: one "u v" pair per line
 
 Prints the set's size and writes nothing.

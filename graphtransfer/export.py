@@ -23,10 +23,13 @@ from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from graphtransfer.checkpoint import read_checkpoint
+from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.envs.protocol import Head
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, barabasi_albert, random_geometric, resolve
 from graphtransfer.io import atomic_write, check_output_file, write_atomically
+from graphtransfer.nn.extractor import mean_incoming
+from graphtransfer.nn.policy import edge_mlp
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.training.a2c import MaskableA2C
 from graphtransfer.training.dqn import GraphDQN
@@ -66,7 +69,9 @@ def loader_name(algorithm: BaseAlgorithm) -> str:
     raise ValueError(f"no SB3 loader known for {type(algorithm).__name__}")
 
 
-ONNX_HEADS = (Head.NODE_WISE, Head.NODE_CHOICE)
+NODE_HEADS = (Head.NODE_WISE, Head.NODE_CHOICE)
+EDGE_HEADS = (Head.EDGE_WISE, Head.EDGE_CHOICE)
+ONNX_HEADS = NODE_HEADS + EDGE_HEADS
 ONNX_OPSET = 18
 ONNX_TOLERANCE = 1e-4
 """largest difference allowed between the ONNX file's outputs and the policy's on the check graphs"""
@@ -81,9 +86,17 @@ class OnnxExport:
     head: str
     num_node_features: int
     outputs_per_node: int
+    """outputs per node (node heads) or per edge (edge heads)"""
     checked_nodes: tuple[int, ...]
     """the sizes of the graphs the file was run on against the policy"""
     max_difference: float
+    num_edge_features: int = 0
+    """the width of the ``edge_attr`` input; 0: the file has none"""
+
+    @property
+    def per(self) -> str:
+        """``node`` or ``edge``: what each output row belongs to."""
+        return "edge" if Head(self.head) in EDGE_HEADS else "node"
 
 
 class NodeScorer(torch.nn.Module):
@@ -100,11 +113,29 @@ class NodeScorer(torch.nn.Module):
         return self.head(self.extractor.embed_gathered(x, edge_index))
 
 
+class EdgeScorer(torch.nn.Module):
+    """One pass of an edge-head policy (matching) as a function of one graph: node features
+    ``x`` ``(N, F)``, edges ``edge_index`` ``(2, E)`` (both directions, int64) and their features
+    ``edge_attr`` ``(E, F_e)`` to per-edge outputs ``(E, K)``: the logits of the ``K`` actions of
+    every edge (edge-wise heads), or one score per edge (edge-choice), in ``edge_index``'s order.
+    """
+
+    def __init__(self, policy):
+        super().__init__()
+        self.extractor, self.head = policy.features_extractor, policy.edge_head
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_attr: torch.Tensor) -> torch.Tensor:
+        uses_edges = self.extractor.edge_encoders is not None
+        context = mean_incoming(edge_attr, edge_index[1], x.shape[0]) if uses_edges else None
+        return edge_mlp(self.head, self.extractor.embed_gathered(x, edge_index, context), edge_index, edge_attr)
+
+
 def export_onnx(model: str | Path, out: str | Path, env: str | None = None, force: bool = False) -> OnnxExport:
     """Write the policy in folder ``model`` as an ONNX file: one pass of the network (features and
-    edges in, per-node outputs out) for graphs of any size; the env's features and the decoding
-    stay the caller's (docs: "Deployment without Python"). Node heads only, without edge
-    features. The file is run with ONNX Runtime on two graphs of other sizes than the one it was
+    edges in, per-node or per-edge outputs out) for graphs of any size; the env's features and the
+    decoding stay the caller's (docs: "Deployment without Python"). Node heads without edge
+    features (:class:`NodeScorer`) and edge heads (:class:`EdgeScorer`, edge features as an
+    input). The file is run with ONNX Runtime on two graphs of other sizes than the one it was
     traced on and must equal the policy there (within :data:`ONNX_TOLERANCE`) before it replaces
     ``out``; ``out`` never replaces a graph or a model's files, an existing file only with ``force``.
     """
@@ -116,29 +147,36 @@ def export_onnx(model: str | Path, out: str | Path, env: str | None = None, forc
     head = Head(checkpoint.config.head)
     if head not in ONNX_HEADS:
         raise UsageError(
-            f"--onnx: {model} has the {head.value} head; ONNX export covers node-wise and node-choice heads "
-            "(mis, mvc, mvc-weighted, maxcut), export it with --sb3 instead"
+            f"--onnx: {model} has the {head.value} head; ONNX export covers node and edge heads "
+            "(mis, mvc, mvc-weighted, maxcut, matching), export it with --sb3 instead"
         )
     onnx, onnxruntime = _onnx_modules()
-    checks = [_observed(checkpoint, graph, env) for graph in (random_geometric(300, 6.0, seed=1), barabasi_albert(2_000, 3, seed=2))]
     loaded = policy_for_graphs(checkpoint, [random_geometric(64, 6.0, seed=0)], env=env)
-    if loaded.policy.features_extractor.edge_encoders is not None:
-        raise UsageError(f"--onnx: {model} reads edge features; ONNX export covers models without them, export it with --sb3 instead")
-    scorer = NodeScorer(loaded.policy).eval()
-    example = _inputs(loaded.env.reset(seed=0)[0])
+    edges = head in EDGE_HEADS
+    if not edges and loaded.policy.features_extractor.edge_encoders is not None:
+        raise UsageError(f"--onnx: {model} reads edge features; ONNX export covers node heads without them, export it with --sb3 instead")
+    if edges and EDGE_ATTR not in loaded.env.observation_space.spaces:
+        raise UsageError(
+            f"--onnx: {model} has an edge head without edge features; ONNX export covers those with them, export it with --sb3 instead"
+        )
+    checks = [_observed(checkpoint, graph, env, edges) for graph in (random_geometric(300, 6.0, seed=1), barabasi_albert(2_000, 3, seed=2))]
+    scorer = (EdgeScorer if edges else NodeScorer)(loaded.policy).eval()
+    example = _inputs(loaded.env.reset(seed=0)[0], edges)
+    outputs, edge_features = int(scorer.head[-1].out_features), example[2].shape[1] if edges else 0
     found: list[float] = []
 
     def write(tmp: Path) -> None:
         _trace(scorer, example, tmp)
         document = onnx.load(str(tmp))
+        per = "edge" if edges else "node"
         metadata = {"task": checkpoint.config.name, "head": head.value, "num_node_features": example[0].shape[1]}
-        metadata |= {"outputs_per_node": int(scorer.head[-1].out_features), "format": 1}
+        metadata |= {f"outputs_per_{per}": outputs, "num_edge_features": edge_features, "format": 1}
         onnx.helper.set_model_props(document, {f"graphtransfer.{key}": str(value) for key, value in metadata.items()})
         onnx.save(document, str(tmp))
         found.append(_largest_difference(onnxruntime, tmp, checks))
 
     write_atomically(out, write)
-    return OnnxExport(out, head.value, example[0].shape[1], int(scorer.head[-1].out_features), tuple(len(c[0]) for c in checks), found[0])
+    return OnnxExport(out, head.value, example[0].shape[1], outputs, tuple(len(c[0][0]) for c in checks), found[0], edge_features)
 
 
 def _onnx_modules():
@@ -153,41 +191,60 @@ def _onnx_modules():
     return onnx, onnxruntime
 
 
-def _inputs(obs: dict) -> tuple[torch.Tensor, torch.Tensor]:
-    """One observation of the contract as the exported function's inputs, padding cut off."""
-    nodes, edges = int(np.asarray(obs["num_nodes"]).reshape(-1)[0]), int(np.asarray(obs["num_edges"]).reshape(-1)[0])
+INPUT_NAMES = ("x", "edge_index", "edge_attr")
+
+
+def _inputs(obs: dict, edges: bool = False) -> tuple[torch.Tensor, ...]:
+    """One observation of the contract as the exported function's inputs, padding cut off:
+    ``x`` and ``edge_index``, and ``edge_attr`` for an edge head."""
+    nodes, count = int(np.asarray(obs["num_nodes"]).reshape(-1)[0]), int(np.asarray(obs["num_edges"]).reshape(-1)[0])
     x = torch.as_tensor(np.asarray(obs["x"]).reshape(-1, obs["x"].shape[-1])[:nodes], dtype=torch.float32)
-    edge_index = torch.as_tensor(np.asarray(obs["edge_index"]).reshape(2, -1)[:, :edges], dtype=torch.int64)
-    return x, edge_index
+    edge_index = torch.as_tensor(np.asarray(obs["edge_index"]).reshape(2, -1)[:, :count], dtype=torch.int64)
+    if not edges:
+        return x, edge_index
+    attr = np.asarray(obs[EDGE_ATTR])
+    return x, edge_index, torch.as_tensor(attr.reshape(-1, attr.shape[-1])[:count], dtype=torch.float32)
 
 
-def _observed(checkpoint, graph: Graph, env: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Inputs on ``graph`` and the policy's own per-node outputs there (its usual path)."""
+def _observed(checkpoint, graph: Graph, env: str | None, edges: bool = False) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """Inputs on ``graph`` and the policy's own per-node (per-edge) outputs there (its usual path)."""
     loaded = policy_for_graphs(checkpoint, [graph], env=env)
     obs, _ = loaded.env.reset(seed=0)
-    x, edge_index = _inputs(obs)
+    inputs = _inputs(obs, edges)
+    batch = {key: torch.as_tensor(np.asarray(value))[None] for key, value in obs.items()}
     with torch.no_grad():
-        outputs, _, _ = loaded.policy.node_outputs({key: torch.as_tensor(np.asarray(value))[None] for key, value in obs.items()}, False)
-    return x.numpy(), edge_index.numpy(), outputs[0, : x.shape[0]].numpy()
+        if edges:
+            outputs, _, _ = loaded.policy.edge_outputs(batch, False)
+        else:
+            outputs, _, _ = loaded.policy.node_outputs(batch, False)
+    rows = inputs[1].shape[1] if edges else inputs[0].shape[0]
+    return tuple(tensor.numpy() for tensor in inputs), outputs[0, :rows].numpy()
 
 
-def _trace(scorer: NodeScorer, example: tuple[torch.Tensor, torch.Tensor], path: Path) -> None:
+def _trace(scorer: torch.nn.Module, example: tuple[torch.Tensor, ...], path: Path) -> None:
     """torch's exporter with dynamic node and edge counts, its progress lines and warnings silenced."""
     nodes, edges = torch.export.Dim("nodes", min=2), torch.export.Dim("edges", min=1)
+    names = INPUT_NAMES[: len(example)]
+    shapes = {"x": {0: nodes}, "edge_index": {1: edges}, "edge_attr": {0: edges}}
     quiet = [logging.getLogger(name) for name in ("torch.onnx", "torch.export", "onnxscript")]
     levels = [logger.level for logger in quiet]
     try:
         for logger in quiet:
             logger.setLevel(logging.ERROR)
-        with torch.no_grad(), warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        with (
+            torch.no_grad(),
+            warnings.catch_warnings(),
+            contextlib.redirect_stdout(io.StringIO()),
+            contextlib.redirect_stderr(io.StringIO()),
+        ):
             warnings.simplefilter("ignore")
             torch.onnx.export(
                 scorer,
                 example,
                 str(path),
-                input_names=["x", "edge_index"],
-                output_names=["node_outputs"],
-                dynamic_shapes={"x": {0: nodes}, "edge_index": {1: edges}},
+                input_names=list(names),
+                output_names=["edge_outputs" if isinstance(scorer, EdgeScorer) else "node_outputs"],
+                dynamic_shapes={name: shapes[name] for name in names},
                 opset_version=ONNX_OPSET,
                 dynamo=True,
                 verbose=False,
@@ -197,13 +254,13 @@ def _trace(scorer: NodeScorer, example: tuple[torch.Tensor, torch.Tensor], path:
             logger.setLevel(level)
 
 
-def _largest_difference(onnxruntime, path: Path, checks: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> float:
+def _largest_difference(onnxruntime, path: Path, checks: list[tuple[tuple[np.ndarray, ...], np.ndarray]]) -> float:
     """Run the file on every check graph; the largest difference from the policy, or a
     ``RuntimeError`` above :data:`ONNX_TOLERANCE` (the file is then not kept)."""
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     largest = 0.0
-    for x, edge_index, expected in checks:
-        (got,) = session.run(None, {"x": x, "edge_index": edge_index})
+    for inputs, expected in checks:
+        (got,) = session.run(None, dict(zip(INPUT_NAMES, inputs, strict=False)))
         largest = max(largest, float(np.abs(got - expected).max()))
     if not largest <= ONNX_TOLERANCE:
         raise RuntimeError(f"the ONNX file differs from the policy by {largest:.2e} (more than {ONNX_TOLERANCE}); nothing was written")

@@ -65,7 +65,7 @@ def test_mvc_trains_resumes_transfers_predicts_evaluates_and_exports(algo, polic
     predicted = invoke("predict", "--model", tmp_path / "big", "--graph", larger_graph, "--out", tmp_path / "cover.csv")
     assert "valid solution: yes" in predicted
     assert "greedy-max-degree" in invoke("eval", "--model", out, "--graphs", larger_graph, "--rollouts", "1")
-    exported = invoke("export", out, "--sb3", tmp_path / "model.zip")
+    exported = invoke("export", "--model", out, "--sb3", tmp_path / "model.zip")
     loader = {"a2c": "graphtransfer.training.a2c.MaskableA2C", "dqn": "graphtransfer.training.dqn.GraphDQN"}[algo]
     assert f"load it with {loader}.load(" in exported
 

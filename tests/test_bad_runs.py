@@ -334,14 +334,14 @@ def _read_until(process: subprocess.Popen, text: str) -> str:
 def test_export_of_an_interrupted_run_says_so(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     save_model("stopped", RunConfig(head="node-wise", model=MODEL), info={"training": {"steps": 96, "budget": 30000, "complete": False}})
-    result = runner.invoke(app, ["export", "stopped", "--sb3", "stopped.zip"])
+    result = runner.invoke(app, ["export", "--model", "stopped", "--sb3", "stopped.zip"])
     assert result.exit_code == 0, result.output
     assert result.stderr == (
         "warning: stopped holds a training run interrupted at step 96 of 30000; the export holds the policy as it was then "
         "(graphtransfer train --resume stopped finishes the run)\n"
     )
     save_model("finished", RunConfig(head="node-wise", model=MODEL), info={"training": {"steps": 30016, "complete": True}})
-    assert runner.invoke(app, ["export", "finished", "--sb3", "finished.zip"]).stderr == ""
+    assert runner.invoke(app, ["export", "--model", "finished", "--sb3", "finished.zip"]).stderr == ""
 
 
 def test_uint64_node_ids_above_int64_stay_exact(tmp_path, monkeypatch):

@@ -45,9 +45,13 @@ def test_every_config_backed_option_shows_the_schemas_help_choices_and_default(c
             assert param.default == expected, f"{command} --{param.name}: default differs from the schema's"
 
 
-OWN_MEANING = {("eval", "deterministic"), ("predict", "ray_address"), ("eval", "ray_address"), ("transfer", "seed")}
+OWN_MEANING = {
+    *(("eval", "deterministic"), ("predict", "ray_address"), ("eval", "ray_address"), ("transfer", "seed")),
+    *(("predict", "device"), ("eval", "device")),
+}
 """options named as a Decoding or Runtime field that mean something else there (eval reports both ways; the Ray
-cluster of a folder's workers; transfer's seed of its evaluations and fine-tuning), declared by hand"""
+cluster of a folder's workers; transfer's seed of its evaluations and fine-tuning; predict's and eval's device defaults
+to cpu, so that results do not depend on the machine, where training's is auto), declared by hand"""
 
 
 @pytest.mark.parametrize("command", ["predict", "eval", "transfer"])

@@ -18,7 +18,7 @@ GRAPHS = (0, 9, 23)  # a 20-node BA, a 60-node BA and a 60-node ER graph of the 
 
 def export(model, tmp_path, *extra):
     out = tmp_path / "model.zip"
-    result = runner.invoke(app, ["export", str(model), "--sb3", str(out), *extra])
+    result = runner.invoke(app, ["export", "--model", str(model), "--sb3", str(out), *extra])
     assert result.exit_code == 0, result.output
     return out, result.stdout
 
@@ -71,7 +71,7 @@ def test_export_sizes_the_zip_for_the_graphs_named(tiny_model, tmp_path):
 
 
 def test_export_refuses_a_name_that_is_not_a_zip(tiny_model, tmp_path):
-    result = runner.invoke(app, ["export", str(tiny_model("mis")), "--sb3", str(tmp_path / "model.pt")])
+    result = runner.invoke(app, ["export", "--model", str(tiny_model("mis")), "--sb3", str(tmp_path / "model.pt")])
     assert result.exit_code == 2
     assert result.stderr == f"error: --sb3 {tmp_path / 'model.pt'}: name the file *.zip, as SB3 writes and reads them\n"
 

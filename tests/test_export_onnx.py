@@ -19,7 +19,7 @@ runner = CliRunner()
 
 
 def export(model, out, *extra):
-    return runner.invoke(app, ["export", str(model), "--onnx", str(out), *extra])
+    return runner.invoke(app, ["export", "--model", str(model), "--onnx", str(out), *extra])
 
 
 def policy_and_file_outputs(model, path, graph):
@@ -50,7 +50,9 @@ def test_the_file_gives_the_policys_outputs_on_a_graph_it_never_saw(tiny_model, 
 
 
 def test_sb3_and_onnx_in_one_command(tiny_model, tmp_path):
-    result = runner.invoke(app, ["export", str(tiny_model("mis")), "--sb3", str(tmp_path / "m.zip"), "--onnx", str(tmp_path / "m.onnx")])
+    result = runner.invoke(
+        app, ["export", "--model", str(tiny_model("mis")), "--sb3", str(tmp_path / "m.zip"), "--onnx", str(tmp_path / "m.onnx")]
+    )
     assert result.exit_code == 0, result.output
     assert (tmp_path / "m.zip").stat().st_size > 0 and (tmp_path / "m.onnx").stat().st_size > 0
 
@@ -63,14 +65,16 @@ def refused(result) -> str:
 
 
 def test_nothing_named_to_write(tiny_model):
-    assert refused(runner.invoke(app, ["export", str(tiny_model("mis"))])) == (
+    assert refused(runner.invoke(app, ["export", "--model", str(tiny_model("mis"))])) == (
         "error: export: name what to write: --sb3 FILE.zip, --onnx FILE.onnx, or both"
     )
 
 
 def test_one_file_named_twice(tiny_model, tmp_path):
     same = str(tmp_path / "m.onnx")
-    assert "give each its own file" in refused(runner.invoke(app, ["export", str(tiny_model("mis")), "--sb3", same, "--onnx", same]))
+    assert "give each its own file" in refused(
+        runner.invoke(app, ["export", "--model", str(tiny_model("mis")), "--sb3", same, "--onnx", same])
+    )
     assert not (tmp_path / "m.onnx").exists()
 
 
@@ -95,10 +99,29 @@ def test_a_model_folders_own_file_is_never_replaced(tiny_model, tmp_path):
     assert "config.json" in message and (model / "config.json").read_bytes() == config
 
 
-def test_an_edge_head_model_is_refused_with_what_to_do(tiny_model, tmp_path):
-    message = refused(export(tiny_model("matching"), tmp_path / "m.onnx"))
-    assert "has the edge-wise head" in message and "--sb3" in message
-    assert not (tmp_path / "m.onnx").exists()
+def test_an_edge_head_file_scores_every_edge_as_the_policy_on_a_graph_it_never_saw(tiny_model, tmp_path):
+    """matching: node features, edges and the edges' features in, three logits per edge out."""
+    model, out = tiny_model("matching"), tmp_path / "matching.onnx"
+    result = export(model, out)
+    assert result.exit_code == 0, result.output
+    assert "edge_attr (edges, 6) float32, output edge_outputs (edges, 3) (edge-wise head)" in result.stdout
+    loaded = policy_for_graphs(model, [erdos_renyi(1_200, 8.0, seed=6)])
+    obs, _ = loaded.env.reset(seed=3)
+    nodes, edges = int(obs["num_nodes"][0]), int(obs["num_edges"][0])
+    with torch.no_grad():
+        expected, _, _ = loaded.policy.edge_outputs({k: torch.as_tensor(v)[None] for k, v in obs.items()}, with_values=False)
+    inputs = {"x": obs["x"][:nodes], "edge_index": obs["edge_index"][:, :edges], "edge_attr": obs["edge_attr"][:edges]}
+    (got,) = onnxruntime.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, inputs)
+    assert got.shape == (edges, 3) and edges > 8_000
+    assert np.abs(got - expected[0, :edges].numpy()).max() < 1e-4
+    props = {p.key: p.value for p in onnx.load(str(out)).metadata_props}
+    assert props["graphtransfer.outputs_per_edge"] == "3" and props["graphtransfer.num_edge_features"] == "6"
+
+
+def test_a_node_head_that_reads_edge_features_is_refused_with_what_to_do(tiny_model, tmp_path):
+    message = refused(export(tiny_model("path"), tmp_path / "p.onnx"))
+    assert "reads edge features" in message and "--sb3" in message
+    assert not (tmp_path / "p.onnx").exists()
 
 
 def test_a_read_only_place_is_refused_before_the_export(tiny_model):
@@ -111,7 +134,7 @@ def test_without_the_onnx_packages_it_says_what_to_install(tiny_model, tmp_path)
     """A real process in which onnxscript cannot be imported, as on an install without the extra."""
     code = (
         "import sys; sys.modules['onnxscript'] = None\n"
-        "from graphtransfer.cli import main; sys.argv = ['graphtransfer', 'export', sys.argv[1], '--onnx', sys.argv[2]]; main()"
+        "from graphtransfer.cli import main; sys.argv = ['graphtransfer', 'export', '--model', sys.argv[1], '--onnx', sys.argv[2]]; main()"
     )
     out = tmp_path / "m.onnx"
     result = subprocess.run([sys.executable, "-c", code, str(tiny_model("mis")), str(out)], capture_output=True, text=True, timeout=300)

@@ -91,9 +91,9 @@ WRITERS = {
     ),
     "eval --json": (lambda t, w: ["eval", "--model", w["model"], "--graphs", w["graph"], "--json", t], True),
     "eval --plot": (lambda t, w: ["eval", "--model", w["model"], "--graphs", w["graph"], "--plot", t], True),
-    "plot --out": (lambda t, w: ["plot", w["model"], "--out", t], True),
-    "export --sb3": (lambda t, w: ["export", w["model"], "--graphs", w["graph"], "--sb3", t], True),
-    "export --onnx": (lambda t, w: ["export", w["model"], "--onnx", t], True),
+    "plot --out": (lambda t, w: ["plot", "--model", w["model"], "--out", t], True),
+    "export --sb3": (lambda t, w: ["export", "--model", w["model"], "--graphs", w["graph"], "--sb3", t], True),
+    "export --onnx": (lambda t, w: ["export", "--model", w["model"], "--onnx", t], True),
     "graphs convert": (lambda t, w: ["graphs", "convert", w["graph"], t], True),
     "graphs generate": (lambda t, w: ["graphs", "generate", t, "--nodes", "10"], False),  # reads no input: --force may replace g.txt
     "train --out": (lambda t, w: ["train", "--graphs", w["graph"], *TRAIN, "--out", t], False),
@@ -290,7 +290,7 @@ def test_a_read_only_output_is_refused_up_front(work, writer):
 
 
 def test_figures_must_be_named_as_figures(work):
-    plot = runner.invoke(app, ["plot", str(work["model"]), "--out", str(work["tmp"] / "x.json")])
+    plot = runner.invoke(app, ["plot", "--model", str(work["model"]), "--out", str(work["tmp"] / "x.json")])
     assert "this output is written as .png, .svg, .pdf; name e.g. --out" in assert_refused(plot)
     evaluation = runner.invoke(
         app, ["eval", "--model", str(work["model"]), "--graphs", str(work["graph"]), "--plot", str(work["tmp"] / "x.safetensors")]

@@ -108,17 +108,17 @@ def test_subprocess_envs_train_and_evaluations_do_not_change_the_weights(run, tm
 
 
 def test_plot_draws_a_png_of_the_run(run, tmp_path):
-    result = runner.invoke(app, ["plot", str(run), "--out", str(tmp_path / "curve.png")])
+    result = runner.invoke(app, ["plot", "--model", str(run), "--out", str(tmp_path / "curve.png")])
     assert result.exit_code == 0, result.output
     data = (tmp_path / "curve.png").read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
     width, height = struct.unpack(">II", data[16:24])
     assert (width, height) == (880, 770) and len(data) > 20_000  # 8 x 7 inches at 110 dpi, with curves on it
-    assert runner.invoke(app, ["plot", str(run)]).exit_code == 0 and (run / "progress.png").is_file()
+    assert runner.invoke(app, ["plot", "--model", str(run)]).exit_code == 0 and (run / "progress.png").is_file()
 
 
 def test_plot_of_a_folder_without_progress_is_one_line(tmp_path):
-    result = runner.invoke(app, ["plot", str(tmp_path)])
+    result = runner.invoke(app, ["plot", "--model", str(tmp_path)])
     assert result.exit_code == 2
     assert result.stderr == (
         f"error: {tmp_path}: has no progress.csv; "

@@ -103,6 +103,33 @@ def test_n_jobs_workers_on_a_storage_url_then_another_folder_goes_on(tmp_path, t
 
 
 @pytest.mark.slow
+def test_a_worker_failure_is_one_line_and_the_study_resumes(tmp_path, tiny):
+    """Both forked workers fail at their first trial (its run folder cannot be made): one line, the
+    trials marked failed rather than left running, and the same command goes on once the cause is gone."""
+    out = tmp_path / "study"
+    out.mkdir()
+    optuna.create_study(study_name="graphtransfer", storage=f"sqlite:///{out / 'study.db'}", direction="maximize")
+    (out / "trials").write_text("not a folder")
+    args = ["tune", "--out", str(out), *tiny, "--n-trials", "2", "--n-jobs", "2"]
+    failed = runner.invoke(app, args)
+    assert failed.exit_code == 2
+    assert re.fullmatch(rf"error: --out {out}/trials/trial-[01]: {out}/trials is a file, not a folder, .*\n", failed.stderr)
+    # FAIL; RUNNING where the stop reached the other worker while Optuna was marking its own failure:
+    # the next search in this folder marks such a trial failed when it starts, as for a killed search
+    states = [trial.state.name for trial in trials_of(f"sqlite:///{out / 'study.db'}")]
+    assert len(states) == 2 and "FAIL" in states and set(states) <= {"FAIL", "RUNNING"}
+
+    (out / "trials").unlink()
+    resumed = runner.invoke(app, args)
+    assert resumed.exit_code == 0, resumed.output
+    trials = trials_of(f"sqlite:///{out / 'study.db'}")
+    assert [trial.state.name for trial in trials][:2] == ["FAIL", "FAIL"]
+    assert [trial.state.name for trial in trials][2:] in (["COMPLETE", "COMPLETE"], ["COMPLETE", "COMPLETE", "COMPLETE"])
+    assert assert_lines_say_what_ran(resumed.output, out) == {trial.number for trial in trials[2:]}
+    assert len({tuple(sorted(trial.params.items())) for trial in trials}) == len(trials)
+
+
+@pytest.mark.slow
 def test_a_folder_belongs_to_one_study_and_a_killed_search_is_swept(tmp_path, tiny):
     """A study.db of an earlier release (no study.json) with a trial its killed search left running."""
     out = tmp_path / "study"

@@ -63,6 +63,14 @@ SourceOption = Annotated[
     str | None, typer.Option(help="path: the node to route from, by the graph's own id (as the file names it); with --target.")
 ]
 TargetOption = Annotated[str | None, typer.Option(help="path: the node to route to, by the graph's own id; with --source.")]
+SolvingDeviceOption = Annotated[
+    str,
+    typer.Option(
+        metavar="cpu|cuda|auto",
+        help="Where the policy's passes run: cpu (default), cuda (an error where torch sees no GPU) or auto (cuda where "
+        "torch sees a GPU, else cpu); the decoding around them runs on the CPU.",
+    ),
+]
 
 
 EnvOption = Annotated[
@@ -82,6 +90,25 @@ TRAIN_SETTINGS = (
     *("eval_graphs", "eval_every", "checkpoint_every", "verbose", "tensorboard"),
 )
 """train's options that set a config key, by option name; each is made from its schema field"""
+
+
+DeprecatedModelArgument = Annotated[Path | None, typer.Argument(hidden=True, show_default=False, metavar="MODEL")]
+"""the model folder as export and plot took it before --model (deprecated: warns; only the usage line shows it)"""
+
+
+def _model_folder(command: str, option: Path | None, positional: Path | None) -> Path:
+    """The model folder of ``command``: ``--model``, or the deprecated positional form with a warning."""
+    if option is not None and positional is not None:
+        raise UsageError(f"{command}: --model {option} and a positional folder {positional}; name the model folder once, with --model")
+    if positional is not None:
+        typer.echo(
+            f"warning: 'graphtransfer {command} {positional}' is deprecated; write 'graphtransfer {command} --model {positional}'",
+            err=True,
+        )
+        return positional
+    if option is None:
+        raise UsageError(f"{command}: name the model folder with --model, e.g. graphtransfer {command} --model runs/mis/small")
+    return option
 
 
 @app.command()
@@ -108,6 +135,22 @@ def train(
         Path | None,
         typer.Option(help="Continue the run interrupted (Ctrl-C) in this model folder to its budget, with its config.json's settings."),
     ] = None,
+    track: Annotated[
+        str | None,
+        typer.Option(
+            metavar="mlflow",
+            help="Also record the run in MLflow: its settings, SB3's scalars at every update, the model folder as an artifact "
+            "(pip install 'graphtransfer\\[track]'). Offline by default: a local database, ./mlflow.db (see --track-uri).",
+        ),
+    ] = None,
+    track_uri: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URI",
+            help="With --track: the MLflow store, a local database (a path, or sqlite:///path) with the artifacts in "
+            "mlartifacts/ beside it, or any MLflow tracking URI (default: ./mlflow.db). The experiment is the run's task (or env) name.",
+        ),
+    ] = None,
 ) -> None:
     """Train a policy on small graphs with PPO (or --algo a2c / dqn) and save it. Ctrl-C saves a checkpoint to resume from.
 
@@ -128,6 +171,8 @@ def train(
       graphtransfer train --set ppo.learning_rate=lin_3e-4 --eval-graphs evalset/ --eval-every 5000 --checkpoint-every 10000
 
       graphtransfer train --env mysim:EpidemicSim --vec-env ray --ray-address auto --n-envs 32
+
+      graphtransfer train --task mis --graphs small --track mlflow --track-uri runs/mlflow.db
     """
     if resume is not None:
         from graphtransfer.training.loop import resume as resume_training
@@ -141,8 +186,25 @@ def train(
         typer.echo(config.to_yaml(), nl=False)
         return None
     from graphtransfer.training.loop import train as run_training  # torch and SB3 load here, not for --print-config
+    from graphtransfer.training.tracking import tracking_uri
 
-    _report_training(run_training(config, out, progress=progress and sys.stderr.isatty(), log=typer.echo), config.env)
+    tracking = _tracking(track, track_uri)
+    result = run_training(config, out, progress=progress and sys.stderr.isatty(), log=typer.echo, tracking=tracking)
+    _report_training(result, config.env)
+    if tracking is not None:
+        where = tracking_uri(tracking)
+        typer.echo(f"tracked in MLflow: {where}, experiment {config.name!r} (to browse: mlflow ui --backend-store-uri {where})")
+
+
+def _tracking(track: str | None, uri: str | None):
+    """``--track`` and ``--track-uri`` as a :class:`graphtransfer.training.tracking.Tracking`, or ``None``."""
+    from graphtransfer.training.tracking import Tracking
+
+    if track is None:
+        if uri is not None:
+            raise UsageError("--track-uri names where --track records the run: add --track mlflow")
+        return None
+    return Tracking(track, uri)
 
 
 def _train_config(config_file: Path | None, settings: dict[str, Any], set_values: list[str]) -> RunConfig:
@@ -218,7 +280,8 @@ def tune(
         typer.Option(
             metavar="N",
             help="Trials at once, each in a worker process of its own with runtime.threads torch threads (default 1); "
-            "N times runtime.threads may not exceed the cores.",
+            "N times runtime.threads may not exceed the cores. On Linux, workers of one thread are forked from this process "
+            "once torch and the graphs are loaded, so they start at once.",
         ),
     ] = "1",
     sampler: Annotated[
@@ -418,6 +481,7 @@ def predict(
             "many seconds (the whole budget is used) and write that; the policy's own objective is printed beside it.",
         ),
     ] = None,
+    device: SolvingDeviceOption = "cpu",
 ) -> None:
     """Run a saved policy on a graph and write its solution; on a folder of graphs, one CSV per graph into --out.
 
@@ -426,18 +490,23 @@ def predict(
     Example: graphtransfer predict --model runs/path/small --graph roads.txt --out route.csv --source 17 --target 4032
     Example: graphtransfer predict --model runs/mis/small --graph er.txt --out solution.csv --polish 10
     Example: graphtransfer predict --model runs/mis/small --graph big.txt --out solution.csv --ray-address auto --partitions 4
+    Example: graphtransfer predict --model runs/mis/small --graph large --out solution.csv --device cuda --mixed-precision
     """
     prefer_small_pages()  # before torch loads
     from graphtransfer.checkpoint import read_checkpoint
     from graphtransfer.graphs import load_graph, resolve
     from graphtransfer.io import FIGURE_SUFFIXES, check_output_file
+    from graphtransfer.nn.devices import resolve_device
     from graphtransfer.reporting.draw import check_drawable, draw_solution
     from graphtransfer.solve.predict import predict_with
 
     _check_positive(workers=1 if workers is None else workers)
-    runtime = replace(runtime, ray_address=ray_address)
+    on = resolve_device(device)
+    runtime = replace(runtime, ray_address=ray_address, device=on)
     seconds = None if polish is None else _seconds_option("--polish", polish, 10)
     if partitions is not None:
+        if on != "cpu":
+            raise UsageError(f"--partitions solves on the Ray workers' CPUs; drop --device {device}")
         single_process_options = {
             "--workers": workers is not None,
             "--polish": seconds is not None,
@@ -647,6 +716,7 @@ def evaluate(
     ] = False,
     source: SourceOption = None,
     target: TargetOption = None,
+    device: SolvingDeviceOption = "cpu",
 ) -> None:
     """Evaluate a saved policy against the task's baselines on a set of graphs.
 
@@ -655,12 +725,13 @@ def evaluate(
     Example: graphtransfer eval --model runs/path/small --graphs roads.txt --source 17 --target 4032
     """
     prefer_small_pages()  # before torch loads
+    from graphtransfer.nn.devices import resolve_device
     from graphtransfer.reporting.report import format_rows, plot_ratios, write_json
     from graphtransfer.solve.evaluate import EvalExtras
     from graphtransfer.solve.parallel import evaluate_with
 
     _check_positive(workers=1 if workers is None else workers)
-    runtime = replace(runtime, ray_address=ray_address)
+    runtime = replace(runtime, ray_address=ray_address, device=resolve_device(device))
     extras = EvalExtras(deterministic, polish, chils, source, target)
     _check_eval_outputs(graphs, json_out, plot, force)
     _use_threads(runtime.threads)  # after the options are checked: bad input changes nothing in the process
@@ -717,24 +788,29 @@ def _check_eval_outputs(graphs: str, json_out: Path | None, plot: Path | None, f
 @app.command()
 @friendly_errors
 def plot(
-    run: Annotated[Path, typer.Argument(help="Run folder written by 'graphtransfer train' (it holds progress.csv).")],
-    out: Annotated[Path | None, typer.Option(help="PNG to write (default: RUN/progress.png).")] = None,
+    model: Annotated[
+        Path | None, typer.Option(help="Model folder written by 'graphtransfer train' (it holds progress.csv); required.")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="PNG to write (default: MODEL/progress.png).")] = None,
     force: Annotated[bool, typer.Option(help="Replace --out if it exists; never the run's own files.")] = False,
+    positional: DeprecatedModelArgument = None,
 ) -> None:
     """Draw a run's training curve (episode reward and held-out evaluation against env steps) and
-    its rollout and update seconds per PPO iteration, from RUN/progress.csv, to a PNG.
+    its rollout and update seconds per PPO iteration, from MODEL/progress.csv, to a PNG.
 
-    Example: graphtransfer plot runs/mis/small --out curve.png
+    Example: graphtransfer plot --model runs/mis/small --out curve.png
+
+    'graphtransfer plot RUN' (the folder without --model) still works, with a deprecation warning.
     """
     from graphtransfer.reporting.curves import plot_run
 
-    typer.echo(f"wrote {plot_run(run, out, force)}")
+    typer.echo(f"wrote {plot_run(_model_folder('plot', model, positional), out, force)}")
 
 
 @app.command()
 @friendly_errors
 def export(
-    model: Annotated[Path, typer.Argument(help="Model folder written by train or transfer.")],
+    model: Annotated[Path | None, typer.Option(help="Model folder written by train or transfer; required.")] = None,
     sb3: Annotated[
         Path | None,
         typer.Option(help="SB3 zip to write, for PPO.load (MaskablePPO.load: node choice; the command names the class). Trusted-only."),
@@ -742,8 +818,9 @@ def export(
     onnx: Annotated[
         Path | None,
         typer.Option(
-            help="ONNX file to write: one pass of the policy (node features and edges in, per-node outputs out) for graphs of "
-            "any size, runnable without Python by ONNX Runtime; node-wise and node-choice heads without edge features. "
+            help="ONNX file to write: one pass of the policy (node features, edges and, for edge heads, edge features in; "
+            "per-node or per-edge outputs out) for graphs of any size, runnable without Python by ONNX Runtime; node heads "
+            "without edge features (mis, mvc, maxcut) and edge heads with them (matching). "
             "Checked against the policy on two graphs before it is kept. Needs the onnx extra (pip install 'graphtransfer\\[onnx]')."
         ),
     ] = None,
@@ -752,15 +829,19 @@ def export(
     ] = None,
     env: EnvOption = None,
     force: Annotated[bool, typer.Option(help="Replace --sb3 or --onnx if it exists; never a graph or a model file.")] = False,
+    positional: DeprecatedModelArgument = None,
 ) -> None:
     """Write a model as a Stable-Baselines3 zip (--sb3) or an ONNX file (--onnx), or both. Load an SB3 zip only
     yourself: SB3 zips hold pickles, which can run code; an ONNX file holds none.
 
-    Example: graphtransfer export runs/mis/small --onnx mis.onnx
+    Example: graphtransfer export --model runs/mis/small --onnx mis.onnx
+
+    'graphtransfer export MODEL ...' (the folder without --model) still works, with a deprecation warning.
     """
     from graphtransfer.checkpoint import read_checkpoint
     from graphtransfer.export import export_onnx, export_sb3
 
+    model = _model_folder("export", model, positional)
     if sb3 is None and onnx is None:
         raise UsageError("export: name what to write: --sb3 FILE.zip, --onnx FILE.onnx, or both")
     if sb3 is not None and onnx is not None and sb3.resolve() == onnx.resolve():
@@ -770,9 +851,12 @@ def export(
         typer.echo(f"wrote {sb3}: load it with {algorithm}.load({str(sb3)!r}, env=...) and the run's env on the same graphs")
     if onnx is not None:
         written = export_onnx(model, onnx, env, force)
+        inputs = f"x (nodes, {written.num_node_features}) float32 and edge_index (2, edges) int64"
+        if written.num_edge_features:
+            inputs = inputs.replace(" and ", ", ") + f" and edge_attr (edges, {written.num_edge_features}) float32"
         typer.echo(
-            f"wrote {onnx}: inputs x (nodes, {written.num_node_features}) float32 and edge_index (2, edges) int64, output "
-            f"node_outputs (nodes, {written.outputs_per_node}) ({written.head} head); run by ONNX Runtime on graphs of "
+            f"wrote {onnx}: inputs {inputs}, output "
+            f"{written.per}_outputs ({written.per}s, {written.outputs_per_node}) ({written.head} head); run by ONNX Runtime on graphs of "
             f"{' and '.join(f'{n:,}' for n in written.checked_nodes)} nodes: largest difference from the policy "
             f"{written.max_difference:.1e}"
         )

@@ -45,6 +45,19 @@ def check_node_budget(value: int | None) -> int | None:
     return value
 
 
+def mean_incoming(edge_attr: torch.Tensor, destination: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """Each node's mean incoming edge features (0 for a node without incoming edges), in operators
+    an exported policy (ONNX) holds too: sums by ``index_add``, no data-dependent branch.
+
+    Shapes:
+        edge_attr: ``(E, ..., F_e)``; destination: ``(E,)``; returns ``(num_nodes, ..., F_e)``.
+    """
+    total = edge_attr.new_zeros((num_nodes, *edge_attr.shape[1:])).index_add_(0, destination, edge_attr)
+    ones = edge_attr.new_ones(destination.shape[0])
+    count = edge_attr.new_zeros(num_nodes).index_add_(0, destination, ones).clamp_(min=1)
+    return total / count.view(-1, *([1] * (total.dim() - 1)))
+
+
 class GNNExtractor(BaseFeaturesExtractor):
     """Input projection, ``num_layers`` residual message-passing layers, mean+max pooling.
 
@@ -170,9 +183,7 @@ class GNNExtractor(BaseFeaturesExtractor):
             raise ValueError("this model was built for observations with edge_attr; the batch has none")
         if not bool(torch.isfinite(edge_attr).all()):
             check_edge_attr_values(edge_attr.detach().float().cpu().numpy())
-        total = edge_attr.new_zeros((num_nodes, *edge_attr.shape[1:])).index_add_(0, destination, edge_attr)
-        count = torch.bincount(destination, minlength=num_nodes).clamp_(min=1).to(total.dtype)
-        return total / count.view(-1, *([1] * (total.dim() - 1)))
+        return mean_incoming(edge_attr, destination, num_nodes)
 
     def _with_edges(self, out: torch.Tensor, index: int, context: torch.Tensor | None) -> torch.Tensor:
         """``out + U_index ē``, layer ``index``'s edge term; ``out`` itself without edge features.

@@ -216,19 +216,20 @@ class NodeChoicePolicy(NodeHeads, MaskableActorCriticPolicy):
         return self._distribution(obs, action_masks, with_values=False)[0]
 
 
-def edge_mlp(layers: nn.Sequential, h: torch.Tensor, graph: DisjointGraph) -> torch.Tensor:
+def edge_mlp(layers: nn.Sequential, h: torch.Tensor, edge_index: torch.Tensor, edge_attr: torch.Tensor | None) -> torch.Tensor:
     """An :func:`mlp` over every real edge's ``[h_source, h_destination, edge_attr]``, its first
     layer split by input so that the ``(E, 2 * width + F_e)`` input is never built: two
     ``(N, hidden)`` products gathered per edge, the same sums in another order.
 
     Shapes:
-        h: ``(total_nodes, width)``; returns ``(total_edges, outputs)``.
+        h: ``(total_nodes, width)``; edge_index: ``(2, total_edges)``; edge_attr: ``(total_edges, F_e)``
+        or ``None``; returns ``(total_edges, outputs)``.
     """
     first, width = layers[0], h.shape[1]
-    source, destination = graph.edge_index
+    source, destination = edge_index
     hidden = (h @ first.weight[:, :width].t())[source] + (h @ first.weight[:, width : 2 * width].t())[destination] + first.bias
-    if graph.edge_attr is not None:
-        hidden = hidden + graph.edge_attr @ first.weight[:, 2 * width :].t()
+    if edge_attr is not None:
+        hidden = hidden + edge_attr @ first.weight[:, 2 * width :].t()
     return run_mlp(layers[1:], hidden)
 
 
@@ -256,7 +257,7 @@ class EdgeHeads(NodeHeads):
         """Per-edge outputs in the padded layout ``(B, max_edges, outputs_per_node)`` (zeros in
         padding), the disjoint graph, and values ``(B, 1)`` (``None`` without ``with_values``)."""
         h, graph = self.features_extractor.node_embeddings(obs)
-        outputs = edge_mlp(self.edge_head, h, graph)  # (total_edges, outputs_per_node)
+        outputs = edge_mlp(self.edge_head, h, graph.edge_index, graph.edge_attr)  # (total_edges, outputs_per_node)
         padded = h.new_zeros((*graph.edge_mask.shape, self.outputs_per_node))
         padded[graph.edge_mask] = outputs
         return padded, graph, self.value_head(self.features_extractor.pool(h, graph)) if with_values else None

@@ -166,7 +166,7 @@ class EdgeQPolicy(ActionQPolicy):
         return edge_inputs(self.observation_space, self.features_extractor.width)
 
     def action_scores(self, h: torch.Tensor, graph: DisjointGraph) -> tuple[torch.Tensor, torch.Tensor]:
-        scores = edge_mlp(self.q_head, h, graph)[:, 0]  # (total_edges,)
+        scores = edge_mlp(self.q_head, h, graph.edge_index, graph.edge_attr)[:, 0]  # (total_edges,)
         padded = scores.new_full(graph.edge_mask.shape, PADDING_LOGIT)
         padded[graph.edge_mask] = scores
         return padded, graph.edge_mask

@@ -20,6 +20,7 @@ from graphtransfer.envs.factory import inference_env, run_env
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph, load_graph
 from graphtransfer.nn import configure_runtime
+from graphtransfer.nn.devices import resolve_device
 from graphtransfer.solve.memory import check_memory
 
 DEFAULT_RUNTIME = Runtime()
@@ -59,6 +60,7 @@ def policy_for_graphs(
         check_memory(graph.num_nodes, graph.edge_index[1], config.model, f"graph {graph.name}", runtime.max_nodes_per_batch, edge_head)
     built = inference_env(config, graphs[0], max_passes, query) if len(graphs) == 1 else run_env(config, graphs)
     policy, report = load_policy_into_env(checkpoint, built)
+    policy.to(resolve_device(runtime.device))
     configure_runtime(policy, runtime.max_nodes_per_batch, runtime.mixed_precision)
     return LoadedPolicy(checkpoint, policy, built, report)
 

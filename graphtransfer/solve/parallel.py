@@ -24,7 +24,7 @@ import torch
 
 from graphtransfer.checkpoint import Checkpoint, read_checkpoint
 from graphtransfer.config import AUTO_ROLLOUTS, Decoding, RunConfig, Runtime
-from graphtransfer.config.schema import DecodingName, NodeOrder
+from graphtransfer.config.schema import DecodingName, Device, NodeOrder
 from graphtransfer.errors import ClusterLost, UsageError
 from graphtransfer.graphs import Graph, load_graphs, resolve
 from graphtransfer.io import check_output_file
@@ -63,6 +63,7 @@ def evaluate(
     max_nodes_per_batch: int | None = None,
     mixed_precision: bool = False,
     env: str | None = None,
+    device: Device = "cpu",
     *,
     max_passes: int | None = None,
     rollouts: int | Literal["auto"] = AUTO_ROLLOUTS,
@@ -89,7 +90,7 @@ def evaluate(
     an :class:`~graphtransfer.solve.evaluate.EvalExtras`: what is reported besides the policy's
     default decoding."""
     chosen = Decoding(decoding, commit_fraction, None, seed, rollouts, max_passes, node_order)
-    runtime = Runtime(max_nodes_per_batch=max_nodes_per_batch, mixed_precision=mixed_precision, ray_address=ray_address)
+    runtime = Runtime(max_nodes_per_batch=max_nodes_per_batch, mixed_precision=mixed_precision, ray_address=ray_address, device=device)
     extras = EvalExtras(deterministic, polish, chils, source, target)
     return evaluate_with(model, graphs, chosen, runtime, workers, env, extras)
 
@@ -134,6 +135,7 @@ def predict_many(
     decoding: DecodingName | None = None,
     rollouts: int | Literal["auto"] = AUTO_ROLLOUTS,
     node_order: NodeOrder = "auto",
+    device: Device = "cpu",
 ) -> list[tuple[Graph, Solution, Path]]:
     """:func:`graphtransfer.solve.predict.predict` on every graph that ``graphs`` names; each solution is
     written to ``out/<graph file stem>.csv`` by this process, as its result arrives, in order; an
@@ -141,7 +143,7 @@ def predict_many(
     build a :class:`graphtransfer.Decoding` and a :class:`graphtransfer.Runtime` as ``predict``'s
     do; :func:`predict_many_with` takes the objects themselves."""
     chosen = Decoding(decoding, commit_fraction, deterministic, seed, rollouts, max_passes, node_order)
-    runtime = Runtime(max_nodes_per_batch=max_nodes_per_batch, mixed_precision=mixed_precision, ray_address=ray_address)
+    runtime = Runtime(max_nodes_per_batch=max_nodes_per_batch, mixed_precision=mixed_precision, ray_address=ray_address, device=device)
     return predict_many_with(model, graphs, out, chosen, runtime, workers, env, force)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from graphtransfer.checkpoint import Checkpoint, read_checkpoint
 from graphtransfer.config import AUTO_ROLLOUTS, Decoding, Runtime
-from graphtransfer.config.schema import DecodingName, NodeOrder
+from graphtransfer.config.schema import DecodingName, Device, NodeOrder
 from graphtransfer.envs.factory import named_query
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.graphs import Graph, load_graph, resolve
@@ -38,6 +38,7 @@ def predict(
     env: str | None = None,
     force: bool = False,
     node_order: NodeOrder = "auto",
+    device: Device = "cpu",
     source: str | None = None,
     target: str | None = None,
 ) -> tuple[Graph, Solution]:
@@ -62,7 +63,8 @@ def predict(
     A graph too large for the memory available is refused before anything is built
     (:mod:`graphtransfer.solve.memory`). ``max_nodes_per_batch`` runs the layers in chunks of that
     many nodes (same solution, less memory); ``mixed_precision``, bfloat16 message passing on
-    CUDA. ``node_order`` ``auto`` solves large MIS and MVC graphs renumbered in locality order,
+    CUDA; ``device`` (``cpu``, ``cuda`` or ``auto``), where the policy's passes run.
+    ``node_order`` ``auto`` solves large MIS and MVC graphs renumbered in locality order,
     ``given`` as the file numbers them; the solution is in the graph's own order either way
     (:mod:`graphtransfer.solve.ordering`). ``env`` names the user env of a model trained on one.
     ``source`` and ``target`` (the path task) name the route's ends by the graph's own ids;
@@ -70,7 +72,7 @@ def predict(
     files or a folder, and replaces an existing file only with ``force``.
     """
     chosen = Decoding(decoding, commit_fraction, deterministic, seed, rollouts, max_passes, node_order)
-    runtime = Runtime(max_nodes_per_batch=max_nodes_per_batch, mixed_precision=mixed_precision)
+    runtime = Runtime(max_nodes_per_batch=max_nodes_per_batch, mixed_precision=mixed_precision, device=device)
     return predict_with(model, graph, out, chosen, runtime, env, force, source, target)
 
 

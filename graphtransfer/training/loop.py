@@ -36,6 +36,7 @@ from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import ClusterLost, GraphTransferError, UsageError
 from graphtransfer.graphs import Graph, load_graphs, resolve
 from graphtransfer.io import check_output_folder
+from graphtransfer.nn.devices import check_device
 from graphtransfer.solve.loading import DEFAULT_RUNTIME
 from graphtransfer.training.callbacks import (
     EvalOnGraphs,
@@ -46,7 +47,8 @@ from graphtransfer.training.callbacks import (
     best_so_far,
 )
 from graphtransfer.training.logs import CHECKPOINTS, PROGRESS, check_log_settings, make_logger, move_in, staging_folder
-from graphtransfer.training.model import check_algo, check_buffer_fits, check_device, make_model
+from graphtransfer.training.model import check_algo, check_buffer_fits, make_model
+from graphtransfer.training.tracking import TrackedRun, Tracking, TrackingFailed, check_tracking
 
 UserCallback = BaseCallback | list[BaseCallback] | None
 """what ``callback=`` takes, as SB3's ``learn`` does: a callback, a list of them, or a ``CallbackList``"""
@@ -85,10 +87,12 @@ def train(
     progress: bool = False,
     log: Callable[[str], None] = print,
     callback: UserCallback = None,
+    tracking: Tracking | None = None,
 ) -> TrainResult:
     """Train on ``config.graphs`` and save the policy to ``folder`` (default
     :func:`default_run_folder`), with ``config.log``'s logs, evaluations and checkpoints there.
-    Ctrl-C stops it early with a checkpoint for :func:`resume`.
+    Ctrl-C stops it early with a checkpoint for :func:`resume`. ``tracking`` also records the run
+    in MLflow (:mod:`graphtransfer.training.tracking`).
 
     ``callback`` takes SB3 callbacks as ``PPO.learn`` does (a ``BaseCallback``, a list, or a
     ``CallbackList``, e.g. SB3's ``EvalCallback``); they run after the run's own (timing, Ctrl-C,
@@ -108,6 +112,8 @@ def train(
         raise UsageError(f"batch_size={ppo.batch_size} exceeds n_steps * n_envs = {ppo.n_steps * ppo.n_envs}; lower it or raise n_steps")
     check_device(config.runtime.device)
     eval_graphs = check_log_settings(config.log)
+    if tracking is not None:
+        check_tracking(tracking)
     folder = Path(folder or default_run_folder(config))
     check_run_folder(folder, config)
     probe = run_env(config, graphs)
@@ -118,7 +124,7 @@ def train(
     sizes = [g.num_nodes for g in graphs]
     what = f"{config.name} ({config.head} head, {model.algorithm_name})"
     log(f"training {what} on {len(graphs)} graphs of {min(sizes)}-{max(sizes)} nodes for {ppo.total_timesteps} steps")
-    return _learn(model, config, graphs, eval_graphs, folder, progress, log, callback=callback)
+    return _learn(model, config, graphs, eval_graphs, folder, progress, log, callback=callback, tracking=tracking)
 
 
 def check_run_folder(folder: Path, config: RunConfig) -> None:
@@ -247,6 +253,7 @@ def _learn(
     log: Callable[[str], None],
     earlier: dict[str, Any] | None = None,
     callback: UserCallback = None,
+    tracking: Tracking | None = None,
 ) -> TrainResult:
     """Run the algorithm up to the budget (or Ctrl-C) with the run's logs, evaluations and checkpoints, and
     the user's ``callback`` after them, and save; ``earlier`` is the interrupted run's training
@@ -259,6 +266,7 @@ def _learn(
     disk that fails under the logs, end the run with a resumable checkpoint (:class:`TrainingStopped`)."""
     resumed, earlier = bool(earlier), earlier or {}
     budget = config.ppo.total_timesteps
+    tracked = TrackedRun(tracking, config, folder) if tracking is not None else None  # before the clock: a new database takes seconds
     timer, stop = PhaseTimer(earlier.get("rollout_seconds", 0.0), earlier.get("update_seconds", 0.0)), StopOnInterrupt()
     started = time.perf_counter() - earlier.get("seconds", 0.0)
     staging = staging_folder(folder)
@@ -271,6 +279,8 @@ def _learn(
     if eval_graphs:
         periodic.append(EvalOnGraphs(config, eval_graphs, staging, timer.aside, best_so_far(folder) if resumed else None))
     model.set_logger(make_logger(staging, config.log, folder / PROGRESS if resumed else None))
+    if tracked is not None:
+        model.logger.output_formats.append(tracked.metrics)
     model.report, model.report_every_update = log, config.log.stdout
     callbacks = [timer, stop, *periodic] + ([] if progress else [ProgressLines(log, budget)]) + _user_callbacks(callback)
     died = None
@@ -287,6 +297,9 @@ def _learn(
     except BaseException:
         _close_envs(model)
         _leave_staging(staging, log)
+        if tracked is not None:
+            with suppress(TrackingFailed):
+                tracked.finish(None, "FAILED")
         raise
     finally:
         with suppress(OSError):  # a disk that failed under the logs fails again at their close; that is being handled
@@ -298,8 +311,15 @@ def _learn(
     unfinished = result.interrupted or died is not None
     try:
         _save(model, config, record(result.steps, not unfinished), folder, staging, resumed, unfinished)
+    except BaseException:
+        if tracked is not None:
+            with suppress(TrackingFailed):
+                tracked.finish(None, "FAILED")
+        raise
     finally:  # after the save: closing envs on a Ray cluster that is gone takes seconds, and the save must not wait
         _close_envs(model)
+    if tracked is not None:
+        tracked.finish(folder, "FINISHED" if not unfinished else "KILLED" if died is None else "FAILED")
     if died is not None:
         raise TrainingStopped(
             f"training stopped at step {result.steps} of {budget}: {_why_stopped(died)}; saved {folder}; "

@@ -190,12 +190,6 @@ def check_replay_fits(config: RunConfig, env, log: Callable[[str], None]) -> Non
         )
 
 
-def check_device(device: str) -> None:
-    """Refuse a CUDA run where torch sees no GPU, before anything is built."""
-    if device == "cuda" and not torch.cuda.is_available():
-        raise UsageError(f"device cuda: torch {torch.__version__} sees no CUDA GPU on this machine; use --device cpu or auto")
-
-
 def make_model(config: RunConfig, graphs: list[Graph], seed: int) -> BaseAlgorithm:
     """The run's algorithm on its vector env, with a logger that writes nothing (without one, SB3's
     ``learn`` makes an empty folder in the temp dir every call); :func:`_learn` sets the run's own."""

@@ -16,17 +16,16 @@ import contextlib
 import datetime
 import json
 import math
+import multiprocessing
+import multiprocessing.connection
 import os
-import queue
 import re
 import signal
-import subprocess
 import sys
-import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +82,8 @@ class Search:
     ``study.db`` in the output folder"""
     study_name: str = DEFAULT_STUDY
     n_jobs: int = 1
-    """trials at once, each in a process of its own (training holds the interpreter and its torch threads)"""
+    """trials at once, each in a process of its own (training holds the interpreter and its torch threads);
+    forked from this one on Linux when each uses one torch thread (see :func:`_start_method`)"""
     sampler: str = "tpe"
     """one of :data:`graphtransfer.training.samplers.SAMPLERS`"""
     pruner: str = "median"
@@ -187,7 +187,8 @@ def tune(config: RunConfig, folder: str | Path, search: Search | None = None, lo
             if search.n_jobs == 1:
                 _run_trials(study, optuna, config, folder, search, graphs, every, log)
             else:
-                _run_workers(config, folder, search, log)
+                storage.engine.dispose()  # workers open their own connections; none of this process's may be shared
+                _run_workers(config, folder, search, graphs, every, log)
         return _result(study, optuna, config, folder, search)
 
 
@@ -429,114 +430,105 @@ def _identity(search: Search) -> dict[str, str | None]:
     return {"storage": _hidden(search.storage) if search.storage else None, "study_name": search.study_name}
 
 
-def _run_workers(config: RunConfig, folder: Path, search: Search, log: Callable[[str], None]) -> None:
-    """Run ``search.n_jobs`` worker processes (:func:`work`) on the study and print their lines
+def _run_workers(config: RunConfig, folder: Path, search: Search, graphs: list[Graph], every: int, log: Callable[[str], None]) -> None:
+    """Run ``search.n_jobs`` worker processes (:func:`_work`) on the study and print their lines
     here. Each is a session of its own, so Ctrl-C reaches only this process, which passes it on
     once to each worker (they mark their running trials failed) and waits for them to end. A
     worker that fails stops the others; its error is raised here."""
-    job = json.dumps({"config": config.to_dict(), "folder": str(folder.resolve()), "search": asdict(search)})
-    workers = [
-        subprocess.Popen(
-            [sys.executable, "-c", "from graphtransfer.training.tuning import work; work()"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        for _ in range(search.n_jobs)
-    ]
-    lines: queue.Queue = queue.Queue()
-    for index, worker in enumerate(workers):
-        for stream in (worker.stdout, worker.stderr):
-            threading.Thread(target=_read_lines, args=(stream, index, stream is worker.stderr, lines), daemon=True).start()
-        worker.stdin.write(job)
-        worker.stdin.close()
+    context = multiprocessing.get_context(_start_method(config.runtime.threads or 1))
+    workers, ends = [], []
     try:
-        errors = _relay(workers, lines, log)
+        for _ in range(search.n_jobs):
+            receiving, sending = context.Pipe(duplex=False)
+            worker = context.Process(target=_work, args=(sending, config, folder.resolve(), search, graphs, every), name="tune worker")
+            worker.start()
+            sending.close()  # the worker holds the only sending end, so its end reads as EOF here
+            workers.append(worker)
+            ends.append(receiving)
+        errors = _relay(workers, ends, log)
     except KeyboardInterrupt:
         _stop(workers)
         raise
     for index, worker in enumerate(workers):
-        if worker.returncode == 130:
-            raise KeyboardInterrupt  # a worker stopped by a signal of its own
-        if worker.returncode != 0:
-            said = [line for line in errors[index] if line.startswith("error: ")]
-            message = said[-1].removeprefix("error: ") if said else f"a tune worker process ended with exit code {worker.returncode}"
-            raise (UsageError if worker.returncode == 2 else GraphTransferError)(message)
-    for lines_of_one in errors.values():
-        for line in lines_of_one:  # warnings of workers that went on
-            print(line, file=sys.stderr)
+        if worker.exitcode not in (0, 130):  # a failure, not a worker another one's failure stopped
+            raise (UsageError if worker.exitcode == 2 else GraphTransferError)(errors.get(index) or _ended(worker.exitcode))
+    if any(worker.exitcode == 130 for worker in workers):
+        raise KeyboardInterrupt  # a worker stopped by a signal of its own
 
 
-def _read_lines(stream, index: int, is_stderr: bool, lines: queue.Queue) -> None:
-    for line in stream:
-        lines.put((index, is_stderr, line.rstrip("\n")))
-    lines.put((index, is_stderr, None))
+def _start_method(threads: int) -> str:
+    """How workers start: forked on Linux when each trains on one torch thread, so a worker starts
+    in milliseconds with this process's imports and graphs, where a fresh interpreter spends
+    seconds importing torch, PyG and SB3 again. Otherwise fresh ('spawn'): an OpenMP thread pool
+    this process may have started does not survive a fork (a forked worker's first op on several
+    threads would hang), macOS forks unsafely and Windows not at all."""
+    return "fork" if sys.platform == "linux" and threads == 1 else "spawn"
 
 
-def _relay(workers: list[subprocess.Popen], lines: queue.Queue, log: Callable[[str], None]) -> dict[int, list[str]]:
-    """Print the workers' output lines until every worker has closed its output; keep what they
-    write to stderr, by worker. The first worker to fail stops the others."""
-    errors: dict[int, list[str]] = {index: [] for index in range(len(workers))}
-    open_streams = 2 * len(workers)
-    closed = [0] * len(workers)
-    while open_streams:
-        index, is_stderr, line = lines.get()
-        if line is None:
-            open_streams -= 1
-            closed[index] += 1
-            if closed[index] == 2 and workers[index].wait() != 0:
-                _stop([worker for worker in workers if worker.poll() is None])
-        elif is_stderr:
-            errors[index].append(line)
-        else:
-            log(line)
-    for worker in workers:
-        worker.wait()
+def _ended(code: int | None) -> str:
+    if code is not None and code < 0:
+        return f"a tune worker process was killed by {signal.Signals(-code).name}; run the same command again to go on"
+    return f"a tune worker process ended with exit code {code}"
+
+
+def _relay(workers: list, ends: list, log: Callable[[str], None]) -> dict[int, str]:
+    """Print the workers' lines until every worker has ended; the error each sent, by worker. The
+    first worker to fail stops the others."""
+    errors: dict[int, str] = {}
+    reading = {end: index for index, end in enumerate(ends)}
+    while reading:
+        for end in multiprocessing.connection.wait(list(reading)):
+            index = reading[end]
+            try:
+                kind, text = end.recv()
+            except EOFError:  # the worker has ended
+                del reading[end]
+                workers[index].join()
+                if workers[index].exitcode != 0:
+                    _stop(workers)
+                continue
+            if kind == "error":
+                errors[index] = text
+            else:
+                log(text)
     return errors
 
 
-def _stop(workers: list[subprocess.Popen]) -> None:
+def _stop(workers: list) -> None:
     """Ctrl-C, once, to each worker still running; those that have not ended after
     :data:`WORKER_STOP_SECONDS` are killed."""
     for worker in workers:
-        if worker.poll() is None:
-            worker.send_signal(signal.SIGINT)
+        if worker.is_alive():
+            os.kill(worker.pid, signal.SIGINT)
+    deadline = time.monotonic() + WORKER_STOP_SECONDS
     for worker in workers:
-        try:
-            worker.wait(timeout=WORKER_STOP_SECONDS)
-        except subprocess.TimeoutExpired:
+        worker.join(max(0.0, deadline - time.monotonic()))
+        if worker.is_alive():
             worker.kill()
-            worker.wait()
+            worker.join()
 
 
-def work() -> None:
-    """One worker process of ``tune --n-jobs``, started by :func:`_run_workers`: reads its job (the
-    config, folder and search, as JSON) from stdin, runs trials on the study until it is full,
-    prints one line per trial, and exits 0, or with an ``error:`` line on stderr and 2 (bad
-    input), 1 (a failure) or 130 (Ctrl-C)."""
-    from graphtransfer.process import tune_process
-
-    tune_process()  # as the command line does for its own process
+def _work(sending, config: RunConfig, folder: Path, search: Search, graphs: list[Graph], every: int) -> None:
+    """One worker process of ``tune --n-jobs``, started by :func:`_run_workers`: runs trials on the
+    study until it is full and sends ``("line", text)`` per trial to the process that started it;
+    or sends ``("error", text)`` and exits 2 (bad input) or 1 (a failure); exits 130 on Ctrl-C."""
+    if sys.platform != "win32":
+        os.setsid()  # Ctrl-C at the terminal reaches the process that started this one, which passes it on once
     try:
-        job = json.loads(sys.stdin.read())
         optuna = import_optuna()
-        config, folder, search = RunConfig.from_dict(job["config"], "the search"), Path(job["folder"]), Search(**job["search"])
-        graphs, every = _evaluation(config)
         with _storage_errors(folder, search):
             study = _load_study(optuna, folder, search, config, every)
-            _run_trials(study, optuna, config, folder, search, graphs, every, log=lambda line: print(line, flush=True))
+            _run_trials(study, optuna, config, folder, search, graphs, every, log=lambda line: sending.send(("line", line)))
     except KeyboardInterrupt:
         sys.exit(130)
     except UsageError as err:
-        _exit_with(f"error: {err}", 2)
+        _exit_with(sending, str(err), 2)
     except Exception as err:  # noqa: BLE001 - whatever ends a worker is one line for the process that started it
-        _exit_with(f"error: {err}" if isinstance(err, GraphTransferError) else f"error: {type(err).__name__}: {err}", 1)
+        _exit_with(sending, str(err) if isinstance(err, GraphTransferError) else f"{type(err).__name__}: {err}", 1)
 
 
-def _exit_with(line: str, code: int) -> None:
-    print(line, file=sys.stderr, flush=True)
+def _exit_with(sending, error: str, code: int) -> None:
+    sending.send(("error", error))
     sys.exit(code)
 
 
