@@ -215,12 +215,18 @@ def _train_config(config_file: Path | None, settings: dict[str, Any], set_values
     return resolve([*layers, option_layer(settings), parse_sets(set_values)])
 
 
+def _typed(ctx: typer.Context, name: str) -> bool:
+    """Whether the option ``name`` was given on the command line (not a default or an environment variable)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
+
+
 def _refuse_settings_beside_resume(ctx: typer.Context) -> None:
     """A resumed run keeps its own settings; an option given beside --resume would be silently ignored.
     The runtime options (progress bar, node budget, mixed precision) change how it runs, not what it learns: they stay."""
     flags = {param.name: param.opts[0] for param in ctx.command.params}
     runtime = ("resume", "progress", "max_nodes_per_batch", "mixed_precision", "env")
-    typed = [name for name in ctx.params if name not in runtime and ctx.get_parameter_source(name).name == "COMMANDLINE"]
+    typed = [name for name in ctx.params if name not in runtime and _typed(ctx, name)]
     if typed:
         options = ", ".join(flags[name] for name in typed)
         raise UsageError(f"--resume takes every setting from the folder's config.json; drop {options}")
@@ -423,17 +429,17 @@ def transfer(
     typer.echo(f"zero-shot on the destination graphs ({result.config.name}, {result.config.head} head):")
     for line in format_rows(result.rows):
         typer.echo("  " + line)
-    if result.finetune:
-        tuned = result.finetune
+    tuned, tuned_rows = result.finetune, result.finetuned_rows
+    if tuned and tuned_rows:
         phases = f"rollout {tuned.rollout_seconds:.1f} s, update {tuned.update_seconds:.1f} s"
         typer.echo(f"fine-tuned {tuned.steps} steps in {tuned.seconds:.1f} s ({phases}), then:")
-        for line in format_rows(result.finetuned_rows):
+        for line in format_rows(tuned_rows):
             typer.echo("  " + line)
-    if result.adapted:
-        done = result.adapted
+    done, adapted_rows = result.adapted, result.adapted_rows
+    if done and adapted_rows:
         budget = f"budget {done.budget:g} s"
         typer.echo(f"adapted {done.steps} steps in {done.seconds:.1f} s ({budget}) on {len(done.subgraphs)} subgraphs, then:")
-        for line in format_rows(result.adapted_rows):
+        for line in format_rows(adapted_rows):
             typer.echo("  " + line)
         why = "" if result.kept == "adapted" else ": adapting scored lower on the destination"
         if not done.steps:
@@ -519,8 +525,8 @@ def predict(
             "--node-order": decoder.node_order != "auto",
             "--source/--target": source is not None or target is not None,
         }
-        _check_partitioned(graph, ray_address, single_process_options)
-        return _predict_partitioned(model, graph, out, partitions, ray_address, decoder.seed, env, force)
+        address = _check_partitioned(graph, ray_address, single_process_options)
+        return _predict_partitioned(model, graph, out, partitions, address, decoder.seed, env, force)
     if resolve(graph).is_dir():
         if source is not None or target is not None:
             raise UsageError("--source and --target name nodes of one graph; --graph names a folder")
@@ -565,9 +571,9 @@ def predict(
         typer.echo(f"wrote {draw}")
 
 
-def _check_partitioned(graph: str, ray_address: str | None, single_process_options: dict[str, bool]) -> None:
+def _check_partitioned(graph: str, ray_address: str | None, single_process_options: dict[str, bool]) -> str:
     """``--partitions``: one graph, a Ray cluster, and none of the options (named, each ``True``
-    where given) that only a single-process solve has."""
+    where given) that only a single-process solve has; the cluster's address."""
     from graphtransfer.graphs import resolve
 
     if ray_address is None:
@@ -577,6 +583,7 @@ def _check_partitioned(graph: str, ray_address: str | None, single_process_optio
     clashing = [name for name, given in single_process_options.items() if given]
     if clashing:
         raise UsageError(f"--partitions runs the local-max decoding alone, until every node is decided; drop {clashing[0]}")
+    return ray_address
 
 
 def _predict_partitioned(model: Path, graph: str, out: Path, parts: int, ray_address: str, seed: int, env, force: bool) -> None:
@@ -761,8 +768,9 @@ def _keep_finished_rows(lost: ClusterLost, json_out: Path | None) -> None:
     """A cluster that died mid-evaluation: show the rows it finished, write them to ``json_out``,
     and fail with one line that says what is kept."""
     from graphtransfer.reporting.report import format_rows, write_json
+    from graphtransfer.solve.evaluate import EvalRow
 
-    rows = [lost.finished[index] for index in sorted(lost.finished)]
+    rows = [row for _, row in sorted(lost.finished.items()) if isinstance(row, EvalRow)]
     if not rows:
         raise GraphTransferError(f"{lost}; no graph was finished, run the evaluation again") from None
     for line in format_rows(rows):

@@ -72,6 +72,7 @@ class FieldOption:
         if bool in _options(self.hint):
             option = typer.Option(f"{self.flag}/--no-{self.flag[2:]}", help=_escaped(self.help))
             return inspect.Parameter(self.name, KEYWORD, default=declared.default, annotation=Annotated[bool | None, option])
+        default: str | None
         if declared.default_factory is not MISSING:
             default = json.dumps(declared.default_factory())
         else:

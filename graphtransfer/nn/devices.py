@@ -3,6 +3,8 @@ solving alike, before anything is built, read or written."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 
 from graphtransfer.errors import UsageError
@@ -17,11 +19,11 @@ def check_device(device: str) -> None:
         raise UsageError(f"device cuda: torch {torch.__version__} sees no CUDA GPU on this machine; use --device cpu or auto")
 
 
-def resolve_device(name: str) -> str:
+def resolve_device(name: str) -> Literal["cpu", "cuda"]:
     """``--device`` (one of :data:`DEVICES`) as the device to run on, ``cpu`` or ``cuda``."""
     if name not in DEVICES:
         raise UsageError(f"--device {name!r} must be one of {', '.join(DEVICES)}, e.g. --device cpu")
     check_device(name)
     if name == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    return name
+    return "cuda" if name == "cuda" else "cpu"
