@@ -27,11 +27,12 @@ import json
 import re
 import tempfile
 import time
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import torch
@@ -40,6 +41,7 @@ from safetensors.torch import load, save
 from stable_baselines3.common.policies import ActorCriticPolicy
 
 from graphtransfer.config import RunConfig
+from graphtransfer.envs.contract import check_contract
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import CheckpointError, GraphTransferError
 from graphtransfer.io import atomic_write, folder_lock, sync_folder
@@ -294,7 +296,9 @@ def check_fits(checkpoint: Checkpoint, env: gym.Env) -> None:
             "restore the env the model was trained with, or retrain"
         )
     name = next((name for name in INPUT_WEIGHTS if name in checkpoint.tensors), None)
-    encoder, width = checkpoint.tensors.get(name), env.observation_space["x"].shape[-1]
+    x = typing.cast(gym.spaces.Box, check_contract(env.observation_space)["x"])  # the contract's x: a Box (max_nodes, F)
+    width = x.shape[-1]
+    encoder = None if name is None else checkpoint.tensors[name]
     if encoder is not None and encoder.shape[1] != width:
         raise CheckpointError(
             f"{where}: {name} is {tuple(encoder.shape)} in the checkpoint but this env needs {(encoder.shape[0], width)}: "
@@ -309,7 +313,7 @@ def load_policy_into_env(checkpoint: Checkpoint, env: gym.Env) -> tuple[ActorCri
     check_fits(checkpoint, env)
     config = checkpoint.config
     build = build_q_policy if config.algo == "dqn" else build_policy
-    policy = build(config.head or head_of(env), config.model, env.observation_space, env.action_space)
+    policy = build(config.head or head_of(env), config.model, check_contract(env.observation_space), env.action_space)
     return policy, load_strict(policy, checkpoint.tensors)
 
 
@@ -421,8 +425,16 @@ def _read_meta(folder: Path) -> dict[str, Any]:
     return meta
 
 
-def _named_files(folder: Path, meta: dict[str, Any]) -> dict[str, dict[str, str]]:
+class _TensorFile(NamedTuple):
+    name: str
+    """a plain ``.safetensors`` file name inside the model folder"""
+    sha256: object
+    """the digest ``config.json`` records (as read: a file whose digest differs, or has none, is refused)"""
+
+
+def _named_files(folder: Path, meta: dict[str, Any]) -> dict[str, _TensorFile]:
     """The tensor files ``config.json`` names, each checked to be a plain file name in ``folder``."""
+    files: object
     if meta["format_version"] == 1:
         files = {"weights": {"name": "model.safetensors", "sha256": meta.get("weights_sha256")}}
     else:
@@ -433,21 +445,21 @@ def _named_files(folder: Path, meta: dict[str, Any]) -> dict[str, dict[str, str]
         name = entry.get("name") if isinstance(entry, dict) else None
         if not isinstance(name, str) or Path(name).name != name or not name.endswith(".safetensors"):
             raise CheckpointError(f"{folder / CONFIG}: names {name!r}; expected a .safetensors file name inside the model folder")
-    return files
+    return {role: _TensorFile(entry["name"], entry.get("sha256")) for role, entry in files.items()}
 
 
-def _read_tensors(folder: Path, entry: dict[str, str]) -> dict[str, torch.Tensor]:
+def _read_tensors(folder: Path, entry: _TensorFile) -> dict[str, torch.Tensor]:
     """The tensors of one named file, parsed from the very bytes whose sha256 was checked."""
-    path = folder / entry["name"]
+    path = folder / entry.name
     try:
         data = path.read_bytes() if path.is_file() else None
     except FileNotFoundError:  # deleted between the two calls
         data = None
     if data is None:
-        if _committed_since(folder, entry["name"]):
+        if _committed_since(folder, entry.name):
             raise _Replaced
         raise CheckpointError(f"{path}: missing, though {CONFIG} names it; the folder is incomplete, restore it or retrain")
-    if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+    if hashlib.sha256(data).hexdigest() != entry.sha256:
         raise CheckpointError(f"{path}: sha256 differs from {CONFIG}; the file is damaged or was replaced, retrain or restore it")
     try:
         tensors = load(data)

@@ -67,9 +67,9 @@ def padded_structure(edge_index: np.ndarray, num_nodes: int, max_nodes: int, max
     }
 
 
-def check_contract(space: spaces.Space, where: str = "env") -> None:
-    """Raise :class:`~graphtransfer.errors.UsageError` naming the first key of ``space`` that
-    breaks the contract, what was found and what is expected."""
+def check_contract(space: spaces.Space, where: str = "env") -> spaces.Dict:
+    """``space``, checked: raise :class:`~graphtransfer.errors.UsageError` naming the first key of
+    ``space`` that breaks the contract, what was found and what is expected."""
     if not isinstance(space, spaces.Dict):
         raise UsageError(
             f"{where}: observation space is {type(space).__name__}; expected gymnasium.spaces.Dict with keys "
@@ -92,6 +92,7 @@ def check_contract(space: spaces.Space, where: str = "env") -> None:
             raise UsageError(f"{where}: observation key {key!r} is {found}; expected a Box of shape {shape} and dtype {dtype}")
     if EDGE_ATTR in space.spaces:
         _check_edge_attr(space, where)
+    return space
 
 
 def _check_edge_attr(space: spaces.Dict, where: str) -> None:

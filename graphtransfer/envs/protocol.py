@@ -16,12 +16,15 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import gymnasium as gym
 import numpy as np
 
+from graphtransfer.config.schema import HeadName
 from graphtransfer.envs.contract import infer_head
 from graphtransfer.errors import UsageError
 
 
 class Head(str, Enum):
     """Which policy head acts; the value is what config.json stores."""
+
+    _value_: HeadName
 
     NODE_WISE = "node-wise"
     """``MultiDiscrete([k] * max_nodes)``: every node acts at once"""

@@ -84,7 +84,9 @@ def draw_solution(graph: Graph, solution: Solution, config: RunConfig, path: str
     pos = spring_layout(graph)
     figure, axes = plt.subplots(figsize=(8, 8), dpi=110)
     src, dst = graph.edge_index[:, graph.edge_index[0] < graph.edge_index[1]]
-    axes.add_collection(LineCollection(np.stack([pos[src], pos[dst]], axis=1), colors="#9aa0a6", linewidths=0.6, alpha=0.6, zorder=1))
+    segments = np.stack([pos[src], pos[dst]], axis=1)  # (edges, 2, 2)
+    # matplotlib's stub asks for a Sequence; its documentation takes an (n, 2, 2) array as well
+    axes.add_collection(LineCollection(segments, colors="#9aa0a6", linewidths=0.6, alpha=0.6, zorder=1))  # type: ignore[arg-type]
     size = float(np.clip(12000 / max(graph.num_nodes, 1), 6, 120))
     rows = np.asarray(solution.solution)
     if rows.shape == (graph.num_nodes,):

@@ -32,7 +32,8 @@ def format_rows(rows: list[EvalRow]) -> list[str]:
             )
             name = " " * len(name)
         if row.polished is not None:
-            versus = "  ".join(f"{b.name}+polish {b.polished:.6g} ({row.compare(row.polished, b.polished)})" for b in row.baselines)
+            polished = [(b.name, b.polished) for b in row.baselines if b.polished is not None]
+            versus = "  ".join(f"{baseline}+polish {value:.6g} ({row.compare(row.polished, value)})" for baseline, value in polished)
             lines.append(f"{name} {'polished':<{labels}} {row.polished:>10.6g} {'yes':>5} {'':>6} {'':>7} {'':>6}  {versus}")
     return lines
 
@@ -40,7 +41,7 @@ def format_rows(rows: list[EvalRow]) -> list[str]:
 def _what_is_compared(rows: list[EvalRow]) -> str:
     """The table's comparison, as :meth:`EvalRow.compare` makes it: a ratio, a difference, or both."""
     pairs = [(s.objective, b.objective) for row in rows for s in row.decodings.values() for b in row.baselines]
-    pairs += [(row.polished, b.polished) for row in rows if row.polished is not None for b in row.baselines]
+    pairs += [(row.polished, b.polished) for row in rows if row.polished is not None for b in row.baselines if b.polished is not None]
     kinds = {EvalRow.compares_by_ratio(value, baseline) for value, baseline in pairs}
     if kinds == {False}:
         return "policy - baseline"

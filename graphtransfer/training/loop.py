@@ -117,7 +117,7 @@ def train(
     folder = Path(folder or default_run_folder(config))
     check_run_folder(folder, config)
     probe = run_env(config, graphs)
-    config = replace(config, head=head_of(probe))
+    config = replace(config, head=head_of(probe).value)
     check_algo(config)
     check_buffer_fits(config, probe, log)
     model = make_model(config, graphs, ppo.seed)
@@ -202,7 +202,7 @@ def finetune(
     budget = runtime.max_nodes_per_batch or FINETUNE_MAX_NODES_PER_BATCH
     tuned = finetune_config(config, graphs, steps, budget, runtime.mixed_precision)
     probe = run_env(tuned, graphs)
-    tuned = replace(tuned, head=head_of(probe))  # folders from before heads were recorded have none
+    tuned = replace(tuned, head=head_of(probe).value)  # folders from before heads were recorded have none
     check_buffer_fits(tuned, probe, log)
     model = make_model(tuned, graphs, tuned.ppo.seed)
     model.policy.load_state_dict(policy.state_dict())

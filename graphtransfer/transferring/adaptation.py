@@ -95,7 +95,7 @@ def adapt(
     ppo = replace(ppo, n_steps=n_steps, batch_size=batch_size)
     tuned = replace(config, ppo=replace(ppo, learning_rate=_start_value(ppo.learning_rate), clip_range=_start_value(ppo.clip_range)))
     probe = run_env(tuned, subgraphs)
-    tuned = replace(tuned, head=head_of(probe))
+    tuned = replace(tuned, head=head_of(probe).value)
     check_buffer_fits(tuned, probe, log)
     model = make_model(tuned, subgraphs, seed)
     model.policy.load_state_dict(policy.state_dict())
@@ -105,7 +105,8 @@ def adapt(
     try:
         model.learn(_UNLIMITED_STEPS, callback=[PhaseTimer(), deadline])
     finally:
-        model.env.close()
+        if model.env is not None:  # make_model gives it one; SB3 types it optional
+            model.env.close()
     steps = deadline.completed_steps if deadline.stopped else model.num_timesteps
     policy.load_state_dict(model.policy.state_dict())
     return AdaptResult(steps, time.perf_counter() - started, seconds, subgraphs)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
-from stable_baselines3 import PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
 
 from graphtransfer.checkpoint import LoadReport, is_model_folder, read_checkpoint, save_or_keep
 from graphtransfer.config import Decoding, RunConfig, Runtime
@@ -43,9 +43,10 @@ class TransferResult:
     """which weights were saved after adaptation: ``adapted``, or ``zero-shot`` where adapting made them worse"""
 
     @cached_property
-    def model(self) -> PPO:
-        """The transferred model as an SB3 algorithm (``PPO`` or ``MaskablePPO``) on the destination
-        graphs, built from the saved folder on first use (see :func:`~graphtransfer.training.model.load_model`)."""
+    def model(self) -> BaseAlgorithm:
+        """The transferred model as the SB3 algorithm it was trained with (``PPO`` or ``MaskablePPO``,
+        ``A2C``, DQN) on the destination graphs, built from the saved folder on first use (see
+        :func:`~graphtransfer.training.model.load_model`)."""
         return load_model(self.folder, self.graphs, self.env)
 
 
@@ -119,7 +120,7 @@ def transfer(
     check_output_folder(out, [checkpoint.folder, resolve(dst)], is_model_folder, "model")
     loaded = policy_for_graphs(checkpoint, graphs, runtime)
     policy, report = loaded.policy, loaded.report
-    config = replace(config, head=head_of(loaded.env))  # folders from before heads were recorded have none
+    config = replace(config, head=head_of(loaded.env).value)  # folders from before heads were recorded have none
     if seed is not None:
         config = replace(config, ppo=replace(config.ppo, seed=seed))
         config.check("--seed")
