@@ -3,7 +3,6 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # A local CPU build of torch is installed first; an unpinned torch would pull GBs of CUDA packages.
-# --no-compile: Python compiles (and caches) only the modules it imports, not all of torch and ray at install.
 TORCH_SPEC ?= torch==2.13.0
 
 .PHONY: install demo test docs bench lint clean
@@ -13,8 +12,8 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q --no-compile "$(TORCH_SPEC)"
-	$(BIN)/pip install -q --no-compile -e ".[test]"
+	$(BIN)/pip install -q "$(TORCH_SPEC)"
+	$(BIN)/pip install -q -e ".[test]"
 	touch $@
 
 demo: install  ## train on sample_graphs/small, transfer to the 250k-node graph, predict there
