@@ -9,8 +9,9 @@ from hypothesis import settings
 
 from graphtransfer.graphs import Graph, from_edges
 
-# The suite runs in one process on CI's 2 cores; one torch thread avoids oversubscription, which
-# made small-graph tests several times slower, and matches the training default.
+# `make test` runs the suite in two processes on CI's 2 cores (pytest-xdist); one torch thread per
+# process avoids oversubscription, which made small-graph tests several times slower, and matches
+# the training default.
 torch.set_num_threads(1)
 
 # The fuzz tests draw the same damaged files every run, so CI passes or fails on the code, not on
