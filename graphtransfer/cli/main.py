@@ -7,6 +7,7 @@ PyG and SB3 are imported inside the commands that run a model, so ``--help``, ``
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import warnings
@@ -15,10 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from graphtransfer.cli.common import fail as _fail
 from graphtransfer.cli.common import friendly_errors
-from graphtransfer.cli.graphs import app as graphs_app
 from graphtransfer.cli.options import takes_params, takes_settings
 from graphtransfer.config import (
     AUTO_ROLLOUTS,
@@ -41,7 +42,31 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Train a GNN policy on small graphs with PPO (or A2C, DQN), transfer it to large graphs, predict there.",
 )
-app.add_typer(graphs_app, name="graphs")
+
+
+class GraphCommands(TyperGroup):
+    """``graphtransfer graphs``, whose commands (:mod:`graphtransfer.cli.graphs`) are made the first
+    time one is asked for: their options name the graph formats and generators, whose modules
+    import numpy, which the other commands' ``--help`` then does without."""
+
+    def list_commands(self, ctx: typer.Context) -> list[str]:
+        return list(_graph_commands())
+
+    def get_command(self, ctx: typer.Context, cmd_name: str):
+        return _graph_commands().get(cmd_name)
+
+
+@functools.cache
+def _graph_commands() -> dict:
+    from graphtransfer.cli.graphs import app as graphs_app
+
+    return typer.main.get_group(graphs_app).commands
+
+
+app.add_typer(
+    typer.Typer(cls=GraphCommands, no_args_is_help=True, pretty_exceptions_enable=False, help="Inspect, convert and generate graph files."),
+    name="graphs",
+)
 
 
 @app.callback()

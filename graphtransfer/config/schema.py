@@ -11,6 +11,7 @@ Where the values come from and in which order is :mod:`graphtransfer.config.laye
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import types
@@ -427,7 +428,7 @@ def declaration(dotted: str) -> tuple[Field, Any]:
 
 def field_of(kind: type, name: str) -> tuple[Field, Any]:
     """The field ``name`` of the dataclass ``kind`` (a section, :class:`Decoding`, :class:`Runtime`), and its type hint."""
-    return next(f for f in fields(kind) if f.name == name), typing.get_type_hints(kind)[name]
+    return next(f for f in fields(kind) if f.name == name), _type_hints(kind)[name]
 
 
 def help_of(dotted: str) -> str:
@@ -502,9 +503,16 @@ def check_fields(params: Any) -> None:
         object.__setattr__(params, name, _check_value(where, name, getattr(params, name), hint, metadata))
 
 
+@functools.cache
+def _type_hints(kind: type) -> dict[str, Any]:
+    """The fields' type hints of the dataclass ``kind``, evaluated once: the annotations are strings
+    (``from __future__ import annotations``), and evaluating them is most of building the command line's options."""
+    return typing.get_type_hints(kind)
+
+
 def _declared(kind: type) -> dict[str, tuple[Any, Mapping[str, Any]]]:
     """Each field's type hint and metadata, by name."""
-    hints = typing.get_type_hints(kind)
+    hints = _type_hints(kind)
     return {f.name: (hints[f.name], f.metadata) for f in fields(kind)}
 
 
