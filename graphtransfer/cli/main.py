@@ -339,7 +339,7 @@ SOLVE_RUNTIME = ("threads", "max_nodes_per_batch", "mixed_precision")
 @app.command()
 @friendly_errors
 @takes_params(Decoding, "decoder", "max_passes")
-@takes_params(Runtime, "runtime", *SOLVE_RUNTIME)
+@takes_params(Runtime, "runtime", *SOLVE_RUNTIME, "device")
 def transfer(
     src: Annotated[str, typer.Option(help="Trained model folder, or the graph set name it was trained on.")],
     dst: Annotated[str, typer.Option(help="Sample set name, graph file or folder to transfer to.")],
@@ -382,6 +382,7 @@ def transfer(
 
     Example: graphtransfer transfer --src small --dst large --finetune-steps 16 --max-nodes-per-batch 250000
     Example: graphtransfer transfer --src small --dst er-n5000-d64-s1.txt --adapt 60
+    Example: graphtransfer transfer --src small --dst large --device cuda --finetune-steps 16
     """
     adapt_seconds = None if adapt is None else _seconds_option("--adapt", adapt, 60)
     if finetune_steps == 0 and adapt_seconds is None:  # it only solves: see graphtransfer.process.prefer_small_pages
@@ -407,6 +408,7 @@ def transfer(
         env=env,
         adapt_seconds=adapt_seconds,
         seed=seed,
+        device=runtime.device,
     )
     typer.echo(f"source {result.source}: {result.report.summary()}")
     typer.echo(f"zero-shot on the destination graphs ({result.config.name}, {result.config.head} head):")

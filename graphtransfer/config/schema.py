@@ -227,7 +227,9 @@ class Runtime:
         low=1,
         high=1024,
     )
-    device: Device = setting("auto", "cpu, cuda or auto")
+    device: Device = setting(
+        "auto", "where the policy runs: cpu, cuda (an error where torch sees no GPU) or auto (cuda where torch sees a GPU, else cpu)"
+    )
     max_nodes_per_batch: int | None = setting(
         None,
         "most graph nodes one pass of the GNN spans; larger batches and graphs run in chunks with the same results, in less "
