@@ -11,6 +11,7 @@ import functools
 import os
 import sys
 import warnings
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -50,15 +51,15 @@ class GraphCommands(TyperGroup):
     time one is asked for: their options name the graph formats and generators, whose modules
     import numpy, which the other commands' ``--help`` then does without."""
 
-    def list_commands(self, ctx: typer.Context) -> list[str]:
+    def list_commands(self, ctx: object) -> list[str]:
         return list(_graph_commands())
 
-    def get_command(self, ctx: typer.Context, cmd_name: str):
+    def get_command(self, ctx: object, cmd_name: str) -> Any:
         return _graph_commands().get(cmd_name)
 
 
 @functools.cache
-def _graph_commands() -> dict:
+def _graph_commands() -> Mapping[str, Any]:
     from graphtransfer.cli.graphs import app as graphs_app
 
     return typer.main.get_group(graphs_app).commands

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from graphtransfer.config import RunConfig
-from graphtransfer.config.schema import check_budget_seconds
+from graphtransfer.config.schema import Device, check_budget_seconds
 from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.graphs import Graph, sample_subgraphs
@@ -77,7 +77,7 @@ def adapt(
     seed: int = 0,
     log: Callable[[str], None] = print,
     size: int = ADAPT_SUBGRAPH_NODES,
-    device: str = "auto",
+    device: Device = "auto",
 ) -> AdaptResult:
     """Train ``policy`` in place on subgraphs of ``size`` nodes of ``graphs`` (:func:`adaptation_graphs`) with the
     run's algorithm and settings (its envs and epochs, the learning rate at its start, rollouts of

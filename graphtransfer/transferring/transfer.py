@@ -11,6 +11,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 from graphtransfer.checkpoint import LoadReport, is_model_folder, read_checkpoint, save_or_keep
 from graphtransfer.config import Decoding, RunConfig, Runtime
+from graphtransfer.config.schema import Device
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import CheckpointError, UsageError
 from graphtransfer.graphs import Graph, load_graphs, resolve
@@ -78,7 +79,7 @@ def transfer(
     adapt_seconds: float | None = None,
     adapt_nodes: int = ADAPT_SUBGRAPH_NODES,
     seed: int | None = None,
-    device: str = "auto",
+    device: Device = "auto",
 ) -> TransferResult:
     """Load the model ``src`` into a model for the graphs ``dst``, evaluate zero-shot there
     against the baselines, optionally fine-tune there for ``finetune_steps`` env steps (and
@@ -151,7 +152,7 @@ def transfer(
 
 
 def _adapt_and_keep(
-    result: TransferResult, policy, seconds: float, nodes: int, decoding: Decoding, device: str, log: Callable[[str], None]
+    result: TransferResult, policy, seconds: float, nodes: int, decoding: Decoding, device: Device, log: Callable[[str], None]
 ) -> dict:
     """Adapt ``policy`` in place, evaluate it on the destination graphs, and put the zero-shot
     weights back if it scores worse there; the record for the model folder's config.json."""
