@@ -68,7 +68,9 @@ def cli_reference() -> str:
 
 def _commands(command, path: list[str]) -> list[list[str]]:
     """The paths of every leaf command under ``command`` (a Typer group or command, which are
-    click's, vendored by newer Typer), in the order ``--help`` lists them."""
-    if getattr(command, "commands", None):
-        return [found for name, sub in command.commands.items() for found in _commands(sub, [*path, name])]
+    click's, vendored by newer Typer), in the order ``--help`` lists them; asked through the group's
+    own ``list_commands``/``get_command``, as ``graphs`` makes its commands on first use."""
+    if hasattr(command, "list_commands"):
+        ctx = typer.Context(command)
+        return [found for name in command.list_commands(ctx) for found in _commands(command.get_command(ctx, name), [*path, name])]
     return [path]

@@ -207,15 +207,16 @@ def test_a_node_budget_changes_no_prediction_and_bounds_fine_tuning(tmp_path, mo
 
 def _commands(group):
     """(path, click command) for every command of the Typer app, subcommands included."""
+    import typer
     import typer.main
 
     root = typer.main.get_command(group)
     stack = [((), root)]
     while stack:
         path, command = stack.pop()
-        children = getattr(command, "commands", None)
-        if children:
-            stack += [((*path, name), child) for name, child in children.items()]
+        if hasattr(command, "list_commands"):  # a group; graphs makes its commands on first use
+            ctx = typer.Context(command)
+            stack += [((*path, name), command.get_command(ctx, name)) for name in command.list_commands(ctx)]
         else:
             yield path, command
 

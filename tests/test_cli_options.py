@@ -1,5 +1,6 @@
 """The options made from the schema (graphtransfer.cli.options): every config-backed option of
-train and tune shows its field's help, choices, range and default, and is checked by the schema."""
+train and tune, and every option of a parameter object (Decoding, Runtime, Search), shows its
+field's help, choices, range and default, and is checked by the schema."""
 
 import typing
 from dataclasses import MISSING, fields
@@ -10,7 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 from graphtransfer.cli import app
-from graphtransfer.config import Decoding, Runtime, cli_keys, declaration, field_of
+from graphtransfer.config import Decoding, Runtime, Search, cli_keys, declaration, field_of
 
 runner = CliRunner()
 COMMANDS = typer.main.get_command(app).commands
@@ -54,17 +55,26 @@ cluster of a folder's workers; transfer's seed of its evaluations and fine-tunin
 to cpu, so that results do not depend on the machine, where training's is auto), declared by hand"""
 
 
-@pytest.mark.parametrize("command", ["predict", "eval", "transfer"])
-def test_every_decoding_and_runtime_option_shows_its_fields_help_and_choices(command):
-    """As above for the parameter objects: a hand-written --threads or --rollouts whose help drifts fails here."""
-    declared = {(f.metadata["cli"] or f.name): (kind, f.name) for kind in (Decoding, Runtime) for f in fields(kind)}
+PARAMETER_OBJECTS = {"predict": (Decoding, Runtime), "eval": (Decoding, Runtime), "transfer": (Decoding, Runtime), "tune": (Search,)}
+"""the parameter objects whose fields each command takes as options"""
+
+
+@pytest.mark.parametrize("command", list(PARAMETER_OBJECTS))
+def test_every_parameter_object_option_shows_its_fields_help_choices_range_and_default(command):
+    """As above for the parameter objects: a hand-written --threads, --rollouts or --n-jobs whose help drifts fails here."""
+    kinds = PARAMETER_OBJECTS[command]
+    declared = {(f.metadata["cli"] or f.name): (kind, f.name) for kind in kinds for f in fields(kind)}
     backed = [param for param in COMMANDS[command].params if param.name in declared and (command, param.name) not in OWN_MEANING]
-    assert {"threads", "max_nodes_per_batch", "mixed_precision", "max_passes"} <= {param.name for param in backed}
+    required = {"threads", "max_nodes_per_batch", "mixed_precision", "max_passes"} if Runtime in kinds else set(declared)
+    assert required <= {param.name for param in backed}
     for param in backed:
         field, hint = field_of(*declared[param.name])
         assert param.help.replace("\\[", "[") == field.metadata["help"], f"{command} --{param.name}: help differs from the schema's"
         if _choices(hint):
             assert param.metavar.rstrip("]").endswith("|".join(_choices(hint))), f"{command} --{param.name}: choices differ"
+        low, high, open_low = field.metadata["low"], field.metadata["high"], field.metadata["open_low"]
+        if low is not None and high is None:
+            assert param.metavar.endswith(f" >{'' if open_low else '='}{low:g}"), f"{command} --{param.name}: range differs"
         expected = field.default if field.default is None or isinstance(field.default, bool) else str(field.default)
         assert param.default == expected, f"{command} --{param.name}: default differs from the schema's"
 
@@ -87,6 +97,10 @@ def test_help_shows_the_choices_and_ranges():
         (["train", "--env-kwargs", "[1]"], "error: --env-kwargs '[1]' is not a JSON object; pass an object such as '{\"horizon\": 16}'"),
         (["tune", "--seed", "-1"], "error: ppo.seed (--seed): -1 must be 0 or more"),
         (["tune", "--eval-every", "-5"], "error: log.eval_every (--eval-every): -5 must be 0 or more"),
+        (["tune", "--n-jobs", "two"], "error: Search.n_jobs (--n-jobs): expected an integer, got 'two'"),
+        (["tune", "--sampler", "grid"], "error: Search.sampler (--sampler): 'grid' is not one of tpe, random, cmaes"),
+        (["tune", "--timeout", "nan"], "error: Search.timeout (--timeout): expected a number, got 'nan'"),
+        (["tune", "--n-trials", "-1"], "error: Search.n_trials (--n-trials): -1 must be 0 or more"),
     ],
 )
 def test_a_bad_option_is_one_line_from_the_schema_and_nothing_runs(args, message, tmp_path, monkeypatch):

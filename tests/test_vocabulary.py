@@ -1,5 +1,5 @@
 """One option vocabulary: ``export --model`` and ``plot --model`` (the positional folder still works,
-with a deprecation warning), and ``--device`` for predict and eval as for train."""
+with a deprecation warning), and ``--device`` for predict, eval and transfer as for train."""
 
 import pytest
 import torch
@@ -85,3 +85,48 @@ def test_a_device_that_is_none_of_the_three_is_one_line(device, tiny_model, tmp_
     line = one_error_line(predict(tiny_model("mis"), "small", tmp_path / "s.csv", "--device", device))
     assert line == f"error: --device {device!r} must be one of auto, cpu, cuda, e.g. --device cpu"
     assert not (tmp_path / "s.csv").exists()
+
+
+def transfer(model, graph, out, *extra):
+    command = ["transfer", "--src", str(model), "--dst", str(graph), "--out", str(out), "--threads", "1", "--seed", "3", *extra]
+    return runner.invoke(app, command)
+
+
+def test_transfer_evaluates_and_fine_tunes_on_the_device_named(tiny_model, tmp_path):
+    """auto: cuda on a machine with a GPU (the zero-shot rows, the fine-tuning and the rows after it), else cpu."""
+    write_edge_list(barabasi_albert(40, 2, 1), tmp_path / "g.txt")
+    options = ["--device", "auto", "--finetune-steps", "4", "--max-passes", "2"]
+    result = transfer(tiny_model("mis"), tmp_path / "g.txt", tmp_path / "m", *options)
+    assert result.exit_code == 0, result.output
+    assert "fine-tuned 4 steps" in result.stdout and result.stdout.count("g.txt") == 2
+    assert next((tmp_path / "m").glob("model-*.safetensors")).stat().st_size > 0
+
+
+def test_fine_tuning_takes_the_device_given_not_the_source_runs():
+    from graphtransfer.config import RunConfig, Runtime
+    from graphtransfer.graphs import load_graphs
+    from graphtransfer.training.loop import finetune_config
+
+    trained_on_cuda = RunConfig(runtime=Runtime(device="cuda"))
+    tuned = finetune_config(trained_on_cuda, load_graphs("small"), 8, Runtime(device="cpu"))
+    assert tuned.runtime.device == "cpu"
+
+
+@no_cuda
+def test_transfer_on_cuda_without_a_gpu_is_refused_before_anything_is_read_or_written(tiny_model, tmp_path):
+    import graphtransfer
+
+    write_edge_list(barabasi_albert(50, 2, 1), tmp_path / "g.txt")
+    expected = f"error: device cuda: torch {torch.__version__} sees no CUDA GPU on this machine; use --device cpu or auto"
+    for extra in ([], ["--finetune-steps", "8"], ["--adapt", "5"]):
+        assert one_error_line(transfer(tiny_model("mis"), tmp_path / "g.txt", tmp_path / "m", "--device", "cuda", *extra)) == expected
+    with pytest.raises(graphtransfer.errors.UsageError, match="sees no CUDA GPU"):
+        graphtransfer.transfer(tiny_model("mis"), tmp_path / "no-such-graph.txt", folder=tmp_path / "m", device="cuda")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.txt"]
+
+
+@pytest.mark.parametrize("device", ["gpu", "CUDA", ""])
+def test_transfer_on_a_device_that_is_none_of_the_three_is_one_line(device, tiny_model, tmp_path):
+    line = one_error_line(transfer(tiny_model("mis"), "small", tmp_path / "m", "--device", device))
+    assert line == f"error: Runtime.device (--device): {device!r} is not one of auto, cpu, cuda"
+    assert not (tmp_path / "m").exists()

@@ -19,12 +19,8 @@ from graphtransfer.graphs.generators import generation_bytes
 from graphtransfer.graphs.graph import MAX_NODES
 from graphtransfer.io import check_output_file
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    help="Inspect, convert and generate graph files.",
-)
+app = typer.Typer(pretty_exceptions_enable=False)
+"""the commands of ``graphtransfer graphs``, a group declared in :mod:`graphtransfer.cli.main` that loads them on first use"""
 
 _READ_FORMATS = ", ".join(FORMATS)
 _WRITE_FORMATS = ", ".join(writable())

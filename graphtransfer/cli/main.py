@@ -7,18 +7,20 @@ PyG and SB3 are imported inside the commands that run a model, so ``--help``, ``
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import warnings
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from graphtransfer.cli.common import fail as _fail
 from graphtransfer.cli.common import friendly_errors
-from graphtransfer.cli.graphs import app as graphs_app
 from graphtransfer.cli.options import takes_params, takes_settings
 from graphtransfer.config import (
     AUTO_ROLLOUTS,
@@ -27,6 +29,7 @@ from graphtransfer.config import (
     Decoding,
     RunConfig,
     Runtime,
+    Search,
     check_setting,
 )
 from graphtransfer.errors import ClusterLost, GraphTransferError, UsageError
@@ -41,7 +44,31 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Train a GNN policy on small graphs with PPO (or A2C, DQN), transfer it to large graphs, predict there.",
 )
-app.add_typer(graphs_app, name="graphs")
+
+
+class GraphCommands(TyperGroup):
+    """``graphtransfer graphs``, whose commands (:mod:`graphtransfer.cli.graphs`) are made the first
+    time one is asked for: their options name the graph formats and generators, whose modules
+    import numpy, which the other commands' ``--help`` then does without."""
+
+    def list_commands(self, ctx: object) -> list[str]:
+        return list(_graph_commands())
+
+    def get_command(self, ctx: object, cmd_name: str) -> Any:
+        return _graph_commands().get(cmd_name)
+
+
+@functools.cache
+def _graph_commands() -> Mapping[str, Any]:
+    from graphtransfer.cli.graphs import app as graphs_app
+
+    return typer.main.get_group(graphs_app).commands
+
+
+app.add_typer(
+    typer.Typer(cls=GraphCommands, no_args_is_help=True, pretty_exceptions_enable=False, help="Inspect, convert and generate graph files."),
+    name="graphs",
+)
 
 
 @app.callback()
@@ -251,61 +278,22 @@ def _report_training(result: TrainResult, env: str | None) -> None:
 
 TUNE_SETTINGS = ("task", "graphs", "env", "env_kwargs", "steps", "n_envs", "seed", "eval_graphs", "eval_every")
 """tune's options that set a config key of every trial, by option name; each is made from its schema field"""
+TUNE_SEARCH = ("n_trials", "timeout", "storage", "study_name", "n_jobs", "sampler", "pruner")
+"""tune's options of how the search runs, made from :class:`graphtransfer.config.Search`"""
 
 
 @app.command()
 @friendly_errors
 @takes_settings(*TUNE_SETTINGS)
+@takes_params(Search, "search", *TUNE_SEARCH)
 def tune(
     ctx: typer.Context,
     settings: dict[str, Any],
-    n_trials: Annotated[
-        int,
-        typer.Option(
-            help="Stop once the study holds this many finished (completed or pruned) trials, counted over every process "
-            "that shares it; a process starts no trial once finished and running ones reach it."
-        ),
-    ] = 20,
-    timeout: Annotated[float | None, typer.Option(help="Stop starting trials after this many seconds (default: no limit).")] = None,
+    search: Search,
     out: Annotated[
         Path | None,
         typer.Option(help="Folder of best.yaml, trials/ and (without --storage) the study, study.db (default: runs/tune/TASK/GRAPHS)."),
     ] = None,
-    storage: Annotated[
-        str | None,
-        typer.Option(
-            metavar="URL",
-            help="Keep the study in this Optuna RDB storage instead of OUT/study.db, e.g. sqlite:///studies.db or "
-            "postgresql://user@host/db (its driver installed); tune processes on several machines that name the same "
-            "--storage and --study-name share the study.",
-        ),
-    ] = None,
-    study_name: Annotated[str, typer.Option(help="The study's name in the storage.")] = "graphtransfer",
-    n_jobs: Annotated[
-        str,
-        typer.Option(
-            metavar="N",
-            help="Trials at once, each in a worker process of its own with runtime.threads torch threads (default 1); "
-            "N times runtime.threads may not exceed the cores. On Linux, workers of one thread are forked from this process "
-            "once torch and the graphs are loaded, so they start at once.",
-        ),
-    ] = "1",
-    sampler: Annotated[
-        str,
-        typer.Option(
-            metavar="tpe|random|cmaes",
-            help="How trials draw settings: tpe (default; its first 5 trials at random), random, or cmaes (CMA-ES on the "
-            "numeric settings, random draws for the choices). Each trial's draw is seeded by --seed and its number.",
-        ),
-    ] = "tpe",
-    pruner: Annotated[
-        str,
-        typer.Option(
-            metavar="median|halving|none",
-            help="Which trials stop early at an evaluation: median (default: below the median of earlier trials at that "
-            "step), halving (successive halving), none.",
-        ),
-    ] = "median",
     config_file: Annotated[Path | None, typer.Option("--config", help="YAML file of the settings the search starts from.")] = None,
     set_values: Annotated[list[str] | None, typer.Option("--set", help="Override one setting by its dotted key, as for train.")] = None,
     plot: Annotated[bool, typer.Option(help="Draw the study's history to OUT/study.png (with --n-trials 0: only draw).")] = False,
@@ -328,17 +316,13 @@ def tune(
 
       graphtransfer tune --out runs/tune/mis/small --n-trials 0 --plot
     """
-    from graphtransfer.training.tuning import Search, import_optuna, plot_study
+    from graphtransfer.training.tuning import import_optuna, plot_study
     from graphtransfer.training.tuning import tune as run_tune
 
     import_optuna()  # the missing extra is one line, before anything is trained
-    jobs = _whole_number(n_jobs) if n_jobs.strip().isdigit() else -1
-    if jobs < 1:
-        raise UsageError(f"--n-jobs {n_jobs!r} must be a whole number of processes, at least 1, e.g. --n-jobs 2")
-    search = Search(n_trials, timeout, storage, study_name, jobs, sampler, pruner)
     config = _train_config(config_file, settings, set_values or [])
     folder = out or Path("runs") / "tune" / config.name / Path(config.graphs).stem
-    if n_trials:
+    if search.n_trials:
         result = run_tune(config, folder, search, log=typer.echo)
         typer.echo(f"study {result.storage}: {result.finished} trials finished, {result.pruned} pruned")
         if result.best_config is None:
@@ -356,7 +340,7 @@ SOLVE_RUNTIME = ("threads", "max_nodes_per_batch", "mixed_precision")
 @app.command()
 @friendly_errors
 @takes_params(Decoding, "decoder", "max_passes")
-@takes_params(Runtime, "runtime", *SOLVE_RUNTIME)
+@takes_params(Runtime, "runtime", *SOLVE_RUNTIME, "device")
 def transfer(
     src: Annotated[str, typer.Option(help="Trained model folder, or the graph set name it was trained on.")],
     dst: Annotated[str, typer.Option(help="Sample set name, graph file or folder to transfer to.")],
@@ -399,6 +383,7 @@ def transfer(
 
     Example: graphtransfer transfer --src small --dst large --finetune-steps 16 --max-nodes-per-batch 250000
     Example: graphtransfer transfer --src small --dst er-n5000-d64-s1.txt --adapt 60
+    Example: graphtransfer transfer --src small --dst large --device cuda --finetune-steps 16
     """
     adapt_seconds = None if adapt is None else _seconds_option("--adapt", adapt, 60)
     if finetune_steps == 0 and adapt_seconds is None:  # it only solves: see graphtransfer.process.prefer_small_pages
@@ -424,6 +409,7 @@ def transfer(
         env=env,
         adapt_seconds=adapt_seconds,
         seed=seed,
+        device=runtime.device,
     )
     typer.echo(f"source {result.source}: {result.report.summary()}")
     typer.echo(f"zero-shot on the destination graphs ({result.config.name}, {result.config.head} head):")
@@ -902,14 +888,6 @@ def _use_threads(threads: int | None, nodes: int | None = None) -> None:
     if threads is None:
         threads = 1 if nodes is not None and nodes < ONE_THREAD_BELOW else free_cores()
     torch.set_num_threads(threads)
-
-
-def _whole_number(text: str) -> int:
-    """``text`` as an int (``50_000`` is accepted), or 0 when it is not one: the callers refuse values below 1."""
-    try:
-        return int(text)
-    except ValueError:
-        return 0
 
 
 WEEK_SECONDS = 7 * 24 * 3600

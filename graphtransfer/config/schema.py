@@ -11,6 +11,7 @@ Where the values come from and in which order is :mod:`graphtransfer.config.laye
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import types
@@ -24,6 +25,7 @@ from typing import Any, Literal, Union
 import yaml
 
 from graphtransfer.errors import CheckpointError, UsageError
+from graphtransfer.process import allowed_cores
 
 Conv = Literal["sage", "gcn", "gin"]
 Aggr = Literal["max", "mean", "sum", "min"]
@@ -225,7 +227,9 @@ class Runtime:
         low=1,
         high=1024,
     )
-    device: Device = setting("auto", "cpu, cuda or auto")
+    device: Device = setting(
+        "auto", "where the policy runs: cpu, cuda (an error where torch sees no GPU) or auto (cuda where torch sees a GPU, else cpu)"
+    )
     max_nodes_per_batch: int | None = setting(
         None,
         "most graph nodes one pass of the GNN spans; larger batches and graphs run in chunks with the same results, in less "
@@ -311,6 +315,71 @@ class Decoding:
 
     def __post_init__(self) -> None:
         check_fields(self)
+
+
+SamplerName = Literal["tpe", "random", "cmaes"]
+SAMPLERS: tuple[str, ...] = typing.get_args(SamplerName)
+"""tpe: Optuna's default, its first 5 trials drawn at random; random; cmaes: CMA-ES on the numeric
+settings (learning rate, epochs, layers) and random draws for the others (the ``cmaes`` package, in ``graphtransfer[tune]``)"""
+PrunerName = Literal["median", "halving", "none"]
+PRUNERS: tuple[str, ...] = typing.get_args(PrunerName)
+"""median: stop a trial below the median of earlier trials at the same step; halving: successive
+halving; none: every trial runs its whole budget"""
+DEFAULT_STUDY = "graphtransfer"
+STUDY_NAME_MAX = 512  # Optuna's column for it
+
+
+@dataclass(frozen=True)
+class Search:
+    """How a hyperparameter search runs (``graphtransfer tune``,
+    :func:`graphtransfer.training.tuning.tune`), beside what each trial trains (the
+    :class:`RunConfig`). Checked on construction (:func:`check_fields`, then against this
+    machine's cores), a bad value is a :class:`UsageError`."""
+
+    n_trials: int = setting(
+        20,
+        "stop once the study holds this many finished (completed or pruned) trials, counted over every process that "
+        "shares it; a process starts no trial once finished and running ones reach it (0: none, e.g. with --plot)",
+        low=0,
+    )
+    timeout: float | None = setting(None, "stop starting trials after this many seconds (default: no limit)", low=0, open_low=True)
+    storage: str | None = setting(
+        None,
+        "keep the study in this Optuna RDB storage instead of OUT/study.db, e.g. sqlite:///studies.db or "
+        "postgresql://user@host/db (its driver installed); tune processes on several machines that name the same "
+        "--storage and --study-name share the study",
+    )
+    study_name: str = setting(DEFAULT_STUDY, f"the study's name in the storage, 1 to {STUDY_NAME_MAX} printable characters")
+    n_jobs: int = setting(
+        1,
+        "trials at once, each in a worker process of its own with runtime.threads torch threads; --n-jobs times runtime.threads "
+        "may not exceed the cores. On Linux, workers of one thread are forked from this process once torch and the graphs "
+        "are loaded, so they start at once",
+        low=1,
+    )
+    sampler: SamplerName = setting(
+        "tpe",
+        "how trials draw settings: tpe (its first 5 trials at random), random, or cmaes (CMA-ES on the numeric settings, "
+        "random draws for the choices). Each trial's draw is seeded by --seed and its number",
+    )
+    pruner: PrunerName = setting(
+        "median",
+        "which trials stop early at an evaluation: median (below the median of earlier trials at that step), halving "
+        "(successive halving), none",
+    )
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        cores = allowed_cores()
+        if self.n_jobs > cores:
+            raise UsageError(
+                f"--n-jobs {self.n_jobs} must be a whole number from 1 to {cores} (the cores this process may use): "
+                "each job trains in a process of its own"
+            )
+        if not self.study_name or len(self.study_name) > STUDY_NAME_MAX or not self.study_name.isprintable():
+            raise UsageError(
+                f"--study-name {self.study_name!r} must be 1 to {STUDY_NAME_MAX} printable characters, e.g. --study-name mis-small"
+            )
 
 
 SCHEDULE = re.compile(r"^lin_(?P<start>[0-9.eE+-]+)$")
@@ -427,7 +496,7 @@ def declaration(dotted: str) -> tuple[Field, Any]:
 
 def field_of(kind: type, name: str) -> tuple[Field, Any]:
     """The field ``name`` of the dataclass ``kind`` (a section, :class:`Decoding`, :class:`Runtime`), and its type hint."""
-    return next(f for f in fields(kind) if f.name == name), typing.get_type_hints(kind)[name]
+    return next(f for f in fields(kind) if f.name == name), _type_hints(kind)[name]
 
 
 def help_of(dotted: str) -> str:
@@ -502,9 +571,16 @@ def check_fields(params: Any) -> None:
         object.__setattr__(params, name, _check_value(where, name, getattr(params, name), hint, metadata))
 
 
+@functools.cache
+def _type_hints(kind: type) -> dict[str, Any]:
+    """The fields' type hints of the dataclass ``kind``, evaluated once: the annotations are strings
+    (``from __future__ import annotations``), and evaluating them is most of building the command line's options."""
+    return typing.get_type_hints(kind)
+
+
 def _declared(kind: type) -> dict[str, tuple[Any, Mapping[str, Any]]]:
     """Each field's type hint and metadata, by name."""
-    hints = typing.get_type_hints(kind)
+    hints = _type_hints(kind)
     return {f.name: (hints[f.name], f.metadata) for f in fields(kind)}
 
 

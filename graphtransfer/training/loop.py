@@ -197,10 +197,9 @@ def finetune(
 ) -> TrainResult:
     """A few iterations of the run's algorithm on ``graphs`` (the transfer destination), training
     ``policy`` in place; see :func:`finetune_config` for how each algorithm's settings shrink.
-    ``runtime``'s node budget (default :data:`FINETUNE_MAX_NODES_PER_BATCH`) and mixed precision
-    apply. The rollout or replay buffer is checked first."""
-    budget = runtime.max_nodes_per_batch or FINETUNE_MAX_NODES_PER_BATCH
-    tuned = finetune_config(config, graphs, steps, budget, runtime.mixed_precision)
+    ``runtime``'s node budget (default :data:`FINETUNE_MAX_NODES_PER_BATCH`), mixed precision and
+    device apply. The rollout or replay buffer is checked first."""
+    tuned = finetune_config(config, graphs, steps, runtime)
     probe = run_env(tuned, graphs)
     tuned = replace(tuned, head=head_of(probe).value)  # folders from before heads were recorded have none
     check_buffer_fits(tuned, probe, log)
@@ -214,9 +213,10 @@ def finetune(
     return TrainResult(Path(), model.num_timesteps, time.perf_counter() - started, timer.rollout, timer.update, steps, model=model)
 
 
-def finetune_config(config: RunConfig, graphs: list[Graph], steps: int, budget: int, mixed_precision: bool) -> RunConfig:
-    """The run's settings for fine-tuning ``steps`` env steps on ``graphs`` with the node budget
-    ``budget`` (one env, short rollouts).
+def finetune_config(config: RunConfig, graphs: list[Graph], steps: int, runtime: Runtime = DEFAULT_RUNTIME) -> RunConfig:
+    """The run's settings for fine-tuning ``steps`` env steps on ``graphs`` (one env, short
+    rollouts) with ``runtime``'s node budget (default :data:`FINETUNE_MAX_NODES_PER_BATCH`),
+    mixed precision and device.
 
     Torch threads: the process's current setting (the transfer command's ``--threads``, every
     core by default), not the run's, which suit its small graphs.
@@ -228,6 +228,7 @@ def finetune_config(config: RunConfig, graphs: list[Graph], steps: int, budget: 
     ``budget`` nodes (at least one observation), a replay buffer of ``steps`` transitions, no
     random warm-up and epsilon at its final value: the policy is trained already.
     """
+    budget = runtime.max_nodes_per_batch or FINETUNE_MAX_NODES_PER_BATCH
     largest = max(g.num_nodes for g in graphs)
     n_steps = max(2, min(config.ppo.n_steps, steps))
     if config.algo == "a2c":
@@ -237,10 +238,10 @@ def finetune_config(config: RunConfig, graphs: list[Graph], steps: int, budget: 
         batch_size = max(1, min(config.ppo.batch_size, budget // largest))
     ppo = replace(config.ppo, n_envs=1, n_steps=n_steps, batch_size=batch_size, n_epochs=1, total_timesteps=steps)
     # the caller's threads (transfer's --threads), not those chosen for small graphs
-    runtime = replace(config.runtime, vec_env="dummy", threads=torch.get_num_threads(), max_nodes_per_batch=budget)
-    runtime = replace(runtime, mixed_precision=mixed_precision)
+    tuned = replace(config.runtime, vec_env="dummy", threads=torch.get_num_threads(), max_nodes_per_batch=budget)
+    tuned = replace(tuned, mixed_precision=runtime.mixed_precision, device=runtime.device)
     dqn = replace(config.dqn, buffer_size=steps, learning_starts=0, exploration_initial_eps=config.dqn.exploration_final_eps)
-    return replace(config, ppo=ppo, dqn=dqn, runtime=runtime)
+    return replace(config, ppo=ppo, dqn=dqn, runtime=tuned)
 
 
 def _learn(

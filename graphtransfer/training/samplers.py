@@ -13,14 +13,9 @@ import numpy as np
 import optuna
 from optuna.samplers import BaseSampler
 
+from graphtransfer.config import PRUNERS, SAMPLERS
 from graphtransfer.errors import UsageError
 
-SAMPLERS = ("tpe", "random", "cmaes")
-"""tpe: Optuna's default, its first 5 trials drawn at random; random; cmaes: CMA-ES on the numeric
-settings (learning rate, epochs, layers) and random draws for the others (the ``cmaes`` package, in ``graphtransfer[tune]``)"""
-PRUNERS = ("median", "halving", "none")
-"""median: stop a trial below the median of earlier trials at the same step; halving: successive
-halving; none: every trial runs its whole budget"""
 TPE_STARTUP_TRIALS = 5
 
 
@@ -61,7 +56,7 @@ def trial_seed(seed: int, number: int) -> int:
 
 
 def make_sampler(name: str, seed: int) -> BaseSampler:
-    """The sampler ``name`` (one of :data:`SAMPLERS`), seeded per trial (:class:`SeededByTrial`)."""
+    """The sampler ``name`` (one of :data:`graphtransfer.config.SAMPLERS`), seeded per trial (:class:`SeededByTrial`)."""
     check_sampler(name)
     return SeededByTrial(_SAMPLER_MAKERS[name], seed)
 
@@ -87,7 +82,7 @@ _SAMPLER_MAKERS: dict[str, Callable[[int], BaseSampler]] = {
 
 
 def check_sampler(name: str) -> None:
-    """Refuse, before anything runs, a sampler that is not one of :data:`SAMPLERS` or cannot run here."""
+    """Refuse, before anything runs, a sampler that is not one of :data:`graphtransfer.config.SAMPLERS` or cannot run here."""
     if name not in SAMPLERS:
         raise UsageError(f"--sampler {name!r} is not a sampler here; choose one of {', '.join(SAMPLERS)}, e.g. --sampler random")
     if name == "cmaes" and importlib.util.find_spec("cmaes") is None:
@@ -97,7 +92,7 @@ def check_sampler(name: str) -> None:
 
 
 def make_pruner(name: str, every: int):
-    """The pruner ``name`` (one of :data:`PRUNERS`) for trials evaluated every ``every`` env steps."""
+    """The pruner ``name`` (one of :data:`graphtransfer.config.PRUNERS`) for trials evaluated every ``every`` env steps."""
     check_pruner(name)
     if name == "median":
         return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=every)

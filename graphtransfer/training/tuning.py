@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
-import math
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -29,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from graphtransfer.config import RunConfig
+from graphtransfer.config import DEFAULT_STUDY, RunConfig, Search
 from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import GraphTransferError, UsageError
@@ -42,12 +41,10 @@ from graphtransfer.training.callbacks import Periodic, eval_score, rng_kept
 from graphtransfer.training.loop import train
 
 STUDY_FILE, BEST_FILE, PLOT_FILE, STUDY_MARK = "study.db", "best.yaml", "study.png", "study.json"
-DEFAULT_STUDY = "graphtransfer"
 INSTALL = "pip install 'graphtransfer[tune]'"
 HEARTBEAT_SECONDS, GRACE_SECONDS = 10, 60
 """a running trial's process stamps it this often; a running trial unstamped for GRACE_SECONDS
 (its process was killed) is marked failed when any process of the study starts its next trial"""
-STUDY_NAME_MAX = 512  # Optuna's column for it
 SETUP_ATTEMPTS = 3  # tries at opening a storage that another process may be setting up at the same moment
 WORKER_STOP_SECONDS = 120.0  # how long --n-jobs workers get to mark their trials failed after Ctrl-C
 
@@ -66,44 +63,6 @@ SEARCH_SPACE: dict[str, tuple | list] = {
     "model.num_layers": ("int", 1, 5),
     "model.conv": ["sage", "gcn", "gin"],
 }
-
-
-@dataclass(frozen=True)
-class Search:
-    """How a search runs, beside what each trial trains (the :class:`RunConfig`)."""
-
-    n_trials: int = 20
-    """stop once the study holds this many finished (completed or pruned) trials, every process's
-    together; a process starts no trial once finished and running ones reach it"""
-    timeout: float | None = None
-    """stop starting trials after this many seconds (per process)"""
-    storage: str | None = None
-    """an Optuna RDB URL (``sqlite:///path``, ``postgresql://user@host/db``, ``mysql://...``); None:
-    ``study.db`` in the output folder"""
-    study_name: str = DEFAULT_STUDY
-    n_jobs: int = 1
-    """trials at once, each in a process of its own (training holds the interpreter and its torch threads);
-    forked from this one on Linux when each uses one torch thread (see :func:`_start_method`)"""
-    sampler: str = "tpe"
-    """one of :data:`graphtransfer.training.samplers.SAMPLERS`"""
-    pruner: str = "median"
-    """one of :data:`graphtransfer.training.samplers.PRUNERS`"""
-
-    def __post_init__(self) -> None:
-        if isinstance(self.n_trials, bool) or not isinstance(self.n_trials, int) or self.n_trials < 0:
-            raise UsageError(f"--n-trials {self.n_trials} must be 0 (only --plot) or more")
-        if self.timeout is not None and not (isinstance(self.timeout, int | float) and math.isfinite(self.timeout) and self.timeout > 0):
-            raise UsageError(f"--timeout {self.timeout} must be a positive number of seconds")
-        cores = allowed_cores()
-        if isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, int) or not 1 <= self.n_jobs <= cores:
-            raise UsageError(
-                f"--n-jobs {self.n_jobs} must be a whole number from 1 to {cores} (the cores this process may use): "
-                "each job trains in a process of its own"
-            )
-        if not self.study_name or len(self.study_name) > STUDY_NAME_MAX or not self.study_name.isprintable():
-            raise UsageError(
-                f"--study-name {self.study_name!r} must be 1 to {STUDY_NAME_MAX} printable characters, e.g. --study-name mis-small"
-            )
 
 
 @dataclass

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from graphtransfer.config import RunConfig
-from graphtransfer.config.schema import check_budget_seconds
+from graphtransfer.config.schema import Device, check_budget_seconds
 from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.graphs import Graph, sample_subgraphs
@@ -77,6 +77,7 @@ def adapt(
     seed: int = 0,
     log: Callable[[str], None] = print,
     size: int = ADAPT_SUBGRAPH_NODES,
+    device: Device = "auto",
 ) -> AdaptResult:
     """Train ``policy`` in place on subgraphs of ``size`` nodes of ``graphs`` (:func:`adaptation_graphs`) with the
     run's algorithm and settings (its envs and epochs, the learning rate at its start, rollouts of
@@ -84,7 +85,8 @@ def adapt(
     time have passed, the sampling and the model's construction included
     (:class:`~graphtransfer.training.callbacks.StopAtDeadline`).
 
-    Torch threads: the process's current setting, as for fine-tuning.
+    Torch threads: the process's current setting, as for fine-tuning; ``device``: where it trains
+    (``cpu``, ``cuda`` or ``auto``, as :class:`graphtransfer.config.Runtime` takes it).
     """
     started = time.perf_counter()
     seconds = check_adapt_seconds(seconds)
@@ -93,7 +95,7 @@ def adapt(
     batch_size = min(config.ppo.batch_size, ADAPT_BATCH_SIZE, n_steps * config.ppo.n_envs)
     ppo = replace(config.ppo, total_timesteps=_UNLIMITED_STEPS, seed=seed, n_steps=n_steps, batch_size=batch_size)
     ppo = replace(ppo, learning_rate=_start_value(ppo.learning_rate), clip_range=_start_value(ppo.clip_range))
-    tuned = replace(config, ppo=ppo, runtime=replace(config.runtime, threads=torch.get_num_threads()))
+    tuned = replace(config, ppo=ppo, runtime=replace(config.runtime, threads=torch.get_num_threads(), device=device))
     probe = run_env(tuned, subgraphs)
     tuned = replace(tuned, head=head_of(probe).value)
     check_buffer_fits(tuned, probe, log)

@@ -11,10 +11,12 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 from graphtransfer.checkpoint import LoadReport, is_model_folder, read_checkpoint, save_or_keep
 from graphtransfer.config import Decoding, RunConfig, Runtime
+from graphtransfer.config.schema import Device
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import CheckpointError, UsageError
 from graphtransfer.graphs import Graph, load_graphs, resolve
 from graphtransfer.io import check_output_folder
+from graphtransfer.nn.devices import check_device
 from graphtransfer.solve.evaluate import EvalRow, evaluate_policy
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.training.callbacks import eval_score
@@ -77,6 +79,7 @@ def transfer(
     adapt_seconds: float | None = None,
     adapt_nodes: int = ADAPT_SUBGRAPH_NODES,
     seed: int | None = None,
+    device: Device = "auto",
 ) -> TransferResult:
     """Load the model ``src`` into a model for the graphs ``dst``, evaluate zero-shot there
     against the baselines, optionally fine-tune there for ``finetune_steps`` env steps (and
@@ -88,10 +91,13 @@ def transfer(
     ``mixed_precision`` runs message passing in bfloat16 on CUDA. ``env`` names the user env of a
     model trained on one. The result's ``model`` is the saved model as an SB3 algorithm.
 
+    ``device`` (``cpu``, ``cuda`` or ``auto``: cuda where torch sees a GPU) is where the zero-shot
+    evaluation, the fine-tuning and the adaptation run; cuda without a GPU is refused before anything is read.
+
     ``seed`` seeds the evaluations' rollouts (default 0, as ``predict``) and the fine-tuning and
     the adaptation (default: the source model's ``ppo.seed``; a given seed is recorded in the saved config).
     ``max_passes`` and ``seed`` build the evaluations' :class:`graphtransfer.Decoding`, and
-    ``max_nodes_per_batch`` and ``mixed_precision`` one :class:`graphtransfer.Runtime`, checked
+    ``max_nodes_per_batch``, ``mixed_precision`` and ``device`` one :class:`graphtransfer.Runtime`, checked
     before anything is read.
 
     ``adapt_seconds`` instead trains the policy for that many wall-clock seconds on subgraphs of
@@ -102,7 +108,8 @@ def transfer(
     A save that fails (full disk, read-only) keeps the model in a temporary folder and raises
     :class:`graphtransfer.checkpoint.SaveFailed` naming it; the source and an existing ``folder`` stay as they were.
     """
-    runtime = Runtime(max_nodes_per_batch=max_nodes_per_batch, mixed_precision=mixed_precision)
+    runtime = Runtime(max_nodes_per_batch=max_nodes_per_batch, mixed_precision=mixed_precision, device=device)
+    check_device(runtime.device)
     decoding = Decoding(seed=0 if seed is None else seed, max_passes=max_passes)  # the evaluations'
     if adapt_seconds is not None:
         adapt_seconds = check_adapt_seconds(adapt_seconds)
@@ -137,18 +144,21 @@ def transfer(
             "after": [_row_summary(row) for row in result.finetuned_rows],
         }
     if adapt_seconds is not None:
-        info["transferred"]["adapt"] = _adapt_and_keep(result, policy, adapt_seconds, adapt_nodes, decoding, log)
+        info["transferred"]["adapt"] = _adapt_and_keep(result, policy, adapt_seconds, adapt_nodes, decoding, runtime.device, log)
     what = "adapted model" if result.kept == "adapted" else "fine-tuned model" if finetune_steps else "transferred model"
     save_or_keep(out, policy, config, info, what=what)
     discard_earlier_outputs(out)  # an earlier run's logs, best model and checkpoints are not this model's
     return result
 
 
-def _adapt_and_keep(result: TransferResult, policy, seconds: float, nodes: int, decoding: Decoding, log: Callable[[str], None]) -> dict:
+def _adapt_and_keep(
+    result: TransferResult, policy, seconds: float, nodes: int, decoding: Decoding, device: Device, log: Callable[[str], None]
+) -> dict:
     """Adapt ``policy`` in place, evaluate it on the destination graphs, and put the zero-shot
     weights back if it scores worse there; the record for the model folder's config.json."""
     zero_shot = {name: tensor.detach().clone() for name, tensor in policy.state_dict().items()}
-    result.adapted = adapt(policy, result.config, result.graphs, seconds, seed=result.config.ppo.seed, log=log, size=nodes)
+    seed = result.config.ppo.seed
+    result.adapted = adapt(policy, result.config, result.graphs, seconds, seed=seed, log=log, size=nodes, device=device)
     trained = result.adapted.steps > 0  # else the budget ended before the first update: the weights are the zero-shot ones
     result.adapted_rows = evaluate_policy(policy, result.config, result.graphs, decoding) if trained else result.rows
     before, by = eval_score(result.rows)
