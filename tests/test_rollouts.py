@@ -51,12 +51,12 @@ def test_the_work_budget_gives_small_graphs_several_rollouts_and_huge_ones_one()
     [
         (30, 14, 30),  # 1,000 nodes, average degree 4: the node budget, as before
         (30, 24, 30),  # average degree 16
-        (30, 50, 16),  # random geometric, average degree 56
-        (30, 86, 9),  # Erdős–Rényi, average degree 64: one candidate a pass
-        (27, 129, 6),  # Barabási–Albert, average degree 143: 27 rollouts of 129 passes before
+        (30, 50, 30),  # random geometric, average degree 56
+        (30, 86, 17),  # Erdős–Rényi, average degree 64: one candidate a pass
+        (27, 129, 11),  # Barabási–Albert, average degree 143: 27 rollouts of 129 passes before
         (20, 32, 20),  # average degree 200: the edge budget
         (3, 114, 3),  # 10,000 nodes, average degree 64
-        (64, 900, 1),  # more passes than the budget: the first rollout alone
+        (64, 1_600, 1),  # more passes than the budget: the first rollout alone
         (1, 0, 1),
     ],
 )

@@ -78,11 +78,11 @@ rollouts at 1,000 nodes, 3 at 10,000 and one from 15,001 nodes on (the 10^5-10^6
 ROLLOUT_EDGE_BUDGET = 4_000_000
 """the directed edges (both directions of every edge) that ``--rollouts auto`` decodes in all: message passing reads
 each edge once per pass, so dense graphs get fewer rollouts (2 on 10,000 nodes of average degree 200, 20 on 1,000)"""
-ROLLOUT_PASS_BUDGET = 800
+ROLLOUT_PASS_BUDGET = 1500
 """the policy passes that ``--rollouts auto`` runs in all, judged by the first rollout's: on small graphs a pass costs a
 few milliseconds whatever its size, so the passes are the work there, and dense graphs, decided over many passes, get
-fewer rollouts (9 on 1,000 nodes of average degree 64, 86 passes each) where sparse ones keep theirs (30 at average
-degree 4, 14 passes each)"""
+fewer rollouts (17 on 1,000 nodes of average degree 64, 86 passes each; 11 on Barabasi-Albert graphs of degree 143)
+where sparse ones keep theirs (30 at 1,000 nodes up to 50 passes a rollout)"""
 MAX_AUTO_ROLLOUTS = 64
 """the most rollouts ``--rollouts auto`` runs (up to 468 nodes): best of 64 (local-max and local-max-sampled in turn) is
 within 2% of the optimum on all 12 graphs of 100-300 nodes in bench/RESULTS.md ("Sampled local-max"), best of 32 on 11"""

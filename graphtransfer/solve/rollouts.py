@@ -63,8 +63,9 @@ def rollouts_within_passes(count: int, first_passes: int) -> int:
     The node and edge budgets cannot see the passes, and a dense graph is decided over many
     (one candidate per pass on 1,000 nodes of average degree 64: 86 passes, against 14 at
     average degree 4), where each pass costs a few milliseconds whatever its size; so on small
-    dense graphs the passes are the work: 9 rollouts at degree 64, 6 at Barabási–Albert degree
-    143 (129 passes each), sparse ones keep their 30 (bench/RESULTS.md, "Issue 30, tenth session").
+    dense graphs the passes are the work: 17 rollouts at degree 64, 11 at Barabási–Albert degree
+    143 (129 passes each; 27 and 30 before), sparse ones keep their 30 (bench/RESULTS.md, "Issue
+    30, tenth session").
     """
     return max(1, min(count, ROLLOUT_PASS_BUDGET // max(first_passes, 1)))
 
