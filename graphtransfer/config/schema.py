@@ -78,10 +78,10 @@ rollouts at 1,000 nodes, 3 at 10,000 and one from 15,001 nodes on (the 10^5-10^6
 ROLLOUT_EDGE_BUDGET = 4_000_000
 """the directed edges (both directions of every edge) that ``--rollouts auto`` decodes in all: message passing reads
 each edge once per pass, so dense graphs get fewer rollouts (2 on 10,000 nodes of average degree 200, 20 on 1,000)"""
-ROLLOUT_PASS_BUDGET = 1500
+ROLLOUT_PASS_BUDGET = 1_500
 """the policy passes that ``--rollouts auto`` runs in all, judged by the first rollout's: on small graphs a pass costs a
 few milliseconds whatever its size, so the passes are the work there, and dense graphs, decided over many passes, get
-fewer rollouts (17 on 1,000 nodes of average degree 64, 86 passes each; 11 on Barabasi-Albert graphs of degree 143)
+fewer rollouts (17 on 1,000 nodes of average degree 64, 86 passes each; 11 on Barabási–Albert graphs of degree 143)
 where sparse ones keep theirs (30 at 1,000 nodes up to 50 passes a rollout)"""
 MAX_AUTO_ROLLOUTS = 64
 """the most rollouts ``--rollouts auto`` runs (up to 468 nodes): best of 64 (local-max and local-max-sampled in turn) is
@@ -299,7 +299,7 @@ class Decoding:
         AUTO_ROLLOUTS,
         f"run the policy K times (seeds --seed, --seed + 1, ...) and keep the best solution; still the policy alone, no "
         f"search. auto (default): as many as fit a work budget of {ROLLOUT_NODE_BUDGET:,} nodes, "
-        f"{ROLLOUT_EDGE_BUDGET:,} directed edges and {ROLLOUT_PASS_BUDGET} policy passes (as many as the first rollout "
+        f"{ROLLOUT_EDGE_BUDGET:,} directed edges and {ROLLOUT_PASS_BUDGET:,} policy passes (as many as the first rollout "
         f"took, each) decoded in all, 1 to {MAX_AUTO_ROLLOUTS} ({MAX_AUTO_ROLLOUTS} up to "
         f"{ROLLOUT_NODE_BUDGET // MAX_AUTO_ROLLOUTS} nodes, fewer on dense graphs, 3 at 10,000, 1 from "
         f"{ROLLOUT_NODE_BUDGET // 2 + 1:,} nodes or "

@@ -97,7 +97,9 @@ def best_of_rollouts(policy, env: gym.Env, count: int = 1, decoding: Decoding = 
     """The best of ``count`` runs of :func:`graphtransfer.solve.inference.solve` on the env's
     graph (see :func:`rollout_plan`): feasible before infeasible, then by objective, ties going
     to the earliest rollout. Its ``seconds`` are those of every rollout together, its ``seed`` and
-    ``decoding`` those of the rollout that gave it, its ``rollouts`` the count.
+    ``decoding`` those of the rollout that gave it, its ``rollouts`` how many ran: ``count``, or
+    under ``decoding.rollouts`` ``auto`` as many of them as fit the pass budget once the first
+    has run (:func:`rollouts_within_passes`).
 
     Where ``decoding.deterministic`` is not given and the env takes the most likely actions by
     default (``inference_deterministic``, path), rollout 0 takes them and the others sample: the
