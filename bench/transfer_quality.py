@@ -49,7 +49,7 @@ from graphtransfer.graphs.generators import delaunay
 from graphtransfer.solve.evaluate import EvalExtras, EvalRow, evaluate_policy, finish_rule
 from graphtransfer.solve.inference import Solution, check_decoding, solve
 from graphtransfer.solve.loading import policy_for_graphs
-from graphtransfer.solve.rollouts import ONE_ROLLOUT, best_of_rollouts, rollout_count, rollout_plan, solve_one
+from graphtransfer.solve.rollouts import ONE_ROLLOUT, best_of_rollouts, rollout_count, rollout_plan, rollouts_within_passes, solve_one
 from graphtransfer.training.loop import train
 
 FAMILIES: dict[str, Callable[[int, int], Graph]] = {
@@ -250,8 +250,9 @@ DENSITY_HEADER = [
 def density_line(task: str, folder: Path, family: str, seed: int, graph: Graph) -> str:
     """One graph: the policy alone against the task's baseline, every solution checked: its first
     rollout (the default decoding, seed 0) and what predict gives by default, the best of
-    ``--rollouts auto`` rollouts (:func:`graphtransfer.solve.rollouts.rollout_plan`), both
-    finished as predict does."""
+    ``--rollouts auto`` rollouts (:func:`graphtransfer.solve.rollouts.rollout_plan`, as many as
+    :func:`~graphtransfer.solve.rollouts.rollouts_within_passes` allows), both finished as
+    predict does."""
     checkpoint = read_checkpoint(folder)
     config = checkpoint.config
     started = time.perf_counter()
@@ -262,7 +263,8 @@ def density_line(task: str, folder: Path, family: str, seed: int, graph: Graph) 
     env = inference_env(config, graph)
     count, degree = rollout_count(AUTO_ROLLOUTS, graph.num_nodes, graph.edge_index.shape[1]), 2 * graph.num_edges / graph.num_nodes
     plan = rollout_plan(Decoding(), count, check_decoding(env, features_of(env), None), degree)
-    runs = [solve_one(loaded.policy, env, one, finish_rule(config)) for one in plan]
+    runs = [solve_one(loaded.policy, env, plan[0], finish_rule(config))]
+    runs += [solve_one(loaded.policy, env, one, finish_rule(config)) for one in plan[1 : rollouts_within_passes(count, runs[0].passes)]]
     for run in runs:
         checked(task, graph, run.solution)
     first, sign = runs[0], 1 if task == "mis" else -1

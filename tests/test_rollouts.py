@@ -7,14 +7,14 @@ from typer.testing import CliRunner
 
 from graphtransfer.baselines.completion import FINISH
 from graphtransfer.cli import app
-from graphtransfer.config import SAMPLED_ROLLOUT_DEGREE, Decoding
+from graphtransfer.config import ROLLOUT_PASS_BUDGET, SAMPLED_ROLLOUT_DEGREE, Decoding
 from graphtransfer.errors import UsageError
-from graphtransfer.graphs import barabasi_albert, random_geometric, write_edge_list
+from graphtransfer.graphs import barabasi_albert, erdos_renyi, random_geometric, write_edge_list
 from graphtransfer.graphs.generators import delaunay
 from graphtransfer.solve.inference import solve
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.predict import write_solution
-from graphtransfer.solve.rollouts import best_of_rollouts, rollout_count, rollout_plan, solve_one
+from graphtransfer.solve.rollouts import best_of_rollouts, rollout_count, rollout_plan, rollouts_within_passes, solve_one
 
 runner = CliRunner()
 
@@ -44,6 +44,40 @@ def test_the_work_budget_gives_small_graphs_several_rollouts_and_huge_ones_one()
     small = [rollout_count("auto", n, n * degree) for n in (100, 1_000, 10_000) for degree in (4, 16, 64, 200)]
     assert min(small) > 1
     assert {rollout_count("auto", n, n * degree) for n in (10**5, 10**6, 10**7) for degree in (4, 16, 64)} == {1}
+
+
+@pytest.mark.parametrize(
+    ("count", "first_passes", "within"),
+    [
+        (30, 14, 30),  # 1,000 nodes, average degree 4: the node budget, as before
+        (30, 24, 30),  # average degree 16
+        (30, 50, 30),  # random geometric, average degree 56
+        (30, 86, 17),  # Erdős–Rényi, average degree 64: one candidate a pass
+        (27, 129, 11),  # Barabási–Albert, average degree 143: 27 rollouts of 129 passes before
+        (20, 32, 20),  # average degree 200: the edge budget
+        (3, 114, 3),  # 10,000 nodes, average degree 64
+        (64, 1_600, 1),  # more passes than the budget: the first rollout alone
+        (1, 0, 1),
+    ],
+)
+def test_auto_stops_when_the_rollouts_passes_would_pass_the_budget(count, first_passes, within):
+    assert rollouts_within_passes(count, first_passes) == within
+    assert within * first_passes <= ROLLOUT_PASS_BUDGET or within == 1
+
+
+def test_auto_counts_the_first_rollouts_passes_and_a_count_given_runs_in_full(tiny_model, monkeypatch):
+    """A dense graph's rollouts take many passes each, so auto runs fewer than its node budget allows
+    (the pass budget made small here, so that a small graph shows it in a few rollouts)."""
+    monkeypatch.setattr("graphtransfer.solve.rollouts.ROLLOUT_PASS_BUDGET", 40)
+    graph = erdos_renyi(120, 40.0, 3)
+    loaded = policy_for_graphs(tiny_model("mis"), [graph])
+    first = solve_one(loaded.policy, loaded.env, Decoding(rollouts=1), FINISH["mis"])
+    count = rollout_count("auto", graph.num_nodes, graph.edge_index.shape[1])
+    expected = 40 // first.passes
+    assert 1 < expected < count == 64
+    assert best_of_rollouts(loaded.policy, loaded.env, count, finish=FINISH["mis"]).rollouts == expected
+    given = Decoding(rollouts=expected + 1)
+    assert best_of_rollouts(loaded.policy, loaded.env, expected + 1, given, FINISH["mis"]).rollouts == expected + 1
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "8", True, 10**9])

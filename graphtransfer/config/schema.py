@@ -71,14 +71,20 @@ LEAVE_OUT_PATIENCE = 0.15
 """the MVC local-max decoding's candidates per pass by default: the active nodes the policy ranks lowest, this share of the
 graph's Caro-Wei bound; those that rank below every active neighbour stay out of the cover and their neighbours join it"""
 AUTO_ROLLOUTS: Literal["auto"] = "auto"
-"""``--rollouts auto`` (the default): as many rollouts as a work budget allows, counted in nodes and in directed edges
-(:data:`ROLLOUT_NODE_BUDGET`, :data:`ROLLOUT_EDGE_BUDGET`), at least 1 and at most :data:`MAX_AUTO_ROLLOUTS`"""
+"""``--rollouts auto`` (the default): as many rollouts as a work budget allows, counted in nodes, in directed edges and
+in policy passes (:data:`ROLLOUT_NODE_BUDGET`, :data:`ROLLOUT_EDGE_BUDGET`, :data:`ROLLOUT_PASS_BUDGET`), at least 1 and
+at most :data:`MAX_AUTO_ROLLOUTS`"""
 ROLLOUT_NODE_BUDGET = 30_000
 """the nodes that ``--rollouts auto`` decodes in all: a pass costs a few milliseconds even on a small graph, so 30
 rollouts at 1,000 nodes, 3 at 10,000 and one from 15,001 nodes on (the 10^5-10^6-node graphs: one, as before)"""
 ROLLOUT_EDGE_BUDGET = 4_000_000
 """the directed edges (both directions of every edge) that ``--rollouts auto`` decodes in all: message passing reads
 each edge once per pass, so dense graphs get fewer rollouts (2 on 10,000 nodes of average degree 200, 20 on 1,000)"""
+ROLLOUT_PASS_BUDGET = 1_500
+"""the policy passes that ``--rollouts auto`` runs in all, judged by the first rollout's: on small graphs a pass costs a
+few milliseconds whatever its size, so the passes are the work there, and dense graphs, decided over many passes, get
+fewer rollouts (17 on 1,000 nodes of average degree 64, 86 passes each; 11 on Barabási–Albert graphs of degree 143)
+where sparse ones keep theirs (30 at 1,000 nodes up to 50 passes a rollout)"""
 MAX_AUTO_ROLLOUTS = 64
 """the most rollouts ``--rollouts auto`` runs (up to 468 nodes): best of 64 (local-max and local-max-sampled in turn) is
 within 2% of the optimum on all 12 graphs of 100-300 nodes in bench/RESULTS.md ("Sampled local-max"), best of 32 on 11"""
@@ -296,9 +302,11 @@ class Decoding:
     rollouts: int | Literal["auto"] = setting(
         AUTO_ROLLOUTS,
         f"run the policy K times (seeds --seed, --seed + 1, ...) and keep the best solution; still the policy alone, no "
-        f"search. auto (default): as many as fit a work budget of {ROLLOUT_NODE_BUDGET:,} nodes and "
-        f"{ROLLOUT_EDGE_BUDGET:,} directed edges decoded in all, 1 to {MAX_AUTO_ROLLOUTS} ({MAX_AUTO_ROLLOUTS} up to "
-        f"{ROLLOUT_NODE_BUDGET // MAX_AUTO_ROLLOUTS} nodes, 3 at 10,000, 1 from {ROLLOUT_NODE_BUDGET // 2 + 1:,} nodes or "
+        f"search. auto (default): as many as fit a work budget of {ROLLOUT_NODE_BUDGET:,} nodes, "
+        f"{ROLLOUT_EDGE_BUDGET:,} directed edges and {ROLLOUT_PASS_BUDGET:,} policy passes (as many as the first rollout "
+        f"took, each) decoded in all, 1 to {MAX_AUTO_ROLLOUTS} ({MAX_AUTO_ROLLOUTS} up to "
+        f"{ROLLOUT_NODE_BUDGET // MAX_AUTO_ROLLOUTS} nodes, fewer on dense graphs, 3 at 10,000, 1 from "
+        f"{ROLLOUT_NODE_BUDGET // 2 + 1:,} nodes or "
         f"{ROLLOUT_EDGE_BUDGET // 2 + 1:,} directed edges on); the output says how many ran. With the default decoding of mis "
         f"and mvc every other rollout is local-max-sampled on graphs of average degree up to {SAMPLED_ROLLOUT_DEGREE:g}, "
         "local-max on denser ones. 1: a single rollout",

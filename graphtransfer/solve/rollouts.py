@@ -19,6 +19,7 @@ from graphtransfer.config import (
     MAX_ROLLOUTS,
     ROLLOUT_EDGE_BUDGET,
     ROLLOUT_NODE_BUDGET,
+    ROLLOUT_PASS_BUDGET,
     SAMPLED_ROLLOUT_DEGREE,
     SEED_LIMIT,
     Decoding,
@@ -39,7 +40,8 @@ def rollout_count(rollouts: int | str, num_nodes: int, directed_edges: int) -> i
 
     ``auto`` is the work budget: as many rollouts as fit both ``ROLLOUT_NODE_BUDGET`` nodes and
     ``ROLLOUT_EDGE_BUDGET`` directed edges decoded in all, at least 1, at most
-    ``MAX_AUTO_ROLLOUTS``. The nodes bound what a pass costs whatever the density, the edges the
+    ``MAX_AUTO_ROLLOUTS``; the passes are counted once the first rollout has run
+    (:func:`rollouts_within_passes`). The nodes bound what a pass costs whatever the density, the edges the
     message passing of dense graphs: 64 rollouts up to 468 nodes, 30 at 1,000 nodes (20 at
     average degree 200), 3 at 10,000 (2 at degree 200), one from 15,001 nodes on. A budget in edges
     alone would give graphs of 10^5 nodes and degree 4 several rollouts too (bench/RESULTS.md,
@@ -51,6 +53,21 @@ def rollout_count(rollouts: int | str, num_nodes: int, directed_edges: int) -> i
     if isinstance(rollouts, bool) or not isinstance(rollouts, int) or not 1 <= rollouts <= MAX_ROLLOUTS:
         raise UsageError(f"rollouts {rollouts!r} must be {AUTO_ROLLOUTS!r} or a whole number from 1 (a single rollout) to {MAX_ROLLOUTS}")
     return rollouts
+
+
+def rollouts_within_passes(count: int, first_passes: int) -> int:
+    """Of ``count`` rollouts (:func:`rollout_count`'s ``auto``), how many fit
+    ``ROLLOUT_PASS_BUDGET`` policy passes in all, each taking the first rollout's
+    ``first_passes``: at least 1 (the first has run), at most ``count``.
+
+    The node and edge budgets cannot see the passes, and a dense graph is decided over many
+    (one candidate per pass on 1,000 nodes of average degree 64: 86 passes, against 14 at
+    average degree 4), where each pass costs a few milliseconds whatever its size; so on small
+    dense graphs the passes are the work: 17 rollouts at degree 64, 11 at Barabási–Albert degree
+    143 (129 passes each; 27 and 30 before), sparse ones keep their 30 (bench/RESULTS.md, "Issue
+    30, tenth session").
+    """
+    return max(1, min(count, ROLLOUT_PASS_BUDGET // max(first_passes, 1)))
 
 
 def rollout_plan(decoding: Decoding, count: int, default: str, degree: float = 0.0) -> list[Decoding]:
@@ -80,7 +97,9 @@ def best_of_rollouts(policy, env: gym.Env, count: int = 1, decoding: Decoding = 
     """The best of ``count`` runs of :func:`graphtransfer.solve.inference.solve` on the env's
     graph (see :func:`rollout_plan`): feasible before infeasible, then by objective, ties going
     to the earliest rollout. Its ``seconds`` are those of every rollout together, its ``seed`` and
-    ``decoding`` those of the rollout that gave it, its ``rollouts`` the count.
+    ``decoding`` those of the rollout that gave it, its ``rollouts`` how many ran: ``count``, or
+    under ``decoding.rollouts`` ``auto`` as many of them as fit the pass budget once the first
+    has run (:func:`rollouts_within_passes`).
 
     Where ``decoding.deterministic`` is not given and the env takes the most likely actions by
     default (``inference_deterministic``, path), rollout 0 takes them and the others sample: the
@@ -97,10 +116,13 @@ def best_of_rollouts(policy, env: gym.Env, count: int = 1, decoding: Decoding = 
     if decoding.deterministic is None and features.inference_deterministic:
         # the most likely moves repeat themselves exactly: rollout 0 takes them, the others sample (seeded)
         plan = [replace(one, deterministic=index == 0) for index, one in enumerate(plan)]
-    runs = [solve_one(policy, env, one, finish) for one in plan]
+    runs = [solve_one(policy, env, plan[0], finish)]
+    if decoding.rollouts == AUTO_ROLLOUTS:
+        plan = plan[: rollouts_within_passes(count, runs[0].passes)]
+    runs += [solve_one(policy, env, one, finish) for one in plan[1:]]
     sign = 1 if features.sense == "max" else -1
     best = max(runs, key=lambda run: (run.feasible, sign * run.objective))
-    return replace(best, rollouts=count, seconds=sum(run.seconds for run in runs), peak_rss_mib=runs[-1].peak_rss_mib)
+    return replace(best, rollouts=len(runs), seconds=sum(run.seconds for run in runs), peak_rss_mib=runs[-1].peak_rss_mib)
 
 
 def average_degree(env: gym.Env) -> float:
