@@ -79,7 +79,7 @@ class GraphEnv(gym.Env):
         self._start()
         return self._observation(), {}
 
-    def step(self, action: np.ndarray):
+    def step(self, action: np.ndarray | int):
         return self._transition(self._apply(action))
 
     def _transition(self, reward: float):

@@ -50,6 +50,7 @@ class ActionQPolicy(BasePolicy):
     """
 
     observation_space: spaces.Dict
+    action_space: spaces.Discrete
     features_extractor: GNNExtractor
 
     def __init__(
