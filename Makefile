@@ -43,7 +43,7 @@ bench: install  ## ratios against ../shared/plain-recipe, run as it is (about 65
 	$(BIN)/python -m bench.predict_scale --model runs/mis/small
 	$(BIN)/python -m bench.node_order --model runs/mis/small
 
-lint: install  ## ruff over the package, tests, bench and examples (relative imports banned); mypy over the stages listed in pyproject.toml
+lint: install  ## ruff over the package, tests, bench and examples (relative imports banned); mypy over the package
 	$(BIN)/ruff check graphtransfer tests sample_graphs bench examples
 	$(BIN)/mypy
 

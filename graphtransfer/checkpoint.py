@@ -38,7 +38,6 @@ import gymnasium as gym
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load, save
-from stable_baselines3.common.policies import ActorCriticPolicy
 
 from graphtransfer.config import RunConfig
 from graphtransfer.envs.contract import check_contract
@@ -46,6 +45,7 @@ from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import CheckpointError, GraphTransferError
 from graphtransfer.io import atomic_write, folder_lock, sync_folder
 from graphtransfer.nn import Q_POLICIES, build_policy, build_q_policy
+from graphtransfer.nn.qnetwork import AnyPolicy
 
 CONFIG = "config.json"
 CONFIG_YAML = "config.yaml"
@@ -307,7 +307,7 @@ def check_fits(checkpoint: Checkpoint, env: gym.Env) -> None:
         )
 
 
-def load_policy_into_env(checkpoint: Checkpoint, env: gym.Env) -> tuple[ActorCriticPolicy, LoadReport]:
+def load_policy_into_env(checkpoint: Checkpoint, env: gym.Env) -> tuple[AnyPolicy, LoadReport]:
     """Build a policy for ``env``'s spaces from the checkpoint's config and load it strictly: the
     actor-critic of PPO and A2C, or DQN's Q-network."""
     check_fits(checkpoint, env)

@@ -23,13 +23,13 @@ from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from graphtransfer.checkpoint import read_checkpoint
-from graphtransfer.envs.contract import EDGE_ATTR
+from graphtransfer.envs.contract import EDGE_ATTR, check_contract
 from graphtransfer.envs.protocol import Head
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, barabasi_albert, random_geometric, resolve
 from graphtransfer.io import atomic_write, check_output_file, write_atomically
 from graphtransfer.nn.extractor import mean_incoming
-from graphtransfer.nn.policy import edge_mlp
+from graphtransfer.nn.policy import EdgeHeads, NodeHeads, edge_mlp
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.training.a2c import MaskableA2C
 from graphtransfer.training.dqn import GraphDQN
@@ -155,7 +155,7 @@ def export_onnx(model: str | Path, out: str | Path, env: str | None = None, forc
     edges = head in EDGE_HEADS
     if not edges and loaded.policy.features_extractor.edge_encoders is not None:
         raise UsageError(f"--onnx: {model} reads edge features; ONNX export covers node heads without them, export it with --sb3 instead")
-    if edges and EDGE_ATTR not in loaded.env.observation_space.spaces:
+    if edges and EDGE_ATTR not in check_contract(loaded.env.observation_space).spaces:
         raise UsageError(
             f"--onnx: {model} has an edge head without edge features; ONNX export covers those with them, export it with --sb3 instead"
         )
@@ -212,11 +212,14 @@ def _observed(checkpoint, graph: Graph, env: str | None, edges: bool = False) ->
     obs, _ = loaded.env.reset(seed=0)
     inputs = _inputs(obs, edges)
     batch = {key: torch.as_tensor(np.asarray(value))[None] for key, value in obs.items()}
+    policy = loaded.policy
+    if not isinstance(policy, EdgeHeads if edges else NodeHeads):
+        raise UsageError(f"--onnx exports the node and edge heads of PPO and A2C; this model's policy is a {type(policy).__name__}")
     with torch.no_grad():
-        if edges:
-            outputs, _, _ = loaded.policy.edge_outputs(batch, False)
+        if isinstance(policy, EdgeHeads):
+            outputs, _, _ = policy.edge_outputs(batch, False)
         else:
-            outputs, _, _ = loaded.policy.node_outputs(batch, False)
+            outputs, _, _ = policy.node_outputs(batch, False)
     rows = inputs[1].shape[1] if edges else inputs[0].shape[0]
     return tuple(tensor.numpy() for tensor in inputs), outputs[0, :rows].numpy()
 

@@ -116,7 +116,7 @@ def exact_milp(graph: Graph, time_limit: float = 10.0, max_nodes: int = MILP_MAX
     """
     check_size(graph, max_nodes, "mis exact_milp", "'greedy-min-degree'")
     found, optimal = solve_edge_milp(graph, maximise=True, time_limit=time_limit)
-    if optimal:
+    if optimal and found is not None:  # an optimum is a solution found
         return ExactSolution(found, True)
     greedy = greedy_min_degree(graph)
     if found is None or greedy.sum() > found.sum():

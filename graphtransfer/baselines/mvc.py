@@ -93,7 +93,7 @@ def exact_milp(graph: Graph, time_limit: float = 10.0, max_nodes: int = MILP_MAX
     """
     check_size(graph, max_nodes, "mvc exact_milp", "'greedy-max-degree'")
     found, optimal = solve_edge_milp(graph, maximise=False, time_limit=time_limit)
-    if optimal:
+    if optimal and found is not None:  # an optimum is a solution found
         return ExactSolution(found, True)
     greedy = greedy_max_degree(graph)
     if found is None or greedy.sum() < found.sum():
@@ -151,7 +151,7 @@ def exact_milp_weighted(graph: Graph, time_limit: float = 10.0, max_nodes: int =
     check_size(graph, max_nodes, "mvc-weighted exact_milp_weighted", "'greedy-weight-degree'")
     weights = node_weights(graph)
     found, optimal = solve_edge_milp(graph, maximise=False, time_limit=time_limit, weights=weights)
-    if optimal:
+    if optimal and found is not None:  # an optimum is a solution found
         return ExactSolution(found, True)
     greedy = greedy_weight_degree(graph, weights)
     if found is None or weights[greedy].sum() < weights[found].sum():

@@ -3,6 +3,8 @@ polished policy is only ever compared with an equally polished baseline."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from graphtransfer.baselines.local_search import local_search_vertex_cover, polish_independent_set
@@ -28,6 +30,8 @@ def one_flip_local_search(graph: Graph, side: np.ndarray, max_sweeps: int = 50) 
     return side
 
 
-POLISH = {"mis": polish_independent_set, "mvc": local_search_vertex_cover, "maxcut": one_flip_local_search}
+Polisher = Callable[[Graph, np.ndarray], np.ndarray]
+
+POLISH: dict[str, Polisher] = {"mis": polish_independent_set, "mvc": local_search_vertex_cover, "maxcut": one_flip_local_search}
 """Per task, ``polish(graph, solution)``: for MIS and MVC the iterated local search started from
 the solution, in its default time budget (see :mod:`graphtransfer.baselines.local_search`)."""

@@ -25,17 +25,20 @@ class GraphObservationAdapter(gym.ObservationWrapper):
         graph_space = env.observation_space
         if not isinstance(graph_space, spaces.Graph) or not isinstance(graph_space.node_space, spaces.Box):
             raise UsageError(f"GraphObservationAdapter wraps envs with a spaces.Graph observation of Box nodes; got {graph_space}")
-        self.max_nodes = max_nodes or getattr(env.unwrapped, "max_nodes", None)
-        self.max_edges = max_edges or getattr(env.unwrapped, "max_edges", None)
-        if not self.max_nodes or not self.max_edges:
+        max_nodes = max_nodes or getattr(env.unwrapped, "max_nodes", None)
+        max_edges = max_edges or getattr(env.unwrapped, "max_edges", None)
+        if not max_nodes or not max_edges:
             raise UsageError("GraphObservationAdapter needs max_nodes and max_edges: pass them, or give the env those attributes")
+        self.max_nodes: int = max_nodes
+        self.max_edges: int = max_edges
         num_features = int(np.prod(graph_space.node_space.shape))
         edge_space = graph_space.edge_space
         self.num_edge_features = int(np.prod(edge_space.shape)) if isinstance(edge_space, spaces.Box) else 0
         self.observation_space = observation_space(self.max_nodes, self.max_edges, num_features, self.num_edge_features)
 
     def observation(self, observation: spaces.GraphInstance) -> dict[str, np.ndarray]:
-        nodes = np.asarray(observation.nodes, dtype=np.float32).reshape(len(observation.nodes), -1)
+        nodes = np.asarray(observation.nodes, dtype=np.float32)
+        nodes = nodes.reshape(nodes.shape[0], -1)
         if nodes.shape[0] > self.max_nodes:
             raise UsageError(f"graph observation has {nodes.shape[0]} nodes; the adapter pads to max_nodes={self.max_nodes}")
         x = np.zeros((self.max_nodes, nodes.shape[1]), dtype=np.float32)

@@ -31,7 +31,7 @@ class GraphEnv(gym.Env):
     features set ``num_edge_features`` and implement :meth:`_edge_features`.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": []}  # gymnasium declares it an attribute of the instance
     num_features: ClassVar[int]
     num_edge_features: ClassVar[int] = 0
     """width of the observation's ``edge_attr`` (0: the observation has none)"""
@@ -79,7 +79,7 @@ class GraphEnv(gym.Env):
         self._start()
         return self._observation(), {}
 
-    def step(self, action: np.ndarray):
+    def step(self, action: np.ndarray | int):
         return self._transition(self._apply(action))
 
     def _transition(self, reward: float):
@@ -145,6 +145,7 @@ class GraphEnv(gym.Env):
     def objective(graph: Graph, solution: np.ndarray) -> float:
         raise NotImplementedError
 
-    @staticmethod
-    def feasible(graph: Graph, solution: np.ndarray) -> bool:
+    def feasible(self, graph: Graph, solution: np.ndarray) -> bool:
+        """Whether ``solution`` is valid on ``graph``; a method, since it may depend on the env's
+        settings (path's query); tasks whose rule does not override it as a static method."""
         return True

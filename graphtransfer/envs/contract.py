@@ -24,7 +24,7 @@ def observation_space(max_nodes: int, max_edges: int, num_features: int, num_edg
     """The padded ``Dict`` space for graphs of up to ``max_nodes`` nodes and ``max_edges``
     directed edges (twice the undirected count), with an ``edge_attr`` key when
     ``num_edge_features`` is above 0."""
-    keys = {
+    keys: dict[str, spaces.Space] = {
         "x": spaces.Box(-np.inf, np.inf, (max_nodes, num_features), np.float32),
         "edge_index": spaces.Box(0, max(max_nodes - 1, 0), (2, max_edges), np.int64),
         "num_nodes": spaces.Box(0, max_nodes, (1,), np.int64),
@@ -33,6 +33,20 @@ def observation_space(max_nodes: int, max_edges: int, num_features: int, num_edg
     if num_edge_features:
         keys[EDGE_ATTR] = spaces.Box(-np.inf, np.inf, (max_edges, num_edge_features), np.float32)
     return spaces.Dict(keys)
+
+
+def box_shape(space: spaces.Dict, key: str) -> tuple[int, ...]:
+    """The shape of the Box at ``key`` of an observation space (every contract key is a Box,
+    :func:`check_contract`)."""
+    box = space.spaces[key]
+    if not isinstance(box, spaces.Box):
+        raise UsageError(f"observation key {key!r} is {type(box).__name__}; expected a Box (see graphtransfer.envs.contract)")
+    return box.shape
+
+
+def edge_feature_count(space: spaces.Dict) -> int:
+    """``F_e``, the width of the optional ``edge_attr`` key; 0 without it."""
+    return int(box_shape(space, EDGE_ATTR)[-1]) if EDGE_ATTR in space.spaces else 0
 
 
 def padded_edge_attr(edge_attr: np.ndarray, max_edges: int) -> np.ndarray:
@@ -97,7 +111,7 @@ def check_contract(space: spaces.Space, where: str = "env") -> spaces.Dict:
 
 def _check_edge_attr(space: spaces.Dict, where: str) -> None:
     """The optional ``edge_attr``: a float Box with one row per ``edge_index`` column."""
-    sub, max_edges = space.spaces[EDGE_ATTR], space.spaces["edge_index"].shape[1]
+    sub, max_edges = space.spaces[EDGE_ATTR], box_shape(space, "edge_index")[1]
     fits = isinstance(sub, spaces.Box) and np.issubdtype(sub.dtype, np.floating) and len(sub.shape) == 2 and sub.shape[0] == max_edges
     if not fits:
         found = f"{type(sub).__name__} shape {getattr(sub, 'shape', None)} dtype {getattr(sub, 'dtype', None)}"
@@ -128,7 +142,7 @@ def infer_head(observation_space: spaces.Dict, action_space: spaces.Space) -> st
     """Which policy head fits: one action per node or per edge, one node or edge to choose, or one
     graph-level action. Nodes are tried first: an env with as many edge slots as node slots
     declares its ``head`` to act on edges."""
-    max_nodes, max_edges = observation_space["x"].shape[0], observation_space["edge_index"].shape[1]
+    max_nodes, max_edges = box_shape(observation_space, "x")[0], box_shape(observation_space, "edge_index")[1]
     for units, prefix in ((max_nodes, "node"), (max_edges, "edge")):
         if isinstance(action_space, spaces.MultiDiscrete) and action_space.shape == (units,):
             return f"{prefix}-wise"

@@ -13,7 +13,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 from gymnasium import spaces
@@ -21,9 +21,10 @@ from gymnasium import spaces
 from graphtransfer.config import MAX_PASSES, RunConfig
 from graphtransfer.envs import TASKS
 from graphtransfer.envs.adapters import GraphObservationAdapter
+from graphtransfer.envs.base import GraphEnv
 from graphtransfer.envs.contract import check_contract
 from graphtransfer.envs.path import query_positions
-from graphtransfer.envs.protocol import features_of
+from graphtransfer.envs.protocol import SettableHorizon, features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
 
@@ -58,7 +59,7 @@ def inference_env(config: RunConfig, graph: Graph, max_passes: int | None = None
     env = make_env(None, config.env, config.env_kwargs, [graph])
     horizon = max_passes or features_of(env).inference_horizon
     if horizon:
-        env.unwrapped.horizon = horizon
+        cast(SettableHorizon, env.unwrapped).horizon = horizon
     return env
 
 
@@ -101,7 +102,7 @@ def make_env(task: str | None, env: str | None, env_kwargs: dict[str, Any], grap
     return built
 
 
-def _task(name: str | None) -> type:
+def _task(name: str | None) -> type[GraphEnv]:
     if name not in TASKS:
         raise UsageError(f"unknown task {name!r}; choose one of {sorted(TASKS)} or pass --env module:Class")
     return TASKS[name]
@@ -121,7 +122,7 @@ def _load(spec: str):
     raise UsageError(f"--env {spec!r}: not 'package.module:Class' and not a registered gymnasium id")
 
 
-def _construct(factory, kwargs: dict[str, Any], graphs: Sequence[Graph], name: str) -> gym.Env:
+def _construct(factory, kwargs: dict[str, Any], graphs: Sequence[Graph], name: str | None) -> gym.Env:
     try:
         return factory(graphs=list(graphs), **kwargs)
     except TypeError as err:

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
 import gymnasium as gym
 import numpy as np
 
 from graphtransfer.config.schema import HeadName
-from graphtransfer.envs.contract import infer_head
+from graphtransfer.envs.contract import check_contract, infer_head
 from graphtransfer.errors import UsageError
 
 
@@ -90,7 +90,23 @@ class GraphEnvProtocol(Protocol):
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict]: ...
 
 
-Objective = Callable[[Any, np.ndarray], float]
+class AnsweringEnv(Protocol):
+    """An env with an answer of its own: :class:`GraphEnvProtocol`'s ``solution`` with the
+    ``objective`` and ``feasible`` that judge it on the episode's ``graph``."""
+
+    graph: Any
+
+    def solution(self) -> np.ndarray: ...
+
+    def objective(self, graph: Any, solution: np.ndarray, /) -> float: ...
+
+    def feasible(self, graph: Any, solution: np.ndarray, /) -> bool: ...
+
+
+class SettableHorizon(Protocol):
+    """An env with :class:`GraphEnvProtocol`'s optional ``horizon``, the episode length."""
+
+    horizon: int
 
 
 @dataclass(frozen=True)
@@ -99,9 +115,9 @@ class EnvFeatures:
 
     head: Head
     sense: str
-    solution: Callable[[], np.ndarray] | None
-    objective: Objective | None
-    feasible: Callable[[Any, np.ndarray], bool] | None
+    answering: AnsweringEnv | None
+    """the env itself where it has ``solution``, ``objective`` and ``feasible``; ``None`` where
+    the episode's rewards are its answer"""
     solution_header: str
     active_nodes: Callable[[], np.ndarray] | None
     action_masks: Callable[[], np.ndarray] | None
@@ -114,7 +130,6 @@ class EnvFeatures:
     inference_deterministic: bool = False
 
     OPTIONAL: ClassVar[tuple[str, ...]] = (
-        "solution",
         "active_nodes",
         "action_masks",
         "step_many",
@@ -134,17 +149,16 @@ def features_of(env: gym.Env) -> EnvFeatures:
     """The optional members of ``env`` (or of the env it wraps), the one place that looks for them;
     a member of the wrong kind is a :class:`UsageError` that names it."""
     task = env.unwrapped
-    members = {name: getattr(task, name, None) for name in EnvFeatures.OPTIONAL}
+    members = {name: getattr(task, name, None) for name in ("solution", *EnvFeatures.OPTIONAL)}
     _check_members(type(task).__name__, task, members)
-    has_solution = members["solution"] is not None
+    has_solution = members.pop("solution") is not None
     head = head_of(env)
     if members["covers"] and head is not Head.NODE_CHOICE:
         raise UsageError(f"{type(task).__name__}.covers is True but its head is {head}; covers applies to node choice, leave it out")
     return EnvFeatures(
         head=head,
         sense=getattr(task, "sense", "max"),
-        objective=getattr(task, "objective", None) if has_solution else None,
-        feasible=getattr(task, "feasible", None) if has_solution else None,
+        answering=cast(AnsweringEnv, task) if has_solution else None,  # _check_members made sure all three are methods
         solution_header=getattr(task, "solution_header", "node,decision") if has_solution else "step,reward",
         num_graphs=len(getattr(task, "graphs", ())) or 1,
         inference_deterministic=getattr(task, "inference_deterministic", False),
@@ -158,7 +172,7 @@ def head_of(env: gym.Env) -> Head:
     if declared and declared not in set(Head):
         choices = ", ".join(head.value for head in Head)
         raise UsageError(f"{type(env.unwrapped).__name__}.head is {declared!r}; declare one of {choices}, or leave it out to infer it")
-    return Head(declared or infer_head(env.observation_space, env.action_space))
+    return Head(declared or infer_head(check_contract(env.observation_space), env.action_space))
 
 
 def _check_members(name: str, task: Any, members: dict[str, Any]) -> None:

@@ -13,12 +13,13 @@ from contextlib import nullcontext
 import gymnasium as gym
 import torch
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from stable_baselines3.common.type_aliases import PyTorchObs
 from torch import nn
 from torch_geometric.nn import GCNConv, GINConv, SAGEConv, global_max_pool, global_mean_pool
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
 from graphtransfer.config import CONVS
-from graphtransfer.envs.contract import EDGE_ATTR, check_edge_attr_values
+from graphtransfer.envs.contract import EDGE_ATTR, box_shape, check_edge_attr_values, edge_feature_count
 from graphtransfer.nn.batching import DisjointGraph, IncomingEdges, incoming_edges, shared_edges, to_disjoint
 from graphtransfer.nn.message_passing import GraphStructure, layer_function, relu, residual_relu
 from graphtransfer.nn.pooling import mean_max_pool
@@ -113,19 +114,18 @@ class GNNExtractor(BaseFeaturesExtractor):
         project_input: bool = True,
     ):
         super().__init__(observation_space, features_dim=2 * width)
-        num_features = observation_space["x"].shape[-1]
+        num_features = box_shape(observation_space, "x")[-1]
         self.width, self.project_input = width, project_input
         self.encode = nn.Sequential(nn.Linear(num_features, width), nn.ReLU()) if project_input else None
         first_in = width if project_input else num_features
         self.convs = nn.ModuleList(make_conv(conv, first_in if i == 0 else width, width, aggr) for i in range(num_layers))
-        edge_space = observation_space.spaces.get(EDGE_ATTR)
-        self.num_edge_features = 0 if edge_space is None else int(edge_space.shape[-1])
+        self.num_edge_features = edge_feature_count(observation_space)
         self.edge_encoders = (
             nn.ModuleList(nn.Linear(self.num_edge_features, width) for _ in range(num_layers)) if self.num_edge_features else None
         )
         self._structures: dict[tuple, GraphStructure] = {}  # see structure_for; never saved with the weights
 
-    def node_embeddings(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, DisjointGraph]:
+    def node_embeddings(self, obs: PyTorchObs) -> tuple[torch.Tensor, DisjointGraph]:
         """Embeddings of every real node of the batch, and the disjoint graph they belong to.
 
         On the CPU and from :data:`CSR_MIN_EDGES` edges up, with or without gradients, messages
@@ -138,6 +138,10 @@ class GNNExtractor(BaseFeaturesExtractor):
         ``max_nodes_per_batch`` nodes, layers run in chunks of target nodes
         (:meth:`_layers_in_chunks`): the same numbers (tested to 1e-6).
         """
+        if not isinstance(obs, dict):
+            raise TypeError(
+                f"GNNExtractor reads the contract's Dict observations (see graphtransfer.envs.contract); got {type(obs).__name__}"
+            )
         graph = to_disjoint(obs)
         num_nodes, edges = graph.x.shape[0], graph.edge_index
         sparse = graph.x.device.type == "cpu" and edges.shape[1] >= CSR_MIN_EDGES
@@ -191,7 +195,7 @@ class GNNExtractor(BaseFeaturesExtractor):
         Shapes:
             out: ``(N, ..., width)``; context: ``(N, ..., F_e)`` from :meth:`_edge_context`.
         """
-        return out if context is None else out + self.edge_encoders[index](context)
+        return out if context is None else out + self._edge_encoder(index)(context)
 
     def _structure_embeddings(self, obs: dict[str, torch.Tensor], graph: DisjointGraph) -> torch.Tensor:
         """The structure path for a batch: one cached graph of ``B``-times wider features when
@@ -312,12 +316,18 @@ class GNNExtractor(BaseFeaturesExtractor):
         for rows in blocks:
             block = layer(conv, h, structure, rows, out[rows])
             if context is not None:
-                block.add_(self.edge_encoders[index](context[rows]))
+                block.add_(self._edge_encoder(index)(context[rows]))
             if self._residual(index):
                 residual_relu(h[rows], block)
             else:
                 relu(block)
         return out
+
+    def _edge_encoder(self, index: int) -> nn.Module:
+        """``U_index``, layer ``index``'s projection of the edge context (models built with edge features)."""
+        if self.edge_encoders is None:
+            raise ValueError("this model was built for observations without edge_attr; the batch has it")
+        return self.edge_encoders[index]
 
     def _residual(self, index: int) -> bool:
         """Whether layer ``index`` adds its input back: all do, except a first layer that reads
@@ -336,6 +346,8 @@ class GNNExtractor(BaseFeaturesExtractor):
         if torch.is_grad_enabled():
             return self.encode(x)
         projection = self.encode[0]
+        if not isinstance(projection, nn.Linear):
+            raise TypeError(f"the input projection starts with a Linear layer; this one is {self.encode}")
         return torch.nn.functional.linear(x, projection.weight, projection.bias).relu_()
 
     def _layers_in_chunks(
@@ -410,7 +422,7 @@ def _conv_rows(
     GCN, which has no bipartite form, aggregates its pre-transformed ``source`` with the
     precomputed normalised weights and adds its bias, as its own forward does.
     """
-    size = (incoming.num_nodes, stop - start)
+    size: tuple[int, int] | None = (incoming.num_nodes, stop - start)
     if sparse:
         adjacency, weight, size = incoming.csr_into(start, stop), None, None  # the weights are the CSR values
     else:

@@ -238,8 +238,11 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, out
         contiguous; returns ``(..., F_out)``.
     """
     flat, shape = x.view(-1, x.shape[-1]), (*x.shape[:-1], weight.shape[0])
-    into = {} if out is None else {"out": out.view(-1, weight.shape[0])}
-    result = torch.mm(flat, weight.t(), **into) if bias is None else torch.addmm(bias, flat, weight.t(), **into)
+    if out is None:
+        result = torch.mm(flat, weight.t()) if bias is None else torch.addmm(bias, flat, weight.t())
+    else:
+        into = out.view(-1, weight.shape[0])
+        result = torch.mm(flat, weight.t(), out=into) if bias is None else torch.addmm(bias, flat, weight.t(), out=into)
     return result.view(shape)
 
 

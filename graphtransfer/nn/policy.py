@@ -17,7 +17,7 @@ on feature widths only, so a policy trained on 50-node graphs loads strictly int
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeAlias
 
 import gymnasium as gym
 import numpy as np
@@ -25,14 +25,14 @@ import torch
 from gymnasium import spaces
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.distributions import CategoricalDistribution
-from stable_baselines3.common.policies import ActorCriticPolicy, MultiInputActorCriticPolicy
-from stable_baselines3.common.type_aliases import Schedule
+from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy, MultiInputActorCriticPolicy
+from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 from torch import nn
 from torch.distributions import Categorical
 
 import graphtransfer.nn.message_passing as message_passing
 from graphtransfer.config import ModelConfig
-from graphtransfer.envs.contract import EDGE_ATTR
+from graphtransfer.envs.contract import edge_feature_count
 from graphtransfer.envs.protocol import Head, head_of
 from graphtransfer.nn.batching import DisjointGraph
 from graphtransfer.nn.distributions import NodeWiseCategorical
@@ -84,14 +84,22 @@ def mlp_in_place(layers: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-class NodeHeads:
+class NodeHeads(BasePolicy):
     """The part both node policies share: a per-node MLP with ``outputs_per_node`` outputs
-    and a value MLP on the pooled embedding of the real nodes. Mixed into an SB3 policy."""
+    and a value MLP on the pooled embedding of the real nodes. Mixed into an SB3 policy
+    (PPO's ``ActorCriticPolicy`` or sb3-contrib's ``MaskableActorCriticPolicy``), listed first."""
 
     outputs_per_node: int
     head_width: int
     head_name = "node_head"
     """the attribute (and state-dict prefix) of the action MLP"""
+    node_head: nn.Sequential
+    value_head: nn.Sequential
+    # what the SB3 policy it is mixed into sets up
+    observation_space: spaces.Dict
+    features_extractor: GNNExtractor
+    features_dim: int
+    ortho_init: bool
 
     def _head_inputs(self) -> int:
         """Input width of the action MLP: one node embedding."""
@@ -106,14 +114,12 @@ class NodeHeads:
                 module.apply(lambda m: self.init_weights(m, gain=np.sqrt(2)))
             self.init_weights(action_head[-1], gain=0.01)
             self.init_weights(self.value_head[-1], gain=1.0)
-        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]  # SB3 types optimizer_class as the base Optimizer, which takes no lr
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         return {**super()._get_constructor_parameters(), "head_width": self.head_width}
 
-    def node_outputs(
-        self, obs: dict[str, torch.Tensor], with_values: bool = True
-    ) -> tuple[torch.Tensor, DisjointGraph, torch.Tensor | None]:
+    def node_outputs(self, obs: PyTorchObs, with_values: bool = True) -> tuple[torch.Tensor, DisjointGraph, torch.Tensor | None]:
         """Per-node outputs in the padded layout ``(B, max_nodes, outputs_per_node)`` (zeros in
         padding), the disjoint graph, and values ``(B, 1)``; ``None`` for values when
         ``with_values`` is off (acting needs none, and pooling 250k nodes is not free)."""
@@ -126,7 +132,7 @@ class NodeHeads:
             padded[graph.node_mask] = outputs
         return padded, graph, self.value_head(self.features_extractor.pool(h, graph)) if with_values else None
 
-    def predict_values(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+    def predict_values(self, obs: PyTorchObs) -> torch.Tensor:
         h, graph = self.features_extractor.node_embeddings(obs)
         return self.value_head(self.features_extractor.pool(h, graph))
 
@@ -152,20 +158,20 @@ class NodePolicy(NodeHeads, ActorCriticPolicy):
         kwargs.setdefault("features_extractor_class", GNNExtractor)
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)
 
-    def _distribution(self, obs: dict[str, torch.Tensor], with_values: bool = True) -> tuple[NodeWiseCategorical, torch.Tensor | None]:
+    def _distribution(self, obs: PyTorchObs, with_values: bool = True) -> tuple[NodeWiseCategorical, torch.Tensor | None]:
         logits, graph, values = self.node_outputs(obs, with_values)
         return NodeWiseCategorical(logits, graph.node_mask), values
 
-    def forward(self, obs: dict[str, torch.Tensor], deterministic: bool = False):
+    def forward(self, obs: PyTorchObs, deterministic: bool = False):
         distribution, values = self._distribution(obs)
         actions = distribution.get_actions(deterministic=deterministic)
         return actions, values, distribution.log_prob(actions)
 
-    def evaluate_actions(self, obs: dict[str, torch.Tensor], actions: torch.Tensor):
+    def evaluate_actions(self, obs: PyTorchObs, actions: torch.Tensor):
         distribution, values = self._distribution(obs)
         return values, distribution.log_prob(actions), distribution.entropy()
 
-    def get_distribution(self, obs: dict[str, torch.Tensor]) -> NodeWiseCategorical:
+    def get_distribution(self, obs: PyTorchObs) -> NodeWiseCategorical:
         return self._distribution(obs, with_values=False)[0]
 
 
@@ -190,7 +196,7 @@ class NodeChoicePolicy(NodeHeads, MaskableActorCriticPolicy):
         kwargs.setdefault("features_extractor_class", GNNExtractor)
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)
 
-    def node_scores(self, obs: dict[str, torch.Tensor], with_values: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def node_scores(self, obs: PyTorchObs, with_values: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Scores ``(B, max_nodes)`` with padding at :data:`PADDING_LOGIT`, and values (``None``
         without ``with_values``)."""
         scores, graph, values = self.node_outputs(obs, with_values)
@@ -203,16 +209,16 @@ class NodeChoicePolicy(NodeHeads, MaskableActorCriticPolicy):
             distribution.apply_masking(action_masks)
         return distribution, values
 
-    def forward(self, obs: dict[str, torch.Tensor], deterministic: bool = False, action_masks: np.ndarray | None = None):
+    def forward(self, obs: PyTorchObs, deterministic: bool = False, action_masks: np.ndarray | None = None):
         distribution, values = self._distribution(obs, action_masks)
         actions = distribution.get_actions(deterministic=deterministic)
         return actions, values, distribution.log_prob(actions)
 
-    def evaluate_actions(self, obs: dict[str, torch.Tensor], actions: torch.Tensor, action_masks: torch.Tensor | None = None):
+    def evaluate_actions(self, obs: PyTorchObs, actions: torch.Tensor, action_masks: torch.Tensor | None = None):
         distribution, values = self._distribution(obs, action_masks)
         return values, distribution.log_prob(actions), distribution.entropy()
 
-    def get_distribution(self, obs: dict[str, torch.Tensor], action_masks: np.ndarray | None = None):
+    def get_distribution(self, obs: PyTorchObs, action_masks: np.ndarray | None = None):
         return self._distribution(obs, action_masks, with_values=False)[0]
 
 
@@ -225,18 +231,27 @@ def edge_mlp(layers: nn.Sequential, h: torch.Tensor, edge_index: torch.Tensor, e
         h: ``(total_nodes, width)``; edge_index: ``(2, total_edges)``; edge_attr: ``(total_edges, F_e)``
         or ``None``; returns ``(total_edges, outputs)``.
     """
-    first, width = layers[0], h.shape[1]
+    first, rest = split_first(layers)
+    width = h.shape[1]
     source, destination = edge_index
     hidden = (h @ first.weight[:, :width].t())[source] + (h @ first.weight[:, width : 2 * width].t())[destination] + first.bias
     if edge_attr is not None:
         hidden = hidden + edge_attr @ first.weight[:, 2 * width :].t()
-    return run_mlp(layers[1:], hidden)
+    return run_mlp(rest, hidden)
+
+
+def split_first(layers: nn.Sequential) -> tuple[nn.Linear, nn.Sequential]:
+    """An :func:`mlp`'s first layer and the layers after it (torch types any index of a
+    ``Sequential`` as a plain ``Module``)."""
+    first, rest = layers[0], layers[1:]
+    if not isinstance(first, nn.Linear) or not isinstance(rest, nn.Sequential):
+        raise TypeError(f"expected an mlp, a Sequential that starts with a Linear layer; got {layers}")
+    return first, rest
 
 
 def edge_inputs(observation_space: spaces.Dict, width: int) -> int:
     """Input width of a per-edge MLP: two node embeddings of ``width`` and the edge's features."""
-    edge_space = observation_space.spaces.get(EDGE_ATTR)
-    return 2 * width + (0 if edge_space is None else int(edge_space.shape[-1]))
+    return 2 * width + edge_feature_count(observation_space)
 
 
 class EdgeHeads(NodeHeads):
@@ -246,14 +261,13 @@ class EdgeHeads(NodeHeads):
     ``(N, head_width)`` products gathered per edge, the same sums in another order."""
 
     head_name = "edge_head"
+    edge_head: nn.Sequential
 
     def _head_inputs(self) -> int:
         """Input width of the action MLP: two node embeddings and the edge's features."""
         return edge_inputs(self.observation_space, self.features_extractor.width)
 
-    def edge_outputs(
-        self, obs: dict[str, torch.Tensor], with_values: bool = True
-    ) -> tuple[torch.Tensor, DisjointGraph, torch.Tensor | None]:
+    def edge_outputs(self, obs: PyTorchObs, with_values: bool = True) -> tuple[torch.Tensor, DisjointGraph, torch.Tensor | None]:
         """Per-edge outputs in the padded layout ``(B, max_edges, outputs_per_node)`` (zeros in
         padding), the disjoint graph, and values ``(B, 1)`` (``None`` without ``with_values``)."""
         h, graph = self.features_extractor.node_embeddings(obs)
@@ -269,7 +283,7 @@ class EdgePolicy(EdgeHeads, NodePolicy):
     Args: as :class:`NodePolicy`, with ``action_space`` ``MultiDiscrete([k] * max_edges)``.
     """
 
-    def _distribution(self, obs: dict[str, torch.Tensor], with_values: bool = True) -> tuple[NodeWiseCategorical, torch.Tensor | None]:
+    def _distribution(self, obs: PyTorchObs, with_values: bool = True) -> tuple[NodeWiseCategorical, torch.Tensor | None]:
         logits, graph, values = self.edge_outputs(obs, with_values)
         return NodeWiseCategorical(logits, graph.edge_mask), values
 
@@ -281,7 +295,7 @@ class EdgeChoicePolicy(EdgeHeads, NodeChoicePolicy):
     Args: as :class:`NodeChoicePolicy`, with ``action_space`` ``Discrete(max_edges)``.
     """
 
-    def node_scores(self, obs: dict[str, torch.Tensor], with_values: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def node_scores(self, obs: PyTorchObs, with_values: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Edge scores ``(B, max_edges)``, padding at :data:`PADDING_LOGIT`, and values; the
         name is the choice heads' shared interface (see :meth:`NodeChoicePolicy.node_scores`)."""
         scores, graph, values = self.edge_outputs(obs, with_values)
@@ -314,7 +328,10 @@ class GraphPolicy(MultiInputActorCriticPolicy):
         super()._build(lr_schedule)
 
 
-POLICIES: dict[Head, type[ActorCriticPolicy]] = {
+ActorCritic: TypeAlias = ActorCriticPolicy | MaskableActorCriticPolicy
+"""a policy of the actor-critic algorithms; the choice heads' are sb3-contrib's masked kind"""
+
+POLICIES: dict[Head, type[ActorCritic]] = {
     Head.NODE_WISE: NodePolicy,
     Head.NODE_CHOICE: NodeChoicePolicy,
     Head.EDGE_WISE: EdgePolicy,
@@ -323,7 +340,7 @@ POLICIES: dict[Head, type[ActorCriticPolicy]] = {
 }
 
 
-def policy_for(env: gym.Env) -> type[ActorCriticPolicy]:
+def policy_for(env: gym.Env) -> type[ActorCritic]:
     """The policy class a plain SB3 user passes for ``env``: the one for the head its spaces imply
     (or that it declares). None of the class's weights depends on the number of nodes or edges,
     so a model built for a larger env loads a smaller one's ``state_dict`` as it is.
@@ -351,9 +368,9 @@ def policy_kwargs(head: str, model: ModelConfig) -> dict[str, Any]:
 
 def build_policy(
     head: str, model: ModelConfig, observation_space: spaces.Dict, action_space: spaces.Space, device: str = "cpu"
-) -> ActorCriticPolicy:
+) -> ActorCritic:
     """A fresh policy for the given spaces, for loading weights into."""
     if head not in POLICIES:
         raise ValueError(f"head {head!r} is not known; choose one of {HEADS}")
-    policy = POLICIES[head](observation_space, action_space, lambda _: 0.0, **policy_kwargs(head, model))
+    policy = POLICIES[Head(head)](observation_space, action_space, lambda _: 0.0, **policy_kwargs(head, model))
     return policy.to(device)

@@ -19,19 +19,19 @@ features); the DQN algorithm, its masks and its replay buffer only ever see ``(B
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import torch
 from gymnasium import spaces
 from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.type_aliases import Schedule
+from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 
 from graphtransfer.config import ModelConfig
 from graphtransfer.envs.protocol import Head
 from graphtransfer.nn.batching import DisjointGraph
 from graphtransfer.nn.extractor import GNNExtractor
-from graphtransfer.nn.policy import PADDING_LOGIT, edge_inputs, edge_mlp, mlp, policy_kwargs, run_mlp
+from graphtransfer.nn.policy import PADDING_LOGIT, ActorCritic, edge_inputs, edge_mlp, mlp, policy_kwargs, run_mlp
 
 
 class ActionQPolicy(BasePolicy):
@@ -48,6 +48,10 @@ class ActionQPolicy(BasePolicy):
         lr_schedule: SB3's learning-rate schedule.
         head_width: hidden width of the scoring head.
     """
+
+    observation_space: spaces.Dict
+    action_space: spaces.Discrete
+    features_extractor: GNNExtractor
 
     def __init__(
         self,
@@ -70,10 +74,13 @@ class ActionQPolicy(BasePolicy):
             normalize_images=False,
         )
         self.head_width = head_width
-        self.features_extractor = self.make_features_extractor()
+        extractor = self.make_features_extractor()
+        if not isinstance(extractor, GNNExtractor):
+            raise TypeError(f"a Q-network reads node embeddings from a GNNExtractor; got {type(extractor).__name__}")
+        self.features_extractor = extractor
         self.q_head = mlp([self._action_inputs(), head_width, 1])  # A: per action
         self.value_head = mlp([self.features_extractor.features_dim, head_width, 1])  # V: per graph
-        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]  # SB3 types optimizer_class as the base Optimizer, which takes no lr
 
     def _action_inputs(self) -> int:
         """Input width of the scoring MLP: a node embedding here; a head may widen it."""
@@ -85,7 +92,7 @@ class ActionQPolicy(BasePolicy):
         ``(B, max_actions)`` bool. The step every head defines."""
         raise NotImplementedError
 
-    def node_scores(self, obs: dict[str, torch.Tensor], with_values: bool = True) -> tuple[torch.Tensor, None]:
+    def node_scores(self, obs: PyTorchObs, with_values: bool = True) -> tuple[torch.Tensor, None]:
         """Advantages over :data:`SAMPLING_TEMPERATURE` ``(B, max_actions)`` as a choice
         policy's scores (padding at :data:`PADDING_LOGIT`; the inference path asks every choice
         head by this name); no values."""
@@ -93,7 +100,7 @@ class ActionQPolicy(BasePolicy):
         advantages, real = self.action_scores(h, graph)
         return (advantages / SAMPLING_TEMPERATURE).masked_fill(~real, PADDING_LOGIT), None
 
-    def q_values(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+    def q_values(self, obs: PyTorchObs) -> torch.Tensor:
         """``(B, num_actions)`` Q-values ``V + A - mean A`` (the mean over real actions), padding
         at :data:`PADDING_LOGIT`."""
         h, graph = self.features_extractor.node_embeddings(obs)
@@ -103,7 +110,7 @@ class ActionQPolicy(BasePolicy):
         value = run_mlp(self.value_head, self.features_extractor.pool(h, graph))  # (B, 1)
         return (value + centred).masked_fill(~real, PADDING_LOGIT)
 
-    def masked_q_values(self, obs: dict[str, torch.Tensor], action_masks: torch.Tensor | np.ndarray | None) -> torch.Tensor:
+    def masked_q_values(self, obs: PyTorchObs, action_masks: torch.Tensor | np.ndarray | None) -> torch.Tensor:
         """:meth:`q_values` with invalid actions (``action_masks`` False) at :data:`PADDING_LOGIT`."""
         q = self.q_values(obs)
         if action_masks is None:
@@ -111,10 +118,10 @@ class ActionQPolicy(BasePolicy):
         valid = torch.as_tensor(action_masks, device=q.device).reshape(q.shape).bool()
         return q.masked_fill(~valid, PADDING_LOGIT)
 
-    def forward(self, obs: dict[str, torch.Tensor], deterministic: bool = True) -> torch.Tensor:
+    def forward(self, obs: PyTorchObs, deterministic: bool = True) -> torch.Tensor:
         return self._predict(obs, deterministic)
 
-    def _predict(self, obs: dict[str, torch.Tensor], deterministic: bool = True) -> torch.Tensor:
+    def _predict(self, obs: PyTorchObs, deterministic: bool = True) -> torch.Tensor:
         """The greedy action of each observation (padding never chosen; invalid actions need the
         masks, see :meth:`masked_q_values`)."""
         return self.q_values(obs).argmax(dim=1)
@@ -172,6 +179,9 @@ class EdgeQPolicy(ActionQPolicy):
         return padded, graph.edge_mask
 
 
+AnyPolicy: TypeAlias = ActorCritic | ActionQPolicy
+"""what a model folder holds: an actor-critic policy (PPO, A2C) or a Q-network (DQN)"""
+
 Q_POLICIES: dict[Head, type[ActionQPolicy]] = {Head.NODE_CHOICE: NodeQPolicy, Head.EDGE_CHOICE: EdgeQPolicy}
 """the heads DQN supports, with the Q-network of each"""
 
@@ -183,9 +193,13 @@ def q_policy_kwargs(model: ModelConfig) -> dict[str, Any]:
     return {"features_extractor_kwargs": extractor, "head_width": model.head_width}
 
 
-def build_q_policy(head: str, model: ModelConfig, observation_space: spaces.Dict, action_space: spaces.Space, device: str = "cpu"):
+def build_q_policy(
+    head: str, model: ModelConfig, observation_space: spaces.Dict, action_space: spaces.Space, device: str = "cpu"
+) -> ActionQPolicy:
     """A fresh Q-network for the given spaces, for loading weights into."""
     if head not in Q_POLICIES:
         raise ValueError(f"DQN has no Q-network for the {head} head; it supports {', '.join(map(str, Q_POLICIES))}")
+    if not isinstance(action_space, spaces.Discrete):
+        raise ValueError(f"a Q-network scores the actions of a Discrete space; got {action_space}")
     policy = Q_POLICIES[Head(head)](observation_space, action_space, lambda _: 0.0, **q_policy_kwargs(model))
     return policy.to(device)

@@ -136,8 +136,8 @@ def evaluate_policy(
             decodings[_draw_label(not first)] = order.restore(best_of_rollouts(policy, env, count, other, finish))
         answers = [_run_baseline(name, _answering(fn, query), env.unwrapped, graph, polisher) for name, fn in baselines.items()]
         row = EvalRow(graph, decodings, answers, features.sense)
-        if polisher:
-            row.polished = env.unwrapped.objective(graph, polisher(graph, row.best().solution))
+        if polisher and features.answering is not None:  # polish searches exist for built-in tasks, which all answer
+            row.polished = features.answering.objective(graph, polisher(graph, row.best().solution))
         row.peak_rss_mib = peak_rss_mib()
         rows.append(row)
     return rows

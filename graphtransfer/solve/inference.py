@@ -135,13 +135,16 @@ def solve(
             done, passes = terminated or truncated, passes + 1
             rewards.append(reward)
     finished = None
-    if features.solution is not None:
-        graph = env.unwrapped.graph
-        solution = features.solution()
+    task = features.answering
+    if task is not None:
+        graph = task.graph
+        solution = task.solution()
         if finish is not None:
+            if features.active_nodes is None:
+                raise UsageError(f"{type(task).__name__} has no active_nodes(); a finishing rule completes the nodes it names as undecided")
             finished = finish(graph, solution, features.active_nodes())
             solution = finished.solution
-        objective, feasible = features.objective(graph, solution), features.feasible(graph, solution)
+        objective, feasible = task.objective(graph, solution), task.feasible(graph, solution)
     else:  # a user env without a solution of its own: report the episode's rewards
         solution, objective, feasible = np.column_stack([np.arange(len(rewards)), rewards]), float(np.sum(rewards)), True
     seconds = time.perf_counter() - started

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import gymnasium as gym
-from stable_baselines3.common.policies import ActorCriticPolicy
 
 from graphtransfer.checkpoint import Checkpoint, LoadReport, load_policy_into_env, read_checkpoint
 from graphtransfer.config import Runtime
@@ -21,6 +20,7 @@ from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph, load_graph
 from graphtransfer.nn import configure_runtime
 from graphtransfer.nn.devices import resolve_device
+from graphtransfer.nn.qnetwork import AnyPolicy
 from graphtransfer.solve.memory import check_memory
 
 DEFAULT_RUNTIME = Runtime()
@@ -30,7 +30,7 @@ DEFAULT_RUNTIME = Runtime()
 @dataclass
 class LoadedPolicy:
     checkpoint: Checkpoint
-    policy: ActorCriticPolicy
+    policy: AnyPolicy
     env: gym.Env
     """the run's env over the graphs (for one graph and ``max_passes``, built for inference)"""
     report: LoadReport
@@ -65,7 +65,7 @@ def policy_for_graphs(
     return LoadedPolicy(checkpoint, policy, built, report)
 
 
-def load_policy(model: str | Path, graph: str | Path | Graph, env: str | None = None) -> tuple[ActorCriticPolicy, gym.Env]:
+def load_policy(model: str | Path, graph: str | Path | Graph, env: str | None = None) -> tuple[AnyPolicy, gym.Env]:
     """The policy in the model folder ``model``, built for ``graph`` (a :class:`Graph`, a graph
     file or a sample name), and the run's env on that graph, whose observations
     ``obs_to_tensors`` turns into what :func:`graphtransfer.act` takes. ``env`` names the user env

@@ -188,7 +188,7 @@ def map_graphs(
     """``[job(checkpoint, g) for g in graphs]``, on ``workers`` local processes or on Ray."""
     if ray_address is not None:
         return _map_on_ray(job, checkpoint, graphs, workers, ray_address)
-    if (workers or 1) == 1:
+    if not workers or workers == 1:
         return [job(checkpoint, graph) for graph in graphs]
     context = multiprocessing.get_context(START_METHOD)
     pool = ProcessPoolExecutor(min(workers, len(graphs)), mp_context=context, initializer=_start_worker, initargs=(checkpoint,))
@@ -209,6 +209,8 @@ def _start_worker(checkpoint: Checkpoint) -> None:
 
 
 def _run_job(job: Job, graph: Graph):
+    if _worker_checkpoint is None:
+        raise RuntimeError("_run_job runs in the pool's workers, after _start_worker")
     return job(_worker_checkpoint, graph)
 
 

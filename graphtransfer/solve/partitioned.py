@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from stable_baselines3.common.policies import BasePolicy
 from torch import nn
 from torch_geometric.nn import GCNConv
 
@@ -51,6 +52,8 @@ class NodeModel:
 
     extractor: GNNExtractor
     head: nn.Sequential
+    layers: list[Callable[..., torch.Tensor]]
+    """the structure-based form of each of the extractor's convs (:func:`layer_function`)"""
 
     def encode(self, x: np.ndarray) -> np.ndarray:
         """The input projection of node features ``(n, F)``: ``(n, width)`` float32."""
@@ -67,7 +70,7 @@ class NodeModel:
         conv = self.extractor.convs[index]
         with torch.inference_mode():
             rows = torch.from_numpy(h)[:, None]  # (n + halo, 1, F): one sample, node-major
-            out = layer_function(conv)(conv, rows, structure, slice(0, owned))
+            out = self.layers[index](conv, rows, structure, slice(0, owned))
             out = residual_relu(rows[:owned], out) if self.extractor._residual(index) else relu(out)
             return out[:, 0].numpy()
 
@@ -77,7 +80,7 @@ class NodeModel:
             return run_mlp(self.head, torch.from_numpy(h)).numpy()
 
 
-def node_model(policy: NodePolicy) -> NodeModel:
+def node_model(policy: BasePolicy) -> NodeModel:
     """The parts of ``policy`` a partitioned forward runs; a ``ValueError`` that says why for a
     policy it cannot run exactly (see the module)."""
     if not isinstance(policy, NodePolicy):
@@ -85,14 +88,17 @@ def node_model(policy: NodePolicy) -> NodeModel:
     extractor = policy.features_extractor
     if extractor.edge_encoders is not None:
         raise ValueError("a partitioned forward runs models without edge features; this one reads edge_attr")
+    layers = []
     for conv in extractor.convs:
-        if isinstance(conv, GCNConv) or layer_function(conv) is None:
+        function = layer_function(conv)
+        if isinstance(conv, GCNConv) or function is None:
             raise ValueError(
                 f"a partitioned forward runs GraphSAGE (sum, mean, max or min aggregation) and GIN layers; this model has {conv}"
             )
+        layers.append(function)
     light = copy.copy(extractor)  # the same weights; the structures it cached stay behind
     light._structures = {}
-    return NodeModel(light, policy.node_head)
+    return NodeModel(light, policy.node_head, layers)
 
 
 def halo_rows(part: Part, blocks: tuple[np.ndarray, ...]) -> np.ndarray:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from stable_baselines3.common.policies import BasePolicy
 
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.config import LOCAL_MAX_PATIENCE
@@ -38,7 +39,6 @@ from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, from_edges
 from graphtransfer.graphs.partition import Part, assign_parts, check_part_count, split
-from graphtransfer.nn import NodePolicy
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.partitioned import NodeModel, as_task, forward_refs, gather, node_model, own_degrees, ray_session, with_halo
 from graphtransfer.solve.predict import write_solution
@@ -110,7 +110,7 @@ def applied(part: Part, status: np.ndarray, chosen: np.ndarray, *blocks: np.ndar
 
 
 def partitioned_mis(
-    policy: NodePolicy,
+    policy: BasePolicy,
     graph: Graph,
     parts: int,
     seed: int = 0,
@@ -120,6 +120,7 @@ def partitioned_mis(
     """The local-max MIS decoding of ``policy`` on ``graph`` in ``parts`` parts (see the module).
 
     Args:
+        policy: a node-wise policy (:func:`~graphtransfer.solve.partitioned.node_model` says which it runs).
         draws: every node's uniform draw of each pass (the env's features), e.g. the single-process
             env's stream to compare with it; ``None``: each part draws its own from ``seed``.
         ray_address: as :func:`graphtransfer.solve.partitioned.partitioned_node_outputs` takes it.

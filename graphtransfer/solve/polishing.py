@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from graphtransfer.baselines.local_search import iterated_local_search
-from graphtransfer.checkpoint import read_checkpoint
+from graphtransfer.checkpoint import Checkpoint, read_checkpoint
 from graphtransfer.config import Decoding, RunConfig, Runtime
 from graphtransfer.config.schema import check_budget_seconds
 from graphtransfer.envs.protocol import features_of
@@ -66,7 +66,9 @@ class PolicyStarts:
     scores: np.ndarray | None
 
 
-def policy_starts(checkpoint, graph: Graph, rollouts: int = 1, seed: int = 0, count: int = 1, scores: bool = False) -> PolicyStarts:
+def policy_starts(
+    checkpoint: Checkpoint, graph: Graph, rollouts: int = 1, seed: int = 0, count: int = 1, scores: bool = False
+) -> PolicyStarts:
     """The ``count`` largest distinct feasible sets of ``rollouts`` rollouts of an MIS model's
     policy on ``graph`` (seeds and decodings as ``predict``'s, :func:`rollout_plan`), the policy
     loaded once; with ``scores``, also its first-pass log-odds per node."""
@@ -80,7 +82,11 @@ def policy_starts(checkpoint, graph: Graph, rollouts: int = 1, seed: int = 0, co
     sets: dict[bytes, np.ndarray] = {}
     for run in sorted((r for r in runs if r.feasible), key=lambda r: -r.objective):
         sets.setdefault(run.solution.astype(bool).tobytes(), run.solution.astype(bool))
-    first = _first_pass_scores(loaded.policy, loaded.env, features.commit_action, seed) if scores else None
+    first = None
+    if scores:
+        if features.commit_action is None:
+            raise ValueError(f"scores are the log-odds of the env's commit action; a {checkpoint.config.name} model's env names none")
+        first = _first_pass_scores(loaded.policy, loaded.env, features.commit_action, seed)
     if first is not None and order.order is not None:
         given = np.empty_like(first)
         given[order.order] = first

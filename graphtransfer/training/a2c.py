@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from gymnasium import spaces
 from sb3_contrib import MaskablePPO
 from stable_baselines3 import A2C
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.utils import explained_variance
 
 from graphtransfer.training import ppo
@@ -35,7 +36,7 @@ RMSPROP = {"optimizer_class": torch.optim.RMSprop, "optimizer_kwargs": {"alpha":
 """SB3's A2C optimizer (its ``use_rms_prop=True`` default with ``rms_prop_eps=1e-5``)"""
 
 
-class GroupedA2CUpdate(RuntimeSettings):
+class GroupedA2CUpdate(RuntimeSettings, OnPolicyAlgorithm):
     """SB3's A2C update, one gradient step on the whole rollout, with the rollout's loss
     backpropagated in groups of whole observations when its real nodes exceed the node budget
     (``max_nodes_per_batch``), or :data:`~graphtransfer.training.ppo.UPDATE_GROUP_NODES` without
@@ -44,6 +45,9 @@ class GroupedA2CUpdate(RuntimeSettings):
     of one group; advantages are normalised (where asked) over the whole rollout first and the
     gradient norm is clipped after accumulation, as SB3 does. A rollout within the limit is
     SB3's update as it is. Mixed in before the SB3 class."""
+
+    normalize_advantage: bool
+    """A2C's setting (MaskablePPO's, for :class:`MaskableA2C`), set by the class it is mixed into"""
 
     def _evaluate(self, rollout, actions: torch.Tensor):
         return self.policy.evaluate_actions(rollout.observations, actions)

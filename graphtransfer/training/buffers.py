@@ -19,11 +19,12 @@ import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
-from sb3_contrib.common.maskable.buffers import MaskableDictRolloutBuffer
+from sb3_contrib.common.maskable.buffers import MaskableDictRolloutBuffer, MaskableDictRolloutBufferSamples
 from stable_baselines3.common.buffers import DictRolloutBuffer
 from stable_baselines3.common.preprocessing import get_obs_shape
+from stable_baselines3.common.type_aliases import DictRolloutBufferSamples
 
-from graphtransfer.envs.contract import EDGE_ATTR
+from graphtransfer.envs.contract import EDGE_ATTR, check_contract
 from graphtransfer.envs.protocol import features_of
 
 EDGE_KEY = "edge_index"
@@ -64,7 +65,7 @@ def nonzero_bits(array: np.ndarray) -> np.ndarray:
     """Which elements of a contiguous ``array`` have any bit set (``-0.0`` does, ``0.0`` not)."""
     if array.dtype.itemsize in (1, 2, 4, 8):
         return array.view(f"u{array.dtype.itemsize}") != 0
-    return array.view(np.uint8).reshape(*array.shape, array.dtype.itemsize).any(axis=-1)
+    return np.asarray(array.view(np.uint8).reshape(*array.shape, array.dtype.itemsize).any(axis=-1))
 
 
 def edge_keys(edges: np.ndarray) -> np.ndarray:
@@ -99,6 +100,12 @@ class EdgeSet(NamedTuple):
     def size(self) -> int:
         return self.keys.size
 
+    def features(self) -> np.ndarray:
+        """``attr``, of a set stored with edge features."""
+        if self.attr is None:
+            raise ValueError("this edge set was stored without edge features; the observation has edge_attr")
+        return self.attr
+
     def listed_keys(self) -> np.ndarray:
         """``(E,)`` the keys in the order the observation listed the edges."""
         if self.order is None:
@@ -121,14 +128,14 @@ class EdgeSet(NamedTuple):
         if keys.size == 0:
             return np.zeros(0, dtype=np.int64)
         if keys.size == self.keys.size and np.array_equal(keys, self.listed_keys()):  # a static graph's step: no search
-            return np.arange(keys.size) if attr is None or _same_bits(self.attr, attr) else None
+            return np.arange(keys.size) if attr is None or _same_bits(self.features(), attr) else None
         found = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
         if not bool((self.keys[found] == keys).all()):
             return None
         positions = found if self.order is None else self.order[found].astype(np.int64)
         if not bool((positions[1:] > positions[:-1]).all()):
             return None
-        if attr is not None and not _same_bits(self.attr[positions], attr):
+        if attr is not None and not _same_bits(self.features()[positions], attr):
             return None
         return positions
 
@@ -144,7 +151,12 @@ class EdgeStore:
     """
 
     def __init__(
-        self, max_edges: int, buffer_size: int, n_envs: int, carried: EdgeStore | None = None, edge_attr: tuple[int, np.dtype] | None = None
+        self,
+        max_edges: int,
+        buffer_size: int,
+        n_envs: int,
+        carried: EdgeStore | None = None,
+        edge_attr: tuple[int, np.dtype] | None = None,
     ):
         self.max_edges = max_edges
         self.edge_attr = edge_attr  # (F_e, dtype) of the observation's edge features, or None
@@ -173,7 +185,7 @@ class EdgeStore:
         attr = None if edge_attr is None else np.ascontiguousarray(edge_attr[:count])
         set_id = self.last_set.get(env)
         positions = None if set_id is None else self.sets[set_id].positions(keys, attr)
-        if positions is None:
+        if set_id is None or positions is None:
             set_id, positions = self._set_of(keys, attr), np.arange(keys.size)
             self.last_set[env] = set_id
         mask = np.zeros(self.max_edges, dtype=bool)
@@ -187,7 +199,7 @@ class EdgeStore:
         digest = hashlib.blake2b(content, digest_size=16).digest()
         known = self.by_digest.get(digest)
         if known is not None and np.array_equal(self.sets[known].listed_keys(), keys):
-            if attr is None or _same_bits(self.sets[known].attr, attr):
+            if attr is None or _same_bits(self.sets[known].features(), attr):
                 return known
         set_id, self.next_id = self.next_id, self.next_id + 1
         self.sets[set_id] = EdgeSet.of(keys, attr)
@@ -223,7 +235,7 @@ class EdgeStore:
             for end in (0, 1):
                 out[:, end][rows[row], column] = edges[end, edge]
             if attr is not None:
-                attr[rows[row], column] = edge_set.attr[edge]
+                attr[rows[row], column] = edge_set.features()[edge]
         return out, attr
 
 
@@ -307,13 +319,15 @@ class ValueStore:
 
     def rebuild(self, steps: np.ndarray, envs: np.ndarray) -> np.ndarray:
         """The ``(B, *shape)`` arrays of each (step, env), in the key's dtype."""
-        batch = steps.size
+        if self.starts is None:
+            raise RuntimeError("finish() indexes a store's values; rebuild reads them after it")
+        batch, starts = steps.size, self.starts
         out = np.zeros((batch, self.num_rows, self.num_columns), dtype=self.dtype)
         for column, values in enumerate(self.columns):
             held = self.source[steps, envs, column]  # (B,): the step that stores this column
             nonzero = np.unpackbits(self.bits[held, envs, column], axis=1, count=self.num_rows).view(bool)
             counts = self.counts[held, envs, column].astype(np.int64)
-            first = self.starts[held, envs, column] - (np.cumsum(counts) - counts)  # (B,): index of a sample's values minus its rank
+            first = starts[held, envs, column] - (np.cumsum(counts) - counts)  # (B,): index of a sample's values minus its rank
             out[:, :, column][nonzero] = values.take(np.repeat(first, counts) + np.arange(counts.sum()))
         return out.reshape(batch, *self.shape)
 
@@ -330,7 +344,7 @@ def narrow_action_dtype(action_space: gym.Space) -> np.dtype:
     return np.dtype(np.min_scalar_type(largest)) if smallest >= 0 else np.dtype(action_space.dtype)
 
 
-class CompactStorage:
+class CompactStorage(DictRolloutBuffer):
     """What the compact buffers add to SB3's Dict rollout buffers; list it first among the bases.
 
     SB3's bookkeeping (rewards, values, advantages, the minibatch permutation) is left to SB3;
@@ -340,30 +354,48 @@ class CompactStorage:
     """
 
     edges: EdgeStore | None = None
+    """the rollout's edge sets (made by ``reset``, which carries the sets the last rollout used)"""
+    observation_shapes: dict[str, tuple[int, ...]]
 
     def reset(self) -> None:
         self.obs_shape = {}  # SB3's reset then allocates no observation arrays: they live in the stores
         super().reset()
-        self.observation_shapes = shapes = get_obs_shape(self.observation_space)
+        shapes = get_obs_shape(self.observation_space)
+        if not isinstance(shapes, dict):
+            raise TypeError(f"a compact buffer stores Dict observations; got {self.observation_space}")
+        self.observation_shapes = shapes
         self.actions = self.actions.astype(narrow_action_dtype(self.action_space))
         if isinstance(self, MaskableDictRolloutBuffer):
             self.action_masks = self.action_masks.astype(bool)  # MaskablePPO's masks are 0/1
-        edge_attr = (shapes[EDGE_ATTR][-1], self.observation_space[EDGE_ATTR].dtype) if EDGE_ATTR in shapes else None
+        edge_attr = (shapes[EDGE_ATTR][-1], self._dtype(EDGE_ATTR)) if EDGE_ATTR in shapes else None
         self.edges = EdgeStore(shapes[EDGE_KEY][1], self.buffer_size, self.n_envs, carried=self.edges, edge_attr=edge_attr)
         self.stores = {
-            key: ValueStore(shape, self.observation_space[key].dtype, self.buffer_size, self.n_envs)
+            key: ValueStore(shape, self._dtype(key), self.buffer_size, self.n_envs)
             for key, shape in shapes.items()
             if key not in (EDGE_KEY, EDGE_ATTR)
         }
 
-    def add(self, obs: dict[str, np.ndarray], *args, **kwargs) -> None:
+    def _dtype(self, key: str) -> np.dtype:
+        dtype = self.observation_space[key].dtype
+        if dtype is None:
+            raise TypeError(f"observation key {key!r} is a {type(self.observation_space[key]).__name__}; a compact buffer stores arrays")
+        return dtype
+
+    @property
+    def edge_store(self) -> EdgeStore:
+        """:attr:`edges`, which ``reset`` (run when the buffer is made) fills."""
+        if self.edges is None:
+            raise RuntimeError("a compact buffer's reset makes its edge store")
+        return self.edges
+
+    def add(self, obs: dict[str, np.ndarray], *args: Any, **kwargs: Any) -> None:  # type: ignore[override]  # SB3 names each argument; this passes them on
         # SB3 casts into the space's dtype on storing; so do we, before compressing.
         arrays = {
             key: np.asarray(obs[key]).astype(space.dtype, copy=False).reshape(self.n_envs, *self.observation_shapes[key])
             for key, space in self.observation_space.spaces.items()
         }
         for env in range(self.n_envs):
-            self.edges.add(self.pos, env, arrays[EDGE_KEY][env], arrays[EDGE_ATTR][env] if EDGE_ATTR in arrays else None)
+            self.edge_store.add(self.pos, env, arrays[EDGE_KEY][env], arrays[EDGE_ATTR][env] if EDGE_ATTR in arrays else None)
             for key, store in self.stores.items():
                 store.add(self.pos, env, arrays[key][env])
         super().add(obs, *args, **kwargs)
@@ -374,10 +406,10 @@ class CompactStorage:
         yield from super().get(batch_size)
 
     def _get_samples(self, batch_inds: np.ndarray, env=None):
-        samples = super()._get_samples(batch_inds, env)
+        samples: DictRolloutBufferSamples | MaskableDictRolloutBufferSamples = super()._get_samples(batch_inds, env)
         envs, steps = np.divmod(batch_inds, self.buffer_size)  # SB3 flattens (step, env) env-major
-        edge_index, edge_attr = self.edges.rebuild_with_attr(steps, envs)
-        structure = {EDGE_KEY: edge_index, EDGE_ATTR: edge_attr}
+        edge_index, edge_attr = self.edge_store.rebuild_with_attr(steps, envs)
+        structure = {EDGE_KEY: edge_index} | ({} if edge_attr is None else {EDGE_ATTR: edge_attr})
         observations = {
             key: self.to_torch(structure[key] if key in structure else self.stores[key].rebuild(steps, envs))
             for key in self.observation_space.spaces
@@ -385,7 +417,7 @@ class CompactStorage:
         samples = samples._replace(observations=observations)
         if samples.actions.dtype != torch.float32:  # sb3-contrib returns actions as stored; SB3 stored the space's dtype
             samples = samples._replace(actions=self.to_torch(self.actions[batch_inds].astype(self.action_space.dtype)))
-        if "action_masks" in samples._fields:
+        if isinstance(samples, MaskableDictRolloutBufferSamples):
             samples = samples._replace(action_masks=samples.action_masks.float())
         return samples
 
@@ -394,7 +426,7 @@ class CompactDictRolloutBuffer(CompactStorage, DictRolloutBuffer):
     """SB3's ``DictRolloutBuffer`` for graph observations, stored compactly (see the module)."""
 
 
-class CompactMaskableDictRolloutBuffer(CompactStorage, MaskableDictRolloutBuffer):
+class CompactMaskableDictRolloutBuffer(CompactStorage, MaskableDictRolloutBuffer):  # type: ignore[misc]  # sb3-contrib's add takes *args, SB3's names obs
     """sb3-contrib's ``MaskableDictRolloutBuffer`` for graph observations, stored compactly."""
 
 
@@ -421,7 +453,7 @@ def estimate_rollout_bytes(buffer_class: type[CompactStorage], env: gym.Env, pro
     as path's ball does) is counted with that step, since every rollout step adds its own.
     ``env`` is reset and stepped.
     """
-    buffer = buffer_class(probe_steps, env.observation_space, env.action_space, device="cpu", n_envs=1)
+    buffer = buffer_class(probe_steps, check_contract(env.observation_space), env.action_space, device="cpu", n_envs=1)
     obs, _ = env.reset(seed=0)
     env.action_space.seed(0)
     features = features_of(env)
@@ -430,15 +462,15 @@ def estimate_rollout_bytes(buffer_class: type[CompactStorage], env: gym.Env, pro
     for _ in range(probe_steps):
         mask = masks() if masks is not None else None
         action = env.action_space.sample(mask=mask.astype(np.int8)) if mask is not None and mask.any() else env.action_space.sample()
-        extra = {"action_masks": mask} if mask is not None and isinstance(buffer, MaskableDictRolloutBuffer) else {}
+        extra: dict[str, Any] = {"action_masks": mask} if mask is not None and isinstance(buffer, MaskableDictRolloutBuffer) else {}
         batch = {key: np.asarray(value)[None] for key, value in obs.items()}
-        before = buffer.edges.table_bytes()
+        before = buffer.edge_store.table_bytes()
         buffer.add(batch, np.asarray(action), np.zeros(1), np.zeros(1), torch.zeros(1), torch.zeros(1), **extra)
-        grown += 0 if first else buffer.edges.table_bytes() - before
+        grown += 0 if first else buffer.edge_store.table_bytes() - before
         obs, _, terminated, truncated, _ = env.step(action)
         first = terminated or truncated
         if first:
             obs, _ = env.reset()
-    table = buffer.edges.table_bytes()
-    largest_set = max(held_bytes(edge_set) for edge_set in buffer.edges.sets.values())
+    table = buffer.edge_store.table_bytes()
+    largest_set = max(held_bytes(edge_set) for edge_set in buffer.edge_store.sets.values())
     return RolloutEstimate(largest_set * features.num_graphs, (held_bytes(buffer) - table + grown) / probe_steps)

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from sb3_contrib.common.maskable.utils import get_action_masks
 from stable_baselines3 import DQN
 
-from graphtransfer.nn import configure_runtime
+from graphtransfer.nn import ActionQPolicy, configure_runtime
 from graphtransfer.training.replay import GraphReplayBuffer
 from graphtransfer.training.runtime import RuntimeSettings
 
@@ -41,13 +41,20 @@ class GraphDQN(RuntimeSettings, DQN):
     """SB3's DQN over :class:`~graphtransfer.nn.ActionQPolicy` with masks (see the module)."""
 
     algorithm_name = "DQN"
+    # SB3 types DQN's networks and buffer as its own classes; policy_class and replay_buffer_class plug in these
+    policy: ActionQPolicy  # type: ignore[assignment]
+    q_net: ActionQPolicy  # type: ignore[assignment]
+    q_net_target: ActionQPolicy  # type: ignore[assignment]
+    replay_buffer: GraphReplayBuffer | None  # type: ignore[assignment]
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, replay_buffer_class=GraphReplayBuffer, **kwargs)
 
     def _create_aliases(self) -> None:
         self.q_net = self.policy
-        self.q_net_target = self.policy_class(self.observation_space, self.action_space, self.lr_schedule, **self.policy_kwargs)
+        self.q_net_target = type(self.policy)(
+            self.policy.observation_space, self.policy.action_space, self.lr_schedule, **self.policy_kwargs
+        )
         self.q_net_target = self.q_net_target.to(self.device)
         self.q_net_target.requires_grad_(False)
         self._sync_target()
@@ -62,7 +69,7 @@ class GraphDQN(RuntimeSettings, DQN):
         return super()._setup_learn(*args, **kwargs)
 
     def _sample_action(self, learning_starts: int, action_noise=None, n_envs: int = 1) -> tuple[np.ndarray, np.ndarray]:
-        masks = get_action_masks(self.env)
+        masks = self._env_masks()
         rate = 1.0 if self.num_timesteps < learning_starts else self.exploration_rate
         actions = self._epsilon_greedy(self._last_obs, masks, rate)
         return actions, actions
@@ -83,8 +90,14 @@ class GraphDQN(RuntimeSettings, DQN):
             actions[row] = self.action_space.sample(mask=valid if valid is not None and valid.any() else None)
         return actions
 
+    def _env_masks(self) -> np.ndarray:
+        """The action masks of the env's current states (``(n_envs, num_actions)``)."""
+        if self.env is None:
+            raise RuntimeError("DQN reads action masks while it learns, from its env; this model has none")
+        return get_action_masks(self.env)
+
     def _store_transition(self, replay_buffer, buffer_action, new_obs, reward, dones, infos) -> None:
-        replay_buffer.expect_masks(get_action_masks(self.env))  # the masks of new_obs, the next states
+        replay_buffer.expect_masks(self._env_masks())  # the masks of new_obs, the next states
         super()._store_transition(replay_buffer, buffer_action, new_obs, reward, dones, infos)
 
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
@@ -92,6 +105,8 @@ class GraphDQN(RuntimeSettings, DQN):
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         losses = []
+        if self.replay_buffer is None:
+            raise RuntimeError("DQN's update samples its replay buffer, which setting the model up builds")
         for _ in range(gradient_steps):
             batch = self.replay_buffer.sample(batch_size)
             with torch.no_grad():  # double DQN: the online network picks the next valid action, the target values it

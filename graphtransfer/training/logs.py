@@ -13,6 +13,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Set as AbstractSet
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,7 @@ def write_row(logger: Logger, values: dict[str, Any], steps: int) -> None:
     """Write ``values`` as a row of their own at ``steps`` to every output of ``logger``, through
     the outputs' public ``write``: what SB3 recorded for its next row stays recorded for it."""
     row = {**values, "time/total_timesteps": steps}
-    excluded: dict[str, tuple[str, ...] | None] = {key: None for key in values} | {"time/total_timesteps": ("tensorboard",)}
+    excluded: dict[str, tuple[str, ...]] = {key: () for key in values} | {"time/total_timesteps": ("tensorboard",)}
     for output in logger.output_formats:
         output.write(row, excluded, steps)
 
@@ -112,7 +113,7 @@ def move_in(staging: Path, folder: Path, resumed: bool) -> None:
     shutil.rmtree(staging, ignore_errors=True)
 
 
-def discard_earlier_outputs(folder: Path, written: set[str] = frozenset()) -> None:
+def discard_earlier_outputs(folder: Path, written: AbstractSet[str] = frozenset()) -> None:
     """Remove what an earlier training run wrote into ``folder`` besides its model (:data:`RUN_OUTPUTS`)
     and the new model's maker did not write (``written``), once the new model has committed: it
     would stay beside the new model looking like its own."""

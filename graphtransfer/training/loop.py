@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 
 from graphtransfer.checkpoint import (
@@ -48,6 +47,7 @@ from graphtransfer.training.callbacks import (
 )
 from graphtransfer.training.logs import CHECKPOINTS, PROGRESS, check_log_settings, make_logger, move_in, staging_folder
 from graphtransfer.training.model import check_algo, check_buffer_fits, make_model
+from graphtransfer.training.runtime import RuntimeSettings
 from graphtransfer.training.tracking import TrackedRun, Tracking, TrackingFailed, check_tracking
 
 UserCallback = BaseCallback | list[BaseCallback] | None
@@ -66,7 +66,7 @@ class TrainResult:
     """stopped by Ctrl-C before the budget; the folder then holds a checkpoint to resume"""
     update_phases: dict[str, float] = field(default_factory=dict)
     """this process's update seconds by phase: sample, forward, backward, step"""
-    model: BaseAlgorithm | None = None
+    model: RuntimeSettings | None = None
     """the trained SB3 algorithm of ``config.algo`` (``PPO`` or ``MaskablePPO``, ``A2C`` or
     ``MaskableA2C``, ``GraphDQN``) to keep using:
     ``model.predict``, ``model.policy``; its envs are closed, so ``model.set_env`` before more ``learn``"""
@@ -208,7 +208,8 @@ def finetune(
     timer = PhaseTimer()
     started = time.perf_counter()
     model.learn(steps, callback=timer)
-    model.env.close()
+    if model.env is not None:
+        model.env.close()
     policy.load_state_dict(model.policy.state_dict())
     return TrainResult(Path(), model.num_timesteps, time.perf_counter() - started, timer.rollout, timer.update, steps, model=model)
 
@@ -245,7 +246,7 @@ def finetune_config(config: RunConfig, graphs: list[Graph], steps: int, runtime:
 
 
 def _learn(
-    model: BaseAlgorithm,
+    model: RuntimeSettings,
     config: RunConfig,
     graphs: list[Graph],
     eval_graphs: list[Graph],
@@ -276,7 +277,7 @@ def _learn(
         seconds = {"seconds": time.perf_counter() - started, "rollout_seconds": timer.rollout, "update_seconds": timer.update}
         return training_record(config, graphs, steps, complete, seconds)
 
-    periodic = [SaveCheckpoints(config, staging, lambda steps: record(steps, False), timer.aside)]
+    periodic: list[SaveCheckpoints | EvalOnGraphs] = [SaveCheckpoints(config, staging, lambda steps: record(steps, False), timer.aside)]
     if eval_graphs:
         periodic.append(EvalOnGraphs(config, eval_graphs, staging, timer.aside, best_so_far(folder) if resumed else None))
     model.set_logger(make_logger(staging, config.log, folder / PROGRESS if resumed else None))
@@ -345,7 +346,8 @@ def _why_stopped(err: BaseException) -> str:
         return str(err)
     if isinstance(err, WORKER_DEATHS):
         return f"an env worker process died ({type(err).__name__}: {err or 'connection lost'})"
-    where = f"{err.filename}: " if getattr(err, "filename", None) else ""
+    filename = getattr(err, "filename", None)
+    where = f"{filename}: " if filename else ""
     return f"{where}{getattr(err, 'strerror', None) or err}"
 
 
@@ -354,7 +356,7 @@ def _resume_command(folder: Path, config: RunConfig) -> str:
 
 
 def _save(
-    model: BaseAlgorithm, config: RunConfig, info: dict[str, Any], folder: Path, staging: Path, resumed: bool, unfinished: bool
+    model: RuntimeSettings, config: RunConfig, info: dict[str, Any], folder: Path, staging: Path, resumed: bool, unfinished: bool
 ) -> None:
     """Save the run to ``folder`` (with the optimizer's state when it is ``unfinished``), then move
     its staged logs in. A save that fails keeps the model in a temporary folder and says where."""
@@ -375,10 +377,11 @@ def _leave_staging(staging: Path, log: Callable[[str], None]) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _close_envs(model: BaseAlgorithm) -> None:
+def _close_envs(model: RuntimeSettings) -> None:
     """Close the envs; with a worker process dead, the others are left to exit with this process."""
     try:
-        model.env.close()
+        if model.env is not None:
+            model.env.close()
     except WORKER_DEATHS:
         pass
 

@@ -5,24 +5,22 @@ for other graphs."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from gymnasium import spaces
 from sb3_contrib.common.maskable.buffers import MaskableDictRolloutBuffer
-from stable_baselines3 import PPO
-from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.buffers import DictRolloutBuffer
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import Logger
-from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from graphtransfer.config import PPOConfig, RunConfig, schedule
+from graphtransfer.envs.contract import box_shape, check_contract
 from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import Head, head_of
 from graphtransfer.errors import UsageError
@@ -30,7 +28,7 @@ from graphtransfer.graphs import Graph, load_graphs
 from graphtransfer.nn import POLICIES, Q_POLICIES, policy_kwargs, q_policy_kwargs
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.memory import available_bytes
-from graphtransfer.training.a2c import GraphA2C, MaskableA2C
+from graphtransfer.training.a2c import GraphA2C, GroupedA2CUpdate, MaskableA2C
 from graphtransfer.training.buffers import (
     CompactDictRolloutBuffer,
     CompactMaskableDictRolloutBuffer,
@@ -38,9 +36,10 @@ from graphtransfer.training.buffers import (
     estimate_rollout_bytes,
 )
 from graphtransfer.training.dqn import GraphDQN
-from graphtransfer.training.ppo import BudgetMaskablePPO, BudgetPPO
+from graphtransfer.training.ppo import BudgetMaskablePPO, BudgetPPO, NodeBudgetUpdate
 from graphtransfer.training.ray_vec_env import RayVecEnv
 from graphtransfer.training.replay import estimate_replay_bytes
+from graphtransfer.training.runtime import RuntimeSettings
 
 VEC_ENVS = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv, "ray": RayVecEnv}
 
@@ -59,7 +58,7 @@ def check_algo(config: RunConfig) -> None:
         )
 
 
-def build_model(config: RunConfig, envs: VecEnv, seed: int | None = None) -> BaseAlgorithm:
+def build_model(config: RunConfig, envs: VecEnv, seed: int | None = None) -> RuntimeSettings:
     """The SB3 algorithm of ``config.algo`` for ``config.head`` on ``envs``, with the run's node
     budget and mixed-precision setting: PPO, or MaskablePPO for node choice (with the node budget
     in its update too); A2C, or :class:`MaskableA2C` for node choice; DQN for node choice. Node-
@@ -74,24 +73,24 @@ def build_model(config: RunConfig, envs: VecEnv, seed: int | None = None) -> Bas
     return BUILDERS[config.algo](config, envs, seed, runtime)
 
 
-def _ppo(config: RunConfig, envs: VecEnv, seed: int, runtime: dict[str, Any]) -> PPO:
+def _ppo(config: RunConfig, envs: VecEnv, seed: int, runtime: dict[str, Any]) -> NodeBudgetUpdate:
     algorithm = BudgetMaskablePPO if Head(config.head).chooses else BudgetPPO
-    buffer = buffer_class(config.head, envs.observation_space, config.ppo.n_steps * envs.num_envs)
+    buffer = buffer_class(config.head, check_contract(envs.observation_space), config.ppo.n_steps * envs.num_envs)
     kwargs = {**sb3_kwargs(config.ppo), "seed": seed, "device": config.runtime.device, **runtime, "rollout_buffer_class": buffer}
-    return algorithm(POLICIES[config.head], envs, policy_kwargs=policy_kwargs(config.head, config.model), **kwargs)
+    return algorithm(POLICIES[Head(config.head)], envs, policy_kwargs=policy_kwargs(config.head, config.model), **kwargs)
 
 
-def _a2c(config: RunConfig, envs: VecEnv, seed: int, runtime: dict[str, Any]) -> OnPolicyAlgorithm:
+def _a2c(config: RunConfig, envs: VecEnv, seed: int, runtime: dict[str, Any]) -> GroupedA2CUpdate:
     ppo = config.ppo
     names = ("n_steps", "gamma", "gae_lambda", "ent_coef")
     kwargs = {name: getattr(ppo, name) for name in names} | {"device": config.runtime.device}
     kwargs |= {"learning_rate": schedule(ppo.learning_rate), "seed": seed, "verbose": 0}
-    buffer = buffer_class(config.head, envs.observation_space, ppo.n_steps * envs.num_envs)
+    buffer = buffer_class(config.head, check_contract(envs.observation_space), ppo.n_steps * envs.num_envs)
     kwargs |= {**runtime, "rollout_buffer_class": buffer, "policy_kwargs": policy_kwargs(config.head, config.model)}
     if Head(config.head).chooses:  # the whole rollout in one minibatch, one epoch, SB3's A2C loss: see training/a2c.py
-        whole = {"batch_size": ppo.n_steps * ppo.n_envs, "n_epochs": 1, "normalize_advantage": False}
-        return MaskableA2C(POLICIES[config.head], envs, **whole, **kwargs)
-    return GraphA2C(POLICIES[config.head], envs, **kwargs)
+        whole: dict[str, Any] = {"batch_size": ppo.n_steps * ppo.n_envs, "n_epochs": 1, "normalize_advantage": False}
+        return MaskableA2C(POLICIES[Head(config.head)], envs, **whole, **kwargs)
+    return GraphA2C(POLICIES[Head(config.head)], envs, **kwargs)
 
 
 def _dqn(config: RunConfig, envs: VecEnv, seed: int, runtime: dict[str, Any]) -> GraphDQN:
@@ -122,7 +121,7 @@ def buffer_class(head: str, observation_space: spaces.Dict | None = None, steps:
 
 def plain_rollout_bytes(observation_space: spaces.Dict, steps: int) -> int:
     """What ``steps`` observations take in SB3's own buffer, which stores every key as float32."""
-    return steps * sum(4 * int(np.prod(space.shape)) for space in observation_space.spaces.values())
+    return steps * sum(4 * math.prod(box_shape(observation_space, key)) for key in observation_space.spaces)
 
 
 def sb3_kwargs(ppo: PPOConfig) -> dict[str, Any]:
@@ -190,14 +189,14 @@ def check_replay_fits(config: RunConfig, env, log: Callable[[str], None]) -> Non
         )
 
 
-def make_model(config: RunConfig, graphs: list[Graph], seed: int) -> BaseAlgorithm:
+def make_model(config: RunConfig, graphs: list[Graph], seed: int) -> RuntimeSettings:
     """The run's algorithm on its vector env, with a logger that writes nothing (without one, SB3's
     ``learn`` makes an empty folder in the temp dir every call); :func:`_learn` sets the run's own."""
     runtime = config.runtime
     torch.set_num_threads(runtime.threads or 1)
     ray = {"address": runtime.ray_address} if runtime.vec_env == "ray" else None
     vec_env = VEC_ENVS[runtime.vec_env]
-    envs = make_vec_env(lambda: run_env(config, graphs), n_envs=config.ppo.n_envs, seed=seed, vec_env_cls=vec_env, vec_env_kwargs=ray)
+    envs = make_vec_env(lambda: run_env(config, graphs), n_envs=config.ppo.n_envs, seed=seed, vec_env_cls=vec_env, vec_env_kwargs=ray)  # type: ignore[arg-type]  # SB3 types it as its own two VecEnv classes
     try:
         model = build_model(config, envs, seed)
         model.set_logger(Logger(None, []))
@@ -207,7 +206,7 @@ def make_model(config: RunConfig, graphs: list[Graph], seed: int) -> BaseAlgorit
         raise
 
 
-def load_model(folder: str | Path, graphs: str | Path | list[Graph], env: str | None = None) -> BaseAlgorithm:
+def load_model(folder: str | Path, graphs: str | Path | list[Graph], env: str | None = None) -> RuntimeSettings:
     """The model in ``folder`` as the SB3 algorithm it was trained with (``PPO`` or ``MaskablePPO``,
     ``A2C`` or :class:`MaskableA2C`, :class:`GraphDQN`) on ``graphs`` (a sample set name, a graph
     file, a folder, or :class:`Graph` objects), with the folder's weights loaded strictly. ``env``
@@ -228,7 +227,7 @@ def load_model(folder: str | Path, graphs: str | Path | list[Graph], env: str | 
     graphs = graphs if isinstance(graphs, list) else load_graphs(graphs)
     loaded = policy_for_graphs(folder, graphs, env=env)
     config = loaded.checkpoint.config
-    config = replace(config, head=config.head or head_of(loaded.env), ppo=replace(config.ppo, n_envs=1))
+    config = replace(config, head=config.head or head_of(loaded.env).value, ppo=replace(config.ppo, n_envs=1))
     if config.algo != "dqn":
         check_buffer_fits(config, loaded.env, lambda _: None)  # SB3's constructor allocates the rollout buffer
     model = build_model(config, DummyVecEnv([lambda: loaded.env]))

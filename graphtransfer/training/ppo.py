@@ -30,14 +30,17 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from gymnasium import spaces
 from sb3_contrib import MaskablePPO
+from sb3_contrib.common.maskable.buffers import MaskableDictRolloutBufferSamples
 from stable_baselines3 import PPO
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.type_aliases import DictRolloutBufferSamples, Schedule
 from stable_baselines3.common.utils import explained_variance
 
 from graphtransfer.training.runtime import RuntimeSettings
@@ -63,17 +66,27 @@ def node_budget_groups(num_nodes: list[int], budget: int) -> list[slice]:
     return groups
 
 
-def update_groups(samples: NamedTuple, max_nodes_per_batch: int | None) -> list[slice]:
+Samples = TypeVar("Samples", DictRolloutBufferSamples, MaskableDictRolloutBufferSamples)
+"""SB3's rollout samples of Dict observations, with action masks for MaskablePPO"""
+
+
+def update_groups(samples: Samples, max_nodes_per_batch: int | None) -> list[slice]:
     """The groups an update backpropagates ``samples`` in: at most the node budget, or
     :data:`UPDATE_GROUP_NODES` real nodes without one (see the module)."""
     budget = min(max_nodes_per_batch or UPDATE_GROUP_NODES, UPDATE_GROUP_NODES)
     return node_budget_groups(samples.observations["num_nodes"].reshape(-1).long().tolist(), budget)
 
 
-def take(samples: NamedTuple, rows: slice) -> NamedTuple:
+def take(samples: Samples, rows: slice) -> Samples:
     """The rows ``rows`` of every field of SB3's rollout samples (observation dicts key by key)."""
     fields = [None if f is None else {k: v[rows] for k, v in f.items()} if isinstance(f, dict) else f[rows] for f in samples]
-    return type(samples)(*fields)
+    return type(samples)._make(fields)
+
+
+def scheduled(setting: float | Schedule, progress_remaining: float) -> float:
+    """A PPO setting at this point of the run: SB3 makes each a schedule when it sets the model up,
+    but types the attribute as the constructor's argument (a number or a schedule)."""
+    return setting(progress_remaining) if callable(setting) else setting
 
 
 UPDATE_PHASES = ("sample", "forward", "backward", "step")
@@ -105,8 +118,16 @@ class UpdateClock:
             yield item
 
 
-class NodeBudgetUpdate(RuntimeSettings):
+class NodeBudgetUpdate(RuntimeSettings, OnPolicyAlgorithm):
     """The timed, optionally split-and-accumulate update, mixed into SB3's PPO or sb3-contrib's MaskablePPO."""
+
+    # PPO's settings, set by the PPO class it is mixed into
+    n_epochs: int
+    batch_size: int | None
+    clip_range: float | Schedule
+    clip_range_vf: float | Schedule | None
+    normalize_advantage: bool
+    target_kl: float | None
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -120,8 +141,8 @@ class NodeBudgetUpdate(RuntimeSettings):
     def train(self) -> None:
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
-        clip_range = self.clip_range(self._current_progress_remaining)
-        clip_range_vf = None if self.clip_range_vf is None else self.clip_range_vf(self._current_progress_remaining)
+        clip_range = scheduled(self.clip_range, self._current_progress_remaining)
+        clip_range_vf = None if self.clip_range_vf is None else scheduled(self.clip_range_vf, self._current_progress_remaining)
         logged: dict[str, list[float]] = {"entropy_loss": [], "policy_gradient_loss": [], "value_loss": [], "clip_fraction": []}
         clock, epoch_kl, stopped = UpdateClock(), [], None
         continue_training, loss = True, 0.0
@@ -230,7 +251,7 @@ class NodeBudgetUpdate(RuntimeSettings):
             self.logger.record("train/clip_range_vf", clip_range_vf)
 
 
-class BudgetPPO(NodeBudgetUpdate, PPO):
+class BudgetPPO(NodeBudgetUpdate, PPO):  # type: ignore[misc]  # SB3's PPO types batch_size int, MaskablePPO's takes None
     """SB3's PPO with an optional node budget (``max_nodes_per_batch``) for its update."""
 
     algorithm_name = "PPO"  # what the user is told runs: the update is PPO's

@@ -31,8 +31,9 @@ import torch
 from gymnasium import spaces
 from stable_baselines3.common.buffers import BaseBuffer
 
-from graphtransfer.envs.contract import EDGE_ATTR
+from graphtransfer.envs.contract import EDGE_ATTR, box_shape, check_contract
 from graphtransfer.envs.protocol import features_of
+from graphtransfer.errors import UsageError
 from graphtransfer.training.buffers import held_bytes
 
 Observation = dict[str, np.ndarray]
@@ -96,6 +97,8 @@ class GraphReplayBuffer(BaseBuffer):
     observations between consecutive steps is what it would do.
     """
 
+    observation_space: spaces.Dict
+
     def __init__(
         self,
         buffer_size: int,
@@ -106,7 +109,7 @@ class GraphReplayBuffer(BaseBuffer):
         optimize_memory_usage: bool = False,
     ):
         super().__init__(buffer_size, observation_space, action_space, device, n_envs)
-        self.max_nodes = observation_space["x"].shape[0]
+        self.max_nodes = box_shape(observation_space, "x")[0]
         self.num_actions = int(action_space.n)
         self.transitions: list[Transition | None] = [None] * buffer_size
         self.last_next: dict[int, Observation] = {}  # env -> its last stored next observation
@@ -141,7 +144,7 @@ class GraphReplayBuffer(BaseBuffer):
         """``batch_size`` transitions drawn uniformly with replacement, as SB3's buffers draw."""
         return self._get_samples(np.random.randint(0, self.size(), size=batch_size))
 
-    def _get_samples(self, batch_inds: np.ndarray, env=None) -> ReplaySamples:
+    def _get_samples(self, batch_inds: np.ndarray, env=None) -> ReplaySamples:  # type: ignore[override]  # SB3 types samples as its own two kinds
         chosen = [self.transitions[i] for i in batch_inds]
         masks = np.unpackbits(np.stack([t.next_mask for t in chosen]), axis=1, count=self.num_actions).astype(bool)
         return ReplaySamples(
@@ -157,10 +160,11 @@ class GraphReplayBuffer(BaseBuffer):
         """Stored observations as the padded batch the contract defines (padding zero)."""
         batch = {}
         for key, space in self.observation_space.spaces.items():
-            out = np.zeros((len(observations), *space.shape), dtype=space.dtype)
+            out = np.zeros((len(observations), *box_shape(self.observation_space, key)), dtype=space.dtype)
             for row, obs in enumerate(observations):
                 value = obs[key]
-                out[(row, *(slice(0, size) for size in value.shape))] = value
+                index: tuple[int | slice, ...] = (row, *(slice(0, size) for size in value.shape))
+                out[index] = value
             batch[key] = self.to_torch(out)
         return batch
 
@@ -182,7 +186,11 @@ def estimate_replay_bytes(env: gym.Env, probe_steps: int = 16) -> float:
     Episodes start on their largest observation and shrink, so this overestimates a full buffer.
     ``env`` is reset and stepped."""
     masks_of = features_of(env).action_masks
-    buffer = GraphReplayBuffer(probe_steps, env.observation_space, env.action_space, device="cpu")
+    if masks_of is None or not isinstance(env.action_space, spaces.Discrete):
+        raise UsageError(
+            f"DQN chooses one valid node or edge: {type(env.unwrapped).__name__} needs a Discrete action space and action_masks()"
+        )
+    buffer = GraphReplayBuffer(probe_steps, check_contract(env.observation_space), env.action_space, device="cpu")
     obs, _ = env.reset(seed=0)
     env.action_space.seed(0)
     for _ in range(probe_steps):

@@ -7,10 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from stable_baselines3.common.base_class import BaseAlgorithm
+
 from graphtransfer.nn import check_node_budget, configure_runtime
 
 
-class RuntimeSettings:
+class RuntimeSettings(BaseAlgorithm):
     """``max_nodes_per_batch`` and ``mixed_precision`` for the policy's extractor, set once the
     policy exists and changeable later; how the numbers are computed, never what they are."""
 
@@ -29,7 +31,7 @@ class RuntimeSettings:
         super().__init__(*args, **kwargs)
 
     def _setup_model(self) -> None:
-        super()._setup_model()
+        super()._setup_model()  # type: ignore[safe-super]  # a mixin: the SB3 class after it in the MRO implements it
         configure_runtime(self.policy, self.max_nodes_per_batch, self.mixed_precision)
 
     def set_max_nodes_per_batch(self, budget: int | None) -> None:

@@ -213,7 +213,7 @@ class MLflowOutput(KVWriter):
         self.failure: Exception | None = None
         """what the store raised; logging then stops, and training goes on to its save"""
 
-    def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...] | None], step: int = 0) -> None:
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
         from mlflow.entities import Metric
 
         stamp = int(time.time() * 1000)

@@ -25,8 +25,9 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from graphtransfer.config import DEFAULT_STUDY, RunConfig, Search
 from graphtransfer.envs.factory import run_env
@@ -39,6 +40,9 @@ from graphtransfer.solve.evaluate import evaluate_policy
 from graphtransfer.solve.rollouts import ONE_ROLLOUT
 from graphtransfer.training.callbacks import Periodic, eval_score, rng_kept
 from graphtransfer.training.loop import train
+
+if TYPE_CHECKING:  # ForkContext does not exist on Windows
+    from multiprocessing.context import ForkContext, SpawnContext
 
 STUDY_FILE, BEST_FILE, PLOT_FILE, STUDY_MARK = "study.db", "best.yaml", "study.png", "study.json"
 INSTALL = "pip install 'graphtransfer[tune]'"
@@ -325,7 +329,7 @@ def check_storage_url(url: str) -> str:
 _CONNECT_ARGS = {"sqlite": {"timeout": 60}, "postgresql": {"connect_timeout": 5}, "mysql": {"connect_timeout": 5}}
 
 
-def _hidden(url: str | None) -> str:
+def _hidden(url: str) -> str:
     """``url`` with its password, if any, replaced by ``***`` (quoted where it is no URL SQLAlchemy reads)."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
@@ -394,7 +398,7 @@ def _run_workers(config: RunConfig, folder: Path, search: Search, graphs: list[G
     here. Each is a session of its own, so Ctrl-C reaches only this process, which passes it on
     once to each worker (they mark their running trials failed) and waits for them to end. A
     worker that fails stops the others; its error is raised here."""
-    context = multiprocessing.get_context(_start_method(config.runtime.threads or 1))
+    context = _worker_context(config.runtime.threads or 1)
     workers, ends = [], []
     try:
         for _ in range(search.n_jobs):
@@ -415,13 +419,13 @@ def _run_workers(config: RunConfig, folder: Path, search: Search, graphs: list[G
         raise KeyboardInterrupt  # a worker stopped by a signal of its own
 
 
-def _start_method(threads: int) -> str:
+def _worker_context(threads: int) -> ForkContext | SpawnContext:
     """How workers start: forked on Linux when each trains on one torch thread, so a worker starts
     in milliseconds with this process's imports and graphs, where a fresh interpreter spends
     seconds importing torch, PyG and SB3 again. Otherwise fresh ('spawn'): an OpenMP thread pool
     this process may have started does not survive a fork (a forked worker's first op on several
     threads would hang), macOS forks unsafely and Windows not at all."""
-    return "fork" if sys.platform == "linux" and threads == 1 else "spawn"
+    return multiprocessing.get_context("fork") if sys.platform == "linux" and threads == 1 else multiprocessing.get_context("spawn")
 
 
 def _ended(code: int | None) -> str:
@@ -430,13 +434,14 @@ def _ended(code: int | None) -> str:
     return f"a tune worker process ended with exit code {code}"
 
 
-def _relay(workers: list, ends: list, log: Callable[[str], None]) -> dict[int, str]:
+def _relay(workers: list, ends: list[Connection], log: Callable[[str], None]) -> dict[int, str]:
     """Print the workers' lines until every worker has ended; the error each sent, by worker. The
     first worker to fail stops the others."""
     errors: dict[int, str] = {}
     reading = {end: index for index, end in enumerate(ends)}
     while reading:
-        for end in multiprocessing.connection.wait(list(reading)):
+        for ready in multiprocessing.connection.wait(list(reading)):
+            end = cast(Connection, ready)  # wait gives back the connections it was given
             index = reading[end]
             try:
                 kind, text = end.recv()
