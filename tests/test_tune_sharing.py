@@ -242,3 +242,34 @@ def test_every_sampler_draws_new_settings_in_the_search_space(name):
     drawn = [trial.params for trial in study.trials]
     assert len({tuple(sorted(params.items())) for params in drawn}) == 4
     assert all(1e-5 <= params["ppo.learning_rate"] <= 3e-3 and 1 <= params["ppo.n_epochs"] <= 10 for params in drawn)
+
+
+@pytest.mark.slow
+def test_n_jobs_on_a_local_ray_cluster_run_the_study_with_more_jobs_than_cores(tmp_path, tiny, monkeypatch):
+    """--ray-address: the workers are Ray tasks (here on a local instance), not bound by this
+    process's cores; their lines reach this process, and the study is full at --n-trials."""
+    pytest.importorskip("ray")
+    monkeypatch.chdir(tmp_path)
+    jobs = str(allowed_cores() + 1)
+    result = runner.invoke(app, ["tune", "--out", "study", *tiny, "--n-trials", "3", "--n-jobs", jobs, "--ray-address", "local"])
+    assert result.exit_code == 0, result.output
+    assert f"running up to 3 more in {jobs} tasks on the Ray cluster local" in result.output
+    trials = trials_of(f"sqlite:///{tmp_path / 'study' / 'study.db'}")
+    assert [trial.state.name for trial in trials].count("COMPLETE") >= 3
+    assert all(trial.state.name == "COMPLETE" for trial in trials), [trial.state.name for trial in trials]
+    assert assert_lines_say_what_ran(result.output, tmp_path / "study") == {trial.number for trial in trials}
+    assert (tmp_path / "study" / "best.yaml").is_file()
+
+
+def test_more_jobs_than_cores_without_a_ray_cluster_is_one_line(tmp_path):
+    jobs = str(allowed_cores() + 1)
+    result = runner.invoke(app, ["tune", "--out", str(tmp_path / "s"), "--n-jobs", jobs])
+    assert result.exit_code == 2 and "more run on a Ray cluster (--ray-address)" in result.output
+    assert not (tmp_path / "s").exists()
+
+
+def test_a_ray_address_where_no_cluster_answers_is_one_line_before_anything_is_written(tmp_path, tiny):
+    pytest.importorskip("ray")
+    result = runner.invoke(app, ["tune", "--out", str(tmp_path / "s"), *tiny, "--n-trials", "1", "--ray-address", "127.0.0.1:9"])
+    assert result.exit_code == 2, result.output
+    assert "--ray-address 127.0.0.1:9: no Ray cluster answers there" in result.output and "Traceback" not in result.output

@@ -278,7 +278,7 @@ def _report_training(result: TrainResult, env: str | None) -> None:
 
 TUNE_SETTINGS = ("task", "graphs", "env", "env_kwargs", "steps", "n_envs", "seed", "eval_graphs", "eval_every")
 """tune's options that set a config key of every trial, by option name; each is made from its schema field"""
-TUNE_SEARCH = ("n_trials", "timeout", "storage", "study_name", "n_jobs", "sampler", "pruner")
+TUNE_SEARCH = ("n_trials", "timeout", "storage", "study_name", "n_jobs", "ray_address", "sampler", "pruner")
 """tune's options of how the search runs, made from :class:`graphtransfer.config.Search`"""
 
 
@@ -301,7 +301,8 @@ def tune(
     """Search PPO and model settings with Optuna (pruning on held-out evaluations); write the best as a config.
 
     The study is kept in OUT/study.db (or --storage): run the same command again to resume a stopped search.
-    Several tune processes, here (--n-jobs) or on other machines (one --storage and --study-name), share a study.
+    Several tune processes, here (--n-jobs), on a Ray cluster (--ray-address) or on other machines (one --storage and
+    --study-name), share a study.
     Needs pip install 'graphtransfer\\[tune]'.
 
     Examples:
@@ -311,6 +312,8 @@ def tune(
       graphtransfer tune --graphs small --steps 20000 --n-trials 40 --n-jobs 2 --sampler random --pruner none
 
       graphtransfer tune --graphs small --storage postgresql://me@db-host/studies --study-name mis-small --n-trials 200
+
+      graphtransfer tune --graphs small --storage postgresql://me@db-host/studies --ray-address auto --n-jobs 16
 
       graphtransfer train --config runs/tune/mis/small/best.yaml --steps 100000
 

@@ -342,7 +342,7 @@ class Search:
     """How a hyperparameter search runs (``graphtransfer tune``,
     :func:`graphtransfer.training.tuning.tune`), beside what each trial trains (the
     :class:`RunConfig`). Checked on construction (:func:`check_fields`, then against this
-    machine's cores), a bad value is a :class:`UsageError`."""
+    machine's cores unless the jobs run on a Ray cluster), a bad value is a :class:`UsageError`."""
 
     n_trials: int = setting(
         20,
@@ -362,8 +362,15 @@ class Search:
         1,
         "trials at once, each in a worker process of its own with runtime.threads torch threads; --n-jobs times runtime.threads "
         "may not exceed the cores. On Linux, workers of one thread are forked from this process once torch and the graphs "
-        "are loaded, so they start at once",
+        "are loaded, so they start at once. With --ray-address: that many Ray tasks on the cluster, runtime.threads CPUs each",
         low=1,
+    )
+    ray_address: str | None = setting(
+        None,
+        "run the --n-jobs workers as tasks on this Ray cluster ('auto', 'local' or host:port; graphtransfer installed on "
+        "every node) instead of processes here. They reach the study through its storage: OUT/study.db where the nodes "
+        "share this machine's files, else a --storage database every node reaches; each trial's run is written to "
+        "OUT/trials/ on the node that trains it",
     )
     sampler: SamplerName = setting(
         "tpe",
@@ -379,10 +386,10 @@ class Search:
     def __post_init__(self) -> None:
         check_fields(self)
         cores = allowed_cores()
-        if self.n_jobs > cores:
+        if self.n_jobs > cores and self.ray_address is None:  # a cluster's CPUs are Ray's to count
             raise UsageError(
                 f"--n-jobs {self.n_jobs} must be a whole number from 1 to {cores} (the cores this process may use): "
-                "each job trains in a process of its own"
+                "each job trains in a process of its own; more run on a Ray cluster (--ray-address)"
             )
         if not self.study_name or len(self.study_name) > STUDY_NAME_MAX or not self.study_name.isprintable():
             raise UsageError(

@@ -244,9 +244,9 @@ def _map_on_ray(job: Job, checkpoint: Checkpoint, graphs: Sequence[Graph], worke
                 index, graph = waiting.pop()
                 worker = idle.pop()
                 running[worker.run.remote(job, graph)] = (index, worker)
-            for ref in _answered(ray, list(running), 1, finished):
+            for ref in answered(ray, list(running), 1, finished):
                 index, worker = running.pop(ref)
-                finished[index] = _get(ray, [ref], finished)[0]
+                finished[index] = get_answered(ray, [ref], finished)[0]
                 idle.append(worker)
         return [finished[index] for index in range(len(graphs))]
     finally:
@@ -263,12 +263,12 @@ def get_from_cluster(ray, refs: list) -> list:
     node, or a head that no longer accepts connections (asked every second without all answers),
     raises :class:`ClusterLost` within seconds, before Ray's own wait for the head (a minute) ends
     this process with no chance to save anything. A job's or env's own error is raised as itself."""
-    while len(_answered(ray, refs, len(refs), {})) < len(refs):
+    while len(answered(ray, refs, len(refs), {})) < len(refs):
         pass
-    return _get(ray, refs, {})
+    return get_answered(ray, refs, {})
 
 
-def _answered(ray, refs: list, wanted: int, finished: dict[int, Any]) -> list:
+def answered(ray, refs: list, wanted: int, finished: dict[int, Any]) -> list:
     """The refs answered within a second, while ``wanted`` of them are not, after asking the head
     whether it still answers: :class:`ClusterLost` (holding ``finished``) if it does not."""
     ready, _ = ray.wait(refs, num_returns=wanted, timeout=CLUSTER_CHECK_SECONDS)
@@ -283,7 +283,7 @@ def _answered(ray, refs: list, wanted: int, finished: dict[int, Any]) -> list:
     return ready
 
 
-def _get(ray, refs: list, finished: dict[int, Any]) -> list:
+def get_answered(ray, refs: list, finished: dict[int, Any]) -> list:
     """``ray.get(refs)`` once they have answered; a job's own error is raised as itself."""
     try:
         return ray.get(refs)
@@ -325,6 +325,14 @@ def init_ray(ray, address: str | None, include_dashboard: bool | None = None) ->
             f"{where} {named or 'auto'}: {first}; start a cluster with 'ray start --head', or pass --ray-address local "
             "to start one in this process"
         ) from None
+
+
+def check_cluster(address: str, where: str = "--ray-address") -> None:
+    """Before anything is written: Ray installed, and ``address`` (``auto``, ``local`` or
+    ``host:port``) a cluster that accepts a connection where it names one; else one-line usage error."""
+    import_ray()
+    if address not in ("", "auto", "local"):
+        _check_answers(address, where)
 
 
 def _check_answers(address: str, where: str) -> None:

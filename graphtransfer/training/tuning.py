@@ -5,7 +5,8 @@ trials before it).
 
 The study lives in a SQLite file in the output folder, or in any Optuna RDB storage (``--storage``),
 so a stopped search (Ctrl-C, a batch job's time limit) resumes where it was with the same command,
-and several processes, on one machine (``--n-jobs``) or several, share one study: each draws new
+and several processes, on one machine (``--n-jobs``), a Ray cluster (``--ray-address``) or several
+machines, share one study: each draws new
 trials until the study holds the number asked for. The best trial is written as a whole run config,
 ``best.yaml``, that ``graphtransfer train --config`` takes. Needs ``graphtransfer[tune]``.
 """
@@ -37,6 +38,7 @@ from graphtransfer.graphs import Graph, load_graphs, resolve
 from graphtransfer.io import LOCK_NAME, SharedFolderLock, atomic_write, check_output_folder, save_figure
 from graphtransfer.process import allowed_cores
 from graphtransfer.solve.evaluate import evaluate_policy
+from graphtransfer.solve.parallel import answered, check_cluster, get_answered, import_ray, init_ray
 from graphtransfer.solve.rollouts import ONE_ROLLOUT
 from graphtransfer.training.callbacks import Periodic, eval_score, rng_kept
 from graphtransfer.training.loop import train
@@ -145,28 +147,37 @@ def tune(config: RunConfig, folder: str | Path, search: Search | None = None, lo
         remaining = search.n_trials - done - running
         if remaining > 0:
             others = f" ({running} running in other processes)" if running else ""
-            jobs = f" in {search.n_jobs} processes" if search.n_jobs > 1 else ""
-            log(f"study {_shown(folder, search)}: {done} trials done, running up to {remaining} more{jobs}{others}")
-            if search.n_jobs == 1:
+            log(f"study {_shown(folder, search)}: {done} trials done, running up to {remaining} more{_where(search)}{others}")
+            if search.n_jobs == 1 and search.ray_address is None:
                 _run_trials(study, optuna, config, folder, search, graphs, every, log)
             else:
                 storage.engine.dispose()  # workers open their own connections; none of this process's may be shared
-                _run_workers(config, folder, search, graphs, every, log)
+                run = _run_workers if search.ray_address is None else _run_on_ray
+                run(config, folder, search, graphs, every, log)
         return _result(study, optuna, config, folder, search)
+
+
+def _where(search: Search) -> str:
+    if search.ray_address is not None:
+        return f" in {search.n_jobs} task{'s' if search.n_jobs > 1 else ''} on the Ray cluster {search.ray_address}"
+    return f" in {search.n_jobs} processes" if search.n_jobs > 1 else ""
 
 
 def _check_search(search: Search, config: RunConfig) -> None:
     """Refuse, before anything is read or written, a search that cannot run: its storage URL,
-    sampler and pruner (see :func:`check_storage_url`), and more threads than cores."""
+    sampler and pruner (see :func:`check_storage_url`), a Ray cluster that does not answer, and more
+    threads than cores."""
     from graphtransfer.training.samplers import check_pruner, check_sampler
 
     if search.storage is not None:
         check_storage_url(search.storage)
     check_sampler(search.sampler)
     check_pruner(search.pruner)
+    if search.ray_address is not None:
+        check_cluster(search.ray_address)
     each = config.runtime.threads or 1
     threads, cores = search.n_jobs * each, allowed_cores()
-    if threads > cores:
+    if threads > cores and search.ray_address is None:
         raise UsageError(
             f"--n-jobs {search.n_jobs} with runtime.threads {each} asks for {threads} threads on {cores} cores; "
             f"use runtime.threads {max(1, cores // search.n_jobs)} or fewer jobs"
@@ -489,6 +500,67 @@ def _work(sending, config: RunConfig, folder: Path, search: Search, graphs: list
         _exit_with(sending, str(err), 2)
     except Exception as err:  # noqa: BLE001 - whatever ends a worker is one line for the process that started it
         _exit_with(sending, str(err) if isinstance(err, GraphTransferError) else f"{type(err).__name__}: {err}", 1)
+
+
+def _run_on_ray(config: RunConfig, folder: Path, search: Search, graphs: list[Graph], every: int, log: Callable[[str], None]) -> None:
+    """Run ``search.n_jobs`` workers (:func:`_work_on_ray`) as tasks of ``runtime.threads`` CPUs on
+    the Ray cluster at ``search.ray_address`` and print their lines here, as they come. Ctrl-C
+    cancels them (each marks its running trial failed) and waits for them to end; a worker that
+    fails stops the others and its error is raised here, and a cluster that stops answering is
+    :class:`graphtransfer.solve.parallel.ClusterLost` within seconds."""
+    ray = import_ray()
+    from ray.util.queue import Queue
+
+    started_here = not ray.is_initialized()
+    if started_here:
+        init_ray(ray, search.ray_address, include_dashboard=False)
+    try:
+        lines = Queue()
+        task = ray.remote(num_cpus=config.runtime.threads or 1, max_retries=0)(_work_on_ray)
+        shared = ray.put(graphs)
+        running = [task.remote(lines, config, folder.resolve(), search, shared, every) for _ in range(search.n_jobs)]
+        try:
+            while running:
+                ready = answered(ray, running, 1, {})
+                _print_queued(lines, log)
+                for ref in ready:
+                    running.remove(ref)
+                    get_answered(ray, [ref], {})  # a worker's own error is raised as itself
+        except BaseException:
+            _cancel(ray, running)
+            raise
+        finally:
+            _print_queued(lines, log)
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def _print_queued(lines, log: Callable[[str], None]) -> None:
+    while not lines.empty():
+        log(lines.get())
+
+
+def _cancel(ray, running: list) -> None:
+    """Ctrl-C to each task still running (a KeyboardInterrupt in it); wait for them, at most
+    :data:`WORKER_STOP_SECONDS`, to mark their trials failed."""
+    for ref in running:
+        ray.cancel(ref)
+    with contextlib.suppress(Exception):  # the cluster may be gone too
+        ray.wait(running, num_returns=len(running), timeout=WORKER_STOP_SECONDS)
+
+
+def _work_on_ray(lines, config: RunConfig, folder: Path, search: Search, graphs: list[Graph], every: int) -> None:
+    """One worker of ``tune --ray-address``, a Ray task started by :func:`_run_on_ray`: runs trials
+    on the study until it is full, putting a line per trial on ``lines`` (a Ray queue). Cancelled,
+    it marks its running trial failed and ends; any other error is raised to the caller."""
+    optuna = import_optuna()
+    try:
+        with _storage_errors(folder, search):
+            study = _load_study(optuna, folder, search, config, every)
+            _run_trials(study, optuna, config, folder, search, graphs, every, log=lines.put)
+    except KeyboardInterrupt:
+        return
 
 
 def _exit_with(sending, error: str, code: int) -> None:
