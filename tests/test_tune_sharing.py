@@ -3,7 +3,6 @@
 one study, trials left running by a killed search, sampler draws seeded by trial number, the
 settings a trial ran with as its line says them, and the refusals that depend on the machine."""
 
-import contextlib
 import re
 import signal
 import subprocess
@@ -39,9 +38,18 @@ def tiny(tmp_path_factory) -> list[str]:
 TRIAL_LINE = re.compile(r"^trial (\d+): score .*batch_size=(\d+)", re.MULTILINE)
 
 
-def tune_process(*args: str, cwd: Path) -> subprocess.Popen:
+def tune_process(*args: str, cwd: Path, preexec_fn=None) -> subprocess.Popen:
     code = "from graphtransfer.cli import main; main()"  # the console script's entry point
-    return subprocess.Popen([sys.executable, "-c", code, "tune", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
+    command = [sys.executable, "-c", code, "tune", *args]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, preexec_fn=preexec_fn)
+
+
+def _read_until(process: subprocess.Popen, text: str) -> None:
+    assert process.stdout is not None
+    for line in process.stdout:
+        if text in line:
+            return
+    raise AssertionError(f"the process ended before printing {text!r}: {process.communicate()}")
 
 
 def trials_of(storage: str, name: str = "graphtransfer") -> list:
@@ -218,12 +226,13 @@ def test_a_batch_cut_to_the_rollout_is_said_as_it_ran():
 
 @pytest.mark.slow
 def test_ctrl_c_stops_n_jobs_workers_with_one_line_and_no_trial_left_running(tmp_path):
-    process = tune_process("--out", "s", "--steps", "1000000", "--n-envs", "1", "--n-trials", "4", "--n-jobs", "2", cwd=tmp_path)
+    """Also where the command starts with SIGINT ignored (a background job of a shell without job
+    control, as a CI runner may start the suite): Ctrl-C stops the search as it stops training."""
+    command = ("--out", "s", "--steps", "1000000", "--n-envs", "1", "--n-trials", "4", "--n-jobs", "2")
+    process = tune_process(*command, cwd=tmp_path, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    _read_until(process, "running up to")  # the study is made: reading it now cannot race its creation
     storage, deadline = f"sqlite:///{tmp_path / 's' / 'study.db'}", time.monotonic() + 300
-    while time.monotonic() < deadline:  # both workers inside a trial
-        with contextlib.suppress(KeyError):  # KeyError: the study is not made yet
-            if (tmp_path / "s" / "study.db").exists() and sum(t.state.name == "RUNNING" for t in trials_of(storage)) == 2:
-                break
+    while time.monotonic() < deadline and sum(t.state.name == "RUNNING" for t in trials_of(storage)) < 2:  # both workers inside a trial
         time.sleep(1)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=300)

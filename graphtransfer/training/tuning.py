@@ -22,6 +22,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -411,23 +412,39 @@ def _run_workers(config: RunConfig, folder: Path, search: Search, graphs: list[G
     worker that fails stops the others; its error is raised here."""
     context = _worker_context(config.runtime.threads or 1)
     workers, ends = [], []
-    try:
-        for _ in range(search.n_jobs):
-            receiving, sending = context.Pipe(duplex=False)
-            worker = context.Process(target=_work, args=(sending, config, folder.resolve(), search, graphs, every), name="tune worker")
-            worker.start()
-            sending.close()  # the worker holds the only sending end, so its end reads as EOF here
-            workers.append(worker)
-            ends.append(receiving)
-        errors = _relay(workers, ends, log)
-    except KeyboardInterrupt:
-        _stop(workers)
-        raise
+    with _interruptible():
+        try:
+            for _ in range(search.n_jobs):
+                receiving, sending = context.Pipe(duplex=False)
+                worker = context.Process(target=_work, args=(sending, config, folder.resolve(), search, graphs, every), name="tune worker")
+                worker.start()
+                sending.close()  # the worker holds the only sending end, so its end reads as EOF here
+                workers.append(worker)
+                ends.append(receiving)
+            errors = _relay(workers, ends, log)
+        except KeyboardInterrupt:
+            _stop(workers)
+            raise
     for index, worker in enumerate(workers):
         if worker.exitcode not in (0, 130):  # a failure, not a worker another one's failure stopped
             raise (UsageError if worker.exitcode == 2 else GraphTransferError)(errors.get(index) or _ended(worker.exitcode))
     if any(worker.exitcode == 130 for worker in workers):
         raise KeyboardInterrupt  # a worker stopped by a signal of its own
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """Inside, Ctrl-C (SIGINT) raises KeyboardInterrupt, as it stops a training run, also where this
+    process started with SIGINT ignored (a background job of a shell without job control); a
+    search run outside the main thread keeps the handler it has (only that thread may set one)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _worker_context(threads: int) -> ForkContext | SpawnContext:
@@ -519,21 +536,28 @@ def _run_on_ray(config: RunConfig, folder: Path, search: Search, graphs: list[Gr
         task = ray.remote(num_cpus=config.runtime.threads or 1, max_retries=0)(_work_on_ray)
         shared = ray.put(graphs)
         running = [task.remote(lines, config, folder.resolve(), search, shared, every) for _ in range(search.n_jobs)]
-        try:
-            while running:
-                ready = answered(ray, running, 1, {})
-                _print_queued(lines, log)
-                for ref in ready:
-                    running.remove(ref)
-                    get_answered(ray, [ref], {})  # a worker's own error is raised as itself
-        except BaseException:
-            _cancel(ray, running)
-            raise
-        finally:
-            _print_queued(lines, log)
+        with _interruptible():
+            _follow(ray, running, lines, log)
     finally:
         if started_here:
             ray.shutdown()
+
+
+def _follow(ray, running: list, lines, log: Callable[[str], None]) -> None:
+    """Print the tasks' lines (from the Ray queue ``lines``) until every task has ended; cancel
+    those left when one fails, on Ctrl-C, or when the cluster stops answering."""
+    try:
+        while running:
+            ready = answered(ray, running, 1, {})
+            _print_queued(lines, log)
+            for ref in ready:
+                running.remove(ref)
+                get_answered(ray, [ref], {})  # a worker's own error is raised as itself
+    except BaseException:
+        _cancel(ray, running)
+        raise
+    finally:
+        _print_queued(lines, log)
 
 
 def _print_queued(lines, log: Callable[[str], None]) -> None:
