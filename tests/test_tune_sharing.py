@@ -174,7 +174,7 @@ def test_refusals_that_depend_on_the_machine(tmp_path):
     assert huge.exit_code == 2
     assert huge.stderr == (
         f"error: --n-jobs 99999999999999999999 must be a whole number from 1 to {cores} (the cores this process may use): "
-        "each job trains in a process of its own\n"
+        "each job trains in a process of its own; more run on a Ray cluster (--ray-address)\n"
     )
     if cores >= 2:
         threads = runner.invoke(app, ["tune", "--out", str(tmp_path / "o"), "--n-jobs", "2", "--set", f"ppo.threads={cores}"])
