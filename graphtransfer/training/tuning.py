@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, cast
 from graphtransfer.config import DEFAULT_STUDY, RunConfig, Search
 from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import features_of
-from graphtransfer.errors import GraphTransferError, UsageError
+from graphtransfer.errors import ClusterLost, GraphTransferError, UsageError
 from graphtransfer.graphs import Graph, load_graphs, resolve
 from graphtransfer.io import LOCK_NAME, SharedFolderLock, atomic_write, check_output_folder, save_figure
 from graphtransfer.process import allowed_cores
@@ -524,7 +524,7 @@ def _run_on_ray(config: RunConfig, folder: Path, search: Search, graphs: list[Gr
     the Ray cluster at ``search.ray_address`` and print their lines here, as they come. Ctrl-C
     cancels them (each marks its running trial failed) and waits for them to end; a worker that
     fails stops the others and its error is raised here, and a cluster that stops answering is
-    :class:`graphtransfer.solve.parallel.ClusterLost` within seconds."""
+    :class:`graphtransfer.errors.ClusterLost` within seconds."""
     ray = import_ray()
     from ray.util.queue import Queue
 
@@ -553,11 +553,13 @@ def _follow(ray, running: list, lines, log: Callable[[str], None]) -> None:
             for ref in ready:
                 running.remove(ref)
                 get_answered(ray, [ref], {})  # a worker's own error is raised as itself
+    except ClusterLost:
+        raise  # nothing more can be asked of a cluster that is gone
     except BaseException:
         _cancel(ray, running)
-        raise
-    finally:
         _print_queued(lines, log)
+        raise
+    _print_queued(lines, log)
 
 
 def _print_queued(lines, log: Callable[[str], None]) -> None:
