@@ -11,14 +11,15 @@ install: $(VENV)/.installed
 
 # uv installs (and byte-compiles, which Ray's worker processes need) on both cores: about half of
 # pip's time. The folder of local wheels, where a machine has one, is searched for torch first.
+# Where uv cannot be installed or cannot install (a registry only pip is configured for), pip does.
 FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels)
 UV_INSTALL := $(BIN)/uv pip install -q --python $(BIN)/python --compile-bytecode
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q uv
-	$(UV_INSTALL) $(FIND_LINKS) "$(TORCH_SPEC)"
-	$(UV_INSTALL) -e ".[test]"
+	$(BIN)/pip install -q uv || echo "uv not installed: installing with pip"
+	$(UV_INSTALL) $(FIND_LINKS) "$(TORCH_SPEC)" || $(BIN)/pip install -q "$(TORCH_SPEC)"
+	$(UV_INSTALL) -e ".[test]" || $(BIN)/pip install -q -e ".[test]"
 	touch $@
 
 demo: install  ## train on sample_graphs/small, transfer to the 250k-node graph, predict there
