@@ -507,10 +507,7 @@ def _work(sending, config: RunConfig, folder: Path, search: Search, graphs: list
     if sys.platform != "win32":
         os.setsid()  # Ctrl-C at the terminal reaches the process that started this one, which passes it on once
     try:
-        optuna = import_optuna()
-        with _storage_errors(folder, search):
-            study = _load_study(optuna, folder, search, config, every)
-            _run_trials(study, optuna, config, folder, search, graphs, every, log=lambda line: sending.send(("line", line)))
+        _join_study(config, folder, search, graphs, every, log=lambda line: sending.send(("line", line)))
     except KeyboardInterrupt:
         sys.exit(130)
     except UsageError as err:
@@ -580,11 +577,8 @@ def _work_on_ray(lines, config: RunConfig, folder: Path, search: Search, graphs:
     """One worker of ``tune --ray-address``, a Ray task started by :func:`_run_on_ray`: runs trials
     on the study until it is full, putting a line per trial on ``lines`` (a Ray queue). Cancelled,
     it marks its running trial failed and ends; any other error is raised to the caller."""
-    optuna = import_optuna()
     try:
-        with _storage_errors(folder, search):
-            study = _load_study(optuna, folder, search, config, every)
-            _run_trials(study, optuna, config, folder, search, graphs, every, log=lines.put)
+        _join_study(config, folder, search, graphs, every, log=lines.put)
     except KeyboardInterrupt:
         return
 
@@ -592,6 +586,14 @@ def _work_on_ray(lines, config: RunConfig, folder: Path, search: Search, graphs:
 def _exit_with(sending, error: str, code: int) -> None:
     sending.send(("error", error))
     sys.exit(code)
+
+
+def _join_study(config: RunConfig, folder: Path, search: Search, graphs: list[Graph], every: int, log: Callable[[str], None]) -> None:
+    """A worker's part (:func:`_work`, :func:`_work_on_ray`): trials on the study in its storage until it is full."""
+    optuna = import_optuna()
+    with _storage_errors(folder, search):
+        study = _load_study(optuna, folder, search, config, every)
+        _run_trials(study, optuna, config, folder, search, graphs, every, log)
 
 
 def _load_study(optuna, folder: Path, search: Search, config: RunConfig, every: int):
