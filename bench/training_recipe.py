@@ -37,12 +37,13 @@ MODELS = {
 }
 
 
-def ours(env: str, nodes: int, timesteps: int, model_name: str = "default") -> dict:
+def ours(env: str, nodes: int, timesteps: int, model_name: str = "default", device: str = "cpu", mixed: bool = False) -> dict:
     """One graphtransfer measurement, in this process: warm-up, then ``timesteps`` timed steps
-    (:func:`measure` starts it with torch's huge pages on, as importing graphtransfer does)."""
+    (:func:`measure` starts it with torch's huge pages on, as importing graphtransfer does), on
+    ``device`` (bench.gpu times ``cuda``, with ``mixed`` bfloat16 message passing or without)."""
     import torch
 
-    from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
+    from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
     from graphtransfer.envs.factory import run_env
     from graphtransfer.envs.protocol import head_of
     from graphtransfer.graphs import erdos_renyi
@@ -50,12 +51,13 @@ def ours(env: str, nodes: int, timesteps: int, model_name: str = "default") -> d
     from graphtransfer.training.model import make_model
 
     torch.set_num_threads(1)
-    ppo, network = PPOConfig(n_envs=1, seed=0, device="cpu", **PPO), ModelConfig(**MODELS[model_name])
+    ppo, network = PPOConfig(n_envs=1, seed=0, **PPO), ModelConfig(**MODELS[model_name])
+    runtime = Runtime(device=device, mixed_precision=mixed)
     if env == "recipe":
         recipe_env = {"env": "bench.recipe_env:RecipeEnv", "env_kwargs": {"num_nodes": nodes}}
-        config, graphs = RunConfig(**recipe_env, ppo=ppo, model=network), [erdos_renyi(2, 1.0, 0)]
+        config, graphs = RunConfig(**recipe_env, ppo=ppo, model=network, runtime=runtime), [erdos_renyi(2, 1.0, 0)]
     else:
-        config, graphs = RunConfig(task="mis", ppo=ppo, model=network), [erdos_renyi(nodes, 4.0, 0)]
+        config, graphs = RunConfig(task="mis", ppo=ppo, model=network, runtime=runtime), [erdos_renyi(nodes, 4.0, 0)]
     config = replace(config, head=head_of(run_env(config, graphs)))
     model = make_model(config, graphs, 0)
     model.learn(PPO["n_steps"])  # warm-up, as the recipe's driver does
@@ -117,9 +119,11 @@ def main() -> None:
     parser.add_argument("--model", choices=tuple(MODELS), default="default", help="ours: the default model, or gcn2, the recipe's shape")
     parser.add_argument("--worker", choices=("recipe", "mis"), help=argparse.SUPPRESS)
     parser.add_argument("--nodes", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--device", default="cpu", help=argparse.SUPPRESS)
+    parser.add_argument("--mixed-precision", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(TAG + json.dumps(ours(args.worker, args.nodes, int(args.timesteps), args.model)), flush=True)
+        print(TAG + json.dumps(ours(args.worker, args.nodes, int(args.timesteps), args.model, args.device, args.mixed_precision)), flush=True)
         return
     load = open("/proc/loadavg").read().split()[:3]
     command = f"python -m bench.training_recipe --sizes {args.sizes} --timesteps {args.timesteps} --repeats {args.repeats}"
