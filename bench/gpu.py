@@ -164,7 +164,9 @@ def predict_part(model: str, sizes: list[int], folder: Path, deadline: float, re
             if time.perf_counter() > deadline or (nodes > 2_000_000 and arm != "cuda"):
                 continue  # past the deadline; at 10^7 the float32 GPU run alone
             flags = ["--device", device] + (["--mixed-precision"] if mixed else [])
-            wall, peak, output = run_command(["predict", "--model", model, "--graph", str(graph), "--out", str(folder / "s.csv"), "--force", *flags])
+            wall, peak, output = run_command(
+                ["predict", "--model", model, "--graph", str(graph), "--out", str(folder / "s.csv"), "--force", *flags]
+            )
             found = SOLVED.search(output)
             if not found:
                 raise RuntimeError(f"no solve line in: {output[-2000:]}")
@@ -211,7 +213,11 @@ def iteration_part(nodes: int, folder: Path, deadline: float, results: dict) -> 
     for arm, (device, mixed) in ARMS.items():
         if time.perf_counter() > deadline:
             return
-        flags = ["--device", device] + (["--mixed-precision"] if mixed else []) + (["--threads", str(os.cpu_count())] if device == "cpu" else [])
+        flags = (
+            ["--device", device]
+            + (["--mixed-precision"] if mixed else [])
+            + (["--threads", str(os.cpu_count())] if device == "cpu" else [])
+        )
         out = folder / f"train-{arm.replace(' ', '-')}"
         wall, peak, output = run_command(["train", "--task", "mis", "--graphs", str(graph), *ppo, *flags, "--out", str(out)])
         found = TRAINED.search(output)

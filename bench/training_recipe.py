@@ -123,7 +123,9 @@ def main() -> None:
     parser.add_argument("--mixed-precision", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(TAG + json.dumps(ours(args.worker, args.nodes, int(args.timesteps), args.model, args.device, args.mixed_precision)), flush=True)
+        print(
+            TAG + json.dumps(ours(args.worker, args.nodes, int(args.timesteps), args.model, args.device, args.mixed_precision)), flush=True
+        )
         return
     load = open("/proc/loadavg").read().split()[:3]
     command = f"python -m bench.training_recipe --sizes {args.sizes} --timesteps {args.timesteps} --repeats {args.repeats}"
