@@ -26,7 +26,7 @@ def test_act_on_tensors_equals_sb3_predict_on_numpy():
     obs, _ = env.reset(seed=1)
     expected, _ = model.predict(obs, deterministic=True)
     got = act(model.policy, obs_to_tensors(obs, model.policy.device), deterministic=True)
-    assert np.array_equal(got[0].numpy(), expected)
+    assert np.array_equal(got[0].cpu().numpy(), expected)  # the policy is on CUDA where torch sees a GPU
 
 
 def test_pyg_batch_becomes_the_same_padded_batch_the_env_gives():
