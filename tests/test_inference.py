@@ -10,7 +10,7 @@ from graphtransfer.config import ModelConfig
 from graphtransfer.envs import MISEnv, MVCEnv
 from graphtransfer.graphs import erdos_renyi
 from graphtransfer.nn import build_policy, policy_kwargs, to_disjoint
-from graphtransfer.solve.inference import act, obs_to_tensors, pyg_to_padded
+from graphtransfer.solve.inference import act, objective_text, obs_to_tensors, pyg_to_padded
 
 
 def test_act_on_tensors_equals_sb3_predict_on_numpy():
@@ -95,3 +95,9 @@ def test_a_solve_repeats_for_its_seed_and_leaves_the_callers_random_state_alone(
     torch.manual_seed(99)  # another caller state: the same seed still gives the same set
     again = solve(policy, env, seed=5, decoding=decoding)
     assert np.array_equal(first.solution, again.solution)
+
+
+def test_an_objective_reads_in_full_when_whole():
+    assert objective_text(3_458_476.0) == "3458476"  # a 10^7-node graph's set, not 3.45848e+06
+    assert objective_text(12.5) == "12.5"
+    assert objective_text(1 / 3) == "0.333333"

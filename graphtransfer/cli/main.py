@@ -493,6 +493,7 @@ def predict(
     from graphtransfer.io import FIGURE_SUFFIXES, check_output_file
     from graphtransfer.nn.devices import resolve_device
     from graphtransfer.reporting.draw import check_drawable, draw_solution
+    from graphtransfer.solve.inference import objective_text
     from graphtransfer.solve.predict import predict_with
 
     _check_positive(workers=1 if workers is None else workers)
@@ -544,7 +545,7 @@ def predict(
     if solution.renumbered:
         typer.echo("solved with the nodes renumbered for locality (--node-order auto); the CSV is in the graph's own order")
     typer.echo(
-        f"objective {solution.objective:.6g} in {solution.passes} passes, {_rollouts_run(solution, decoder.seed)}, "
+        f"objective {objective_text(solution.objective)} in {solution.passes} passes, {_rollouts_run(solution, decoder.seed)}, "
         f"{solution.seconds:.2f} s, peak memory {solution.peak_rss_mib:.0f} MiB (process RSS)"
     )
     _report_finished(solution)
@@ -610,6 +611,7 @@ def _predict_polished(
     from graphtransfer.checkpoint import read_checkpoint
     from graphtransfer.graphs import load_graph, resolve
     from graphtransfer.io import check_output_file
+    from graphtransfer.solve.inference import objective_text
     from graphtransfer.solve.polishing import check_polish_task, predict_polished
 
     check_polish_task(read_checkpoint(model, env).config)  # before the graph is read
@@ -619,10 +621,9 @@ def _predict_polished(
     loaded, solution, polished = predict_polished(model, loaded, out, seconds, decoding, runtime, env, force)
     typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges; node ids {loaded.describe_ids()}")
     rollouts = _rollouts_run(solution, decoding.seed)
-    typer.echo(f"policy: objective {solution.objective:.6g} in {solution.passes} passes, {rollouts}, {solution.seconds:.2f} s")
-    typer.echo(
-        f"after {polished.seconds:.1f} s of local search ({polished.iterations:,} perturbations): objective {polished.objective:.6g}"
-    )
+    typer.echo(f"policy: objective {objective_text(solution.objective)} in {solution.passes} passes, {rollouts}, {solution.seconds:.2f} s")
+    searched = f"after {polished.seconds:.1f} s of local search ({polished.iterations:,} perturbations)"
+    typer.echo(f"{searched}: objective {objective_text(polished.objective)}")
     typer.echo(f"valid solution: yes; wrote {out}")
 
 
@@ -660,6 +661,7 @@ def _predict_folder(
     decoding: Decoding,
     runtime: Runtime,
 ) -> None:
+    from graphtransfer.solve.inference import objective_text
     from graphtransfer.solve.parallel import predict_many_with
 
     if draw is not None:
@@ -668,7 +670,7 @@ def _predict_folder(
     for graph, solution, path in results:
         valid = "yes" if solution.feasible else "NO"
         typer.echo(
-            f"{graph.name}: {graph.num_nodes} nodes, objective {solution.objective:.6g} in {solution.passes} passes, "
+            f"{graph.name}: {graph.num_nodes} nodes, objective {objective_text(solution.objective)} in {solution.passes} passes, "
             f"{_rollouts_run(solution, decoding.seed)}, {solution.seconds:.2f} s, valid {valid}; wrote {path}"
         )
         _report_finished(solution)

@@ -17,7 +17,7 @@ from graphtransfer.config import MAX_DRAW_NODES, RunConfig
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
 from graphtransfer.io import save_figure
-from graphtransfer.solve.inference import Solution
+from graphtransfer.solve.inference import Solution, objective_text
 
 GRAVITY = 2.0
 """pull towards the centre, of the order of the repulsion a node feels at distance 0.5"""
@@ -97,8 +97,9 @@ def draw_solution(graph: Graph, solution: Solution, config: RunConfig, path: str
         axes.scatter(pos[:, 0], pos[:, 1], s=size, c=_COLOURS[2], edgecolors="white", linewidths=0.4, zorder=2)
         what = f"{config.name}: {actions_summary(rows, config.name)}"
     valid = "valid" if solution.feasible else "NOT valid"
+    found = f"objective {objective_text(solution.objective)} ({valid})"
     axes.set_title(
-        f"{graph.name}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges\n{what}; objective {solution.objective:.6g} ({valid})",
+        f"{graph.name}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges\n{what}; {found}",
         fontsize=11,
     )
     axes.set_aspect("equal")

@@ -58,6 +58,12 @@ class Solution:
     renumbered: bool = False  # solved with the nodes renumbered in locality order (graphtransfer.solve.ordering), rows put back
 
 
+def objective_text(value: float) -> str:
+    """An objective as a user reads it: a whole number in full (a set of 3,458,476 nodes, not
+    3.45848e+06), any other to six significant digits."""
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.6g}"
+
+
 def obs_to_tensors(obs: dict[str, np.ndarray], device: torch.device) -> dict[str, torch.Tensor]:
     """One observation as a batch of one; ``from_numpy`` shares memory, so no copy on the CPU."""
     return {key: torch.from_numpy(np.ascontiguousarray(value)).unsqueeze(0).to(device) for key, value in obs.items()}
