@@ -123,17 +123,19 @@ def test_a_worker_failure_is_one_line_and_the_study_resumes(tmp_path, tiny):
     assert failed.exit_code == 2
     assert re.fullmatch(rf"error: --out {out}/trials/trial-[01]: {out}/trials is a file, not a folder, .*\n", failed.stderr)
     # FAIL; RUNNING where the stop reached the other worker while Optuna was marking its own failure:
-    # the next search in this folder marks such a trial failed when it starts, as for a killed search
+    # the next search in this folder marks such a trial failed when it starts, as for a killed search.
+    # On a busy machine the stop can reach the other worker before it has asked for a trial: one trial.
     states = [trial.state.name for trial in trials_of(f"sqlite:///{out / 'study.db'}")]
-    assert len(states) == 2 and "FAIL" in states and set(states) <= {"FAIL", "RUNNING"}
+    assert len(states) in (1, 2) and "FAIL" in states and set(states) <= {"FAIL", "RUNNING"}
 
     (out / "trials").unlink()
     resumed = runner.invoke(app, args)
     assert resumed.exit_code == 0, resumed.output
     trials = trials_of(f"sqlite:///{out / 'study.db'}")
-    assert [trial.state.name for trial in trials][:2] == ["FAIL", "FAIL"]
-    assert [trial.state.name for trial in trials][2:] in (["COMPLETE", "COMPLETE"], ["COMPLETE", "COMPLETE", "COMPLETE"])
-    assert assert_lines_say_what_ran(resumed.output, out) == {trial.number for trial in trials[2:]}
+    before = len(states)
+    assert [trial.state.name for trial in trials][:before] == ["FAIL"] * before
+    assert [trial.state.name for trial in trials][before:] in (["COMPLETE", "COMPLETE"], ["COMPLETE", "COMPLETE", "COMPLETE"])
+    assert assert_lines_say_what_ran(resumed.output, out) == {trial.number for trial in trials[before:]}
     assert len({tuple(sorted(trial.params.items())) for trial in trials}) == len(trials)
 
 
