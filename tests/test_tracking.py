@@ -34,8 +34,8 @@ def test_without_mlflow_the_extra_is_named_and_nothing_is_written(tmp_path, monk
 @pytest.mark.parametrize(
     ("options", "expected"),
     [
-        (["--track", "wandb"], "error: --track 'wandb' must be one of mlflow, e.g. --track mlflow"),
-        (["--track-uri", "x.db"], "error: --track-uri names where --track records the run: add --track mlflow"),
+        (["--track", "neptune"], "error: --track 'neptune' must be one of mlflow, wandb, e.g. --track mlflow"),
+        (["--track-uri", "x.db"], "error: --track-uri names where --track records the run: add --track mlflow or --track wandb"),
         (["--track", "mlflow", "--track-uri", "/proc/sys/mlflow.db"], "the folder /proc/sys is not writable"),
         (["--track", "mlflow", "--track-uri", "notes.txt/mlflow.db"], "notes.txt is a file, not a folder"),
         (["--track", "mlflow", "--track-uri", "folder"], "error: --track-uri folder: is a folder; name the database file"),

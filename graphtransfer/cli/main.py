@@ -165,17 +165,19 @@ def train(
     track: Annotated[
         str | None,
         typer.Option(
-            metavar="mlflow",
-            help="Also record the run in MLflow: its settings, SB3's scalars at every update, the model folder as an artifact "
-            "(pip install 'graphtransfer\\[track]'). Offline by default: a local database, ./mlflow.db (see --track-uri).",
+            metavar="mlflow|wandb",
+            help="Also record the run in MLflow or Weights & Biases: its settings, SB3's scalars at every update, the model folder "
+            "as an artifact (pip install 'graphtransfer\\[track]'). Offline by default: MLflow in a local database, ./mlflow.db; "
+            "W&B as an offline run in ./wandb/ for 'wandb sync' (WANDB_MODE=online to upload as it runs). See --track-uri.",
         ),
     ] = None,
     track_uri: Annotated[
         str | None,
         typer.Option(
             metavar="URI",
-            help="With --track: the MLflow store, a local database (a path, or sqlite:///path) with the artifacts in "
-            "mlartifacts/ beside it, or any MLflow tracking URI (default: ./mlflow.db). The experiment is the run's task (or env) name.",
+            help="With --track mlflow: the store, a local database (a path, or sqlite:///path) with the artifacts in mlartifacts/ "
+            "beside it, or any MLflow tracking URI (default: ./mlflow.db). With --track wandb: the folder its wandb/ runs go in "
+            "(default: .). The experiment (W&B: project) is the run's task (or env) name.",
         ),
     ] = None,
 ) -> None:
@@ -200,6 +202,8 @@ def train(
       graphtransfer train --env mysim:EpidemicSim --vec-env ray --ray-address auto --n-envs 32
 
       graphtransfer train --task mis --graphs small --track mlflow --track-uri runs/mlflow.db
+
+      graphtransfer train --task mis --graphs small --track wandb
     """
     if resume is not None:
         from graphtransfer.training.loop import resume as resume_training
@@ -213,14 +217,13 @@ def train(
         typer.echo(config.to_yaml(), nl=False)
         return None
     from graphtransfer.training.loop import train as run_training  # torch and SB3 load here, not for --print-config
-    from graphtransfer.training.tracking import tracking_uri
+    from graphtransfer.training.tracking import tracking_summary
 
     tracking = _tracking(track, track_uri)
     result = run_training(config, out, progress=progress and sys.stderr.isatty(), log=typer.echo, tracking=tracking)
     _report_training(result, config.env)
     if tracking is not None:
-        where = tracking_uri(tracking)
-        typer.echo(f"tracked in MLflow: {where}, experiment {config.name!r} (to browse: mlflow ui --backend-store-uri {where})")
+        typer.echo(tracking_summary(tracking, config))
 
 
 def _tracking(track: str | None, uri: str | None):
@@ -229,7 +232,7 @@ def _tracking(track: str | None, uri: str | None):
 
     if track is None:
         if uri is not None:
-            raise UsageError("--track-uri names where --track records the run: add --track mlflow")
+            raise UsageError("--track-uri names where --track records the run: add --track mlflow or --track wandb")
         return None
     return Tracking(track, uri)
 

@@ -48,7 +48,7 @@ from graphtransfer.training.callbacks import (
 from graphtransfer.training.logs import CHECKPOINTS, PROGRESS, check_log_settings, make_logger, move_in, staging_folder
 from graphtransfer.training.model import check_algo, check_buffer_fits, make_model
 from graphtransfer.training.runtime import RuntimeSettings
-from graphtransfer.training.tracking import TrackedRun, Tracking, TrackingFailed, check_tracking
+from graphtransfer.training.tracking import Tracking, TrackingFailed, check_tracking, start_tracking
 
 UserCallback = BaseCallback | list[BaseCallback] | None
 """what ``callback=`` takes, as SB3's ``learn`` does: a callback, a list of them, or a ``CallbackList``"""
@@ -268,7 +268,7 @@ def _learn(
     disk that fails under the logs, end the run with a resumable checkpoint (:class:`TrainingStopped`)."""
     resumed, earlier = bool(earlier), earlier or {}
     budget = config.ppo.total_timesteps
-    tracked = TrackedRun(tracking, config, folder) if tracking is not None else None  # before the clock: a new database takes seconds
+    tracked = start_tracking(tracking, config, folder) if tracking is not None else None  # before the clock: a new database takes seconds
     timer, stop = PhaseTimer(earlier.get("rollout_seconds", 0.0), earlier.get("update_seconds", 0.0)), StopOnInterrupt()
     started = time.perf_counter() - earlier.get("seconds", 0.0)
     staging = staging_folder(folder)

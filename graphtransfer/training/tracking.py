@@ -1,19 +1,26 @@
-"""Experiment tracking of a training run in MLflow (``train --track mlflow``): the run's settings as
-parameters, every scalar SB3 logs (what TensorBoard gets) as metrics at its env step, and the saved
-model folder as an artifact once its save has committed.
+"""Experiment tracking of a training run in MLflow (``train --track mlflow``) or Weights & Biases
+(``train --track wandb``): the run's settings, every scalar SB3 logs (what TensorBoard gets) at its
+env step, and the saved model folder as an artifact once its save has committed.
 
-MLflow is an optional extra (``pip install 'graphtransfer[track]'``), never required. The default
-store is a local SQLite database, ``./mlflow.db``, with the artifacts in ``mlartifacts/`` beside
-it (MLflow 3 keeps its folder store only behind an opt-out), so nothing needs the network;
-``--track-uri`` names another database (a path or ``sqlite:///path``) or any MLflow URI (a
-server). The run is written through an ``MlflowClient`` of its own: the process's global MLflow
-state (an active run, the tracking URI) is left as it was.
+Both are an optional extra (``pip install 'graphtransfer[track]'``), never required, and both
+record offline by default, so nothing needs the network:
+
+- MLflow: a local SQLite database, ``./mlflow.db``, with the artifacts in ``mlartifacts/`` beside
+  it (MLflow 3 keeps its folder store only behind an opt-out); ``--track-uri`` names another
+  database (a path or ``sqlite:///path``) or any MLflow URI (a server). The run is written through
+  an ``MlflowClient`` of its own: the process's global MLflow state is left as it was.
+- W&B: an offline run in ``wandb/`` under the working directory, or under the folder
+  ``--track-uri`` names, for ``wandb sync`` to upload later; ``WANDB_MODE`` (``online``, a
+  logged-in user's choice) overrides the offline default. The project is the run's task (or env)
+  name, the run is named after the model folder.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
+import re
 import time
 from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass
@@ -28,7 +35,7 @@ from graphtransfer.config import RunConfig
 from graphtransfer.errors import GraphTransferError, UsageError
 from graphtransfer.io import check_path_form
 
-TRACKERS = ("mlflow",)
+TRACKERS = ("mlflow", "wandb")
 TRACK_EXTRA = "pip install 'graphtransfer[track]'"
 DEFAULT_STORE = "mlflow.db"
 """the tracking database, relative to the working directory, when no --track-uri is given"""
@@ -45,7 +52,8 @@ class Tracking:
 
     tool: str = "mlflow"
     uri: str | None = None
-    """an MLflow tracking URI, or the path of a local database; default :data:`DEFAULT_STORE`"""
+    """MLflow: a tracking URI, or the path of a local database (default :data:`DEFAULT_STORE`); W&B:
+    the folder its ``wandb/`` run folders go in (default the working directory)"""
     experiment: str | None = None
     """the experiment's name; default the run's task (or env) name"""
 
@@ -70,6 +78,10 @@ def check_tracking(tracking: Tracking) -> None:
     database that cannot be written."""
     if tracking.tool not in TRACKERS:
         raise UsageError(f"--track {tracking.tool!r} must be one of {', '.join(TRACKERS)}, e.g. --track mlflow")
+    if tracking.tool == "wandb":
+        _check_wandb_folder(wandb_folder(tracking))
+        _wandb()
+        return
     database = local_database(tracking.uri or DEFAULT_STORE)
     if database is not None:
         _check_database(database, "--track-uri" if tracking.uri else f"--track (its default database ./{DEFAULT_STORE})")
@@ -111,7 +123,22 @@ def _quiet():
             logger.setLevel(level)
 
 
-class TrackedRun:
+def start_tracking(tracking: Tracking, config: RunConfig, folder: Path) -> MLflowRun | WandbRun:
+    """The tracked run of a training run about to start in ``folder``, in MLflow or W&B."""
+    return WandbRun(tracking, config, folder) if tracking.tool == "wandb" else MLflowRun(tracking, config, folder)
+
+
+def tracking_summary(tracking: Tracking, config: RunConfig) -> str:
+    """The line that says where a finished run was tracked and how to look at it."""
+    if tracking.tool == "wandb":
+        runs = wandb_folder(tracking) / "wandb"
+        mode = os.environ.get("WANDB_MODE", WANDB_DEFAULT_MODE)
+        return f"tracked in W&B ({mode}): {runs}, project {config.name!r} (to upload an offline run: wandb sync --sync-all {runs})"
+    where = tracking_uri(tracking)
+    return f"tracked in MLflow: {where}, experiment {config.name!r} (to browse: mlflow ui --backend-store-uri {where})"
+
+
+class MLflowRun:
     """One MLflow run of a training run: :attr:`metrics` is the SB3 logger output that records its
     scalars, :meth:`finish` logs the model folder and closes the run."""
 
@@ -240,8 +267,109 @@ def _is_metric(value: Any) -> bool:
 
 
 def _excluded(formats: tuple[str, ...] | str | None) -> bool:
-    """Excluded from TensorBoard (or from MLflow by name): SB3's way of keeping a key out of an output."""
+    """Excluded from TensorBoard (or from MLflow or W&B by name): SB3's way of keeping a key out of an output."""
     if formats is None:
         return False
     formats = (formats,) if isinstance(formats, str) else formats
-    return "tensorboard" in formats or "mlflow" in formats
+    return bool({"tensorboard", "mlflow", "wandb"} & set(formats))
+
+
+WANDB_DEFAULT_MODE = "offline"
+"""W&B's mode unless ``WANDB_MODE`` says otherwise: nothing leaves the machine until ``wandb sync``"""
+WANDB_STATUS = {"FINISHED": 0, "KILLED": 130, "FAILED": 1}
+"""the exit code W&B records for each end of a run (130: stopped by Ctrl-C)"""
+
+
+def wandb_folder(tracking: Tracking) -> Path:
+    """The folder W&B's ``wandb/`` run folders go in."""
+    return Path(tracking.uri or ".")
+
+
+def _check_wandb_folder(folder: Path) -> None:
+    """A folder (made if new) that this process can write, never a file."""
+    option = "--track-uri" if str(folder) != "." else "--track wandb (its folder, the working directory)"
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{option} {folder}: is a file; name the folder W&B's runs go in, e.g. --track-uri runs")
+    check_path_form(folder.resolve() / "wandb", option)
+
+
+def _wandb():
+    """The wandb module; for an offline run, with W&B's crash reports to its servers off (unless the
+    user set ``WANDB_ERROR_REPORTING``): an offline run sends nothing."""
+    if os.environ.get("WANDB_MODE", WANDB_DEFAULT_MODE) == "offline":
+        os.environ.setdefault("WANDB_ERROR_REPORTING", "false")
+    try:
+        import wandb
+    except ImportError:
+        raise UsageError(f"--track wandb needs the wandb package: {TRACK_EXTRA} (or pip install wandb)") from None
+    return wandb
+
+
+class WandbRun:
+    """One W&B run of a training run, offline unless ``WANDB_MODE`` says otherwise: the settings as
+    its config, :attr:`metrics` the SB3 logger output that logs its scalars, :meth:`finish` logs the
+    model folder as a ``model`` artifact and ends the run."""
+
+    def __init__(self, tracking: Tracking, config: RunConfig, folder: Path):
+        wandb = _wandb()
+        self.where = wandb_folder(tracking)
+        self.where.mkdir(parents=True, exist_ok=True)
+        quiet = wandb.Settings(silent=True, console="off", x_disable_stats=True, save_code=False)
+        try:
+            self.run = wandb.init(
+                project=tracking.experiment or config.name,
+                name=folder.name,
+                dir=str(self.where.resolve()),
+                config=config.to_dict(),
+                mode=os.environ.get("WANDB_MODE", WANDB_DEFAULT_MODE),
+                settings=quiet,
+            )
+        except Exception as err:  # W&B's own errors, the disk's: nothing was trained yet
+            raise TrackingFailed(f"W&B run in {self.where}: {_first_line(err)}; nothing was trained") from None
+        self.metrics = WandbOutput(self.run)
+
+    def finish(self, folder: Path | None, status: str) -> None:
+        """Log ``folder`` (the committed model folder, without its hidden files; ``None`` when nothing
+        was saved) and end the run (a non-zero exit code for an interrupted or failed run). A run that
+        failed meanwhile raises :class:`TrackingFailed`; the model folder is saved by then."""
+        wandb = _wandb()
+        try:
+            if self.metrics.failure is not None:
+                raise self.metrics.failure
+            if folder is not None:
+                model = wandb.Artifact(artifact_name(folder.name), type="model", metadata={"folder": str(folder.resolve())})
+                for entry in sorted(folder.iterdir()):
+                    if not entry.name.startswith("."):
+                        (model.add_dir if entry.is_dir() else model.add_file)(str(entry), name=entry.name)
+                self.run.log_artifact(model)
+            self.run.finish(exit_code=WANDB_STATUS.get(status, 1) if self.metrics.failure is None else 1)
+        except Exception as err:
+            with suppress(Exception):
+                self.run.finish(exit_code=1)
+            saved = f"; the model is saved in {folder} all the same" if folder is not None else ""
+            raise TrackingFailed(f"W&B run {self.run.id} in {self.where}: {_first_line(err)}{saved}") from None
+
+
+def artifact_name(name: str) -> str:
+    """A model folder's name as a W&B artifact name (letters, digits, ``-``, ``_`` and ``.``)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "-", name) or "model"
+
+
+class WandbOutput(KVWriter):
+    """SB3's logger output to a W&B run: every finite number SB3 records for TensorBoard, at its env step."""
+
+    def __init__(self, run):
+        self.run = run
+        self.failure: Exception | None = None
+        """what W&B raised; logging then stops, and training goes on to its save"""
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
+        metrics = {key: float(value) for key, value in key_values.items() if _is_metric(value) and not _excluded(key_excluded.get(key))}
+        if metrics and self.failure is None:
+            try:
+                self.run.log(metrics, step=int(step))
+            except Exception as err:
+                self.failure = err
+
+    def close(self) -> None:
+        pass
