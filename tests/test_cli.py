@@ -251,11 +251,11 @@ def test_threads_default_to_one_below_10000_nodes_and_every_free_core_above(monk
 
     import torch
 
-    main = importlib.import_module("graphtransfer.cli.main")  # the module: the package exports a function of that name
-    monkeypatch.setattr(main, "free_cores", lambda: 2)
+    common = importlib.import_module("graphtransfer.cli.common")
+    monkeypatch.setattr(common, "free_cores", lambda: 2)
     monkeypatch.setattr(torch, "set_num_threads", lambda n: chosen.append(n))
     chosen = []
-    main._use_threads(None, 9_999), main._use_threads(None, 10_000), main._use_threads(None), main._use_threads(3, 50)
+    common.use_threads(None, 9_999), common.use_threads(None, 10_000), common.use_threads(None), common.use_threads(3, 50)
     assert chosen == [1, 2, 2, 3]
 
 

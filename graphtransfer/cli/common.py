@@ -1,5 +1,6 @@
 """What every command module shares: the project's errors become one line on stderr and an exit
-code, never a traceback, and the project's warnings one ``warning:`` line each. Only command
+code, never a traceback, and the project's warnings one ``warning:`` line each; the options and
+checks that several commands take (the env, the device, threads, budgets in seconds). Only command
 modules import this."""
 
 from __future__ import annotations
@@ -8,10 +9,12 @@ import functools
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Annotated
 
 import typer
 
 from graphtransfer.errors import GraphInputWarning, GraphTransferError, UsageError
+from graphtransfer.process import free_cores
 
 
 def fail(message: str, code: int) -> None:
@@ -67,3 +70,80 @@ def _show(recorded: list[warnings.WarningMessage]) -> None:
                 shown.add(str(warning.message))
         else:
             warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+
+
+WORKERS_HELP = "With a folder of graphs: local worker processes, one torch thread each (default: 1; with --ray-address, one per CPU)."
+
+
+RAY_HELP = (
+    "With a folder of graphs: run on this Ray cluster ('auto', 'local' starts one here, or host:port); "
+    "needs pip install 'graphtransfer\\[ray]'."
+)
+
+
+ONE_THREAD_BELOW = 10_000
+"""predict runs graphs of fewer nodes on one torch thread unless --threads says otherwise"""
+
+
+SourceOption = Annotated[
+    str | None, typer.Option(help="path: the node to route from, by the graph's own id (as the file names it); with --target.")
+]
+
+
+TargetOption = Annotated[str | None, typer.Option(help="path: the node to route to, by the graph's own id; with --source.")]
+
+
+SolvingDeviceOption = Annotated[
+    str,
+    typer.Option(
+        metavar="cpu|cuda|auto",
+        help="Where the policy's passes run: cpu (default), cuda (an error where torch sees no GPU) or auto (cuda where "
+        "torch sees a GPU, else cpu); the decoding around them runs on the CPU.",
+    ),
+]
+
+
+EnvOption = Annotated[
+    str | None,
+    typer.Option(
+        help="The user env the model was trained on ('package.module:Class' or a gymnasium id). A model folder never "
+        "imports code it names: pass the env yourself, and only one you trust."
+    ),
+]
+
+
+SOLVE_RUNTIME = ("threads", "max_nodes_per_batch", "mixed_precision")
+"""the runtime options of predict, eval and transfer, made from :class:`graphtransfer.config.Runtime`"""
+
+
+def use_threads(threads: int | None, nodes: int | None = None) -> None:
+    """``threads`` torch threads; by default one on a graph of fewer than ``ONE_THREAD_BELOW`` nodes,
+    else one per core this process may use (its CPU affinity) that no other running task holds."""
+    import torch
+
+    if threads is None:
+        threads = 1 if nodes is not None and nodes < ONE_THREAD_BELOW else free_cores()
+    torch.set_num_threads(threads)
+
+
+WEEK_SECONDS = 7 * 24 * 3600
+"""the longest --adapt or --polish: a longer one is taken for a typing mistake"""
+
+
+def seconds_option(option: str, text: str, example: int) -> float:
+    """A budget option (``--adapt``, ``--polish``): a positive, finite number of seconds, at most a week."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= WEEK_SECONDS:  # NaN fails too
+        raise UsageError(
+            f"{option} {text!r} must be a number of seconds above 0 and at most {WEEK_SECONDS} (a week), e.g. {option} {example}"
+        )
+    return value
+
+
+def check_positive(**values: int) -> None:
+    for name, value in values.items():
+        if value < 1:
+            raise UsageError(f"--{name.replace('_', '-')} {value} must be at least 1")
