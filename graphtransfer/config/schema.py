@@ -85,6 +85,11 @@ ROLLOUT_PASS_BUDGET = 1_500
 few milliseconds whatever its size, so the passes are the work there, and dense graphs, decided over many passes, get
 fewer rollouts (17 on 1,000 nodes of average degree 64, 86 passes each; 11 on Barabási–Albert graphs of degree 143)
 where sparse ones keep theirs (30 at 1,000 nodes up to 50 passes a rollout)"""
+PATIENCE_NODE_BUDGET = 300_000
+"""where ``--rollouts auto`` runs one rollout, the MIS local-max decoding spends this budget on patience instead: it is
+``PATIENCE_NODE_BUDGET / nodes`` times more patient than its default (its share of the Caro-Wei bound divided by that,
+never below :data:`LOCAL_MAX_DENSE_PATIENCE`: a third of the sparse share up to 100,000 nodes), and from this many nodes
+on it keeps the default; so no patient rollout costs more passes x nodes than a default one of this many nodes"""
 MAX_AUTO_ROLLOUTS = 64
 """the most rollouts ``--rollouts auto`` runs (up to 468 nodes): best of 64 (local-max and local-max-sampled in turn) is
 within 2% of the optimum on all 12 graphs of 100-300 nodes in bench/RESULTS.md ("Sampled local-max"), best of 32 on 11"""

@@ -3,8 +3,9 @@
 On graphs of up to some ten thousand nodes one rollout is cheap and one node is a visible share of
 the objective, so ``--rollouts auto`` (the default) decodes them several times and keeps the best,
 as many times as a work budget allows (:func:`rollout_count`); graphs of 15,001 nodes or more, and
-dense ones from 2,000,001 directed edges on, get one rollout. Every rollout is the policy's own
-decisions, seeded (``seed``, ``seed + 1``, ...): no search.
+dense ones from 2,000,001 directed edges on, get one rollout, and the MIS local-max decoding spends
+the work there on patience instead, up to a budget of its own (:func:`one_rollout_patience`). Every
+rollout is the policy's own decisions, seeded (``seed``, ``seed + 1``, ...): no search.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from graphtransfer.config import (
     AUTO_ROLLOUTS,
     MAX_AUTO_ROLLOUTS,
     MAX_ROLLOUTS,
+    PATIENCE_NODE_BUDGET,
     ROLLOUT_EDGE_BUDGET,
     ROLLOUT_NODE_BUDGET,
     ROLLOUT_PASS_BUDGET,
@@ -70,6 +72,23 @@ def rollouts_within_passes(count: int, first_passes: int) -> int:
     return max(1, min(count, ROLLOUT_PASS_BUDGET // max(first_passes, 1)))
 
 
+def one_rollout_patience(num_nodes: int) -> float:
+    """How many times more patient than its default the MIS local-max decoding is where
+    ``--rollouts auto`` runs one rollout, on a graph of ``num_nodes``: ``PATIENCE_NODE_BUDGET /
+    num_nodes``, at least 1.
+
+    One rule spends the work on rollouts where several fit and on patience where one does: a
+    third of the default's candidates per pass (the floor of :func:`~graphtransfer.solve.inference.
+    local_max_patience`, reached up to 100,000 nodes) took 2.6-2.9x the passes of the default on
+    graphs of 10^5 nodes and found 0.03-0.8% larger sets on every one measured, where one rollout
+    was all ``auto`` ran (bench/RESULTS.md, "Issue 30, eleventh session"). Above
+    ``PATIENCE_NODE_BUDGET / 3`` nodes the patience shrinks so that a rollout's passes x nodes stay
+    about those of a default rollout of ``PATIENCE_NODE_BUDGET`` nodes, and from that size on
+    (10^6-node graphs) the decoding is the default's.
+    """
+    return max(1.0, PATIENCE_NODE_BUDGET / max(num_nodes, 1))
+
+
 def rollout_plan(decoding: Decoding, count: int, default: str, degree: float = 0.0) -> list[Decoding]:
     """The decoding of each of ``count`` rollouts: seeds ``seed, seed + 1, ...``, one rollout each.
 
@@ -88,9 +107,9 @@ def rollout_plan(decoding: Decoding, count: int, default: str, degree: float = 0
     return [replace(decoding, seed=(decoding.seed + i) % SEED_LIMIT, method=method, rollouts=1) for i, method in enumerate(methods)]
 
 
-def solve_one(policy, env: gym.Env, one: Decoding, finish=None) -> Solution:
-    """One rollout: :func:`graphtransfer.solve.inference.solve` with ``one``'s settings."""
-    return solve(policy, env, one.deterministic, one.seed, one.commit_fraction, finish, one.method)
+def solve_one(policy, env: gym.Env, one: Decoding, finish=None, patience: float = 1.0) -> Solution:
+    """One rollout: :func:`graphtransfer.solve.inference.solve` with ``one``'s settings and ``patience``."""
+    return solve(policy, env, one.deterministic, one.seed, one.commit_fraction, finish, one.method, patience)
 
 
 def best_of_rollouts(policy, env: gym.Env, count: int = 1, decoding: Decoding = DEFAULT_DECODING, finish=None) -> Solution:
@@ -99,7 +118,9 @@ def best_of_rollouts(policy, env: gym.Env, count: int = 1, decoding: Decoding = 
     to the earliest rollout. Its ``seconds`` are those of every rollout together, its ``seed`` and
     ``decoding`` those of the rollout that gave it, its ``rollouts`` how many ran: ``count``, or
     under ``decoding.rollouts`` ``auto`` as many of them as fit the pass budget once the first
-    has run (:func:`rollouts_within_passes`).
+    has run (:func:`rollouts_within_passes`); where ``auto`` came to one rollout, that rollout
+    is patient instead (:func:`one_rollout_patience`; ``--rollouts 1`` and a given
+    ``commit_fraction`` keep the default's patience).
 
     Where ``decoding.deterministic`` is not given and the env takes the most likely actions by
     default (``inference_deterministic``, path), rollout 0 takes them and the others sample: the
@@ -116,7 +137,8 @@ def best_of_rollouts(policy, env: gym.Env, count: int = 1, decoding: Decoding = 
     if decoding.deterministic is None and features.inference_deterministic:
         # the most likely moves repeat themselves exactly: rollout 0 takes them, the others sample (seeded)
         plan = [replace(one, deterministic=index == 0) for index, one in enumerate(plan)]
-    runs = [solve_one(policy, env, plan[0], finish)]
+    patience = one_rollout_patience(graph_size(env)[0]) if decoding.rollouts == AUTO_ROLLOUTS and count == 1 else 1.0
+    runs = [solve_one(policy, env, plan[0], finish, patience)]
     if decoding.rollouts == AUTO_ROLLOUTS:
         plan = plan[: rollouts_within_passes(count, runs[0].passes)]
     runs += [solve_one(policy, env, one, finish) for one in plan[1:]]
@@ -126,6 +148,12 @@ def best_of_rollouts(policy, env: gym.Env, count: int = 1, decoding: Decoding = 
 
 
 def average_degree(env: gym.Env) -> float:
-    """The average degree of the env's graph (directed edges per node), from its first observation."""
+    """The average degree of the env's graph (directed edges per node)."""
+    nodes, directed_edges = graph_size(env)
+    return directed_edges / max(nodes, 1)
+
+
+def graph_size(env: gym.Env) -> tuple[int, int]:
+    """The nodes and directed edges of the env's graph, from its first observation."""
     obs, _ = env.reset()
-    return int(obs["num_edges"][0]) / max(int(obs["num_nodes"][0]), 1)
+    return int(obs["num_nodes"][0]), int(obs["num_edges"][0])
