@@ -7,14 +7,21 @@ from typer.testing import CliRunner
 
 from graphtransfer.baselines.completion import FINISH
 from graphtransfer.cli import app
-from graphtransfer.config import ROLLOUT_PASS_BUDGET, SAMPLED_ROLLOUT_DEGREE, Decoding
+from graphtransfer.config import LOCAL_MAX_DENSE_PATIENCE, LOCAL_MAX_PATIENCE, PATIENCE_NODE_BUDGET, ROLLOUT_PASS_BUDGET, SAMPLED_ROLLOUT_DEGREE, Decoding
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import barabasi_albert, erdos_renyi, random_geometric, write_edge_list
 from graphtransfer.graphs.generators import delaunay
-from graphtransfer.solve.inference import solve
+from graphtransfer.solve.inference import local_max_patience, solve
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.predict import write_solution
-from graphtransfer.solve.rollouts import best_of_rollouts, rollout_count, rollout_plan, rollouts_within_passes, solve_one
+from graphtransfer.solve.rollouts import (
+    best_of_rollouts,
+    one_rollout_patience,
+    rollout_count,
+    rollout_plan,
+    rollouts_within_passes,
+    solve_one,
+)
 
 runner = CliRunner()
 
@@ -78,6 +85,45 @@ def test_auto_counts_the_first_rollouts_passes_and_a_count_given_runs_in_full(ti
     assert best_of_rollouts(loaded.policy, loaded.env, count, finish=FINISH["mis"]).rollouts == expected
     given = Decoding(rollouts=expected + 1)
     assert best_of_rollouts(loaded.policy, loaded.env, expected + 1, given, FINISH["mis"]).rollouts == expected + 1
+
+
+@pytest.mark.parametrize(
+    ("nodes", "share"),
+    [
+        (15_001, LOCAL_MAX_DENSE_PATIENCE),  # the smallest graph auto gives one rollout: the floor, a third of the sparse share
+        (100_000, LOCAL_MAX_DENSE_PATIENCE),  # 3 times as patient: still the floor
+        (150_000, LOCAL_MAX_PATIENCE / 2),
+        (250_151, LOCAL_MAX_PATIENCE * 250_151 / PATIENCE_NODE_BUDGET),  # the make demo graph: a sixth fewer candidates
+        (PATIENCE_NODE_BUDGET, LOCAL_MAX_PATIENCE),  # from the budget on, the default's
+        (1_000_000, LOCAL_MAX_PATIENCE),
+    ],
+)
+def test_one_rollout_spends_the_patience_budget_down_to_the_dense_floor(nodes, share):
+    """A sparse graph's share of the Caro-Wei bound where auto runs one rollout: the default's
+    divided by PATIENCE_NODE_BUDGET / nodes, never below the floor that dense graphs already take."""
+    sparse = {"num_nodes": [nodes], "num_edges": [8 * nodes]}
+    assert local_max_patience(sparse, one_rollout_patience(nodes)) == pytest.approx(share)
+    dense = {"num_nodes": [nodes], "num_edges": [64 * nodes]}
+    assert local_max_patience(dense, one_rollout_patience(nodes)) == LOCAL_MAX_DENSE_PATIENCE == local_max_patience(dense)
+
+
+def test_auto_makes_its_one_rollout_patient_and_a_count_or_a_commit_fraction_given_does_not(tiny_model, monkeypatch):
+    """Where auto comes to one rollout (the node budget made small here, so that a small graph
+    shows it), that rollout takes the floor's candidates, more passes than the default's; --rollouts
+    1 and a --commit-fraction given decode as they say."""
+    monkeypatch.setattr("graphtransfer.solve.rollouts.ROLLOUT_NODE_BUDGET", 400)
+    graph = random_geometric(300, 8.0, 1)
+    loaded = policy_for_graphs(tiny_model("mis"), [graph])
+    count = rollout_count("auto", graph.num_nodes, graph.edge_index.shape[1])
+    assert count == 1 and one_rollout_patience(graph.num_nodes) >= 3
+    default = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"])
+    patient = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"], patience=3.0)
+    assert patient.passes > default.passes
+    auto = best_of_rollouts(loaded.policy, loaded.env, count, finish=FINISH["mis"])
+    assert (auto.passes, auto.objective, auto.rollouts) == (patient.passes, patient.objective, 1)
+    assert best_of_rollouts(loaded.policy, loaded.env, 1, Decoding(rollouts=1), FINISH["mis"]).passes == default.passes
+    given = solve(loaded.policy, loaded.env, seed=0, commit_fraction=0.05, finish=FINISH["mis"])
+    assert best_of_rollouts(loaded.policy, loaded.env, count, Decoding(commit_fraction=0.05), FINISH["mis"]).passes == given.passes
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "8", True, 10**9])
