@@ -91,10 +91,10 @@ def test_auto_counts_the_first_rollouts_passes_and_a_count_given_runs_in_full(ti
     ("nodes", "share"),
     [
         (15_001, LOCAL_MAX_DENSE_PATIENCE),  # the smallest graph auto gives one rollout: the floor, a third of the sparse share
-        (100_000, LOCAL_MAX_DENSE_PATIENCE),  # 3 times as patient: still the floor
-        (150_000, LOCAL_MAX_PATIENCE / 2),
-        (250_151, LOCAL_MAX_PATIENCE * 250_151 / PATIENCE_NODE_BUDGET),  # the make demo graph: a sixth fewer candidates
-        (PATIENCE_NODE_BUDGET, LOCAL_MAX_PATIENCE),  # from the budget on, the default's
+        (PATIENCE_NODE_BUDGET // 3, LOCAL_MAX_DENSE_PATIENCE),  # 3 times as patient: still the floor
+        (PATIENCE_NODE_BUDGET // 2, LOCAL_MAX_PATIENCE / 2),
+        (250_000, LOCAL_MAX_PATIENCE),  # the make demo graph: the default's, from PATIENCE_NODE_BUDGET on
+        (PATIENCE_NODE_BUDGET - 10_000, LOCAL_MAX_PATIENCE * (PATIENCE_NODE_BUDGET - 10_000) / PATIENCE_NODE_BUDGET),
         (1_000_000, LOCAL_MAX_PATIENCE),
     ],
 )

@@ -85,11 +85,12 @@ ROLLOUT_PASS_BUDGET = 1_500
 few milliseconds whatever its size, so the passes are the work there, and dense graphs, decided over many passes, get
 fewer rollouts (17 on 1,000 nodes of average degree 64, 86 passes each; 11 on Barabási–Albert graphs of degree 143)
 where sparse ones keep theirs (30 at 1,000 nodes up to 50 passes a rollout)"""
-PATIENCE_NODE_BUDGET = 300_000
+PATIENCE_NODE_BUDGET = 250_000
 """where ``--rollouts auto`` runs one rollout, the MIS local-max decoding spends this budget on patience instead: it is
 ``PATIENCE_NODE_BUDGET / nodes`` times more patient than its default (its share of the Caro-Wei bound divided by that,
-never below :data:`LOCAL_MAX_DENSE_PATIENCE`: a third of the sparse share up to 100,000 nodes), and from this many nodes
-on it keeps the default; so no patient rollout costs more passes x nodes than a default one of this many nodes"""
+never below :data:`LOCAL_MAX_DENSE_PATIENCE`: a third of the sparse share up to 83,333 nodes), and from this many nodes
+on (``make demo``'s graph, 10^6-node graphs) it keeps the default; so a patient rollout takes about the passes x nodes
+of a default one on this many nodes"""
 MAX_AUTO_ROLLOUTS = 64
 """the most rollouts ``--rollouts auto`` runs (up to 468 nodes): best of 64 (local-max and local-max-sampled in turn) is
 within 2% of the optimum on all 12 graphs of 100-300 nodes in bench/RESULTS.md ("Sampled local-max"), best of 32 on 11"""
@@ -292,7 +293,8 @@ class Decoding:
         "local-max: the candidates per pass, as a share of the graph's nodes; smaller finds larger sets in more passes "
         f"(default: {LOCAL_MAX_PATIENCE} of the graph's Caro-Wei bound, the sum of 1/(degree+1), about 0.02 of the nodes at "
         f"average degree 8; above average degree {LOCAL_MAX_SPARSE_DEGREE:g} a share of the bound that shrinks with the "
-        f"degree, down to {LOCAL_MAX_DENSE_PATIENCE}). mis, --decoding drawn: only this share, those likeliest to join, may "
+        f"degree, down to {LOCAL_MAX_DENSE_PATIENCE}; where --rollouts auto runs one rollout, a smaller share, see "
+        "--rollouts). mis, --decoding drawn: only this share, those likeliest to join, may "
         "join; the rest wait (default 1: every node acts)",
         low=0.0,
         high=1.0,
@@ -312,7 +314,10 @@ class Decoding:
         f"took, each) decoded in all, 1 to {MAX_AUTO_ROLLOUTS} ({MAX_AUTO_ROLLOUTS} up to "
         f"{ROLLOUT_NODE_BUDGET // MAX_AUTO_ROLLOUTS} nodes, fewer on dense graphs, 3 at 10,000, 1 from "
         f"{ROLLOUT_NODE_BUDGET // 2 + 1:,} nodes or "
-        f"{ROLLOUT_EDGE_BUDGET // 2 + 1:,} directed edges on); the output says how many ran. With the default decoding of mis "
+        f"{ROLLOUT_EDGE_BUDGET // 2 + 1:,} directed edges on); the output says how many ran. Where one runs, mis's local-max "
+        f"decoding is patient instead, unless --commit-fraction is given: {PATIENCE_NODE_BUDGET:,} / nodes times fewer "
+        f"candidates per pass, down to {LOCAL_MAX_DENSE_PATIENCE} of the Caro-Wei bound (a third of the sparse default, up to "
+        f"{PATIENCE_NODE_BUDGET // 3:,} nodes), the default's from {PATIENCE_NODE_BUDGET:,} nodes on. With the default decoding of mis "
         f"and mvc every other rollout is local-max-sampled on graphs of average degree up to {SAMPLED_ROLLOUT_DEGREE:g}, "
         "local-max on denser ones. 1: a single rollout",
         low=1,
