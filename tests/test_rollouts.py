@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from graphtransfer.baselines.completion import FINISH
 from graphtransfer.cli import app
-from graphtransfer.config import LOCAL_MAX_DENSE_PATIENCE, LOCAL_MAX_PATIENCE, PATIENCE_NODE_BUDGET, ROLLOUT_PASS_BUDGET, SAMPLED_ROLLOUT_DEGREE, Decoding
+from graphtransfer.config import LOCAL_MAX_DENSE_PATIENCE, LOCAL_MAX_PATIENCE, ONE_ROLLOUT_PATIENCE, PATIENT_BELOW_NODES, ROLLOUT_PASS_BUDGET, SAMPLED_ROLLOUT_DEGREE, Decoding
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import barabasi_albert, erdos_renyi, random_geometric, write_edge_list
 from graphtransfer.graphs.generators import delaunay
@@ -90,19 +90,22 @@ def test_auto_counts_the_first_rollouts_passes_and_a_count_given_runs_in_full(ti
 @pytest.mark.parametrize(
     ("nodes", "share"),
     [
-        (15_001, LOCAL_MAX_DENSE_PATIENCE),  # the smallest graph auto gives one rollout: the floor, a third of the sparse share
-        (PATIENCE_NODE_BUDGET // 3, LOCAL_MAX_DENSE_PATIENCE),  # 3 times as patient: still the floor
-        (PATIENCE_NODE_BUDGET // 2, LOCAL_MAX_PATIENCE / 2),
-        (250_000, LOCAL_MAX_PATIENCE),  # the make demo graph: the default's, from PATIENCE_NODE_BUDGET on
-        (PATIENCE_NODE_BUDGET - 10_000, LOCAL_MAX_PATIENCE * (PATIENCE_NODE_BUDGET - 10_000) / PATIENCE_NODE_BUDGET),
+        (15_001, LOCAL_MAX_DENSE_PATIENCE),  # the smallest graph auto gives one rollout: a third of the sparse share
+        (100_000, LOCAL_MAX_DENSE_PATIENCE),
+        (PATIENT_BELOW_NODES - 1, LOCAL_MAX_DENSE_PATIENCE),
+        (PATIENT_BELOW_NODES, LOCAL_MAX_PATIENCE),  # from here on the default's
+        (250_000, LOCAL_MAX_PATIENCE),  # make demo's graph
         (1_000_000, LOCAL_MAX_PATIENCE),
     ],
 )
-def test_one_rollout_spends_the_patience_budget_down_to_the_dense_floor(nodes, share):
+def test_one_rollout_is_patient_below_a_size_and_dense_graphs_keep_their_floor(nodes, share):
     """A sparse graph's share of the Caro-Wei bound where auto runs one rollout: the default's
-    divided by PATIENCE_NODE_BUDGET / nodes, never below the floor that dense graphs already take."""
+    divided by ONE_ROLLOUT_PATIENCE below PATIENT_BELOW_NODES nodes; dense graphs already take the floor."""
+    assert LOCAL_MAX_PATIENCE / ONE_ROLLOUT_PATIENCE == pytest.approx(LOCAL_MAX_DENSE_PATIENCE)
     sparse = {"num_nodes": [nodes], "num_edges": [8 * nodes]}
     assert local_max_patience(sparse, one_rollout_patience(nodes)) == pytest.approx(share)
+    middle = {"num_nodes": [nodes], "num_edges": [24 * nodes]}  # a share of 0.1 by default
+    assert local_max_patience(middle, one_rollout_patience(nodes)) == pytest.approx(share if share < LOCAL_MAX_PATIENCE else 0.1)
     dense = {"num_nodes": [nodes], "num_edges": [64 * nodes]}
     assert local_max_patience(dense, one_rollout_patience(nodes)) == LOCAL_MAX_DENSE_PATIENCE == local_max_patience(dense)
 
@@ -115,9 +118,9 @@ def test_auto_makes_its_one_rollout_patient_and_a_count_or_a_commit_fraction_giv
     graph = random_geometric(300, 8.0, 1)
     loaded = policy_for_graphs(tiny_model("mis"), [graph])
     count = rollout_count("auto", graph.num_nodes, graph.edge_index.shape[1])
-    assert count == 1 and one_rollout_patience(graph.num_nodes) >= 3
+    assert count == 1 and one_rollout_patience(graph.num_nodes) == ONE_ROLLOUT_PATIENCE
     default = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"])
-    patient = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"], patience=3.0)
+    patient = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"], patience=ONE_ROLLOUT_PATIENCE)
     assert patient.passes > default.passes
     auto = best_of_rollouts(loaded.policy, loaded.env, count, finish=FINISH["mis"])
     assert (auto.passes, auto.objective, auto.rollouts) == (patient.passes, patient.objective, 1)

@@ -18,7 +18,8 @@ from graphtransfer.config import (
     AUTO_ROLLOUTS,
     MAX_AUTO_ROLLOUTS,
     MAX_ROLLOUTS,
-    PATIENCE_NODE_BUDGET,
+    ONE_ROLLOUT_PATIENCE,
+    PATIENT_BELOW_NODES,
     ROLLOUT_EDGE_BUDGET,
     ROLLOUT_NODE_BUDGET,
     ROLLOUT_PASS_BUDGET,
@@ -74,19 +75,18 @@ def rollouts_within_passes(count: int, first_passes: int) -> int:
 
 def one_rollout_patience(num_nodes: int) -> float:
     """How many times more patient than its default the MIS local-max decoding is where
-    ``--rollouts auto`` runs one rollout, on a graph of ``num_nodes``: ``PATIENCE_NODE_BUDGET /
-    num_nodes``, at least 1.
+    ``--rollouts auto`` runs one rollout, on a graph of ``num_nodes``: :data:`ONE_ROLLOUT_PATIENCE`
+    below :data:`PATIENT_BELOW_NODES` nodes, 1 (the default's) from there on.
 
     One rule spends the work on rollouts where several fit and on patience where one does: a
-    third of the default's candidates per pass (the floor of :func:`~graphtransfer.solve.inference.
-    local_max_patience`, reached up to 100,000 nodes) took 2.6-2.9x the passes of the default on
-    graphs of 10^5 nodes and found 0.03-0.8% larger sets on every one measured, where one rollout
-    was all ``auto`` ran (bench/RESULTS.md, "Issue 30, eleventh session"). Above
-    ``PATIENCE_NODE_BUDGET / 3`` nodes the patience shrinks so that a rollout's passes x nodes stay
-    about those of a default rollout of ``PATIENCE_NODE_BUDGET`` nodes, and from that size on
-    (10^6-node graphs) the decoding is the default's.
+    third of the default's candidates per pass (0.05 of the Caro-Wei bound, the floor of
+    :func:`~graphtransfer.solve.inference.local_max_patience`) took 2.6-2.9x the passes of the
+    default on sparse graphs of 10^5 nodes and found 0.03-0.75% larger sets on every one measured
+    (bench/RESULTS.md, "Issue 30, eleventh session"). Larger graphs keep the default: on make
+    demo's 250,000-node graph the same patience added 0.1% in 2.7x the passes, and issue 31 wants
+    the one rollout of a 10^6-node graph fast.
     """
-    return max(1.0, PATIENCE_NODE_BUDGET / max(num_nodes, 1))
+    return ONE_ROLLOUT_PATIENCE if num_nodes < PATIENT_BELOW_NODES else 1.0
 
 
 def rollout_plan(decoding: Decoding, count: int, default: str, degree: float = 0.0) -> list[Decoding]:
