@@ -89,10 +89,11 @@ ONE_ROLLOUT_PATIENCE = 3.0
 """where ``--rollouts auto`` runs one rollout on fewer than :data:`PATIENT_BELOW_NODES` nodes, the MIS local-max decoding
 is this many times more patient than its default: its share of the Caro-Wei bound divided by it, never below
 :data:`LOCAL_MAX_DENSE_PATIENCE` (so 0.05 on every graph: a third of the sparse share, dense graphs' as before)"""
-PATIENT_BELOW_NODES = 200_000
+PATIENT_BELOW_NODES = 150_000
 """graphs of this many nodes or more keep the default patience with ``--rollouts auto`` (``make demo``'s 250,000-node graph,
-10^6-node graphs): there a patient rollout's 2.6-3x the passes would cost seconds the graph's one rollout does not
-have; the largest patient one (just below) takes about 2.2x the passes x nodes of the default on make demo's graph"""
+10^6-node graphs): there a patient rollout's 2.6-2.9x the passes would cost seconds that their one rollout does not
+have; the costliest patient rollout (just below, average degree 16) takes about twice the passes x nodes of the default
+on make demo's graph"""
 MAX_AUTO_ROLLOUTS = 64
 """the most rollouts ``--rollouts auto`` runs (up to 468 nodes): best of 64 (local-max and local-max-sampled in turn) is
 within 2% of the optimum on all 12 graphs of 100-300 nodes in bench/RESULTS.md ("Sampled local-max"), best of 32 on 11"""
