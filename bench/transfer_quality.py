@@ -52,8 +52,8 @@ from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.rollouts import (
     ONE_ROLLOUT,
     best_of_rollouts,
-    one_rollout_patience,
     rollout_count,
+    rollout_patience,
     rollout_plan,
     rollouts_within_passes,
     solve_one,
@@ -117,7 +117,8 @@ def transferred_rows(folder: Path, graphs: list[Graph], patience: float) -> list
             for name, options in {PATIENT: {"commit_fraction": patience}, DRAWN: {"decoding": "drawn"}}.items():
                 row.decodings[name] = solve(loaded.policy, inference_env(config, graph), finish=finish_rule(config), **options)
             count = rollout_count(AUTO_ROLLOUTS, graph.num_nodes, graph.edge_index.shape[1])
-            row.decodings[AUTO] = best_of_rollouts(loaded.policy, inference_env(config, graph), count, finish=finish_rule(config))
+            one_patient = rollout_patience(AUTO_ROLLOUTS, count, graph.num_nodes)
+            row.decodings[AUTO] = best_of_rollouts(loaded.policy, inference_env(config, graph), count, finish=finish_rule(config), patience=one_patient)
         rows.append(row)
     return rows
 
@@ -260,7 +261,7 @@ def density_line(task: str, folder: Path, family: str, seed: int, graph: Graph) 
     rollout (the default decoding, seed 0, ``--rollouts 1``) and what predict gives by default, the
     best of ``--rollouts auto`` rollouts (:func:`graphtransfer.solve.rollouts.rollout_plan`, as many
     as :func:`~graphtransfer.solve.rollouts.rollouts_within_passes` allows; one patient rollout
-    where one fits, :func:`~graphtransfer.solve.rollouts.one_rollout_patience`), both finished as
+    where one fits, :func:`~graphtransfer.solve.rollouts.rollout_patience`), both finished as
     predict does."""
     checkpoint = read_checkpoint(folder)
     config = checkpoint.config
@@ -273,7 +274,7 @@ def density_line(task: str, folder: Path, family: str, seed: int, graph: Graph) 
     count, degree = rollout_count(AUTO_ROLLOUTS, graph.num_nodes, graph.edge_index.shape[1]), 2 * graph.num_edges / graph.num_nodes
     plan = rollout_plan(Decoding(), count, check_decoding(env, features_of(env), None), degree)
     first = solve_one(loaded.policy, env, plan[0], finish_rule(config))
-    patience = one_rollout_patience(graph.num_nodes) if count == 1 else 1.0
+    patience = rollout_patience(AUTO_ROLLOUTS, count, graph.num_nodes)
     runs = [first if patience == 1.0 else solve_one(loaded.policy, env, plan[0], finish_rule(config), patience)]
     runs += [solve_one(loaded.policy, env, one, finish_rule(config)) for one in plan[1 : rollouts_within_passes(count, runs[0].passes)]]
     for run in [first, *runs]:

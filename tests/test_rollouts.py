@@ -13,11 +13,11 @@ from graphtransfer.graphs import barabasi_albert, erdos_renyi, random_geometric,
 from graphtransfer.graphs.generators import delaunay
 from graphtransfer.solve.inference import local_max_patience, solve
 from graphtransfer.solve.loading import policy_for_graphs
-from graphtransfer.solve.predict import write_solution
+from graphtransfer.solve.predict import predict_graph, write_solution
 from graphtransfer.solve.rollouts import (
     best_of_rollouts,
-    one_rollout_patience,
     rollout_count,
+    rollout_patience,
     rollout_plan,
     rollouts_within_passes,
     solve_one,
@@ -103,30 +103,43 @@ def test_one_rollout_is_patient_below_a_size_and_dense_graphs_keep_their_floor(n
     divided by ONE_ROLLOUT_PATIENCE below PATIENT_BELOW_NODES nodes; dense graphs already take the floor."""
     assert LOCAL_MAX_PATIENCE / ONE_ROLLOUT_PATIENCE == pytest.approx(LOCAL_MAX_DENSE_PATIENCE)
     sparse = {"num_nodes": [nodes], "num_edges": [8 * nodes]}
-    assert local_max_patience(sparse, one_rollout_patience(nodes)) == pytest.approx(share)
+    assert local_max_patience(sparse, rollout_patience("auto", 1, nodes)) == pytest.approx(share)
     middle = {"num_nodes": [nodes], "num_edges": [24 * nodes]}  # a share of 0.1 by default
-    assert local_max_patience(middle, one_rollout_patience(nodes)) == pytest.approx(share if share < LOCAL_MAX_PATIENCE else 0.1)
+    assert local_max_patience(middle, rollout_patience("auto", 1, nodes)) == pytest.approx(share if share < LOCAL_MAX_PATIENCE else 0.1)
     dense = {"num_nodes": [nodes], "num_edges": [64 * nodes]}
-    assert local_max_patience(dense, one_rollout_patience(nodes)) == LOCAL_MAX_DENSE_PATIENCE == local_max_patience(dense)
+    assert local_max_patience(dense, rollout_patience("auto", 1, nodes)) == LOCAL_MAX_DENSE_PATIENCE == local_max_patience(dense)
 
 
-def test_auto_makes_its_one_rollout_patient_and_a_count_or_a_commit_fraction_given_does_not(tiny_model, monkeypatch):
+@pytest.mark.parametrize(
+    ("rollouts", "count", "nodes", "patience"),
+    [
+        ("auto", 1, 20_000, ONE_ROLLOUT_PATIENCE),
+        ("auto", 1, PATIENT_BELOW_NODES, 1.0),
+        ("auto", 3, 10_000, 1.0),  # several rollouts: the work goes to them
+        (1, 1, 20_000, 1.0),  # a count given: the default decoding, as many times as asked
+        (4, 4, 20_000, 1.0),
+    ],
+)
+def test_only_auto_with_one_rollout_is_patient(rollouts, count, nodes, patience):
+    assert rollout_patience(rollouts, count, nodes) == patience
+
+
+def test_predict_makes_autos_one_rollout_patient_and_a_count_or_a_commit_fraction_given_does_not(tiny_model, monkeypatch):
     """Where auto comes to one rollout (the node budget made small here, so that a small graph
-    shows it), that rollout takes the floor's candidates, more passes than the default's; --rollouts
-    1 and a --commit-fraction given decode as they say."""
+    shows it), predict's rollout takes the floor's candidates, more passes than the default's;
+    --rollouts 1 and a --commit-fraction given decode as they say."""
     monkeypatch.setattr("graphtransfer.solve.rollouts.ROLLOUT_NODE_BUDGET", 400)
     graph = random_geometric(300, 8.0, 1)
-    loaded = policy_for_graphs(tiny_model("mis"), [graph])
-    count = rollout_count("auto", graph.num_nodes, graph.edge_index.shape[1])
-    assert count == 1 and one_rollout_patience(graph.num_nodes) == ONE_ROLLOUT_PATIENCE
+    model = tiny_model("mis")
+    loaded = policy_for_graphs(model, [graph])
     default = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"])
     patient = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"], patience=ONE_ROLLOUT_PATIENCE)
     assert patient.passes > default.passes
-    auto = best_of_rollouts(loaded.policy, loaded.env, count, finish=FINISH["mis"])
+    auto, _ = predict_graph(model, graph)
     assert (auto.passes, auto.objective, auto.rollouts) == (patient.passes, patient.objective, 1)
-    assert best_of_rollouts(loaded.policy, loaded.env, 1, Decoding(rollouts=1), FINISH["mis"]).passes == default.passes
+    assert predict_graph(model, graph, Decoding(rollouts=1))[0].passes == default.passes
     given = solve(loaded.policy, loaded.env, seed=0, commit_fraction=0.05, finish=FINISH["mis"])
-    assert best_of_rollouts(loaded.policy, loaded.env, count, Decoding(commit_fraction=0.05), FINISH["mis"]).passes == given.passes
+    assert predict_graph(model, graph, Decoding(commit_fraction=0.05))[0].passes == given.passes
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "8", True, 10**9])

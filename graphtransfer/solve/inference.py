@@ -110,7 +110,7 @@ def solve(
         patience: node-wise local-max without a ``commit_fraction`` (MIS): how many times more
             patient than the default to be, at least 1 (see :func:`local_max_patience`);
             ``--rollouts auto`` raises it where one rollout runs
-            (:func:`graphtransfer.solve.rollouts.one_rollout_patience`).
+            (:func:`graphtransfer.solve.rollouts.rollout_patience`).
         finish: the task's finishing rule (:data:`graphtransfer.baselines.completion.FINISH`),
             called as ``finish(graph, solution, undecided)`` once the policy stops; what it
             added is reported apart, in :attr:`Solution.finished`.

@@ -4,7 +4,7 @@ On graphs of up to some ten thousand nodes one rollout is cheap and one node is 
 the objective, so ``--rollouts auto`` (the default) decodes them several times and keeps the best,
 as many times as a work budget allows (:func:`rollout_count`); graphs of 15,001 nodes or more, and
 dense ones from 2,000,001 directed edges on, get one rollout, and the MIS local-max decoding spends
-the work there on patience instead, up to a budget of its own (:func:`one_rollout_patience`). Every
+the work there on patience instead, below a size (:func:`rollout_patience`). Every
 rollout is the policy's own decisions, seeded (``seed``, ``seed + 1``, ...): no search.
 """
 
@@ -73,10 +73,11 @@ def rollouts_within_passes(count: int, first_passes: int) -> int:
     return max(1, min(count, ROLLOUT_PASS_BUDGET // max(first_passes, 1)))
 
 
-def one_rollout_patience(num_nodes: int) -> float:
-    """How many times more patient than its default the MIS local-max decoding is where
-    ``--rollouts auto`` runs one rollout, on a graph of ``num_nodes``: :data:`ONE_ROLLOUT_PATIENCE`
-    below :data:`PATIENT_BELOW_NODES` nodes, 1 (the default's) from there on.
+def rollout_patience(rollouts: int | str, count: int, num_nodes: int) -> float:
+    """How many times more patient than its default the MIS local-max decoding is when
+    ``rollouts`` (a count, or ``"auto"``) came to ``count`` rollouts on a graph of ``num_nodes``:
+    where ``auto`` runs one rollout on fewer than :data:`PATIENT_BELOW_NODES` nodes,
+    :data:`ONE_ROLLOUT_PATIENCE`; everywhere else 1, the default's (``--rollouts K`` included).
 
     One rule spends the work on rollouts where several fit and on patience where one does: a
     third of the default's candidates per pass (0.05 of the Caro-Wei bound, the floor of
@@ -86,7 +87,9 @@ def one_rollout_patience(num_nodes: int) -> float:
     demo's 250,000-node graph the same patience added 0.1% in 2.7x the passes, and issue 31 wants
     the one rollout of a 10^6-node graph fast.
     """
-    return ONE_ROLLOUT_PATIENCE if num_nodes < PATIENT_BELOW_NODES else 1.0
+    if rollouts != AUTO_ROLLOUTS or count > 1 or num_nodes >= PATIENT_BELOW_NODES:
+        return 1.0
+    return ONE_ROLLOUT_PATIENCE
 
 
 def rollout_plan(decoding: Decoding, count: int, default: str, degree: float = 0.0) -> list[Decoding]:
@@ -112,15 +115,17 @@ def solve_one(policy, env: gym.Env, one: Decoding, finish=None, patience: float 
     return solve(policy, env, one.deterministic, one.seed, one.commit_fraction, finish, one.method, patience)
 
 
-def best_of_rollouts(policy, env: gym.Env, count: int = 1, decoding: Decoding = DEFAULT_DECODING, finish=None) -> Solution:
+def best_of_rollouts(
+    policy, env: gym.Env, count: int = 1, decoding: Decoding = DEFAULT_DECODING, finish=None, patience: float = 1.0
+) -> Solution:
     """The best of ``count`` runs of :func:`graphtransfer.solve.inference.solve` on the env's
     graph (see :func:`rollout_plan`): feasible before infeasible, then by objective, ties going
     to the earliest rollout. Its ``seconds`` are those of every rollout together, its ``seed`` and
     ``decoding`` those of the rollout that gave it, its ``rollouts`` how many ran: ``count``, or
     under ``decoding.rollouts`` ``auto`` as many of them as fit the pass budget once the first
-    has run (:func:`rollouts_within_passes`); where ``auto`` came to one rollout, that rollout
-    is patient instead (:func:`one_rollout_patience`; ``--rollouts 1`` and a given
-    ``commit_fraction`` keep the default's patience).
+    has run (:func:`rollouts_within_passes`). Every rollout decodes with ``patience``
+    (:func:`rollout_patience`: above 1 only where ``auto`` came to one rollout; a given
+    ``commit_fraction`` overrides it).
 
     Where ``decoding.deterministic`` is not given and the env takes the most likely actions by
     default (``inference_deterministic``, path), rollout 0 takes them and the others sample: the
@@ -131,29 +136,23 @@ def best_of_rollouts(policy, env: gym.Env, count: int = 1, decoding: Decoding = 
         count: how many, at least 1 (:func:`rollout_count` turns ``decoding.rollouts`` into a count
             for a graph).
         finish: the task's finishing rule, as for ``solve``.
+        patience: as for ``solve`` (:func:`rollout_patience` gives it for a graph).
     """
     features = features_of(env)
     plan = rollout_plan(decoding, count, check_decoding(env, features, decoding.method), average_degree(env) if count > 1 else 0.0)
     if decoding.deterministic is None and features.inference_deterministic:
         # the most likely moves repeat themselves exactly: rollout 0 takes them, the others sample (seeded)
         plan = [replace(one, deterministic=index == 0) for index, one in enumerate(plan)]
-    patience = one_rollout_patience(graph_size(env)[0]) if decoding.rollouts == AUTO_ROLLOUTS and count == 1 else 1.0
     runs = [solve_one(policy, env, plan[0], finish, patience)]
     if decoding.rollouts == AUTO_ROLLOUTS:
         plan = plan[: rollouts_within_passes(count, runs[0].passes)]
-    runs += [solve_one(policy, env, one, finish) for one in plan[1:]]
+    runs += [solve_one(policy, env, one, finish, patience) for one in plan[1:]]
     sign = 1 if features.sense == "max" else -1
     best = max(runs, key=lambda run: (run.feasible, sign * run.objective))
     return replace(best, rollouts=len(runs), seconds=sum(run.seconds for run in runs), peak_rss_mib=runs[-1].peak_rss_mib)
 
 
 def average_degree(env: gym.Env) -> float:
-    """The average degree of the env's graph (directed edges per node)."""
-    nodes, directed_edges = graph_size(env)
-    return directed_edges / max(nodes, 1)
-
-
-def graph_size(env: gym.Env) -> tuple[int, int]:
-    """The nodes and directed edges of the env's graph, from its first observation."""
+    """The average degree of the env's graph (directed edges per node), from its first observation."""
     obs, _ = env.reset()
-    return int(obs["num_nodes"][0]), int(obs["num_edges"][0])
+    return int(obs["num_edges"][0]) / max(int(obs["num_nodes"][0]), 1)
