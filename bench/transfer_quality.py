@@ -118,7 +118,9 @@ def transferred_rows(folder: Path, graphs: list[Graph], patience: float) -> list
                 row.decodings[name] = solve(loaded.policy, inference_env(config, graph), finish=finish_rule(config), **options)
             count = rollout_count(AUTO_ROLLOUTS, graph.num_nodes, graph.edge_index.shape[1])
             one_patient = rollout_patience(AUTO_ROLLOUTS, count, graph.num_nodes)
-            row.decodings[AUTO] = best_of_rollouts(loaded.policy, inference_env(config, graph), count, finish=finish_rule(config), patience=one_patient)
+            row.decodings[AUTO] = best_of_rollouts(
+                loaded.policy, inference_env(config, graph), count, finish=finish_rule(config), patience=one_patient
+            )
         rows.append(row)
     return rows
 
@@ -285,7 +287,8 @@ def density_line(task: str, folder: Path, family: str, seed: int, graph: Graph) 
     return (
         f"| {task} | {family} | {graph.num_nodes} | {degree:.1f} | {seed} | {BASELINE[task]} | "
         f"{reference:.0f} | {first.objective:.0f} | {first.objective / reference:.3f} | {first.passes} | {len(runs)} | "
-        f"{best.objective:.0f} | {best.objective / reference:.3f} | {sum(run.passes for run in runs)} | {sum(run.seconds for run in runs):.1f} | "
+        f"{best.objective:.0f} | {best.objective / reference:.3f} | {sum(run.passes for run in runs)} | "
+        f"{sum(run.seconds for run in runs):.1f} | "
         f"{baseline_seconds:.1f} | {os.getloadavg()[0]:.1f} |"
     )
 

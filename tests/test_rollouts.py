@@ -7,7 +7,15 @@ from typer.testing import CliRunner
 
 from graphtransfer.baselines.completion import FINISH
 from graphtransfer.cli import app
-from graphtransfer.config import LOCAL_MAX_DENSE_PATIENCE, LOCAL_MAX_PATIENCE, ONE_ROLLOUT_PATIENCE, PATIENT_BELOW_NODES, ROLLOUT_PASS_BUDGET, SAMPLED_ROLLOUT_DEGREE, Decoding
+from graphtransfer.config import (
+    LOCAL_MAX_DENSE_PATIENCE,
+    LOCAL_MAX_PATIENCE,
+    ONE_ROLLOUT_PATIENCE,
+    PATIENT_BELOW_NODES,
+    ROLLOUT_PASS_BUDGET,
+    SAMPLED_ROLLOUT_DEGREE,
+    Decoding,
+)
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import barabasi_albert, erdos_renyi, random_geometric, write_edge_list
 from graphtransfer.graphs.generators import delaunay

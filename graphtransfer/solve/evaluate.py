@@ -131,7 +131,8 @@ def evaluate_policy(
         chosen = check_decoding(env, features, decoding.method)
         first = features.inference_deterministic if decoding.deterministic is None else decoding.deterministic
         drawn = chosen == DRAWN
-        decodings = {_draw_label(first) if drawn else chosen: order.restore(best_of_rollouts(policy, env, count, decoding, finish, patience))}
+        best = best_of_rollouts(policy, env, count, decoding, finish, patience)
+        decodings = {_draw_label(first) if drawn else chosen: order.restore(best)}
         if extras.both_draws and drawn:
             other = replace(decoding, deterministic=not first)
             decodings[_draw_label(not first)] = order.restore(best_of_rollouts(policy, env, count, other, finish, patience))
