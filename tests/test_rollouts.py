@@ -7,14 +7,29 @@ from typer.testing import CliRunner
 
 from graphtransfer.baselines.completion import FINISH
 from graphtransfer.cli import app
-from graphtransfer.config import ROLLOUT_PASS_BUDGET, SAMPLED_ROLLOUT_DEGREE, Decoding
+from graphtransfer.config import (
+    LOCAL_MAX_DENSE_PATIENCE,
+    LOCAL_MAX_PATIENCE,
+    ONE_ROLLOUT_PATIENCE,
+    PATIENT_BELOW_NODES,
+    ROLLOUT_PASS_BUDGET,
+    SAMPLED_ROLLOUT_DEGREE,
+    Decoding,
+)
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import barabasi_albert, erdos_renyi, random_geometric, write_edge_list
 from graphtransfer.graphs.generators import delaunay
-from graphtransfer.solve.inference import solve
+from graphtransfer.solve.inference import local_max_patience, solve
 from graphtransfer.solve.loading import policy_for_graphs
-from graphtransfer.solve.predict import write_solution
-from graphtransfer.solve.rollouts import best_of_rollouts, rollout_count, rollout_plan, rollouts_within_passes, solve_one
+from graphtransfer.solve.predict import predict_graph, write_solution
+from graphtransfer.solve.rollouts import (
+    best_of_rollouts,
+    rollout_count,
+    rollout_patience,
+    rollout_plan,
+    rollouts_within_passes,
+    solve_one,
+)
 
 runner = CliRunner()
 
@@ -78,6 +93,61 @@ def test_auto_counts_the_first_rollouts_passes_and_a_count_given_runs_in_full(ti
     assert best_of_rollouts(loaded.policy, loaded.env, count, finish=FINISH["mis"]).rollouts == expected
     given = Decoding(rollouts=expected + 1)
     assert best_of_rollouts(loaded.policy, loaded.env, expected + 1, given, FINISH["mis"]).rollouts == expected + 1
+
+
+@pytest.mark.parametrize(
+    ("nodes", "share"),
+    [
+        (15_001, LOCAL_MAX_DENSE_PATIENCE),  # the smallest graph auto gives one rollout: a third of the sparse share
+        (100_000, LOCAL_MAX_DENSE_PATIENCE),
+        (PATIENT_BELOW_NODES - 1, LOCAL_MAX_DENSE_PATIENCE),
+        (PATIENT_BELOW_NODES, LOCAL_MAX_PATIENCE),  # from here on the default's
+        (250_000, LOCAL_MAX_PATIENCE),  # make demo's graph
+        (1_000_000, LOCAL_MAX_PATIENCE),
+    ],
+)
+def test_one_rollout_is_patient_below_a_size_and_dense_graphs_keep_their_floor(nodes, share):
+    """A sparse graph's share of the Caro-Wei bound where auto runs one rollout: the default's
+    divided by ONE_ROLLOUT_PATIENCE below PATIENT_BELOW_NODES nodes; dense graphs already take the floor."""
+    assert LOCAL_MAX_PATIENCE / ONE_ROLLOUT_PATIENCE == pytest.approx(LOCAL_MAX_DENSE_PATIENCE)
+    sparse = {"num_nodes": [nodes], "num_edges": [8 * nodes]}
+    assert local_max_patience(sparse, rollout_patience("auto", 1, nodes)) == pytest.approx(share)
+    middle = {"num_nodes": [nodes], "num_edges": [24 * nodes]}  # a share of 0.1 by default
+    assert local_max_patience(middle, rollout_patience("auto", 1, nodes)) == pytest.approx(share if share < LOCAL_MAX_PATIENCE else 0.1)
+    dense = {"num_nodes": [nodes], "num_edges": [64 * nodes]}
+    assert local_max_patience(dense, rollout_patience("auto", 1, nodes)) == LOCAL_MAX_DENSE_PATIENCE == local_max_patience(dense)
+
+
+@pytest.mark.parametrize(
+    ("rollouts", "count", "nodes", "patience"),
+    [
+        ("auto", 1, 20_000, ONE_ROLLOUT_PATIENCE),
+        ("auto", 1, PATIENT_BELOW_NODES, 1.0),
+        ("auto", 3, 10_000, 1.0),  # several rollouts: the work goes to them
+        (1, 1, 20_000, 1.0),  # a count given: the default decoding, as many times as asked
+        (4, 4, 20_000, 1.0),
+    ],
+)
+def test_only_auto_with_one_rollout_is_patient(rollouts, count, nodes, patience):
+    assert rollout_patience(rollouts, count, nodes) == patience
+
+
+def test_predict_makes_autos_one_rollout_patient_and_a_count_or_a_commit_fraction_given_does_not(tiny_model, monkeypatch):
+    """Where auto comes to one rollout (the node budget made small here, so that a small graph
+    shows it), predict's rollout takes the floor's candidates, more passes than the default's;
+    --rollouts 1 and a --commit-fraction given decode as they say."""
+    monkeypatch.setattr("graphtransfer.solve.rollouts.ROLLOUT_NODE_BUDGET", 400)
+    graph = random_geometric(300, 8.0, 1)
+    model = tiny_model("mis")
+    loaded = policy_for_graphs(model, [graph])
+    default = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"])
+    patient = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"], patience=ONE_ROLLOUT_PATIENCE)
+    assert patient.passes > default.passes
+    auto, _ = predict_graph(model, graph)
+    assert (auto.passes, auto.objective, auto.rollouts) == (patient.passes, patient.objective, 1)
+    assert predict_graph(model, graph, Decoding(rollouts=1))[0].passes == default.passes
+    given = solve(loaded.policy, loaded.env, seed=0, commit_fraction=0.05, finish=FINISH["mis"])
+    assert predict_graph(model, graph, Decoding(commit_fraction=0.05))[0].passes == given.passes
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "8", True, 10**9])

@@ -27,7 +27,7 @@ from graphtransfer.graphs import Graph, load_graphs
 from graphtransfer.solve.inference import DRAWN, Solution, check_decoding, peak_rss_mib
 from graphtransfer.solve.loading import DEFAULT_RUNTIME, policy_for_graphs
 from graphtransfer.solve.ordering import solving_order
-from graphtransfer.solve.rollouts import DEFAULT_DECODING, best_of_rollouts, rollout_count
+from graphtransfer.solve.rollouts import DEFAULT_DECODING, best_of_rollouts, rollout_count, rollout_patience
 
 
 @dataclass
@@ -127,13 +127,15 @@ def evaluate_policy(
         env = inference_env(config, order.graph, decoding.max_passes, query)
         features = features_of(env)
         count = rollout_count(decoding.rollouts, graph.num_nodes, graph.edge_index.shape[1])
+        patience = rollout_patience(decoding.rollouts, count, graph.num_nodes)
         chosen = check_decoding(env, features, decoding.method)
         first = features.inference_deterministic if decoding.deterministic is None else decoding.deterministic
         drawn = chosen == DRAWN
-        decodings = {_draw_label(first) if drawn else chosen: order.restore(best_of_rollouts(policy, env, count, decoding, finish))}
+        best = best_of_rollouts(policy, env, count, decoding, finish, patience)
+        decodings = {_draw_label(first) if drawn else chosen: order.restore(best)}
         if extras.both_draws and drawn:
             other = replace(decoding, deterministic=not first)
-            decodings[_draw_label(not first)] = order.restore(best_of_rollouts(policy, env, count, other, finish))
+            decodings[_draw_label(not first)] = order.restore(best_of_rollouts(policy, env, count, other, finish, patience))
         answers = [_run_baseline(name, _answering(fn, query), env.unwrapped, graph, polisher) for name, fn in baselines.items()]
         row = EvalRow(graph, decodings, answers, features.sense)
         if polisher and features.answering is not None:  # polish searches exist for built-in tasks, which all answer

@@ -77,6 +77,7 @@ def solve(
     commit_fraction: float | None = None,
     finish=None,
     decoding: str | None = None,
+    patience: float = 1.0,
 ) -> Solution:
     """Run ``policy`` on the env's single graph until the episode ends (solved or horizon).
 
@@ -112,6 +113,10 @@ def solve(
             node-wise tasks that name a ``commit_action`` and a ``defer_action`` (MIS: include and defer): only the active
             nodes with the highest probability of the commit action may take it, everyone else
             defers (default 1.0: every node acts as drawn).
+        patience: node-wise local-max without a ``commit_fraction`` (MIS): how many times more
+            patient than the default to be, at least 1 (see :func:`local_max_patience`);
+            ``--rollouts auto`` raises it where one rollout runs
+            (:func:`graphtransfer.solve.rollouts.rollout_patience`).
         finish: the task's finishing rule (:data:`graphtransfer.baselines.completion.FINISH`),
             called as ``finish(graph, solution, undecided)`` once the policy stops; what it
             added is reported apart, in :attr:`Solution.finished`.
@@ -127,7 +132,7 @@ def solve(
     commit_fraction = check_commit_fraction(env, features, commit_fraction, decoding)
     run_pass = STEPS[features.head]
     if decoding in LOCAL_MAX_DECODINGS:
-        candidates = local_max_candidates(obs, features.head, given_fraction)
+        candidates = local_max_candidates(obs, features.head, given_fraction, patience)
         step = LOCAL_MAX_STEPS[features.head]
         if features.covers:  # MVC: decide who stays out of the cover (see leave_out_candidates)
             candidates, step = leave_out_candidates(obs, given_fraction), _leave_out_step
@@ -230,13 +235,13 @@ def _node_wise_step(policy, env, features, obs, deterministic, generator, commit
     return env.step(actions)
 
 
-def local_max_candidates(obs: dict[str, np.ndarray], head: Head, commit_fraction: float | None) -> int:
+def local_max_candidates(obs: dict[str, np.ndarray], head: Head, commit_fraction: float | None, patience: float = 1.0) -> int:
     """How many of the surest undecided nodes are candidates in every pass of the local-max
     decoding, from the episode's first observation (the whole graph).
 
     Given a ``commit_fraction``, that share of the graph's nodes; node choice without one,
     :data:`DEFAULT_COMMIT_FRACTION` of them. Node-wise (MIS) without one, the patience follows
-    the graph: :func:`local_max_patience` × the graph's Caro-Wei bound, the sum over its nodes of
+    the graph: :func:`local_max_patience` (of ``patience``) × the graph's Caro-Wei bound, the sum over its nodes of
     ``1 / (degree + 1)``, which a greedy pass in random order is expected to find at least (each
     node that comes before all its neighbours joins). On graphs of average degree 8 the
     candidates are about 2% of the nodes, on graphs of average degree 128 about 0.04%, so the few
@@ -247,20 +252,22 @@ def local_max_candidates(obs: dict[str, np.ndarray], head: Head, commit_fraction
     num_nodes = int(obs["num_nodes"][0])
     if commit_fraction is not None or head is not Head.NODE_WISE:
         return max(1, math.ceil((commit_fraction or DEFAULT_COMMIT_FRACTION) * num_nodes))
-    return max(1, math.ceil(local_max_patience(obs) * caro_wei_bound(obs)))
+    return max(1, math.ceil(local_max_patience(obs, patience) * caro_wei_bound(obs)))
 
 
-def local_max_patience(obs: dict[str, np.ndarray]) -> float:
+def local_max_patience(obs: dict[str, np.ndarray], patience: float = 1.0) -> float:
     """The share of the Caro-Wei bound that the MIS local-max decoding takes as candidates per
     pass: :data:`LOCAL_MAX_PATIENCE` on graphs of average degree up to
     :data:`LOCAL_MAX_SPARSE_DEGREE`, shrinking in proportion to the degree above it, and never below
     :data:`LOCAL_MAX_DENSE_PATIENCE`. Dense graphs' sets are the ones that patience helps (a third
     of the share added 1.5-1.6% on Erdős–Rényi graphs of 10^4 nodes and average degree 64-200, in
     three times the passes); sparse graphs keep their candidates and passes (bench/RESULTS.md,
-    "Dense graphs' patience")."""
+    "Dense graphs' patience"). A ``patience`` above 1 divides that share, down to the same floor:
+    at 3 every graph takes :data:`LOCAL_MAX_DENSE_PATIENCE`."""
     num_nodes, num_edges = int(obs["num_nodes"][0]), int(obs["num_edges"][0])
     degree = num_edges / max(num_nodes, 1)  # directed edges: both directions are stored
-    return max(LOCAL_MAX_DENSE_PATIENCE, LOCAL_MAX_PATIENCE * min(1.0, LOCAL_MAX_SPARSE_DEGREE / max(degree, 1e-9)))
+    share = LOCAL_MAX_PATIENCE * min(1.0, LOCAL_MAX_SPARSE_DEGREE / max(degree, 1e-9))
+    return max(LOCAL_MAX_DENSE_PATIENCE, share / max(patience, 1.0))
 
 
 def caro_wei_bound(obs: dict[str, np.ndarray]) -> float:

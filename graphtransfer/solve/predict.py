@@ -20,7 +20,7 @@ from graphtransfer.solve.evaluate import finish_rule
 from graphtransfer.solve.inference import Solution
 from graphtransfer.solve.loading import DEFAULT_RUNTIME, policy_for_graphs
 from graphtransfer.solve.ordering import solving_order
-from graphtransfer.solve.rollouts import DEFAULT_DECODING, best_of_rollouts, rollout_count
+from graphtransfer.solve.rollouts import DEFAULT_DECODING, best_of_rollouts, rollout_count, rollout_patience
 
 
 def predict(
@@ -118,7 +118,8 @@ def predict_graph(
     checkpoint = model if isinstance(model, Checkpoint) else read_checkpoint(model, env)
     order = solving_order(checkpoint.config, graph, decoding.node_order)
     loaded = policy_for_graphs(checkpoint, [order.graph], runtime, env, decoding.max_passes, query)
-    solution = best_of_rollouts(loaded.policy, loaded.env, count, decoding, finish_rule(checkpoint.config))
+    patience = rollout_patience(decoding.rollouts, count, graph.num_nodes)
+    solution = best_of_rollouts(loaded.policy, loaded.env, count, decoding, finish_rule(checkpoint.config), patience)
     return order.restore(solution), features_of(loaded.env).solution_header
 
 

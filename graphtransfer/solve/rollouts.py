@@ -3,8 +3,9 @@
 On graphs of up to some ten thousand nodes one rollout is cheap and one node is a visible share of
 the objective, so ``--rollouts auto`` (the default) decodes them several times and keeps the best,
 as many times as a work budget allows (:func:`rollout_count`); graphs of 15,001 nodes or more, and
-dense ones from 2,000,001 directed edges on, get one rollout. Every rollout is the policy's own
-decisions, seeded (``seed``, ``seed + 1``, ...): no search.
+dense ones from 2,000,001 directed edges on, get one rollout, and the MIS local-max decoding spends
+the work there on patience instead, below a size (:func:`rollout_patience`). Every
+rollout is the policy's own decisions, seeded (``seed``, ``seed + 1``, ...): no search.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from graphtransfer.config import (
     AUTO_ROLLOUTS,
     MAX_AUTO_ROLLOUTS,
     MAX_ROLLOUTS,
+    ONE_ROLLOUT_PATIENCE,
+    PATIENT_BELOW_NODES,
     ROLLOUT_EDGE_BUDGET,
     ROLLOUT_NODE_BUDGET,
     ROLLOUT_PASS_BUDGET,
@@ -70,6 +73,25 @@ def rollouts_within_passes(count: int, first_passes: int) -> int:
     return max(1, min(count, ROLLOUT_PASS_BUDGET // max(first_passes, 1)))
 
 
+def rollout_patience(rollouts: int | str, count: int, num_nodes: int) -> float:
+    """How many times more patient than its default the MIS local-max decoding is when
+    ``rollouts`` (a count, or ``"auto"``) came to ``count`` rollouts on a graph of ``num_nodes``:
+    where ``auto`` runs one rollout on fewer than :data:`PATIENT_BELOW_NODES` nodes,
+    :data:`ONE_ROLLOUT_PATIENCE`; everywhere else 1, the default's (``--rollouts K`` included).
+
+    One rule spends the work on rollouts where several fit and on patience where one does: a
+    third of the default's candidates per pass (0.05 of the Caro-Wei bound, the floor of
+    :func:`~graphtransfer.solve.inference.local_max_patience`) took 2.6-2.9x the passes of the
+    default on sparse graphs of 10^5 nodes and found 0.03-0.75% larger sets on every one measured
+    (bench/RESULTS.md, "Issue 30, eleventh session"). Larger graphs keep the default: on make
+    demo's 250,000-node graph the same patience added 0.1% in 2.7x the passes, and issue 31 wants
+    the one rollout of a 10^6-node graph fast.
+    """
+    if rollouts != AUTO_ROLLOUTS or count > 1 or num_nodes >= PATIENT_BELOW_NODES:
+        return 1.0
+    return ONE_ROLLOUT_PATIENCE
+
+
 def rollout_plan(decoding: Decoding, count: int, default: str, degree: float = 0.0) -> list[Decoding]:
     """The decoding of each of ``count`` rollouts: seeds ``seed, seed + 1, ...``, one rollout each.
 
@@ -88,18 +110,22 @@ def rollout_plan(decoding: Decoding, count: int, default: str, degree: float = 0
     return [replace(decoding, seed=(decoding.seed + i) % SEED_LIMIT, method=method, rollouts=1) for i, method in enumerate(methods)]
 
 
-def solve_one(policy, env: gym.Env, one: Decoding, finish=None) -> Solution:
-    """One rollout: :func:`graphtransfer.solve.inference.solve` with ``one``'s settings."""
-    return solve(policy, env, one.deterministic, one.seed, one.commit_fraction, finish, one.method)
+def solve_one(policy, env: gym.Env, one: Decoding, finish=None, patience: float = 1.0) -> Solution:
+    """One rollout: :func:`graphtransfer.solve.inference.solve` with ``one``'s settings and ``patience``."""
+    return solve(policy, env, one.deterministic, one.seed, one.commit_fraction, finish, one.method, patience)
 
 
-def best_of_rollouts(policy, env: gym.Env, count: int = 1, decoding: Decoding = DEFAULT_DECODING, finish=None) -> Solution:
+def best_of_rollouts(
+    policy, env: gym.Env, count: int = 1, decoding: Decoding = DEFAULT_DECODING, finish=None, patience: float = 1.0
+) -> Solution:
     """The best of ``count`` runs of :func:`graphtransfer.solve.inference.solve` on the env's
     graph (see :func:`rollout_plan`): feasible before infeasible, then by objective, ties going
     to the earliest rollout. Its ``seconds`` are those of every rollout together, its ``seed`` and
     ``decoding`` those of the rollout that gave it, its ``rollouts`` how many ran: ``count``, or
     under ``decoding.rollouts`` ``auto`` as many of them as fit the pass budget once the first
-    has run (:func:`rollouts_within_passes`).
+    has run (:func:`rollouts_within_passes`). Every rollout decodes with ``patience``
+    (:func:`rollout_patience`: above 1 only where ``auto`` came to one rollout; a given
+    ``commit_fraction`` overrides it).
 
     Where ``decoding.deterministic`` is not given and the env takes the most likely actions by
     default (``inference_deterministic``, path), rollout 0 takes them and the others sample: the
@@ -110,16 +136,17 @@ def best_of_rollouts(policy, env: gym.Env, count: int = 1, decoding: Decoding = 
         count: how many, at least 1 (:func:`rollout_count` turns ``decoding.rollouts`` into a count
             for a graph).
         finish: the task's finishing rule, as for ``solve``.
+        patience: as for ``solve`` (:func:`rollout_patience` gives it for a graph).
     """
     features = features_of(env)
     plan = rollout_plan(decoding, count, check_decoding(env, features, decoding.method), average_degree(env) if count > 1 else 0.0)
     if decoding.deterministic is None and features.inference_deterministic:
         # the most likely moves repeat themselves exactly: rollout 0 takes them, the others sample (seeded)
         plan = [replace(one, deterministic=index == 0) for index, one in enumerate(plan)]
-    runs = [solve_one(policy, env, plan[0], finish)]
+    runs = [solve_one(policy, env, plan[0], finish, patience)]
     if decoding.rollouts == AUTO_ROLLOUTS:
         plan = plan[: rollouts_within_passes(count, runs[0].passes)]
-    runs += [solve_one(policy, env, one, finish) for one in plan[1:]]
+    runs += [solve_one(policy, env, one, finish, patience) for one in plan[1:]]
     sign = 1 if features.sense == "max" else -1
     best = max(runs, key=lambda run: (run.feasible, sign * run.objective))
     return replace(best, rollouts=len(runs), seconds=sum(run.seconds for run in runs), peak_rss_mib=runs[-1].peak_rss_mib)
