@@ -26,6 +26,10 @@ from graphtransfer.nn.pooling import mean_max_pool
 
 CSR_MIN_EDGES = 0  # structure path from 0 edges: it beat gathered edges from 200 nodes up (GCN 5x at 10k); bench and tests raise it
 STRUCTURES_KEPT = 4  # graphs whose structure an extractor keeps: one per static graph in training, a few to spare
+STRUCTURES_KEPT_AT_INFERENCE = 1
+"""structures kept under ``torch.inference_mode`` (a solve's passes): a static graph's next pass finds its own; a
+shrinking residual graph (MIS) never repeats, and each one kept held another copy of the graph's edges (10^6 nodes:
+230 MB each)"""
 
 
 def make_conv(kind: str, channels_in: int, width: int, aggr: str) -> nn.Module:
@@ -229,7 +233,8 @@ class GNNExtractor(BaseFeaturesExtractor):
         """The :class:`GraphStructure` of this graph, built once and kept for the next calls:
         a static-graph env shows the same edges in every rollout step and every minibatch.
         Found by content (one comparison over ``E`` edges, far below one layer's cost); the
-        :data:`STRUCTURES_KEPT` most recently built are kept.
+        :data:`STRUCTURES_KEPT` most recently built are kept (under ``torch.inference_mode``,
+        :data:`STRUCTURES_KEPT_AT_INFERENCE`), the oldest dropped before a new one is built.
 
         Shapes:
             edge_index: ``(2, E)`` integer; num_nodes: ``N``.
@@ -238,11 +243,12 @@ class GNNExtractor(BaseFeaturesExtractor):
         cached = self._structures.get(key)
         if cached is not None and torch.equal(cached.edge_index, edge_index.long()):
             return cached
-        structure = GraphStructure(edge_index.long().clone(), num_nodes)  # a copy: the caller's buffer is rewritten next step
+        kept = STRUCTURES_KEPT_AT_INFERENCE if torch.is_inference_mode_enabled() else STRUCTURES_KEPT
         self._structures.pop(key, None)
-        self._structures[key] = structure
-        while len(self._structures) > STRUCTURES_KEPT:
+        while self._structures and len(self._structures) >= kept:  # freed before the new one is built
             self._structures.pop(next(iter(self._structures)))
+        structure = GraphStructure(edge_index.long().clone(), num_nodes)  # a copy: the caller's buffer is rewritten next step
+        self._structures[key] = structure
         return structure
 
     def embed_samples(self, x: torch.Tensor, structure: GraphStructure, context: torch.Tensor | None = None) -> torch.Tensor:

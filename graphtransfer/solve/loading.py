@@ -57,7 +57,7 @@ def policy_for_graphs(
     config = checkpoint.config
     edge_head = config.head in (Head.EDGE_WISE, Head.EDGE_CHOICE)
     for graph in graphs:
-        check_memory(graph.num_nodes, graph.edge_index[1], config.model, f"graph {graph.name}", runtime.max_nodes_per_batch, edge_head)
+        check_memory(graph.num_nodes, graph.edge_index.shape[1], config.model, f"graph {graph.name}", edge_head)
     built = inference_env(config, graphs[0], max_passes, query) if len(graphs) == 1 else run_env(config, graphs)
     policy, report = load_policy_into_env(checkpoint, built)
     policy.to(resolve_device(runtime.device))
