@@ -358,7 +358,7 @@ def artifact_name(name: str) -> str:
 class WandbOutput(KVWriter):
     """SB3's logger output to a W&B run: every finite number SB3 records for TensorBoard, at its env step."""
 
-    def __init__(self, run):
+    def __init__(self, run: Any):
         self.run = run
         self.failure: Exception | None = None
         """what W&B raised; logging then stops, and training goes on to its save"""
