@@ -9,11 +9,7 @@ import typer
 
 from graphtransfer.cli.common import SOLVE_RUNTIME, EnvOption, friendly_errors, seconds_option, use_threads
 from graphtransfer.cli.options import takes_params
-from graphtransfer.config import (
-    Decoding,
-    Runtime,
-    check_setting,
-)
+from graphtransfer.config import Decoding, Runtime, check_setting
 from graphtransfer.errors import UsageError
 from graphtransfer.process import prefer_small_pages
 

@@ -23,13 +23,7 @@ from graphtransfer.cli.common import (
 )
 from graphtransfer.cli.common import fail as _fail
 from graphtransfer.cli.options import takes_params
-from graphtransfer.config import (
-    AUTO_ROLLOUTS,
-    MAX_DRAW_NODES,
-    SEED_LIMIT,
-    Decoding,
-    Runtime,
-)
+from graphtransfer.config import AUTO_ROLLOUTS, MAX_DRAW_NODES, SEED_LIMIT, Decoding, Runtime
 from graphtransfer.errors import ClusterLost, GraphTransferError, UsageError
 from graphtransfer.process import prefer_small_pages
 

@@ -10,10 +10,7 @@ import typer
 
 from graphtransfer.cli.common import friendly_errors
 from graphtransfer.cli.options import takes_params, takes_settings
-from graphtransfer.config import (
-    RunConfig,
-    Search,
-)
+from graphtransfer.config import RunConfig, Search
 from graphtransfer.errors import UsageError
 
 if TYPE_CHECKING:
