@@ -88,8 +88,15 @@ def available_bytes() -> tuple[int, str] | None:
     return min(found, key=lambda figure: figure[0]) if found else None
 
 
-def check_memory(num_nodes: int, num_edges: int, model: ModelConfig, what: str, edge_head: bool = False) -> None:
-    """Refuse, with the estimate, the memory available and the fix, a graph whose inference would
+def check_memory(
+    num_nodes: int,
+    num_edges: int,
+    model: ModelConfig,
+    what: str,
+    edge_head: bool = False,
+    fix: str = "use a smaller graph or a machine with more memory",
+) -> None:
+    """Refuse, with the estimate, the memory available and ``fix``, a graph whose inference would
     not fit in memory. ``num_edges``: directed edges; ``edge_head``: the policy scores every edge
     (see :func:`estimate_peak_bytes`)."""
     available = available_bytes()
@@ -98,8 +105,7 @@ def check_memory(num_nodes: int, num_edges: int, model: ModelConfig, what: str, 
         return
     raise UsageError(
         f"{what}: running the policy needs about {needed / MIB:.0f} MiB ({num_nodes} nodes, {num_edges} directed edges, "
-        f"width {model.width}), but {available[0] / MIB:.0f} MiB is available ({available[1]}); "
-        "use a smaller graph or a machine with more memory"
+        f"width {model.width}), but {available[0] / MIB:.0f} MiB is available ({available[1]}); {fix}"
     )
 
 

@@ -36,12 +36,14 @@ from stable_baselines3.common.policies import BasePolicy
 from torch import nn
 from torch_geometric.nn import GCNConv
 
+from graphtransfer.config import ModelConfig
 from graphtransfer.envs.mis import UNDECIDED, caro_wei_cost, node_features
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.partition import Part, assign_parts, split
 from graphtransfer.nn import GNNExtractor, NodePolicy
 from graphtransfer.nn.message_passing import GraphStructure, layer_function, relu, residual_relu
 from graphtransfer.nn.policy import run_mlp
+from graphtransfer.solve.memory import check_memory
 from graphtransfer.solve.parallel import import_ray, init_ray
 
 
@@ -73,6 +75,11 @@ class NodeModel:
             out = self.layers[index](conv, rows, structure, slice(0, owned))
             out = residual_relu(rows[:owned], out) if self.extractor._residual(index) else relu(out)
             return out[:, 0].numpy()
+
+    def sizes(self) -> ModelConfig:
+        """The widths the memory guard reads (:func:`graphtransfer.solve.memory.estimate_peak_bytes`)."""
+        first = next(layer for layer in self.head if isinstance(layer, nn.Linear))
+        return ModelConfig(width=self.extractor.width, head_width=first.out_features)
 
     def outputs(self, h: np.ndarray) -> np.ndarray:
         """The node head on embeddings ``(n, width)``: ``(n, outputs_per_node)``."""
@@ -173,6 +180,16 @@ def first_embeddings(
     return h, h[part.boundary]
 
 
+def check_part_memory(part: Part, model: NodeModel) -> None:
+    """Refuse, in a worker before any pass, a part whose passes would not fit the memory that worker
+    has (the memory guard of a single-process solve, for the part's own and halo rows and the edges
+    into its nodes): a one-line :class:`UsageError` naming the part and the fix. Run once per part
+    (:func:`check_parts_fit`), not per pass: later passes would see the memory the other parts took meanwhile."""
+    what = f"part {part.index} of the graph ({part.num_owned} nodes and {part.halo.size} halo nodes)"
+    fix = "split the graph into more --partitions or give the workers more memory"
+    check_memory(part.num_local, int(part.edge_index.shape[1]), model.sizes(), what, fix=fix)
+
+
 def next_embeddings(
     part: Part, model: NodeModel, index: int, status: np.ndarray | None, h: np.ndarray, *blocks: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -238,9 +255,15 @@ def ray_session(address: str | None) -> Iterator:
             ray.shutdown()
 
 
+def check_parts_fit(ray, refs: list, model_ref) -> None:
+    """:func:`check_part_memory` for every part, each on a worker, before the first pass."""
+    gather(ray, [as_task(check_part_memory).remote(ref, model_ref) for ref in refs])
+
+
 def _run_parts(ray, model: NodeModel, parts: list[Part], draw: np.ndarray | None, seed: int) -> list[np.ndarray]:
     """Steps 1-4 as Ray tasks, submitted at once: each waits only for the blocks it reads."""
     model_ref, refs = ray.put(model), [ray.put(part) for part in parts]
+    check_parts_fit(ray, refs, model_ref)
     draws = [(seed,) if draw is None else ray.put(np.ascontiguousarray(draw[part.nodes], dtype=np.float64)) for part in parts]
     states = forward_refs(ray, model_ref, len(model.extractor.convs), refs, [part.senders() for part in parts], draws, [None] * len(parts))
     finish = as_task(part_outputs)

@@ -40,7 +40,17 @@ from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, from_edges
 from graphtransfer.graphs.partition import Part, assign_parts, check_part_count, split
 from graphtransfer.solve.loading import policy_for_graphs
-from graphtransfer.solve.partitioned import NodeModel, as_task, forward_refs, gather, node_model, own_degrees, ray_session, with_halo
+from graphtransfer.solve.partitioned import (
+    NodeModel,
+    as_task,
+    check_parts_fit,
+    forward_refs,
+    gather,
+    node_model,
+    own_degrees,
+    ray_session,
+    with_halo,
+)
 from graphtransfer.solve.predict import write_solution
 
 Draws = Callable[[int], np.ndarray]
@@ -135,6 +145,7 @@ def partitioned_mis(
 def _decode(ray, model: NodeModel, parts: list[Part], seed: int, draws: Draws | None) -> tuple[np.ndarray, int]:
     """The passes, each a round of Ray tasks per step; the driver reads only counts and the largest confidences."""
     model_ref, refs = ray.put(model), [ray.put(part) for part in parts]
+    check_parts_fit(ray, refs, model_ref)
     senders = [part.senders() for part in parts]
     bound = sum(gather(ray, [as_task(caro_wei_share).remote(ref) for ref in refs]))
     candidates = max(1, math.ceil(LOCAL_MAX_PATIENCE * bound))
