@@ -82,7 +82,6 @@ def transfer(
     adapt_seconds = None if adapt is None else seconds_option("--adapt", adapt, 60)
     if finetune_steps == 0 and adapt_seconds is None:  # it only solves: see graphtransfer.process.prefer_small_pages
         prefer_small_pages()
-    from graphtransfer.reporting.report import format_rows
     from graphtransfer.transferring.transfer import transfer as run_transfer
 
     if finetune_steps < 0:
@@ -107,25 +106,30 @@ def transfer(
     )
     typer.echo(f"source {result.source}: {result.report.summary()}")
     typer.echo(f"zero-shot on the destination graphs ({result.config.name}, {result.config.head} head):")
-    for line in format_rows(result.rows):
-        typer.echo("  " + line)
+    _echo_rows(result.rows)
     tuned, tuned_rows = result.finetune, result.finetuned_rows
     if tuned and tuned_rows:
         phases = f"rollout {tuned.rollout_seconds:.1f} s, update {tuned.update_seconds:.1f} s"
         typer.echo(f"fine-tuned {tuned.steps} steps in {tuned.seconds:.1f} s ({phases}), then:")
-        for line in format_rows(tuned_rows):
-            typer.echo("  " + line)
+        _echo_rows(tuned_rows)
     done, adapted_rows = result.adapted, result.adapted_rows
     if done and adapted_rows:
         budget = f"budget {done.budget:g} s"
         typer.echo(f"adapted {done.steps} steps in {done.seconds:.1f} s ({budget}) on {len(done.subgraphs)} subgraphs, then:")
-        for line in format_rows(adapted_rows):
-            typer.echo("  " + line)
+        _echo_rows(adapted_rows)
         why = "" if result.kept == "adapted" else ": adapting scored lower on the destination"
         if not done.steps:
             why = ": the budget ended before the first update; raise --adapt"
         typer.echo(f"kept the {result.kept} model{why}")
     typer.echo(f"saved {result.folder}")
+
+
+def _echo_rows(rows) -> None:
+    """An evaluation's table (:func:`graphtransfer.reporting.report.format_rows`), indented under its heading."""
+    from graphtransfer.reporting.report import format_rows
+
+    for line in format_rows(rows):
+        typer.echo("  " + line)
 
 
 @friendly_errors

@@ -132,8 +132,7 @@ def tracking_summary(tracking: Tracking, config: RunConfig) -> str:
     """The line that says where a finished run was tracked and how to look at it."""
     if tracking.tool == "wandb":
         runs = wandb_folder(tracking) / "wandb"
-        mode = os.environ.get("WANDB_MODE", WANDB_DEFAULT_MODE)
-        return f"tracked in W&B ({mode}): {runs}, project {config.name!r} (to upload an offline run: wandb sync --sync-all {runs})"
+        return f"tracked in W&B ({wandb_mode()}): {runs}, project {config.name!r} (to upload an offline run: wandb sync --sync-all {runs})"
     where = tracking_uri(tracking)
     return f"tracked in MLflow: {where}, experiment {config.name!r} (to browse: mlflow ui --backend-store-uri {where})"
 
@@ -280,6 +279,11 @@ WANDB_STATUS = {"FINISHED": 0, "KILLED": 130, "FAILED": 1}
 """the exit code W&B records for each end of a run (130: stopped by Ctrl-C)"""
 
 
+def wandb_mode() -> str:
+    """The mode a W&B run starts in: ``WANDB_MODE`` where set, else :data:`WANDB_DEFAULT_MODE`."""
+    return os.environ.get("WANDB_MODE", WANDB_DEFAULT_MODE)
+
+
 def wandb_folder(tracking: Tracking) -> Path:
     """The folder W&B's ``wandb/`` run folders go in."""
     return Path(tracking.uri or ".")
@@ -296,7 +300,7 @@ def _check_wandb_folder(folder: Path) -> None:
 def _wandb():
     """The wandb module; for an offline run, with W&B's crash reports to its servers off (unless the
     user set ``WANDB_ERROR_REPORTING``): an offline run sends nothing."""
-    if os.environ.get("WANDB_MODE", WANDB_DEFAULT_MODE) == "offline":
+    if wandb_mode() == "offline":
         os.environ.setdefault("WANDB_ERROR_REPORTING", "false")
     try:
         import wandb
@@ -321,7 +325,7 @@ class WandbRun:
                 name=folder.name,
                 dir=str(self.where.resolve()),
                 config=config.to_dict(),
-                mode=os.environ.get("WANDB_MODE", WANDB_DEFAULT_MODE),
+                mode=wandb_mode(),
                 settings=quiet,
             )
         except Exception as err:  # W&B's own errors, the disk's: nothing was trained yet
