@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # A local CPU build of torch is installed first; an unpinned torch would pull GBs of CUDA packages.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install demo test docs bench lint clean
+.PHONY: install demo test docs bench lint zoo clean
 
 install: $(VENV)/.installed
 
@@ -43,6 +43,9 @@ bench: install  ## ratios against ../shared/plain-recipe, run as it is (about 65
 	test -f runs/mis/small/config.json || $(BIN)/graphtransfer train --task mis --graphs small
 	$(BIN)/python -m bench.predict_scale --model runs/mis/small
 	$(BIN)/python -m bench.node_order --model runs/mis/small
+
+zoo: install  ## rebuild the built-in MIS model (graphtransfer/zoo/mis): 7 training seeds, the best on validation graphs (about an hour on 2 cores)
+	$(BIN)/python -m bench.build_zoo --task mis --seeds 0,1,2,3,4,5,6
 
 lint: install  ## ruff over the package, tests, bench and examples (relative imports banned); mypy over the package
 	$(BIN)/ruff check graphtransfer tests sample_graphs bench examples

@@ -46,6 +46,7 @@ from graphtransfer.errors import CheckpointError, GraphTransferError
 from graphtransfer.io import atomic_write, folder_lock, sync_folder
 from graphtransfer.nn import Q_POLICIES, build_policy, build_q_policy
 from graphtransfer.nn.qnetwork import AnyPolicy
+from graphtransfer.zoo import zoo_folder, zoo_names
 
 CONFIG = "config.json"
 CONFIG_YAML = "config.yaml"
@@ -211,8 +212,10 @@ def read_checkpoint(folder: str | Path, env: str | None = None) -> Checkpoint:
     A model of a user env loads only when the caller names that env (``env``, what the user typed
     as ``--env``): a folder never decides what code runs. A save that commits while this reads
     is waited out: when a file ``config.json`` named has gone, ``config.json`` is read again.
+    A built-in model's name (``mis``: :mod:`graphtransfer.zoo`) reads the packaged folder, unless
+    a path of that name exists.
     """
-    folder = Path(folder)
+    folder = zoo_folder(folder) or Path(folder)
     _refuse_non_folder(folder)
     for attempt in range(_READ_ATTEMPTS):
         meta = _read_meta(folder)
@@ -395,7 +398,10 @@ def _refuse_non_folder(path: Path) -> None:
     if kind == "safetensors":
         raise CheckpointError(f"{path}: is a lone safetensors file; pass the model folder that holds it and its {CONFIG}")
     what = "is a file" if path.exists() else "does not exist"
-    raise CheckpointError(f"{path}: {what}; expected a model folder written by 'graphtransfer train' or 'graphtransfer transfer'")
+    raise CheckpointError(
+        f"{path}: {what}; expected a model folder written by 'graphtransfer train' or 'graphtransfer transfer', "
+        f"or a built-in model ({', '.join(zoo_names())})"
+    )
 
 
 def _read_meta(folder: Path) -> dict[str, Any]:

@@ -18,7 +18,7 @@ STAGES = [
     ("graphtransfer.envs",),
     ("graphtransfer.nn",),
     ("graphtransfer.baselines",),
-    ("graphtransfer.checkpoint",),
+    ("graphtransfer.checkpoint", "graphtransfer.zoo"),
     ("graphtransfer.solve",),
     ("graphtransfer.training",),
     # transfer evaluates zero-shot (solve) and fine-tunes or adapts (training); export, its sibling, saves an SB3 zip

@@ -36,7 +36,7 @@ def _model_folder(command: str, option: Path | None, positional: Path | None) ->
 @takes_params(Decoding, "decoder", "max_passes")
 @takes_params(Runtime, "runtime", *SOLVE_RUNTIME, "device")
 def transfer(
-    src: Annotated[str, typer.Option(help="Trained model folder, or the graph set name it was trained on.")],
+    src: Annotated[str, typer.Option(help="Trained model folder, the graph set name it was trained on, or a built-in model's name (mis).")],
     dst: Annotated[str, typer.Option(help="Sample set name, graph file or folder to transfer to.")],
     decoder: Decoding,
     runtime: Runtime,
@@ -155,7 +155,9 @@ def plot(
 
 @friendly_errors
 def export(
-    model: Annotated[Path | None, typer.Option(help="Model folder written by train or transfer; required.")] = None,
+    model: Annotated[
+        Path | None, typer.Option(help="Model folder written by train or transfer, or a built-in model's name (mis); required.")
+    ] = None,
     sb3: Annotated[
         Path | None,
         typer.Option(help="SB3 zip to write, for PPO.load (MaskablePPO.load: node choice; the command names the class). Trusted-only."),
@@ -216,15 +218,18 @@ def export(
 
 
 def tasks() -> None:
-    """List the built-in tasks with their head, objective and baselines.
+    """List the built-in tasks with their head, objective, baselines and built-in model.
 
     Example: graphtransfer tasks
     """
     from graphtransfer.baselines import BASELINES
     from graphtransfer.envs import GYM_IDS, TASKS
+    from graphtransfer.zoo import zoo_names
 
     width = max(map(len, TASKS)) + 1
     for name, env_class in TASKS.items():
         sense = "maximise" if env_class.sense == "max" else "minimise"
         typer.echo(f"{name:<{width}} {env_class.head:<12} {sense} {env_class.objective_name}")
         typer.echo(f"{'':<{width}} gymnasium id {GYM_IDS[name]}; baselines: {', '.join(BASELINES.get(name, {})) or 'none yet'}")
+        if name in zoo_names():
+            typer.echo(f"{'':<{width}} built-in model: --model {name} (trained on sample_graphs/small; see its zoo.json)")

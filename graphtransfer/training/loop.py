@@ -49,6 +49,7 @@ from graphtransfer.training.logs import CHECKPOINTS, PROGRESS, check_log_setting
 from graphtransfer.training.model import check_algo, check_buffer_fits, make_model
 from graphtransfer.training.runtime import RuntimeSettings
 from graphtransfer.training.tracking import Tracking, TrackingFailed, check_tracking, start_tracking
+from graphtransfer.zoo import zoo_folder
 
 UserCallback = BaseCallback | list[BaseCallback] | None
 """what ``callback=`` takes, as SB3's ``learn`` does: a callback, a list of them, or a ``CallbackList``"""
@@ -152,6 +153,8 @@ def resume(
     resumed run starts fresh episodes, seeded ``seed + steps done``, so it does not repeat the
     first run's episodes and is not bit-identical to an uninterrupted run.
     """
+    if zoo_folder(folder) is not None:
+        raise UsageError(f"--resume {folder}: is the built-in model {folder}, trained to completion; train a model of your own instead")
     checkpoint = read_checkpoint(folder, env)
     if not os.access(folder, os.W_OK | os.X_OK):  # found before the run rather than at its save
         raise UsageError(f"--resume {folder}: is not writable, so the resumed run could not be saved there; make it writable or copy it")

@@ -24,6 +24,7 @@ from graphtransfer.training.logs import discard_earlier_outputs
 from graphtransfer.training.loop import TrainResult, default_run_folder, finetune
 from graphtransfer.training.model import load_model
 from graphtransfer.transferring.adaptation import ADAPT_SUBGRAPH_NODES, AdaptResult, adapt, check_adapt_seconds
+from graphtransfer.zoo import zoo_folder, zoo_names
 
 
 @dataclass
@@ -53,15 +54,20 @@ class TransferResult:
 
 
 def resolve_model(src: str | Path, task: str) -> Path:
-    """A model folder, or the name of the graph set a model of ``task`` was trained on."""
+    """A model folder, the name of the graph set a model of ``task`` was trained on (its run
+    folder ``runs/TASK/SRC``), or a built-in model's name (:mod:`graphtransfer.zoo`), in that order."""
     path = Path(src)
     if path.exists() or path.suffix == ".zip":  # anything but a model folder: read_checkpoint explains what it is
         return path
     candidate = default_run_folder(RunConfig(task=task, graphs=str(src)))
     if candidate.is_dir():
         return candidate
+    built_in = zoo_folder(src)
+    if built_in is not None:
+        return built_in
     raise CheckpointError(
-        f"model {str(src)!r}: no such folder and no {candidate}; train first with 'graphtransfer train --task {task} --graphs {src}'"
+        f"model {str(src)!r}: no such folder, no {candidate} and no built-in model of that name ({', '.join(zoo_names())}); "
+        f"train first with 'graphtransfer train --task {task} --graphs {src}'"
     )
 
 
