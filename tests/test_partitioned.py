@@ -49,7 +49,7 @@ def test_the_partitioned_forward_equals_the_single_process_forward(local_ray, ti
     policy, env = load_policy(tiny_model("mis"), graph)
     expected, draw = single_process(policy, env)
     outputs, split_parts = partitioned_node_outputs(policy, graph, parts, draw=draw)
-    assert len(split_parts) == parts and all(part.halo.size for part in split_parts)
+    assert len(split_parts) == parts and all(part.num_halo for part in split_parts)
     np.testing.assert_allclose(outputs, expected, atol=1e-5, rtol=0)
 
 

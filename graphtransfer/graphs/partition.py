@@ -59,9 +59,38 @@ class Part:
         """Owned and halo nodes: the rows a layer of this part reads."""
         return int(self.nodes.size + self.halo.size)
 
+    @property
+    def num_halo(self) -> int:
+        return int(self.halo.size)
+
     def senders(self) -> list[int]:
         """The parts this part receives halo rows from, ascending."""
         return np.unique(self.halo_owner).tolist()
+
+    def outline(self) -> PartMap:
+        """What a driver keeps of this part once a worker holds it."""
+        return PartMap(self.index, self.nodes, self.num_halo, self.senders())
+
+
+@dataclass(frozen=True)
+class PartMap:
+    """A part without its edges: its entry in the partition map.
+
+    Attributes:
+        index: the part's number, ``0..K-1``.
+        nodes: ``(n,)`` int64, the global ids it owns, ascending.
+        num_halo: how many other parts' nodes it reads.
+        senders: the parts it receives halo rows from, ascending.
+    """
+
+    index: int
+    nodes: np.ndarray
+    num_halo: int
+    senders: list[int]
+
+    @property
+    def num_owned(self) -> int:
+        return int(self.nodes.size)
 
 
 def check_part_count(parts: object, num_nodes: int, name: str = "parts") -> int:
@@ -136,8 +165,8 @@ def _local_ids(nodes: np.ndarray, halo: np.ndarray, ids: np.ndarray) -> np.ndarr
     return np.where(is_owned, owned, nodes.size + np.searchsorted(halo, ids))
 
 
-def halo_share(parts: list[Part]) -> float:
+def halo_share(parts: list[Part] | list[PartMap]) -> float:
     """The parts' halo nodes together as a share of the graph's nodes: how much more than the
     graph itself the parts hold (0 for one part, up to ``K - 1`` where every part reads every node)."""
     owned = sum(part.num_owned for part in parts)
-    return sum(int(part.halo.size) for part in parts) / max(owned, 1)
+    return sum(part.num_halo for part in parts) / max(owned, 1)
