@@ -18,53 +18,16 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-from bench.partitioned import descendants, idle_worker_mib
-
-MIB_PER_KIB = 1 / 1024
-
-
-def peak_mib(pid: int) -> float | None:
-    """The peak resident memory (VmHWM) of process ``pid``, ``None`` once it is gone."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return None
-    return next((int(line.split()[1]) * MIB_PER_KIB for line in status.splitlines() if line.startswith("VmHWM")), None)
-
-
-def is_worker(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::")
-    except OSError:
-        return False
-
-
-class Watcher(threading.Thread):
-    """Polls the peaks of a process and of the Ray workers below it until :meth:`stop`."""
-
-    def __init__(self, pid: int):
-        super().__init__(daemon=True)
-        self.pid, self.driver, self.workers, self._done = pid, 0.0, {}, threading.Event()
-
-    def run(self) -> None:
-        while not self._done.wait(0.5):
-            self.driver = max(self.driver, peak_mib(self.pid) or 0.0)
-            for child in descendants(self.pid):
-                if is_worker(child):
-                    self.workers[child] = max(self.workers.get(child, 0.0), peak_mib(child) or 0.0)
-
-    def stop(self) -> None:
-        self._done.set()
-        self.join()
+from bench.partitioned import Watcher, idle_worker_mib
 
 
 def run_predict(graph: str, model: str, parts: int, out: Path) -> tuple[str, float, Watcher]:
     """One `graphtransfer predict` (partitioned where ``parts`` > 1): its output, seconds and peaks."""
-    command = [str(Path(sys.executable).parent / "graphtransfer"), "predict", "--model", model, "--graph", graph, "--out", str(out), "--force"]
+    cli = str(Path(sys.executable).parent / "graphtransfer")
+    command = [cli, "predict", "--model", model, "--graph", graph, "--out", str(out), "--force"]
     if parts > 1:
         command += ["--ray-address", "local", "--partitions", str(parts)]
     started = time.perf_counter()
@@ -90,7 +53,8 @@ def main() -> None:
     parser.add_argument("--parts", default="1,2,4,8")
     args = parser.parse_args()
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    print(f"`python -m bench.partitioned_memory --graph {args.graph} --parts {args.parts}`, {time.strftime('%Y-%m-%d %H:%M')} UTC, load {load} before\n")
+    command = f"python -m bench.partitioned_memory --graph {args.graph} --parts {args.parts}"
+    print(f"`{command}`, {time.strftime('%Y-%m-%d %H:%M')} UTC, load {load} before\n")
     idle = idle_worker_mib()
     print(f"an idle Ray worker (graphtransfer imported): {idle:,.0f} MiB peak\n")
     print("| K | halo / nodes | set | passes | wall s | driver peak MiB | worker peaks MiB | rows per part | KB per row above idle |")
@@ -105,10 +69,8 @@ def main() -> None:
             rows = nodes * (1 + halo) / parts
             per_row = f"{(max(peaks) - idle) * 2**20 / rows / 1000:.2f}" if peaks else "-"
             worker_cells = ", ".join(f"{peak:,.0f}" for peak in peaks) or "-"
-            print(
-                f"| {parts} | {halo:.3f} | {size:,.0f} | {passes:.0f} | {seconds:.0f} | {watcher.driver:,.0f} | {worker_cells} | {rows:,.0f} | {per_row} |",
-                flush=True,
-            )
+            cells = f"{halo:.2f} | {size:,.0f} | {passes:.0f} | {seconds:.0f} | {watcher.driver:,.0f}"
+            print(f"| {parts} | {cells} | {worker_cells} | {rows:,.0f} | {per_row} |", flush=True)
 
 
 if __name__ == "__main__":
