@@ -163,6 +163,10 @@ class PartWorker:
     each method is one step of the module's list on this part, and returns what the part's
     neighbours read of it, its boundary's rows.
 
+    A pass computes only its *active* rows, the undecided nodes, owned then halo, as the single
+    process computes only the undecided nodes' subgraph: a decided node has no residual edge, so
+    no undecided node reads its rows, and its rows in a boundary block are zeros.
+
     Args:
         part: the part, its edges numbered locally.
         model: the policy's layers (:func:`node_model`).
@@ -171,9 +175,11 @@ class PartWorker:
     def __init__(self, part: Part, model: NodeModel):
         self.part, self.model = part, model
         self.status = np.full(part.num_local, UNDECIDED, dtype=np.int8)  # (n + h,): own, then halo
-        self.edges = part.edge_index  # (2, E_r): the residual edges of the pass
+        self.edges = part.edge_index  # (2, E_r): the residual edges of the pass, local ids
         self.degree = np.zeros(0)  # (n,): the pass's undecided-neighbour counts
-        self.h = np.zeros((0, 0), dtype=np.float32)  # (n + h, F): the latest embeddings, own rows then halo rows
+        self.active = np.arange(part.num_local)  # (a,): the pass's undecided local nodes, ascending (owned first)
+        self.position = self.active  # (n + h,): each local node's active row, -1 for decided ones
+        self.h = np.zeros((0, 0), dtype=np.float32)  # (a, F): the latest embeddings of the active rows
 
     def check_memory(self) -> None:
         """:func:`check_part_memory`, before the first pass."""
@@ -181,50 +187,74 @@ class PartWorker:
 
     def start_pass(self, *status_blocks: np.ndarray) -> np.ndarray:
         """Step 1: the halo's status from its owners' boundaries (none on the first pass, where
-        every node is undecided), the pass's residual edges, and the boundary's degrees ``(s,)``."""
+        every node is undecided), the pass's residual edges and active rows, and the boundary's
+        degrees ``(s,)``."""
         part = self.part
         if status_blocks:
             self.status[part.num_owned :] = halo_rows(part, status_blocks)
         self.h = np.zeros((0, 0), dtype=np.float32)  # the last pass's embeddings go before this pass's are made
         self.edges = residual_edges(part, self.status)
         self.degree = np.bincount(self.edges[1], minlength=part.num_owned)  # both directions are stored
+        self.active = np.flatnonzero(self.status == UNDECIDED)
+        self.position = np.full(part.num_local, -1, dtype=np.int64)
+        self.position[self.active] = np.arange(self.active.size)
         return self.degree[part.boundary]
 
+    @property
+    def owned_active(self) -> np.ndarray:
+        """The part's own undecided nodes, local ids, ascending: the first active rows."""
+        return self.active[: np.searchsorted(self.active, self.part.num_owned)]
+
     def embed(self, draw: np.ndarray | tuple[int, ...], *degree_blocks: np.ndarray) -> np.ndarray:
-        """Step 2: the part's MIS features, projected, and its boundary's rows ``(s, width)``.
+        """Step 2: the MIS features of the part's undecided nodes, projected, and its boundary's
+        rows ``(s, width)``.
 
         Args:
             draw: each owned node's uniform draw ``(n,)``, or the seed (a tuple of whole numbers)
                 that, with the part's index, seeds the part's own draw.
             degree_blocks: the boundary degrees of the parts in :meth:`Part.senders`.
         """
-        part, owned = self.part, self.part.num_owned
+        part, mine = self.part, self.owned_active
         degree = with_halo(part, self.degree.astype(np.float64), degree_blocks)
-        cost = caro_wei_cost(self.edges[::-1], degree)[:owned]  # sums over each owned node's in-neighbours
+        cost = caro_wei_cost(self.edges[::-1], degree)  # sums over each owned node's in-neighbours
         if isinstance(draw, tuple):
-            draw = np.random.default_rng([*draw, part.index]).random(owned)
-        own = self.model.encode(node_features(self.status[:owned], degree[:owned], cost, draw))
-        self.h = np.empty((part.num_local, own.shape[1]), dtype=np.float32)
-        self.h[:owned] = own
-        return own[part.boundary]
+            draw = np.random.default_rng([*draw, part.index]).random(part.num_owned)
+        own = self.model.encode(node_features(self.status[mine], degree[mine], cost[mine], draw[mine]))
+        self.h = np.empty((self.active.size, own.shape[1]), dtype=np.float32)
+        self.h[: mine.size] = own
+        return self.boundary_rows(own)
 
     def layer(self, index: int, *blocks: np.ndarray) -> np.ndarray:
-        """Step 3: layer ``index`` over the residual edges for the part's nodes, from its rows and
-        its halo's (``blocks``, the boundary rows of the parts in :meth:`Part.senders`); its
-        boundary's new rows ``(s, width)``. The pass's adjacency is built on its first layer."""
-        part = self.part
+        """Step 3: layer ``index`` over the residual edges for the part's undecided nodes, from
+        its rows and its halo's (``blocks``, the boundary rows of the parts in
+        :meth:`Part.senders`); its boundary's new rows ``(s, width)``. The pass's adjacency is
+        built on its first layer."""
+        part, owned = self.part, self.owned_active.size
         if part.halo.size:
-            self.h[part.num_owned :] = halo_rows(part, blocks)
+            halo = self.position[part.num_owned :]
+            live = halo >= 0
+            self.h[halo[live]] = halo_rows(part, blocks)[live]
         if index == 0:
-            self.structure = GraphStructure(read_only_tensor(self.edges), part.num_local)
-        out = np.empty((part.num_local, self.model.extractor.width), dtype=np.float32)
-        self.model.layer(index, self.h, self.structure, out[: part.num_owned])
+            renumbered = self.edges if self.active.size == part.num_local else self.position[self.edges]
+            self.structure = GraphStructure(read_only_tensor(renumbered), self.active.size)
+        out = np.empty((self.active.size, self.model.extractor.width), dtype=np.float32)
+        self.model.layer(index, self.h, self.structure, out[:owned])
         self.h = out
-        return out[part.boundary]
+        return self.boundary_rows(out[:owned])
+
+    def boundary_rows(self, own: np.ndarray) -> np.ndarray:
+        """The boundary's rows of ``own`` (the part's undecided nodes' rows, ``(a_own, F)``):
+        ``(s, F)``, zeros for decided boundary nodes."""
+        rows = self.position[self.part.boundary]
+        live = rows >= 0
+        block = np.zeros((rows.size, *own.shape[1:]), dtype=own.dtype)
+        block[live] = own[rows[live]]
+        return block
 
     def outputs(self) -> np.ndarray:
-        """Step 4: the node head on the part's embeddings, ``(n, outputs_per_node)``."""
-        return self.model.outputs(self.h[: self.part.num_owned])
+        """Step 4: the node head on the embeddings of the part's undecided nodes (:attr:`owned_active`),
+        ``(a_own, outputs_per_node)``: on the first pass, every node of the part."""
+        return self.model.outputs(self.h[: self.owned_active.size])
 
 
 def read_only_tensor(array: np.ndarray) -> torch.Tensor:

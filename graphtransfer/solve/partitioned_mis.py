@@ -75,7 +75,8 @@ class MISPartWorker(PartWorker):
             confidence = logits.log_softmax(dim=-1).exp()[:, INCLUDE].numpy()  # as NodeWiseCategorical.probs computes it
         self.h = np.zeros((0, 0), dtype=np.float32)  # the embeddings are read
         undecided = self.status[: self.part.num_owned] == UNDECIDED
-        self.confidence = np.where(undecided, confidence, -np.inf).astype(np.float32)  # (n,)
+        self.confidence = np.full(self.part.num_owned, -np.inf, dtype=np.float32)  # (n,)
+        self.confidence[self.owned_active] = confidence
         live = self.confidence[undecided]
         top = np.sort(live)[-candidates:] if live.size > candidates else np.sort(live)
         return self.confidence[self.part.boundary], top, int(undecided.sum())
