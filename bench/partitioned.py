@@ -1,9 +1,10 @@
 """The partitioned forward (graphtransfer.solve.partitioned) against the single-process forward of
 the same policy on the same first MIS observation: wall time, each Ray worker's peak memory and
-the halo, at K = 2 and 4 parts, on a local Ray instance of 2 CPUs started per row (so that every
-worker's peak is its own row's).
+the halo, at K = 2, 4 and 8 parts, on a local Ray instance of 2 CPUs started per row; each part's
+actor is a process of its own, whose peak is read while it runs (:class:`Watcher`).
 
-    .venv/bin/python -m bench.partitioned [--sizes 25000,100000] [--parts 2,4] [--model runs/mis/small --mis-sizes 25000]
+    .venv/bin/python -m bench.partitioned [--sizes 25000,100000] [--parts 2,4,8] [--families geometric,erdos-renyi]
+        [--model runs/mis/small --mis-sizes 25000]
 
 The policy is built with the default model settings and random weights: the forward's cost does
 not depend on what the weights learned. With ``--model``, a second table compares the MIS set of
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import threading
 import time
 from pathlib import Path
 
@@ -36,8 +38,8 @@ from graphtransfer.solve.partitioned import partitioned_node_outputs
 from graphtransfer.solve.partitioned_mis import partitioned_mis
 
 FAMILIES = {
-    "random geometric, degree 8": lambda n: random_geometric(n, 8.0, 0),
-    "Erdős–Rényi, degree 8": lambda n: erdos_renyi(n, 8.0, 0),
+    "geometric": ("random geometric, degree 8", lambda n: random_geometric(n, 8.0, 0)),
+    "erdos-renyi": ("Erdős–Rényi, degree 8", lambda n: erdos_renyi(n, 8.0, 0)),
 }
 
 
@@ -58,18 +60,41 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def worker_peaks_mib() -> list[float]:
-    """The peak resident memory (VmHWM) of every Ray worker process this process started."""
-    peaks = []
-    for pid in descendants(os.getpid()):
-        try:
-            if not Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::"):
-                continue
-            status = Path(f"/proc/{pid}/status").read_text()
-        except OSError:
-            continue
-        peaks += [int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith("VmHWM")]
-    return peaks
+def peak_mib(pid: int) -> float | None:
+    """The peak resident memory (VmHWM) of process ``pid``, ``None`` once it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    return next((int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith("VmHWM")), None)
+
+
+def is_worker(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::")
+    except OSError:
+        return False
+
+
+class Watcher(threading.Thread):
+    """Polls, every half second until :meth:`stop`, the peak of process ``pid`` and of every Ray
+    worker below it (the object store's pages each touched included): a part's actor ends with
+    its solve, so its peak is read while it runs."""
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.pid, self.driver, self.workers, self._done = pid, 0.0, {}, threading.Event()
+
+    def run(self) -> None:
+        while not self._done.wait(0.5):
+            self.driver = max(self.driver, peak_mib(self.pid) or 0.0)
+            for child in descendants(self.pid):
+                if is_worker(child):
+                    self.workers[child] = max(self.workers.get(child, 0.0), peak_mib(child) or 0.0)
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join()
 
 
 def single_forward(policy, obs) -> tuple[np.ndarray, float]:
@@ -84,7 +109,7 @@ def idle_worker_mib() -> float:
     ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:
         ray.get(ray.remote(lambda: __import__("graphtransfer.solve.partitioned") and None).remote())
-        return max(worker_peaks_mib())
+        return max(peak_mib(pid) or 0.0 for pid in descendants(os.getpid()) if is_worker(pid))
     finally:
         ray.shutdown()
 
@@ -94,14 +119,13 @@ def compare_sets(model: str, sizes: list[int], part_counts: list[int]) -> None:
     print("| graph | nodes | single set (seed 0, 1) | single s | K | partitioned set | passes | partitioned s | size / single seed 0 |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for nodes in sizes:
-        for family, make in FAMILIES.items():
+        for family, make in FAMILIES.values():
             graph = make(nodes)
             policy, env = load_policy(model, graph)
             singles = [solve(policy, env, seed=seed, decoding="local-max") for seed in (0, 1)]
             for parts in part_counts:
                 ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
                 try:
-                    partitioned_mis(policy, make(1000), parts, seed=0)  # warm: the workers start and import once
                     started = time.perf_counter()
                     found = partitioned_mis(policy, graph, parts, seed=0)
                     seconds = time.perf_counter() - started
@@ -117,9 +141,10 @@ def compare_sets(model: str, sizes: list[int], part_counts: list[int]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="25000,100000")
-    parser.add_argument("--parts", default="2,4")
+    parser.add_argument("--parts", default="2,4,8")
     parser.add_argument("--model", help="a trained MIS model folder: also compare the decodings' sets")
     parser.add_argument("--mis-sizes", default="25000")
+    parser.add_argument("--families", default=",".join(FAMILIES), help="which graph families, comma-separated")
     args = parser.parse_args()
     torch.set_num_threads(1)
     command = f"python -m bench.partitioned --sizes {args.sizes} --parts {args.parts}"
@@ -130,7 +155,7 @@ def main() -> None:
     print("| graph | nodes | K | halo / nodes | single forward s | partitioned s | max abs diff | worker peak MiB | driver peak MiB |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for nodes in (int(n) for n in args.sizes.split(",")):
-        for family, make in FAMILIES.items():
+        for family, make in (FAMILIES[name] for name in args.families.split(",")):
             graph = make(nodes)
             env = inference_env(RunConfig(task="mis"), graph)
             torch.manual_seed(0)
@@ -140,11 +165,13 @@ def main() -> None:
             for parts in (int(k) for k in args.parts.split(",")):
                 ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
                 try:
-                    partitioned_node_outputs(policy, graph, parts, draw=obs["x"][:, 4])  # warm: workers import once
+                    watcher = Watcher(os.getpid())
+                    watcher.start()
                     started = time.perf_counter()
                     outputs, split_parts = partitioned_node_outputs(policy, graph, parts, draw=obs["x"][:, 4])
                     seconds = time.perf_counter() - started
-                    peak = max(worker_peaks_mib())
+                    watcher.stop()
+                    peak = max(watcher.workers.values())
                 finally:
                     ray.shutdown()
                 difference = float(np.abs(outputs - expected).max())

@@ -89,8 +89,10 @@ def test_a_forward_in_row_blocks_equals_pyg(conv, aggr, project_input, monkeypat
     structure = GraphStructure(EDGES, 6)
     row_bytes = 2 * 8 * 4  # 2 samples of width 8, float32
     assert structure.row_blocks(row_bytes) == [ALL_ROWS]
+    assert structure.row_blocks(row_bytes, count=4) == [slice(0, 4)]
     monkeypatch.setattr(message_passing, "BLOCK_BYTES", 2 * row_bytes)
     assert structure.row_blocks(row_bytes) == [slice(0, 2), slice(2, 4), slice(4, 6)]
+    assert structure.row_blocks(row_bytes, count=5) == [slice(0, 2), slice(2, 4), slice(4, 5)]  # a part's own rows
     with torch.no_grad():
         fast = extractor.embed_samples(x, structure)
         slow = torch.stack([reference_of_any_input(extractor, x[b], EDGES) for b in range(2)], dim=1)

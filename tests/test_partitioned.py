@@ -10,7 +10,9 @@ from graphtransfer.config import ModelConfig, RunConfig
 from graphtransfer.envs.factory import inference_env
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import delaunay, erdos_renyi, random_geometric
-from graphtransfer.nn import build_policy
+from graphtransfer.graphs.partition import assign_parts, split
+from graphtransfer.nn import build_policy, message_passing
+from graphtransfer.nn.message_passing import GraphStructure
 from graphtransfer.solve.inference import obs_to_tensors, solve
 from graphtransfer.solve.loading import load_policy
 from graphtransfer.solve.partitioned import node_model, partitioned_node_outputs
@@ -49,7 +51,7 @@ def test_the_partitioned_forward_equals_the_single_process_forward(local_ray, ti
     policy, env = load_policy(tiny_model("mis"), graph)
     expected, draw = single_process(policy, env)
     outputs, split_parts = partitioned_node_outputs(policy, graph, parts, draw=draw)
-    assert len(split_parts) == parts and all(part.halo.size for part in split_parts)
+    assert len(split_parts) == parts and all(part.num_halo for part in split_parts)
     np.testing.assert_allclose(outputs, expected, atol=1e-5, rtol=0)
 
 
@@ -73,6 +75,26 @@ def test_each_part_draws_its_own_features_repeatably_from_the_seed(local_ray, ti
     again, _ = partitioned_node_outputs(policy, graph, 2, seed=3)
     other, _ = partitioned_node_outputs(policy, graph, 2, seed=4)
     assert np.isfinite(first).all() and np.array_equal(first, again) and not np.array_equal(first, other)
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_a_parts_layer_in_row_blocks_is_the_whole_graphs_layer_at_its_nodes(index, monkeypatch):
+    """A part's actor runs each layer for its own rows only, a block of rows at a time, into its
+    next buffer: here blocks of 7 rows, each reading halo rows that lie in the other part."""
+    graph = random_geometric(300, 6, seed=2)
+    env = inference_env(RunConfig(task="mis"), graph)
+    torch.manual_seed(1)
+    policy = build_policy(Head.NODE_WISE, ModelConfig(width=16), env.observation_space, env.action_space)
+    part = split(graph, assign_parts(graph, 2))[1]
+    h = torch.randn(graph.num_nodes, 1, 16)
+    with torch.inference_mode():
+        expected = policy.features_extractor.layer(index, h, GraphStructure(torch.from_numpy(graph.edge_index), graph.num_nodes))
+    monkeypatch.setattr(message_passing, "BLOCK_BYTES", 7 * 16 * 4)
+    local = h[np.concatenate([part.nodes, part.halo]), 0].numpy()
+    out = np.full((part.num_owned, 16), np.nan, dtype=np.float32)
+    node_model(policy).layer(index, local, GraphStructure(torch.from_numpy(part.edge_index), part.num_local), out)
+    assert part.num_halo and part.num_owned > 7 * 4
+    np.testing.assert_allclose(out, expected[part.nodes, 0].numpy(), atol=1e-5, rtol=0)
 
 
 def test_a_gcn_model_is_refused_with_the_reason():

@@ -59,9 +59,38 @@ class Part:
         """Owned and halo nodes: the rows a layer of this part reads."""
         return int(self.nodes.size + self.halo.size)
 
+    @property
+    def num_halo(self) -> int:
+        return int(self.halo.size)
+
     def senders(self) -> list[int]:
         """The parts this part receives halo rows from, ascending."""
         return np.unique(self.halo_owner).tolist()
+
+    def outline(self) -> PartMap:
+        """What a driver keeps of this part once a worker holds it."""
+        return PartMap(self.index, self.nodes, self.num_halo, self.senders())
+
+
+@dataclass(frozen=True)
+class PartMap:
+    """A part without its edges: its entry in the partition map.
+
+    Attributes:
+        index: the part's number, ``0..K-1``.
+        nodes: ``(n,)`` int64, the global ids it owns, ascending.
+        num_halo: how many other parts' nodes it reads.
+        senders: the parts it receives halo rows from, ascending.
+    """
+
+    index: int
+    nodes: np.ndarray
+    num_halo: int
+    senders: list[int]
+
+    @property
+    def num_owned(self) -> int:
+        return int(self.nodes.size)
 
 
 def check_part_count(parts: object, num_nodes: int, name: str = "parts") -> int:
@@ -106,13 +135,23 @@ def split(graph: Graph, assignment: np.ndarray) -> list[Part]:
     boundaries = [np.flatnonzero(sent & (assignment == index)) for index in range(count)]  # global ids, ascending
     by_target = np.argsort(assignment[target], kind="stable")
     starts = np.concatenate([[0], np.cumsum(np.bincount(assignment[target], minlength=count))])
-    return [_part(index, assignment, source, target, by_target[starts[index] : starts[index + 1]], boundaries) for index in range(count)]
+    local = np.empty(graph.num_nodes, dtype=np.int64)  # each part's local ids, written over by the next part
+    return [
+        _part(index, assignment, source, target, by_target[starts[index] : starts[index + 1]], boundaries, local) for index in range(count)
+    ]
 
 
 def _part(
-    index: int, assignment: np.ndarray, source: np.ndarray, target: np.ndarray, edges: np.ndarray, boundaries: list[np.ndarray]
+    index: int,
+    assignment: np.ndarray,
+    source: np.ndarray,
+    target: np.ndarray,
+    edges: np.ndarray,
+    boundaries: list[np.ndarray],
+    local: np.ndarray,
 ) -> Part:
-    """Part ``index`` from the positions ``edges`` of the edges into its nodes."""
+    """Part ``index`` from the positions ``edges`` of the edges into its nodes; ``local`` ``(N,)``
+    is scratch space for the local id of every node the part reads."""
     nodes = np.flatnonzero(assignment == index)
     source, target = source[edges], target[edges]
     halo = np.unique(source[assignment[source] != index])
@@ -121,23 +160,16 @@ def _part(
     for owner in np.unique(halo_owner):
         mine = halo_owner == owner
         halo_position[mine] = np.searchsorted(boundaries[owner], halo[mine])
-    local_target, local_source = _local_ids(nodes, halo, target), _local_ids(nodes, halo, source)
+    local[nodes], local[halo] = np.arange(nodes.size), np.arange(nodes.size, nodes.size + halo.size)  # owned first, then halo
+    local_target, local_source = local[target], local[source]  # a gather: searchsorted took half the split's time
     by_destination = np.argsort(local_target, kind="stable")
     edge_index = np.stack([local_source[by_destination], local_target[by_destination]])
     boundary = np.searchsorted(nodes, boundaries[index])
     return Part(index, nodes, halo, halo_owner, halo_position, boundary, edge_index)
 
 
-def _local_ids(nodes: np.ndarray, halo: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """The local row of each of the global ``ids``, all owned (``nodes``) or halo: owned first, then halo."""
-    owned = np.searchsorted(nodes, ids)
-    is_owned = owned < nodes.size
-    is_owned[is_owned] = nodes[owned[is_owned]] == ids[is_owned]
-    return np.where(is_owned, owned, nodes.size + np.searchsorted(halo, ids))
-
-
-def halo_share(parts: list[Part]) -> float:
+def halo_share(parts: list[Part] | list[PartMap]) -> float:
     """The parts' halo nodes together as a share of the graph's nodes: how much more than the
     graph itself the parts hold (0 for one part, up to ``K - 1`` where every part reads every node)."""
     owned = sum(part.num_owned for part in parts)
-    return sum(int(part.halo.size) for part in parts) / max(owned, 1)
+    return sum(part.num_halo for part in parts) / max(owned, 1)

@@ -78,13 +78,14 @@ class GraphStructure:
         """``Â h`` at ``rows``, the aggregation of ``conv``: its normalised adjacency, self-loops included."""
         return aggregate(rows_of(self.gcn_adjacency(conv.improved, conv.add_self_loops), rows), h)
 
-    def row_blocks(self, row_bytes: int) -> list[slice]:
-        """The nodes in blocks whose layer output, ``row_bytes`` per node, is about
-        :data:`BLOCK_BYTES`; ``[ALL_ROWS]`` when one block holds them all."""
+    def row_blocks(self, row_bytes: int, count: int | None = None) -> list[slice]:
+        """The first ``count`` nodes (all by default) in blocks whose layer output, ``row_bytes``
+        per node, is about :data:`BLOCK_BYTES`; ``[ALL_ROWS]`` when one block holds all nodes."""
+        count = self.num_nodes if count is None else count
         size = max(1, BLOCK_BYTES // row_bytes)
-        if size >= self.num_nodes:
+        if size >= count == self.num_nodes:
             return [ALL_ROWS]
-        return [slice(start, min(start + size, self.num_nodes)) for start in range(0, self.num_nodes, size)]
+        return [slice(start, min(start + size, count)) for start in range(0, count, size)]
 
     def gcn_adjacency(self, improved: bool, add_self_loops: bool) -> torch.Tensor:
         """The normalised adjacency a ``GCNConv`` with these settings builds in every call

@@ -1,7 +1,9 @@
 """A node-wise policy's per-node outputs on one graph, computed part by part on a Ray cluster.
 
-The graph is split into K parts (:mod:`graphtransfer.graphs.partition`); every step below is one
-Ray task per part, and what a part sends its neighbours is only its boundary rows:
+The graph is split into K parts (:mod:`graphtransfer.graphs.partition`); each part lives on one
+Ray actor (:class:`PartWorker`, one process per part) for the whole solve, and every step below
+is one call on every part's actor. What a part sends its neighbours, through Ray's object store,
+is only its boundary's rows:
 
 1. each part counts its nodes' degrees and sends its boundary's;
 2. each part builds its nodes' MIS features (the Caro-Wei cost reads the halo's degrees,
@@ -10,11 +12,13 @@ Ray task per part, and what a part sends its neighbours is only its boundary row
    owners sent, runs the layer for its own nodes and sends its boundary's new rows;
 4. each part runs the node head on its own nodes.
 
-A part's state between steps (its ``(n, width)`` embeddings) and every boundary block live in
-Ray's object store; the driver passes references and holds only the parts' node lists (the
-partition map) and, at the end, the outputs. The numbers are the single-process forward's
-(tested to 1e-5): each layer of each node reads the same rows through the same layer functions
-(:mod:`graphtransfer.nn.message_passing`); only sums may add up in another order.
+A part's embeddings and its adjacency stay in its actor between steps, never in the object store:
+a part holds two ``(n + h, width)`` float32 buffers (a layer reads one and writes the other, in
+row blocks) and its edges, one CSR copy of them per pass; the driver passes references and holds
+only the parts' node lists (the partition map) and, at the end, the outputs. The numbers are the
+single-process forward's (tested to 1e-5): each layer of each node reads the same rows through
+the same layer functions (:mod:`graphtransfer.nn.message_passing`); only sums may add up in
+another order.
 
 What it supports: node-wise policies (MIS) with GraphSAGE or GIN layers and no edge features.
 GCN's normalisation reads every source's degree over the whole graph, which a part's local
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -39,7 +44,7 @@ from torch_geometric.nn import GCNConv
 from graphtransfer.config import ModelConfig
 from graphtransfer.envs.mis import UNDECIDED, caro_wei_cost, node_features
 from graphtransfer.graphs import Graph
-from graphtransfer.graphs.partition import Part, assign_parts, split
+from graphtransfer.graphs.partition import Part, PartMap, assign_parts, split
 from graphtransfer.nn import GNNExtractor, NodePolicy
 from graphtransfer.nn.message_passing import GraphStructure, layer_function, relu, residual_relu
 from graphtransfer.nn.policy import run_mlp
@@ -62,19 +67,21 @@ class NodeModel:
         with torch.inference_mode():
             return self.extractor._encode(torch.from_numpy(x)).numpy()
 
-    def layer(self, index: int, h: np.ndarray, structure: GraphStructure, owned: int) -> np.ndarray:
-        """Layer ``index`` for the first ``owned`` rows of ``h``, the part's own nodes, reading
-        every row (the halo's too) as the extractor's layer does.
+    def layer(self, index: int, h: np.ndarray, structure: GraphStructure, out: np.ndarray) -> None:
+        """Layer ``index`` for the first ``len(out)`` rows of ``h``, the part's own nodes,
+        reading every row (the halo's too) as the extractor's layer does, written into ``out``
+        a block of rows at a time (:meth:`GraphStructure.row_blocks`): no temporary of the
+        part's size.
 
         Shapes:
-            h: ``(n + halo, F)`` float32; returns ``(owned, width)``.
+            h: ``(n + halo, F)`` float32; out: ``(n, width)`` float32, contiguous.
         """
-        conv = self.extractor.convs[index]
+        conv, function = self.extractor.convs[index], self.layers[index]
         with torch.inference_mode():
-            rows = torch.from_numpy(h)[:, None]  # (n + halo, 1, F): one sample, node-major
-            out = self.layers[index](conv, rows, structure, slice(0, owned))
-            out = residual_relu(rows[:owned], out) if self.extractor._residual(index) else relu(out)
-            return out[:, 0].numpy()
+            rows, into = torch.from_numpy(h)[:, None], torch.from_numpy(out)[:, None]  # (rows, 1, F): one sample, node-major
+            for block in structure.row_blocks(out.shape[1] * out.itemsize, len(out)):
+                written = function(conv, rows, structure, block, into[block])
+                residual_relu(rows[block], written) if self.extractor._residual(index) else relu(written)
 
     def sizes(self) -> ModelConfig:
         """The widths the memory guard reads (:func:`graphtransfer.solve.memory.estimate_peak_bytes`)."""
@@ -82,7 +89,7 @@ class NodeModel:
         return ModelConfig(width=self.extractor.width, head_width=first.out_features)
 
     def outputs(self, h: np.ndarray) -> np.ndarray:
-        """The node head on embeddings ``(n, width)``: ``(n, outputs_per_node)``."""
+        """The node head on embeddings ``(n, width)`` (left as they are): ``(n, outputs_per_node)``."""
         with torch.inference_mode():
             return run_mlp(self.head, torch.from_numpy(h)).numpy()
 
@@ -134,76 +141,167 @@ def with_halo(part: Part, own: np.ndarray, blocks: tuple[np.ndarray, ...]) -> np
     return local
 
 
-def residual_edges(part: Part, status: np.ndarray | None) -> np.ndarray:
-    """The part's edges between undecided nodes, ``(2, E_r)`` local ids: all of them for
-    ``status`` ``None`` (the first observation), else those whose both ends the local status
-    ``(n + h,)`` marks undecided, as the MIS env's observation keeps them."""
-    if status is None:
-        return part.edge_index
+def residual_edges(part: Part, status: np.ndarray) -> np.ndarray:
+    """The part's edges whose both ends the local status ``(n + h,)`` marks undecided, as the MIS
+    env's observation keeps them: ``(2, E_r)`` local ids (the part's own array where all are)."""
     undecided = status == UNDECIDED
-    return part.edge_index[:, undecided[part.edge_index[0]] & undecided[part.edge_index[1]]]
-
-
-def own_degrees(part: Part, status: np.ndarray | None = None) -> np.ndarray:
-    """The undecided-neighbour count of every owned node, ``(n,)``: the residual edges into it
-    (both directions are stored)."""
-    return np.bincount(residual_edges(part, status)[1], minlength=part.num_owned)
-
-
-def boundary_degrees(part: Part, status: np.ndarray | None = None) -> np.ndarray:
-    """Step 1: the degrees of the part's boundary, ``(s,)``, what its neighbours' features read."""
-    return own_degrees(part, status)[part.boundary]
-
-
-def first_embeddings(
-    part: Part, model: NodeModel, draw: np.ndarray | tuple[int, ...], status: np.ndarray | None, *degree_blocks: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Step 2: the part's MIS features, projected.
-
-    Args:
-        draw: each owned node's uniform draw ``(n,)``, or the seed (a tuple of whole numbers)
-            that, with the part's index, seeds the part's own draw.
-        status: the local status ``(n + h,)`` (owned, then halo), ``None`` on the first
-            observation, where every node is undecided.
-        degree_blocks: :func:`boundary_degrees` of the parts in :meth:`Part.senders`.
-
-    Returns:
-        The part's embeddings ``(n, width)`` and its boundary's rows of them ``(s, width)``.
-    """
-    edges = residual_edges(part, status)
-    degree = with_halo(part, np.bincount(edges[1], minlength=part.num_owned).astype(np.float64), degree_blocks)
-    cost = caro_wei_cost(edges[::-1], degree)[: part.num_owned]  # sums over each owned node's in-neighbours
-    if isinstance(draw, tuple):
-        draw = np.random.default_rng([*draw, part.index]).random(part.num_owned)
-    own_status = np.full(part.num_owned, UNDECIDED, dtype=np.int8) if status is None else status[: part.num_owned]
-    h = model.encode(node_features(own_status, degree[: part.num_owned], cost, draw))
-    return h, h[part.boundary]
+    live = undecided[part.edge_index[0]] & undecided[part.edge_index[1]]
+    return part.edge_index if live.all() else part.edge_index[:, live]
 
 
 def check_part_memory(part: Part, model: NodeModel) -> None:
     """Refuse, in a worker before any pass, a part whose passes would not fit the memory that worker
     has (the memory guard of a single-process solve, for the part's own and halo rows and the edges
-    into its nodes): a one-line :class:`UsageError` naming the part and the fix. Run once per part
-    (:func:`check_parts_fit`), not per pass: later passes would see the memory the other parts took meanwhile."""
+    into its nodes): a one-line :class:`UsageError` naming the part and the fix."""
     what = f"part {part.index} of the graph ({part.num_owned} nodes and {part.halo.size} halo nodes)"
     fix = "split the graph into more --partitions or give the workers more memory"
     check_memory(part.num_local, int(part.edge_index.shape[1]), model.sizes(), what, fix=fix)
 
 
-def next_embeddings(
-    part: Part, model: NodeModel, index: int, status: np.ndarray | None, h: np.ndarray, *blocks: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Step 3: layer ``index`` over the residual edges (``status`` as in :func:`first_embeddings`)
-    for the part's nodes from its rows ``h`` ``(n, F)`` and its halo's (``blocks``, the boundary
-    rows of the parts in :meth:`Part.senders`); the new rows ``(n, width)`` and its boundary's."""
-    edges = torch.from_numpy(np.array(residual_edges(part, status)))  # a copy: the store's arrays are read-only
-    out = model.layer(index, with_halo(part, h, blocks), GraphStructure(edges, part.num_local), part.num_owned)
-    return out, out[part.boundary]
+class PartWorker:
+    """One part of the graph and its state for a whole solve, a Ray actor (:func:`part_workers`):
+    each method is one step of the module's list on this part, and returns what the part's
+    neighbours read of it, its boundary's rows.
+
+    A pass computes only its *active* rows, the undecided nodes, owned then halo, as the single
+    process computes only the undecided nodes' subgraph: a decided node has no residual edge, so
+    no undecided node reads its rows, and its rows in a boundary block are zeros.
+
+    Args:
+        part: the part, its edges numbered locally.
+        model: the policy's layers (:func:`node_model`).
+    """
+
+    def __init__(self, part: Part, model: NodeModel):
+        self.part, self.model = part, model
+        self.status = np.full(part.num_local, UNDECIDED, dtype=np.int8)  # (n + h,): own, then halo
+        self.edges = part.edge_index  # (2, E_r): the residual edges of the pass, local ids
+        self.degree = np.zeros(0)  # (n,): the pass's undecided-neighbour counts
+        self.active = np.arange(part.num_local)  # (a,): the pass's undecided local nodes, ascending (owned first)
+        self.position = self.active  # (n + h,): each local node's active row, -1 for decided ones
+        self.h = np.zeros((0, 0), dtype=np.float32)  # (a, F): the latest embeddings of the active rows
+
+    def check_memory(self) -> None:
+        """:func:`check_part_memory`, before the first pass."""
+        check_part_memory(self.part, self.model)
+
+    def start_pass(self, *status_blocks: np.ndarray) -> np.ndarray:
+        """Step 1: the halo's status from its owners' boundaries (none on the first pass, where
+        every node is undecided), the pass's residual edges and active rows, and the boundary's
+        degrees ``(s,)``."""
+        part = self.part
+        if status_blocks:
+            self.status[part.num_owned :] = halo_rows(part, status_blocks)
+        self.h = np.zeros((0, 0), dtype=np.float32)  # the last pass's embeddings go before this pass's are made
+        self.edges = residual_edges(part, self.status)
+        self.degree = np.bincount(self.edges[1], minlength=part.num_owned)  # both directions are stored
+        self.active = np.flatnonzero(self.status == UNDECIDED)
+        self.position = np.full(part.num_local, -1, dtype=np.int64)
+        self.position[self.active] = np.arange(self.active.size)
+        return self.degree[part.boundary]
+
+    @property
+    def owned_active(self) -> np.ndarray:
+        """The part's own undecided nodes, local ids, ascending: the first active rows."""
+        return self.active[: np.searchsorted(self.active, self.part.num_owned)]
+
+    def embed(self, draw: np.ndarray | tuple[int, ...], *degree_blocks: np.ndarray) -> np.ndarray:
+        """Step 2: the MIS features of the part's undecided nodes, projected, and its boundary's
+        rows ``(s, width)``.
+
+        Args:
+            draw: each owned node's uniform draw ``(n,)``, or the seed (a tuple of whole numbers)
+                that, with the part's index, seeds the part's own draw.
+            degree_blocks: the boundary degrees of the parts in :meth:`Part.senders`.
+        """
+        part, mine = self.part, self.owned_active
+        degree = with_halo(part, self.degree.astype(np.float64), degree_blocks)
+        cost = caro_wei_cost(self.edges[::-1], degree)  # sums over each owned node's in-neighbours
+        if isinstance(draw, tuple):
+            draw = np.random.default_rng([*draw, part.index]).random(part.num_owned)
+        own = self.model.encode(node_features(self.status[mine], degree[mine], cost[mine], draw[mine]))
+        self.h = np.empty((self.active.size, own.shape[1]), dtype=np.float32)
+        self.h[: mine.size] = own
+        return self.boundary_rows(own)
+
+    def layer(self, index: int, *blocks: np.ndarray) -> np.ndarray:
+        """Step 3: layer ``index`` over the residual edges for the part's undecided nodes, from
+        its rows and its halo's (``blocks``, the boundary rows of the parts in
+        :meth:`Part.senders`); its boundary's new rows ``(s, width)``. The pass's adjacency is
+        built on its first layer."""
+        part, owned = self.part, self.owned_active.size
+        if part.halo.size:
+            halo = self.position[part.num_owned :]
+            live = halo >= 0
+            self.h[halo[live]] = halo_rows(part, blocks)[live]
+        if index == 0:
+            renumbered = self.edges if self.active.size == part.num_local else self.position[self.edges]
+            self.structure = GraphStructure(read_only_tensor(renumbered), self.active.size)
+        out = np.empty((self.active.size, self.model.extractor.width), dtype=np.float32)
+        self.model.layer(index, self.h, self.structure, out[:owned])
+        self.h = out
+        return self.boundary_rows(out[:owned])
+
+    def boundary_rows(self, own: np.ndarray) -> np.ndarray:
+        """The boundary's rows of ``own`` (the part's undecided nodes' rows, ``(a_own, F)``):
+        ``(s, F)``, zeros for decided boundary nodes."""
+        rows = self.position[self.part.boundary]
+        live = rows >= 0
+        block = np.zeros((rows.size, *own.shape[1:]), dtype=own.dtype)
+        block[live] = own[rows[live]]
+        return block
+
+    def outputs(self) -> np.ndarray:
+        """Step 4: the node head on the embeddings of the part's undecided nodes (:attr:`owned_active`),
+        ``(a_own, outputs_per_node)``: on the first pass, every node of the part."""
+        return self.model.outputs(self.h[: self.owned_active.size])
 
 
-def part_outputs(part: Part, model: NodeModel, h: np.ndarray) -> np.ndarray:
-    """Step 4: the node head on the part's embeddings, ``(n, outputs_per_node)``."""
-    return model.outputs(h.copy())  # a copy: the store's arrays are read-only, the head's ReLUs run in place
+def read_only_tensor(array: np.ndarray) -> torch.Tensor:
+    """``array`` as a tensor sharing its memory, which may be the object store's read-only memory:
+    nothing writes into it, and copying a part's edges would double what it holds."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "The given NumPy array is not writable")
+        return torch.from_numpy(array)
+
+
+@functools.cache
+def as_actor(cls: type):
+    """``cls`` as a Ray actor class, made once per process (each one made anew is exported to the cluster again)."""
+    return import_ray().remote(cls)
+
+
+@contextmanager
+def part_workers(ray, model: NodeModel, parts: list[Part], cls: type[PartWorker] = PartWorker) -> Iterator[list]:
+    """One actor of ``cls`` per part, spread over the cluster's nodes, every part's memory checked
+    (:func:`check_part_memory`) before any pass; the actors are ended on the way out, their memory
+    freed at once. An actor asks a CPU to be placed and holds none while it waits, so K parts start
+    on a cluster of fewer CPUs."""
+    actor = as_actor(cls).options(scheduling_strategy="SPREAD")
+    model_ref = ray.put(model)
+    workers = [actor.remote(part, model_ref) for part in parts]
+    try:
+        gather(ray, [worker.check_memory.remote() for worker in workers])
+        yield workers
+    finally:
+        for worker in workers:
+            ray.kill(worker)
+
+
+def forward_refs(workers: list, layers: int, senders: list[list[int]], draws: list, sent: list | None) -> list:
+    """Steps 1-3 submitted on every part's actor; returns the references to each part's last
+    boundary rows (the calls that complete the forward). ``draws`` per part as
+    :meth:`PartWorker.embed` takes them, ``sent`` the parts' boundary status of the last pass
+    (``None`` on the first)."""
+
+    def halo(blocks: list, i: int) -> list:
+        return [blocks[q] for q in senders[i]]
+
+    degrees = [worker.start_pass.remote(*([] if sent is None else halo(sent, i))) for i, worker in enumerate(workers)]
+    rows = [worker.embed.remote(draws[i], *halo(degrees, i)) for i, worker in enumerate(workers)]
+    for index in range(layers):
+        rows = [worker.layer.remote(index, *halo(rows, i)) for i, worker in enumerate(workers)]
+    return rows
 
 
 def partitioned_node_outputs(
@@ -213,9 +311,9 @@ def partitioned_node_outputs(
     draw: np.ndarray | None = None,
     seed: int = 0,
     ray_address: str | None = None,
-) -> tuple[np.ndarray, list[Part]]:
+) -> tuple[np.ndarray, list[PartMap]]:
     """The node head's outputs for every node of ``graph`` on its first MIS observation,
-    computed in ``parts`` parts, one Ray task per part and step (see the module).
+    computed in ``parts`` parts, one Ray actor per part (see the module).
 
     Args:
         policy: a node-wise policy (:func:`node_model` says which it runs).
@@ -228,16 +326,20 @@ def partitioned_node_outputs(
 
     Returns:
         The outputs ``(N, outputs_per_node)`` (MIS: the logits of exclude, include, defer), and
-        the parts (each part's node list is the partition map).
+        the partition map.
     """
     model = node_model(policy)
     split_parts = split(graph, assign_parts(graph, parts))
-    with ray_session(ray_address) as ray:
-        outputs = _run_parts(ray, model, split_parts, draw, seed)
+    draws = [(seed,) if draw is None else np.ascontiguousarray(draw[part.nodes], dtype=np.float64) for part in split_parts]
+    with ray_session(ray_address) as ray, part_workers(ray, model, split_parts) as workers:
+        part_map = [part.outline() for part in split_parts]
+        del split_parts  # the workers hold the parts' edges now
+        done = forward_refs(workers, len(model.extractor.convs), [part.senders for part in part_map], draws, None)
+        outputs = gather(ray, [worker.outputs.remote() for worker in workers] + done)[: len(workers)]
     result = np.empty((graph.num_nodes, outputs[0].shape[1]), dtype=np.float32)
-    for part, rows in zip(split_parts, outputs, strict=True):
+    for part, rows in zip(part_map, outputs, strict=True):
         result[part.nodes] = rows
-    return result, split_parts
+    return result, part_map
 
 
 @contextmanager
@@ -253,44 +355,6 @@ def ray_session(address: str | None) -> Iterator:
     finally:
         if started_here:
             ray.shutdown()
-
-
-def check_parts_fit(ray, refs: list, model_ref) -> None:
-    """:func:`check_part_memory` for every part, each on a worker, before the first pass."""
-    gather(ray, [as_task(check_part_memory).remote(ref, model_ref) for ref in refs])
-
-
-def _run_parts(ray, model: NodeModel, parts: list[Part], draw: np.ndarray | None, seed: int) -> list[np.ndarray]:
-    """Steps 1-4 as Ray tasks, submitted at once: each waits only for the blocks it reads."""
-    model_ref, refs = ray.put(model), [ray.put(part) for part in parts]
-    check_parts_fit(ray, refs, model_ref)
-    draws = [(seed,) if draw is None else ray.put(np.ascontiguousarray(draw[part.nodes], dtype=np.float64)) for part in parts]
-    states = forward_refs(ray, model_ref, len(model.extractor.convs), refs, [part.senders() for part in parts], draws, [None] * len(parts))
-    finish = as_task(part_outputs)
-    return gather(ray, [finish.remote(ref, model_ref, h) for ref, h in zip(refs, states, strict=True)])
-
-
-def forward_refs(ray, model_ref, layers: int, refs: list, senders: list[list[int]], draws: list, statuses: list) -> list:
-    """Steps 1-3 submitted as Ray tasks for every part: the references to each part's last
-    embeddings. ``refs`` are the parts in the object store, ``draws`` and ``statuses`` per part
-    as :func:`first_embeddings` takes them (values or references)."""
-    degrees = [as_task(boundary_degrees).remote(ref, status) for ref, status in zip(refs, statuses, strict=True)]
-    first = as_task(first_embeddings, 2)
-    states = [first.remote(ref, model_ref, draws[i], statuses[i], *[degrees[q] for q in senders[i]]) for i, ref in enumerate(refs)]
-    step = as_task(next_embeddings, 2)
-    for index in range(layers):
-        sent = [boundary for _, boundary in states]
-        states = [
-            step.remote(ref, model_ref, index, statuses[i], states[i][0], *[sent[q] for q in senders[i]]) for i, ref in enumerate(refs)
-        ]
-    return [h for h, _ in states]
-
-
-@functools.cache
-def as_task(function: Callable, returns: int = 1):
-    """``function`` as a Ray remote function of ``returns`` results, made once per process: each
-    one made anew is pickled and exported to the cluster again on its first call."""
-    return import_ray().remote(num_returns=returns)(function)
 
 
 def gather(ray, refs: list) -> list:

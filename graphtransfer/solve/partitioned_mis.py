@@ -1,6 +1,6 @@
 """The MIS local-max decoding (graphtransfer.solve.inference) of one graph, part by part on Ray.
 
-Each pass is the single-process pass, with every step one Ray task per part and every exchange
+Each pass is the single-process pass, with every step one call on every part's actor and every exchange
 a boundary block through the object store (:mod:`graphtransfer.solve.partitioned`):
 
 1. each part's local status (its nodes', then its halo's) from its own and its senders' boundaries;
@@ -23,6 +23,7 @@ surest node).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,19 +39,9 @@ from graphtransfer.envs.mis import IN_SET, INCLUDE, OUT, UNDECIDED
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, from_edges
-from graphtransfer.graphs.partition import Part, assign_parts, check_part_count, split
+from graphtransfer.graphs.partition import PartMap, assign_parts, check_part_count, split
 from graphtransfer.solve.loading import policy_for_graphs
-from graphtransfer.solve.partitioned import (
-    NodeModel,
-    as_task,
-    check_parts_fit,
-    forward_refs,
-    gather,
-    node_model,
-    own_degrees,
-    ray_session,
-    with_halo,
-)
+from graphtransfer.solve.partitioned import PartWorker, forward_refs, gather, node_model, part_workers, ray_session, with_halo
 from graphtransfer.solve.predict import write_solution
 
 Draws = Callable[[int], np.ndarray]
@@ -63,60 +54,67 @@ class PartitionedSet:
 
     solution: np.ndarray  # (N,) bool, the independent set
     passes: int
-    parts: list[Part]
+    parts: list[PartMap]
 
 
-def caro_wei_share(part: Part) -> float:
-    """The part's share of the graph's Caro-Wei bound: the sum over its nodes of ``1 / (degree + 1)``."""
-    return float(np.sum(1.0 / (own_degrees(part) + 1.0)))
+class MISPartWorker(PartWorker):
+    """A part's actor for the decoding: the forward's steps (:class:`PartWorker`) and the
+    decoding's, each on the part's own status and embeddings, kept between them."""
 
+    def caro_wei_share(self) -> float:
+        """The part's share of the graph's Caro-Wei bound: the sum over its nodes of ``1 / (degree + 1)``."""
+        degree = np.bincount(self.part.edge_index[1], minlength=self.part.num_owned)
+        return float(np.sum(1.0 / (degree + 1.0)))
 
-def local_status(part: Part, own: np.ndarray | None, *blocks: np.ndarray) -> np.ndarray:
-    """Step 1: the part's status and its halo's, ``(n + h,)`` int8; ``own`` ``None``: the first pass."""
-    if own is None:
-        return np.full(part.num_local, UNDECIDED, dtype=np.int8)
-    return with_halo(part, own, blocks)
+    def scores(self, candidates: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """Step 3: the probability of including of the part's nodes (kept; ``-inf`` for decided
+        ones); returns its boundary's, its ``candidates`` largest among undecided nodes, and how
+        many of its nodes are undecided."""
+        with torch.inference_mode():
+            logits = torch.from_numpy(self.outputs())
+            confidence = logits.log_softmax(dim=-1).exp()[:, INCLUDE].numpy()  # as NodeWiseCategorical.probs computes it
+        self.h = np.zeros((0, 0), dtype=np.float32)  # the embeddings are read
+        undecided = self.status[: self.part.num_owned] == UNDECIDED
+        self.confidence = np.full(self.part.num_owned, -np.inf, dtype=np.float32)  # (n,)
+        self.confidence[self.owned_active] = confidence
+        live = self.confidence[undecided]
+        top = np.sort(live)[-candidates:] if live.size > candidates else np.sort(live)
+        return self.confidence[self.part.boundary], top, int(undecided.sum())
 
+    def commit(self, threshold: float, *blocks: np.ndarray) -> np.ndarray:
+        """Step 4: the part's nodes that commit (kept, ``(n,)`` bool), its boundary's returned;
+        ``blocks`` the boundary confidences of its senders."""
+        part = self.part
+        local = with_halo(part, self.confidence, blocks)
+        undecided = self.status == UNDECIDED
+        source, target = self.edges  # the pass's residual edges: only edges between undecided nodes can stop a commit
+        outranked = (local[source] > local[target]) | ((local[source] == local[target]) & (self.ids[source] < self.ids[target]))
+        beaten = np.zeros(part.num_owned, dtype=bool)
+        beaten[target[outranked]] = True
+        self.chosen = undecided[: part.num_owned] & (self.confidence >= threshold) & ~beaten
+        return self.chosen[part.boundary]
 
-def confidences(part: Part, model: NodeModel, status: np.ndarray, h: np.ndarray, candidates: int):
-    """Step 3: the probability of including of the part's nodes ``(n,)`` float32 (``-inf`` for
-    decided ones), its boundary's, its ``candidates`` largest among undecided nodes, and how many
-    of its nodes are undecided."""
-    with torch.inference_mode():
-        logits = torch.from_numpy(model.outputs(h.copy()))
-        confidence = logits.log_softmax(dim=-1).exp()[:, INCLUDE].numpy()  # as NodeWiseCategorical.probs computes it
-    undecided = status[: part.num_owned] == UNDECIDED
-    confidence = np.where(undecided, confidence, -np.inf).astype(np.float32)
-    live = confidence[undecided]
-    top = np.sort(live)[-candidates:] if live.size > candidates else np.sort(live)
-    return confidence, confidence[part.boundary], top, int(undecided.sum())
+    @functools.cached_property
+    def ids(self) -> np.ndarray:
+        """The global id of every local node, ``(n + h,)``: ties between confidences go to the lower."""
+        return np.concatenate([self.part.nodes, self.part.halo])
 
+    def apply(self, *blocks: np.ndarray) -> tuple[np.ndarray, int]:
+        """Step 5: the commits, the part's and its senders' (``blocks``), applied to the part's
+        status; returns its boundary's status and how many of its nodes are undecided."""
+        part = self.part
+        joined = with_halo(part, self.chosen, blocks)
+        own = self.status[: part.num_owned]  # a view: updated in place
+        own[self.chosen] = IN_SET
+        source, target = part.edge_index
+        near = np.zeros(part.num_owned, dtype=bool)
+        near[target[joined[source]]] = True
+        own[near & (own == UNDECIDED)] = OUT
+        return own[part.boundary], int((own == UNDECIDED).sum())
 
-def commits(part: Part, status: np.ndarray, confidence: np.ndarray, threshold: float, *blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Step 4: the part's nodes that commit, ``(n,)`` bool, and its boundary's."""
-    local = with_halo(part, confidence, blocks)
-    undecided = status == UNDECIDED
-    source, target = part.edge_index  # target owned; only edges between undecided nodes can stop a commit
-    live = undecided[source] & undecided[target]
-    source, target = source[live], target[live]
-    ids = np.concatenate([part.nodes, part.halo])
-    outranked = (local[source] > local[target]) | ((local[source] == local[target]) & (ids[source] < ids[target]))
-    beaten = np.zeros(part.num_owned, dtype=bool)
-    beaten[target[outranked]] = True
-    chosen = undecided[: part.num_owned] & (confidence >= threshold) & ~beaten
-    return chosen, chosen[part.boundary]
-
-
-def applied(part: Part, status: np.ndarray, chosen: np.ndarray, *blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """Step 5: the part's new status ``(n,)``, its boundary's, and how many of its nodes are undecided."""
-    joined = with_halo(part, chosen, blocks)
-    own = status[: part.num_owned].copy()
-    own[chosen] = IN_SET
-    source, target = part.edge_index
-    near = np.zeros(part.num_owned, dtype=bool)
-    near[target[joined[source]]] = True
-    own[near & (own == UNDECIDED)] = OUT
-    return own, own[part.boundary], int((own == UNDECIDED).sum())
+    def in_set(self) -> np.ndarray:
+        """The part's nodes in the set, ``(n,)`` bool."""
+        return self.status[: self.part.num_owned] == IN_SET
 
 
 def partitioned_mis(
@@ -137,37 +135,34 @@ def partitioned_mis(
     """
     model = node_model(policy)
     split_parts = split(graph, assign_parts(graph, parts))
-    with ray_session(ray_address) as ray:
-        solution, passes = _decode(ray, model, split_parts, seed, draws)
-    return PartitionedSet(solution, passes, split_parts)
+    with ray_session(ray_address) as ray, part_workers(ray, model, split_parts, MISPartWorker) as workers:
+        part_map = [part.outline() for part in split_parts]
+        del split_parts  # the workers hold the parts' edges now
+        solution, passes = _decode(ray, workers, len(model.extractor.convs), part_map, seed, draws)
+    return PartitionedSet(solution, passes, part_map)
 
 
-def _decode(ray, model: NodeModel, parts: list[Part], seed: int, draws: Draws | None) -> tuple[np.ndarray, int]:
-    """The passes, each a round of Ray tasks per step; the driver reads only counts and the largest confidences."""
-    model_ref, refs = ray.put(model), [ray.put(part) for part in parts]
-    check_parts_fit(ray, refs, model_ref)
-    senders = [part.senders() for part in parts]
-    bound = sum(gather(ray, [as_task(caro_wei_share).remote(ref) for ref in refs]))
+def _decode(ray, workers: list, layers: int, parts: list[PartMap], seed: int, draws: Draws | None) -> tuple[np.ndarray, int]:
+    """The passes, each a round of calls on every part's actor per step; the driver reads only
+    counts and the largest confidences."""
+    senders = [part.senders for part in parts]
+    bound = sum(gather(ray, [worker.caro_wei_share.remote() for worker in workers]))
     candidates = max(1, math.ceil(LOCAL_MAX_PATIENCE * bound))
-    status, scored, commit, apply = as_task(local_status), as_task(confidences, 4), as_task(commits, 2), as_task(applied, 3)
-    own, sent, undecided, passes = [None] * len(parts), [None] * len(parts), sum(part.num_owned for part in parts), 0
+    sent, undecided, passes = None, sum(part.num_owned for part in parts), 0
     while undecided:
         draw = None if draws is None else draws(passes)
-        pass_draws = [(seed, passes) if draw is None else ray.put(np.ascontiguousarray(draw[part.nodes])) for part in parts]
-        statuses = [status.remote(ref, own[i], *[sent[q] for q in senders[i] if own[i] is not None]) for i, ref in enumerate(refs)]
-        embeddings = forward_refs(ray, model_ref, len(model.extractor.convs), refs, senders, pass_draws, statuses)
-        scores = [scored.remote(ref, model_ref, statuses[i], embeddings[i], candidates) for i, ref in enumerate(refs)]
-        tops = np.concatenate(gather(ray, [top for _, _, top, _ in scores]))
+        pass_draws = [(seed, passes) if draw is None else np.ascontiguousarray(draw[part.nodes]) for part in parts]
+        forward_refs(workers, layers, senders, pass_draws, sent)
+        scores = [worker.scores.options(num_returns=3).remote(candidates) for worker in workers]
+        tops = np.concatenate(gather(ray, [top for _, top, _ in scores]))
         threshold = float(np.sort(tops)[-min(candidates, tops.size)])
-        chosen = [
-            commit.remote(ref, statuses[i], scores[i][0], threshold, *[scores[q][1] for q in senders[i]]) for i, ref in enumerate(refs)
-        ]
-        results = [apply.remote(ref, statuses[i], chosen[i][0], *[chosen[q][1] for q in senders[i]]) for i, ref in enumerate(refs)]
-        own, sent = [r[0] for r in results], [r[1] for r in results]
-        undecided, passes = sum(gather(ray, [r[2] for r in results])), passes + 1
+        chosen = [worker.commit.remote(threshold, *[scores[q][0] for q in senders[i]]) for i, worker in enumerate(workers)]
+        results = [worker.apply.options(num_returns=2).remote(*[chosen[q] for q in senders[i]]) for i, worker in enumerate(workers)]
+        sent = [boundary for boundary, _ in results]
+        undecided, passes = sum(gather(ray, [count for _, count in results])), passes + 1
     solution = np.zeros(sum(part.num_owned for part in parts), dtype=bool)
-    for part, status_of_part in zip(parts, gather(ray, own), strict=True):
-        solution[part.nodes] = status_of_part == IN_SET
+    for part, chosen_of_part in zip(parts, gather(ray, [worker.in_set.remote() for worker in workers]), strict=True):
+        solution[part.nodes] = chosen_of_part
     return solution, passes
 
 
