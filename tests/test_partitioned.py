@@ -44,8 +44,9 @@ def single_process(policy, env, seed=0):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("parts", [2, 4])
-@pytest.mark.parametrize("family", sorted(GRAPHS))
+# each family once and both part counts: every solve starts an actor process per part (seconds each);
+# Erdős–Rényi at 4 parts is the widest halo (each part reads more than half the graph)
+@pytest.mark.parametrize(("family", "parts"), [("erdos-renyi", 4), ("random-geometric", 2), ("delaunay", 4)])
 def test_the_partitioned_forward_equals_the_single_process_forward(local_ray, tiny_model, family, parts):
     graph = GRAPHS[family]()
     policy, env = load_policy(tiny_model("mis"), graph)
