@@ -29,11 +29,11 @@ partition it (the partitioner needs the whole structure); no worker holds more t
 from __future__ import annotations
 
 import copy
-import functools
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -176,7 +176,7 @@ class PartWorker:
         self.part, self.model = part, model
         self.status = np.full(part.num_local, UNDECIDED, dtype=np.int8)  # (n + h,): own, then halo
         self.edges = part.edge_index  # (2, E_r): the residual edges of the pass, local ids
-        self.degree = np.zeros(0)  # (n,): the pass's undecided-neighbour counts
+        self.degree = np.zeros(0, dtype=np.int64)  # (n,): the pass's undecided-neighbour counts
         self.active = np.arange(part.num_local)  # (a,): the pass's undecided local nodes, ascending (owned first)
         self.position = self.active  # (n + h,): each local node's active row, -1 for decided ones
         self.h = np.zeros((0, 0), dtype=np.float32)  # (a, F): the latest embeddings of the active rows
@@ -265,10 +265,14 @@ def read_only_tensor(array: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(array)
 
 
-@functools.cache
-def as_actor(cls: type):
+_ACTOR_CLASSES: dict[type, Any] = {}
+
+
+def as_actor(cls: type) -> Any:
     """``cls`` as a Ray actor class, made once per process (each one made anew is exported to the cluster again)."""
-    return import_ray().remote(cls)
+    if cls not in _ACTOR_CLASSES:
+        _ACTOR_CLASSES[cls] = import_ray().remote(cls)
+    return _ACTOR_CLASSES[cls]
 
 
 @contextmanager
