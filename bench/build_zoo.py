@@ -73,9 +73,10 @@ def validated(task: str, folder: Path) -> dict[str, float]:
     ratios = {}
     for family, graph in validation_graphs():
         name = f"{family}-{graph.num_nodes}-{2 * graph.num_edges / graph.num_nodes:.0f}"
-        ratios[name] = known[name] if name in known else validation_ratio(task, checkpoint, graph)
-        known[name] = ratios[name]
-        cache.write_text(json.dumps({"key": key, "ratios": known}, indent=2) + "\n")
+        if name not in known:
+            known[name] = validation_ratio(task, checkpoint, graph)
+            cache.write_text(json.dumps({"key": key, "ratios": known}, indent=2) + "\n")
+        ratios[name] = known[name]
     return ratios
 
 
