@@ -11,7 +11,7 @@ from graphtransfer.baselines.completion import FINISH
 from graphtransfer.baselines.mis import greedy_in_order, greedy_min_degree
 from graphtransfer.baselines.mvc import greedy_max_degree
 from graphtransfer.checkpoint import read_checkpoint
-from graphtransfer.config import LOCAL_MAX_DENSE_PATIENCE, LOCAL_MAX_PATIENCE, ORDER_NOISE, ModelConfig, RunConfig
+from graphtransfer.config import LOCAL_MAX_DENSE_PATIENCE, LOCAL_MAX_PATIENCE, ORDER_NOISE, ModelConfig, RunConfig, Runtime
 from graphtransfer.envs.factory import inference_env
 from graphtransfer.envs.mis import DEFER, EXCLUDE, INCLUDE, UNDECIDED, MISEnv
 from graphtransfer.envs.mvc import MVCEnv
@@ -412,7 +412,7 @@ def test_mis_passes_kept_on_the_device_find_the_envs_set_pass_for_pass(order_noi
     passes, the env left where its steps leave it; also when the horizon cuts the episode."""
     checkpoint = read_checkpoint("mis")
     for graph, max_passes in ((erdos_renyi(400, 6.0, 1), None), (erdos_renyi(300, 40.0, 2), None), (barabasi_albert(400, 2, 3), 3)):
-        on_host, on_device = (policy_for_graphs(checkpoint, [graph], max_passes=max_passes) for _ in range(2))
+        on_host, on_device = (policy_for_graphs(checkpoint, [graph], Runtime(device="cpu"), max_passes=max_passes) for _ in range(2))
         decoding = "local-max-sampled" if order_noise else "local-max"
         expected = solve(on_host.policy, on_host.env, seed=5, decoding=decoding)
         candidates = local_max_candidates(whole_graph(on_device.env), Head.NODE_WISE, None)
