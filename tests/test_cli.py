@@ -5,6 +5,7 @@ import tempfile
 
 import numpy as np
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from graphtransfer.cli import app
@@ -276,3 +277,27 @@ def test_help_in_a_pipe_keeps_the_examples_on_one_line():
     result = subprocess.run([str(script), "eval", "--help"], capture_output=True, text=True, env=environment, check=True)
     example = "graphtransfer eval --model runs/mis/small --graphs evalset/ --workers 2 --max-nodes-per-batch 50000"
     assert example in result.stdout
+
+
+def test_the_gpu_running_out_of_memory_is_one_line_and_exit_code_1(capsys):
+    """torch's CUDA out-of-memory error (a RuntimeError) becomes one line naming the fixes; any other
+    RuntimeError is a bug and keeps its traceback."""
+    import torch
+
+    from graphtransfer.cli.common import friendly_errors
+
+    @friendly_errors
+    def solve_on_a_small_gpu():
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+
+    @friendly_errors
+    def broken():
+        raise RuntimeError("a bug")
+
+    with pytest.raises(typer.Exit) as exited:
+        solve_on_a_small_gpu()
+    err = capsys.readouterr().err
+    assert exited.value.exit_code == 1 and err.count("\n") == 1
+    assert err.startswith("error: the GPU ran out of memory") and "--device cpu" in err
+    with pytest.raises(RuntimeError, match="a bug"):
+        broken()
