@@ -169,7 +169,7 @@ def partitioned_mis(
     model = node_model(policy)
     split_parts = split(graph, assign_parts(graph, parts))
     nodes = [part.nodes for part in split_parts]
-    part_draws = None if draws is None else lambda index: [np.ascontiguousarray(draws(index)[owned]) for owned in nodes]
+    part_draws = None if draws is None else functools.partial(_split_draw, draws, nodes)
     with ray_session(ray_address) as ray, part_workers(ray, model, split_parts, MISPartWorker) as workers:
         part_map = [part.outline() for part in split_parts]
         del split_parts  # the workers hold the parts' edges now
@@ -179,6 +179,12 @@ def partitioned_mis(
     for owned, chosen_of_part in zip(nodes, chosen, strict=True):
         solution[owned] = chosen_of_part
     return PartitionedSet(solution, passes, part_map)
+
+
+def _split_draw(draws: Draws, nodes: list[np.ndarray], index: int) -> list[np.ndarray]:
+    """Pass ``index``'s draw of every node (one call: ``draws`` may be a stream), split by part."""
+    draw = draws(index)
+    return [np.ascontiguousarray(draw[owned]) for owned in nodes]
 
 
 def _decode(ray, workers: list, layers: int, parts: list[PartMap], seed: int, draws: PartDraws | None) -> tuple[int, list | None]:
