@@ -94,12 +94,10 @@ class PartFile:
 
 
 def is_partition_folder(folder: Path) -> bool:
-    """Whether ``folder`` holds a partitioned graph's map (its ``partition.json`` says so)."""
-    try:
-        meta = json.loads((Path(folder) / MAP_NAME).read_text())
-    except (OSError, ValueError, RecursionError):
-        return False
-    return isinstance(meta, dict) and meta.get("format") == FORMAT
+    """Whether ``folder`` is (or was meant to be) a partitioned graph: it holds a map or a part
+    file, damaged or not (:func:`read_partition_map` says what is wrong), not a folder of graphs."""
+    folder = Path(folder)
+    return folder.is_dir() and any(entry.name == MAP_NAME or _PART_FILE.fullmatch(entry.name) for entry in folder.iterdir())
 
 
 def _holds_only_ours(folder: Path) -> bool:
