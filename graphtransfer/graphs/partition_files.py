@@ -120,8 +120,7 @@ def partition_graph(
     if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
         raise UsageError(f"--parts {parts!r}: expected a whole number of parts from 1 to the graph's node count")
     check_output_folder(folder, [path], _holds_only_ours, "partitioned graph")
-    if folder.is_dir() and not force and any(name != LOCK_NAME for name in (entry.name for entry in folder.iterdir())):
-        raise UsageError(f"--out {folder}: holds a partitioned graph already; pass --force to replace it, or choose another folder")
+    _check_replaceable(folder, force)
     graph = load_graph(path, input_format)
     try:
         check_part_count(parts, graph.num_nodes, "--parts")
@@ -129,7 +128,14 @@ def partition_graph(
         raise UsageError(str(err)) from None
     busy = f"--out {folder}: another process is writing a partitioned graph into it; wait for it to finish, or choose another folder"
     with folder_lock(folder, timeout=0, busy=busy):
+        _check_replaceable(folder, force)  # again: another writer may have finished since the first look
         return _write_parts(graph, parts, folder)
+
+
+def _check_replaceable(folder: Path, force: bool) -> None:
+    """Refuse, without ``force``, a folder that already holds a partitioned graph (or part of one)."""
+    if folder.is_dir() and not force and any(entry.name != LOCK_NAME for entry in folder.iterdir()):
+        raise UsageError(f"--out {folder}: holds a partitioned graph already; pass --force to replace it, or choose another folder")
 
 
 def _write_parts(graph: Graph, parts: int, folder: Path) -> PartitionedGraph:
