@@ -96,6 +96,7 @@ WRITERS = {
     "export --onnx": (lambda t, w: ["export", "--model", w["model"], "--onnx", t], True),
     "graphs convert": (lambda t, w: ["graphs", "convert", w["graph"], t], True),
     "graphs generate": (lambda t, w: ["graphs", "generate", t, "--nodes", "10"], False),  # reads no input: --force may replace g.txt
+    "graphs partition": (lambda t, w: ["graphs", "partition", w["graph"], "--parts", "2", "--out", t], True),
     "train --out": (lambda t, w: ["train", "--graphs", w["graph"], *TRAIN, "--out", t], False),
     "transfer --out": (lambda t, w: ["transfer", "--src", w["model"], "--dst", w["graph"], "--out", t], False),
     "tune --out": (lambda t, w: ["tune", "--graphs", w["graph"], "--steps", "64", "--n-trials", "1", "--out", t], False),
@@ -282,7 +283,9 @@ def read_only_folders(tmp_path: Path) -> list[Path]:
     return folders
 
 
-@pytest.mark.parametrize("writer", ["predict --out", "eval --json", "train --out", "transfer --out", "graphs generate", "tune --out"])
+@pytest.mark.parametrize(
+    "writer", ["predict --out", "eval --json", "train --out", "transfer --out", "graphs generate", "graphs partition", "tune --out"]
+)
 def test_a_read_only_output_is_refused_up_front(work, writer):
     for folder in read_only_folders(work["tmp"]):
         result = runner.invoke(app, [str(part) for part in WRITERS[writer][0](folder / "out" / "x.csv", work)])

@@ -9,14 +9,16 @@ from gymnasium.utils import seeding
 from graphtransfer.config import ModelConfig, RunConfig
 from graphtransfer.envs.factory import inference_env
 from graphtransfer.envs.protocol import Head
-from graphtransfer.graphs import delaunay, erdos_renyi, random_geometric
+from graphtransfer.graphs import delaunay, erdos_renyi, random_geometric, write_graph
+from graphtransfer.graphs.graph import with_ids
 from graphtransfer.graphs.partition import assign_parts, split
+from graphtransfer.graphs.partition_files import partition_graph
 from graphtransfer.nn import build_policy, message_passing
 from graphtransfer.nn.message_passing import GraphStructure
 from graphtransfer.solve.inference import obs_to_tensors, solve
 from graphtransfer.solve.loading import load_policy
 from graphtransfer.solve.partitioned import node_model, partitioned_node_outputs
-from graphtransfer.solve.partitioned_mis import partitioned_mis
+from graphtransfer.solve.partitioned_mis import partitioned_mis, predict_partitioned
 
 ray = pytest.importorskip("ray")
 
@@ -142,11 +144,19 @@ def test_the_partitioned_mis_with_the_envs_draws_is_the_single_process_set(local
 
 
 @pytest.mark.slow
-def test_the_partitioned_mis_with_its_own_draws_is_maximal_and_as_large_as_single_process_seeds(local_ray, tiny_model):
-    graph = GRAPHS["delaunay"]()
+def test_the_partitioned_mis_of_a_partitioned_folder_is_maximal_and_as_large_as_single_process_seeds(local_ray, tiny_model, tmp_path):
+    """predict's partitioned solve of a graph written as one file per part (each actor reads its
+    own; the set is checked on the actors; the CSV names the graph's own ids, part by part)."""
+    graph = with_ids(GRAPHS["delaunay"](), np.arange(500) * 3 + 1)
+    write_graph(graph, tmp_path / "delaunay.npz")
+    partition_graph(tmp_path / "delaunay.npz", 3, tmp_path / "parts")
     policy, env = load_policy(tiny_model("mis"), graph)
     sizes = [solve(policy, env, seed=seed, decoding="local-max").objective for seed in range(4)]
-    found = partitioned_mis(policy, graph, 3, seed=1)
-    assert maximal_independent(graph, found.solution)
+    found = predict_partitioned(tiny_model("mis"), tmp_path / "parts", tmp_path / "set.csv", None, None, seed=1)
+    rows = np.loadtxt(tmp_path / "set.csv", delimiter=",", skiprows=1, dtype=np.int64)
+    chosen = np.zeros(graph.num_nodes, dtype=bool)
+    chosen[(rows[:, 0] - 1) // 3] = rows[:, 1] == 1
+    assert len(rows) == graph.num_nodes and found.size == chosen.sum() and len(found.parts) == 3
+    assert maximal_independent(graph, chosen)
     # its draws are not the env's: it is one more seed, so its size lies where the seeds' do (on 500 nodes they differ by a few %)
-    assert min(sizes) - 0.01 * graph.num_nodes <= found.solution.sum() <= max(sizes) + 0.01 * graph.num_nodes
+    assert min(sizes) - 0.01 * graph.num_nodes <= found.size <= max(sizes) + 0.01 * graph.num_nodes

@@ -52,7 +52,8 @@ def predict(
         typer.Option(
             help="mis, one graph: split it into this many parts, each solved on a worker of the Ray cluster of --ray-address "
             "(local starts one here), the parts exchanging only their boundaries; local-max decoding, one rollout. "
-            "No worker holds the whole graph; this process reads it to split it.",
+            "No worker holds the whole graph; this process reads a graph file to split it, or only the map of a --graph "
+            "folder written by 'graphtransfer graphs partition' (whose parts the workers read; its part count is the default).",
         ),
     ] = None,
     source: SourceOption = None,
@@ -74,6 +75,7 @@ def predict(
     Example: graphtransfer predict --model runs/path/small --graph roads.txt --out route.csv --source 17 --target 4032
     Example: graphtransfer predict --model runs/mis/small --graph er.txt --out solution.csv --polish 10
     Example: graphtransfer predict --model runs/mis/small --graph big.txt --out solution.csv --ray-address auto --partitions 4
+    Example: graphtransfer predict --model runs/mis/small --graph big-parts/ --out solution.csv --ray-address auto
     Example: graphtransfer predict --model runs/mis/small --graph large --out solution.csv --device cuda --mixed-precision
     """
     prefer_small_pages()  # before torch loads
@@ -89,7 +91,7 @@ def predict(
     on = resolve_device(device)
     runtime = replace(runtime, ray_address=ray_address, device=on)
     seconds = None if polish is None else seconds_option("--polish", polish, 10)
-    if partitions is not None:
+    if partitions is not None or _names_partitioned_graph(graph):
         if on != "cpu":
             raise UsageError(f"--partitions solves on the Ray workers' CPUs; drop --device {device}")
         single_process_options = {
@@ -150,38 +152,47 @@ def predict(
         typer.echo(f"wrote {draw}")
 
 
-def _check_partitioned(graph: str, ray_address: str | None, single_process_options: dict[str, bool]) -> str:
-    """``--partitions``: one graph, a Ray cluster, and none of the options (named, each ``True``
-    where given) that only a single-process solve has; the cluster's address."""
+def _names_partitioned_graph(graph: str) -> bool:
+    """Whether ``--graph`` names a partitioned graph's folder (``graphtransfer graphs partition``)."""
     from graphtransfer.graphs import resolve
+    from graphtransfer.graphs.partition_files import is_partition_folder
+
+    return is_partition_folder(resolve(graph))
+
+
+def _check_partitioned(graph: str, ray_address: str | None, single_process_options: dict[str, bool]) -> str:
+    """``--partitions``: one graph (a graph file or a partitioned graph's folder), a Ray cluster,
+    and none of the options (named, each ``True`` where given) that only a single-process solve
+    has; the cluster's address."""
+    from graphtransfer.graphs import resolve
+    from graphtransfer.graphs.partition_files import is_partition_folder
 
     if ray_address is None:
         raise UsageError("--partitions solves one graph on a Ray cluster: give --ray-address too (local starts one in this process)")
-    if resolve(graph).is_dir():
-        raise UsageError("--partitions splits one graph; --graph names a folder (--ray-address alone spreads a folder's graphs)")
+    if resolve(graph).is_dir() and not is_partition_folder(resolve(graph)):
+        raise UsageError(
+            "--partitions splits one graph; --graph names a folder that is not a partitioned graph (graphtransfer graphs partition "
+            "writes one; --ray-address alone spreads a folder's graphs)"
+        )
     clashing = [name for name, given in single_process_options.items() if given]
     if clashing:
         raise UsageError(f"--partitions runs the local-max decoding alone, until every node is decided; drop {clashing[0]}")
     return ray_address
 
 
-def _predict_partitioned(model: Path, graph: str, out: Path, parts: int, ray_address: str, seed: int, env, force: bool) -> None:
+def _predict_partitioned(model: Path, graph: str, out: Path, parts: int | None, ray_address: str, seed: int, env, force: bool) -> None:
     from graphtransfer.checkpoint import read_checkpoint
-    from graphtransfer.envs.mis import is_independent_set
-    from graphtransfer.graphs import load_graph, resolve
+    from graphtransfer.graphs import resolve
     from graphtransfer.graphs.partition import halo_share
     from graphtransfer.io import check_output_file
     from graphtransfer.solve.partitioned_mis import predict_partitioned
 
     read_checkpoint(model, env)  # a bad model folder is reported before the graph is read
-    loaded = load_graph(graph)
     check_output_file(out, [resolve(graph)], force)
-    found = predict_partitioned(model, loaded, out, parts, ray_address, seed, env)
-    typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges; node ids {loaded.describe_ids()}")
-    typer.echo(f"{parts} parts on Ray, their halos {halo_share(found.parts):.2f} of the nodes")
-    if not is_independent_set(loaded, found.solution):
-        _fail("the partitioned set is not independent, a bug, please report it", 1)
-    typer.echo(f"objective {int(found.solution.sum())} in {found.passes} passes; valid solution: yes; wrote {out}")
+    found = predict_partitioned(model, graph, out, parts, ray_address, seed, env)
+    typer.echo(f"graph {found.graph}: {found.num_nodes} nodes, {found.num_edges} edges; node ids {found.ids}")
+    typer.echo(f"{len(found.parts)} parts on Ray, their halos {halo_share(found.parts):.2f} of the nodes")
+    typer.echo(f"objective {found.size} in {found.passes} passes; valid solution: yes (checked on the parts); wrote {out}")
 
 
 def _report_weights(config, graph, prefix: str = "") -> None:

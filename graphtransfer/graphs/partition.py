@@ -13,12 +13,14 @@ geometric graphs a range of that order is a band whose boundary is a thin layer,
 (Erdős–Rényi, scale-free) no partition has a small boundary and most of a part's neighbours are
 halo whatever the partitioner. METIS cuts fewer edges, but its bindings (``pymetis``) are not
 among this package's dependencies and, like the order used here, need the whole graph in one
-process; :func:`halo_share` measures what a partition costs.
+process; :func:`halo_share` measures what a partition costs. A split graph can be written to
+disk, one file per part (:mod:`graphtransfer.graphs.partition_files`), for workers to read.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -40,6 +42,8 @@ class Part:
         boundary: ``(s,)`` int64, the local ids of owned nodes in some other part's halo, ascending.
         edge_index: ``(2, E_p)`` int64, the edges into owned nodes in local ids, sources in
             ``0..n+h-1``, destinations in ``0..n-1``, ordered by destination.
+        ids: ``(n,)``, the graph's own id of each owned node (int64 or strings, as
+            :attr:`Graph.node_ids`); ``None`` where the ids are the positions :attr:`nodes`.
     """
 
     index: int
@@ -49,6 +53,7 @@ class Part:
     halo_position: np.ndarray
     boundary: np.ndarray
     edge_index: np.ndarray
+    ids: np.ndarray | None = None
 
     @property
     def num_owned(self) -> int:
@@ -67,30 +72,30 @@ class Part:
         """The parts this part receives halo rows from, ascending."""
         return np.unique(self.halo_owner).tolist()
 
+    def own_ids(self) -> np.ndarray:
+        """``(n,)``: the graph's own id of each owned node (its position where the graph has none)."""
+        return self.nodes if self.ids is None else self.ids
+
     def outline(self) -> PartMap:
         """What a driver keeps of this part once a worker holds it."""
-        return PartMap(self.index, self.nodes, self.num_halo, self.senders())
+        return PartMap(self.index, self.num_owned, self.num_halo, self.senders())
 
 
 @dataclass(frozen=True)
 class PartMap:
-    """A part without its edges: its entry in the partition map.
+    """A part without its nodes and edges: its entry in the partition map, all a driver keeps.
 
     Attributes:
         index: the part's number, ``0..K-1``.
-        nodes: ``(n,)`` int64, the global ids it owns, ascending.
+        num_owned: how many nodes it owns.
         num_halo: how many other parts' nodes it reads.
         senders: the parts it receives halo rows from, ascending.
     """
 
     index: int
-    nodes: np.ndarray
+    num_owned: int
     num_halo: int
     senders: list[int]
-
-    @property
-    def num_owned(self) -> int:
-        return int(self.nodes.size)
 
 
 def check_part_count(parts: object, num_nodes: int, name: str = "parts") -> int:
@@ -122,6 +127,11 @@ def split(graph: Graph, assignment: np.ndarray) -> list[Part]:
     Shapes:
         assignment: ``(num_nodes,)`` integers ``0..K-1``, every part non-empty.
     """
+    return list(iter_parts(graph, assignment))
+
+
+def iter_parts(graph: Graph, assignment: np.ndarray) -> Iterator[Part]:
+    """:func:`split`'s parts one at a time, for a writer that keeps one part in memory beside the graph."""
     assignment = np.asarray(assignment, dtype=np.int64)
     if assignment.shape != (graph.num_nodes,):
         raise ValueError(f"assignment has shape {assignment.shape}; expected ({graph.num_nodes},), one part per node")
@@ -136,9 +146,9 @@ def split(graph: Graph, assignment: np.ndarray) -> list[Part]:
     by_target = np.argsort(assignment[target], kind="stable")
     starts = np.concatenate([[0], np.cumsum(np.bincount(assignment[target], minlength=count))])
     local = np.empty(graph.num_nodes, dtype=np.int64)  # each part's local ids, written over by the next part
-    return [
-        _part(index, assignment, source, target, by_target[starts[index] : starts[index + 1]], boundaries, local) for index in range(count)
-    ]
+    for index in range(count):
+        part = _part(index, assignment, source, target, by_target[starts[index] : starts[index + 1]], boundaries, local)
+        yield part if graph.node_ids is None else replace(part, ids=graph.node_ids[part.nodes])
 
 
 def _part(

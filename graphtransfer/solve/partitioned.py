@@ -15,15 +15,19 @@ is only its boundary's rows:
 A part's embeddings and its adjacency stay in its actor between steps, never in the object store:
 a part holds two ``(n + h, width)`` float32 buffers (a layer reads one and writes the other, in
 row blocks) and its edges, one CSR copy of them per pass; the driver passes references and holds
-only the parts' node lists (the partition map) and, at the end, the outputs. The numbers are the
+only the partition map (each part's counts and senders, :class:`PartMap`) and, at the end, the
+outputs. The numbers are the
 single-process forward's (tested to 1e-5): each layer of each node reads the same rows through
 the same layer functions (:mod:`graphtransfer.nn.message_passing`); only sums may add up in
 another order.
 
 What it supports: node-wise policies (MIS) with GraphSAGE or GIN layers and no edge features.
 GCN's normalisation reads every source's degree over the whole graph, which a part's local
-structure does not hold; it is refused rather than approximated. The driver reads the graph to
-partition it (the partitioner needs the whole structure); no worker holds more than its part.
+structure does not hold; it is refused rather than approximated. A part comes to its actor either from the driver, which
+read and split the graph, or from the part's file of a partitioned graph on disk
+(:mod:`graphtransfer.graphs.partition_files`), which the actor reads itself (the workers see the
+driver's file system: one machine, or a shared file system); then no process reads the whole
+graph, and no worker holds more than its part.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from graphtransfer.config import ModelConfig
 from graphtransfer.envs.mis import UNDECIDED, caro_wei_cost, node_features
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.partition import Part, PartMap, assign_parts, split
+from graphtransfer.graphs.partition_files import PartFile
 from graphtransfer.nn import GNNExtractor, NodePolicy
 from graphtransfer.nn.message_passing import GraphStructure, layer_function, relu, residual_relu
 from graphtransfer.nn.policy import run_mlp
@@ -168,22 +173,26 @@ class PartWorker:
     no undecided node reads its rows, and its rows in a boundary block are zeros.
 
     Args:
-        part: the part, its edges numbered locally.
+        source: the part, its edges numbered locally, or its file, which the actor reads.
         model: the policy's layers (:func:`node_model`).
     """
 
-    def __init__(self, part: Part, model: NodeModel):
-        self.part, self.model = part, model
+    def __init__(self, source: Part | PartFile, model: NodeModel):
+        self.source, self.model = source, model
+
+    def load(self) -> None:
+        """The part, read from its file where it has one, its state for the first pass, and its
+        memory checked (:func:`check_part_memory`): a call, not the constructor, so that a
+        damaged file or a part too large is this call's one error, which :func:`gather` raises."""
+        part = self.source if isinstance(self.source, Part) else self.source.read()
+        self.part = part
         self.status = np.full(part.num_local, UNDECIDED, dtype=np.int8)  # (n + h,): own, then halo
         self.edges = part.edge_index  # (2, E_r): the residual edges of the pass, local ids
         self.degree = np.zeros(0, dtype=np.int64)  # (n,): the pass's undecided-neighbour counts
         self.active = np.arange(part.num_local)  # (a,): the pass's undecided local nodes, ascending (owned first)
         self.position = self.active  # (n + h,): each local node's active row, -1 for decided ones
         self.h = np.zeros((0, 0), dtype=np.float32)  # (a, F): the latest embeddings of the active rows
-
-    def check_memory(self) -> None:
-        """:func:`check_part_memory`, before the first pass."""
-        check_part_memory(self.part, self.model)
+        check_part_memory(part, self.model)
 
     def start_pass(self, *status_blocks: np.ndarray) -> np.ndarray:
         """Step 1: the halo's status from its owners' boundaries (none on the first pass, where
@@ -276,8 +285,9 @@ def as_actor(cls: type) -> Any:
 
 
 @contextmanager
-def part_workers(ray, model: NodeModel, parts: list[Part], cls: type[PartWorker] = PartWorker) -> Iterator[list]:
-    """One actor of ``cls`` per part, spread over the cluster's nodes, every part's memory checked
+def part_workers(ray, model: NodeModel, parts: list[Part] | list[PartFile], cls: type[PartWorker] = PartWorker) -> Iterator[list]:
+    """One actor of ``cls`` per part (the part itself or its file), spread over the cluster's nodes,
+    every part read (from its file: a damaged one is refused, :func:`graphtransfer.graphs.partition_files.read_part`) and its memory checked
     (:func:`check_part_memory`) before any pass; the actors are ended on the way out, their memory
     freed at once. An actor asks a CPU to be placed and holds none while it waits, so K parts start
     on a cluster of fewer CPUs."""
@@ -285,7 +295,7 @@ def part_workers(ray, model: NodeModel, parts: list[Part], cls: type[PartWorker]
     model_ref = ray.put(model)
     workers = [actor.remote(part, model_ref) for part in parts]
     try:
-        gather(ray, [worker.check_memory.remote() for worker in workers])
+        gather(ray, [worker.load.remote() for worker in workers])
         yield workers
     finally:
         for worker in workers:
@@ -334,15 +344,16 @@ def partitioned_node_outputs(
     """
     model = node_model(policy)
     split_parts = split(graph, assign_parts(graph, parts))
-    draws = [(seed,) if draw is None else np.ascontiguousarray(draw[part.nodes], dtype=np.float64) for part in split_parts]
+    nodes = [part.nodes for part in split_parts]
+    draws = [(seed,) if draw is None else np.ascontiguousarray(draw[owned], dtype=np.float64) for owned in nodes]
     with ray_session(ray_address) as ray, part_workers(ray, model, split_parts) as workers:
         part_map = [part.outline() for part in split_parts]
         del split_parts  # the workers hold the parts' edges now
         done = forward_refs(workers, len(model.extractor.convs), [part.senders for part in part_map], draws, None)
         outputs = gather(ray, [worker.outputs.remote() for worker in workers] + done)[: len(workers)]
     result = np.empty((graph.num_nodes, outputs[0].shape[1]), dtype=np.float32)
-    for part, rows in zip(part_map, outputs, strict=True):
-        result[part.nodes] = rows
+    for owned, rows in zip(nodes, outputs, strict=True):
+        result[owned] = rows
     return result, part_map
 
 

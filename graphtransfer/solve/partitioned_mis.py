@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -37,15 +37,28 @@ from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.config import LOCAL_MAX_PATIENCE
 from graphtransfer.envs.mis import IN_SET, INCLUDE, OUT, UNDECIDED
 from graphtransfer.envs.protocol import features_of
-from graphtransfer.errors import UsageError
-from graphtransfer.graphs import Graph, from_edges
-from graphtransfer.graphs.partition import PartMap, assign_parts, check_part_count, split
+from graphtransfer.errors import GraphTransferError, UsageError
+from graphtransfer.graphs import Graph, from_edges, load_graph, resolve
+from graphtransfer.graphs.partition import Part, PartMap, assign_parts, check_part_count, split
+from graphtransfer.graphs.partition_files import PartFile, check_part_files, read_partition_map
 from graphtransfer.solve.loading import policy_for_graphs
-from graphtransfer.solve.partitioned import PartWorker, forward_refs, gather, node_model, part_workers, ray_session, with_halo
-from graphtransfer.solve.predict import write_solution
+from graphtransfer.solve.partitioned import (
+    NodeModel,
+    PartWorker,
+    forward_refs,
+    gather,
+    halo_rows,
+    node_model,
+    part_workers,
+    ray_session,
+    with_halo,
+)
+from graphtransfer.solve.predict import write_solution_parts
 
 Draws = Callable[[int], np.ndarray]
 """a pass's uniform draw of every node, ``(N,)``, given the pass's number"""
+PartDraws = Callable[[int], list[np.ndarray]]
+"""a pass's uniform draw of every part's nodes, one ``(n,)`` array per part, given the pass's number"""
 
 
 @dataclass
@@ -116,6 +129,26 @@ class MISPartWorker(PartWorker):
         """The part's nodes in the set, ``(n,)`` bool."""
         return self.status[: self.part.num_owned] == IN_SET
 
+    def check_set(self, *status_blocks: np.ndarray) -> tuple[bool, bool, int]:
+        """The set checked on the part's edges, its halo's status read from its senders' last
+        boundary status (``status_blocks``): whether no edge into the part's nodes joins two nodes
+        of the set (independent), whether each of its nodes outside the set has a neighbour in it
+        (maximal), and how many of its nodes are in the set. Every edge of the graph is an edge
+        into some part's node, so the parts' answers together check the whole set."""
+        part = self.part
+        if status_blocks:
+            self.status[part.num_owned :] = halo_rows(part, status_blocks)
+        chosen = self.status == IN_SET
+        source, target = part.edge_index
+        covered = chosen[: part.num_owned].copy()
+        covered[target[chosen[source]]] = True
+        return not bool((chosen[source] & chosen[target]).any()), bool(covered.all()), int(chosen[: part.num_owned].sum())
+
+    def rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """The solution's rows of the part: the graph's own id of each of its nodes ``(n,)`` and
+        whether it is in the set ``(n,)`` bool."""
+        return self.part.own_ids(), self.in_set()
+
 
 def partitioned_mis(
     policy: BasePolicy,
@@ -135,23 +168,35 @@ def partitioned_mis(
     """
     model = node_model(policy)
     split_parts = split(graph, assign_parts(graph, parts))
+    nodes = [part.nodes for part in split_parts]
+    part_draws = None if draws is None else functools.partial(_split_draw, draws, nodes)
     with ray_session(ray_address) as ray, part_workers(ray, model, split_parts, MISPartWorker) as workers:
         part_map = [part.outline() for part in split_parts]
         del split_parts  # the workers hold the parts' edges now
-        solution, passes = _decode(ray, workers, len(model.extractor.convs), part_map, seed, draws)
+        passes, _ = _decode(ray, workers, len(model.extractor.convs), part_map, seed, part_draws)
+        chosen = gather(ray, [worker.in_set.remote() for worker in workers])
+    solution = np.zeros(graph.num_nodes, dtype=bool)
+    for owned, chosen_of_part in zip(nodes, chosen, strict=True):
+        solution[owned] = chosen_of_part
     return PartitionedSet(solution, passes, part_map)
 
 
-def _decode(ray, workers: list, layers: int, parts: list[PartMap], seed: int, draws: Draws | None) -> tuple[np.ndarray, int]:
+def _split_draw(draws: Draws, nodes: list[np.ndarray], index: int) -> list[np.ndarray]:
+    """Pass ``index``'s draw of every node (one call: ``draws`` may be a stream), split by part."""
+    draw = draws(index)
+    return [np.ascontiguousarray(draw[owned]) for owned in nodes]
+
+
+def _decode(ray, workers: list, layers: int, parts: list[PartMap], seed: int, draws: PartDraws | None) -> tuple[int, list | None]:
     """The passes, each a round of calls on every part's actor per step; the driver reads only
-    counts and the largest confidences."""
+    counts and the largest confidences. Returns the passes run and the references to the parts'
+    last boundary status (``None`` where no pass ran)."""
     senders = [part.senders for part in parts]
     bound = sum(gather(ray, [worker.caro_wei_share.remote() for worker in workers]))
     candidates = max(1, math.ceil(LOCAL_MAX_PATIENCE * bound))
     sent, undecided, passes = None, sum(part.num_owned for part in parts), 0
     while undecided:
-        draw = None if draws is None else draws(passes)
-        pass_draws = [(seed, passes) if draw is None else np.ascontiguousarray(draw[part.nodes]) for part in parts]
+        pass_draws = [(seed, passes)] * len(parts) if draws is None else draws(passes)
         forward_refs(workers, layers, senders, pass_draws, sent)
         scores = [worker.scores.options(num_returns=3).remote(candidates) for worker in workers]
         tops = np.concatenate(gather(ray, [top for _, top, _ in scores]))
@@ -160,33 +205,97 @@ def _decode(ray, workers: list, layers: int, parts: list[PartMap], seed: int, dr
         results = [worker.apply.options(num_returns=2).remote(*[chosen[q] for q in senders[i]]) for i, worker in enumerate(workers)]
         sent = [boundary for boundary, _ in results]
         undecided, passes = sum(gather(ray, [count for _, count in results])), passes + 1
-    solution = np.zeros(sum(part.num_owned for part in parts), dtype=bool)
-    for part, chosen_of_part in zip(parts, gather(ray, [worker.in_set.remote() for worker in workers]), strict=True):
-        solution[part.nodes] = chosen_of_part
-    return solution, passes
+    return passes, sent
+
+
+@dataclass
+class PartitionedPrediction:
+    """What ``predict --partitions`` solved and wrote (:func:`predict_partitioned`)."""
+
+    graph: str
+    num_nodes: int
+    num_edges: int
+    ids: str
+    """how the graph names its nodes (:meth:`Graph.describe_ids`)"""
+    size: int
+    passes: int
+    parts: list[PartMap]
 
 
 def predict_partitioned(
-    model: str | Path, graph: Graph, out: str | Path, parts: int, ray_address: str | None, seed: int = 0, env: str | None = None
-) -> PartitionedSet:
-    """``predict --partitions``: the MIS model in folder ``model`` on ``graph`` in ``parts`` parts
-    on the Ray cluster at ``ray_address`` (:func:`partitioned_mis`), the set written to ``out`` as
-    predict writes it (``node,decision``, the graph's own ids). A model of another task, or one
-    the partitioned forward cannot run exactly, is a usage error before Ray starts."""
+    model: str | Path, graph: str | Path, out: str | Path, parts: int | None, ray_address: str | None, seed: int = 0, env: str | None = None
+) -> PartitionedPrediction:
+    """``predict --partitions``: the MIS model in folder ``model`` on the graph ``graph`` names, in
+    parts on the Ray cluster at ``ray_address`` (the decoding of :func:`partitioned_mis`).
+
+    ``graph`` is a partitioned graph's folder (:mod:`graphtransfer.graphs.partition_files`; ``parts``
+    ``None`` or its part count), whose parts each actor reads from its file: this process reads
+    only the map. Or it is a graph file, which this process reads and splits into ``parts`` parts
+    (as :func:`graphtransfer.graphs.partition_files.partition_graph` would) and hands to the actors,
+    keeping only the map. Either way the workers check the set (independent and maximal across
+    the cut, :meth:`MISPartWorker.check_set`) and the solution is written to ``out`` part by part
+    from the actors (:func:`graphtransfer.solve.predict.write_solution_parts`). A model of another
+    task, one the partitioned forward cannot run exactly, or a part count that does not fit is a
+    usage error before Ray starts."""
+    loaded = _partitioned_policy(model, env)
+    path = resolve(graph)
+    if path.is_dir():
+        partitioned = read_partition_map(path)
+        if parts is not None and parts != len(partitioned.parts):
+            raise UsageError(
+                f"--partitions {parts}: {path} holds the graph in {len(partitioned.parts)} parts; pass --partitions "
+                f"{len(partitioned.parts)} or drop it, or partition the graph again with graphtransfer graphs partition"
+            )
+        check_part_files(partitioned)
+        absolute = replace(partitioned, folder=path.resolve())  # the actors' working folder may differ from this one
+        sources: list[Part] | list[PartFile] = [PartFile(absolute, index) for index in range(len(partitioned.parts))]
+        about = (partitioned.name, partitioned.num_nodes, partitioned.num_edges, partitioned.ids)
+    else:
+        whole = load_graph(path)
+        try:
+            count = check_part_count(parts, whole.num_nodes, "--partitions")
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+        sources = split(whole, assign_parts(whole, count))
+        about = (whole.name, whole.num_nodes, whole.num_edges, whole.describe_ids())
+        del whole  # the parts hold what the solve needs
+    header = features_of(loaded.env).solution_header
+    found = _solve_and_write(node_model(loaded.policy), sources, out, header, seed, ray_address)
+    return PartitionedPrediction(*about, *found)
+
+
+def _partitioned_policy(model: str | Path, env: str | None):
+    """The MIS model in folder ``model``, loaded once (its weights do not depend on the graph) and
+    checked to run partitioned; a usage error that says why not otherwise."""
     checkpoint = read_checkpoint(model, env)
     config = checkpoint.config
     if config.env is not None or config.task != "mis":
         raise UsageError(f"--partitions solves mis; this model's task is {config.env or config.task}: drop --partitions")
     try:
-        check_part_count(parts, graph.num_nodes, "--partitions")
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-    try:
-        placeholder, _, _ = from_edges(np.array([0]), np.array([1]), 2, "placeholder")  # the weights do not depend on the graph
+        placeholder, _, _ = from_edges(np.array([0]), np.array([1]), 2, "placeholder")
         loaded = policy_for_graphs(checkpoint, [placeholder])
         node_model(loaded.policy)
     except ValueError as err:
         raise UsageError(f"--partitions: {err}") from None
-    found = partitioned_mis(loaded.policy, graph, parts, seed, ray_address=ray_address)
-    write_solution(out, found.solution, features_of(loaded.env).solution_header, graph.ids())
-    return found
+    return loaded
+
+
+def _solve_and_write(
+    model: NodeModel, sources: list[Part] | list[PartFile], out: str | Path, header: str, seed: int, address: str | None
+) -> tuple:
+    """The decoding on one actor per part, the set checked on the actors, and the CSV written
+    from them one part at a time; returns the set's size, the passes and the partition map."""
+    with ray_session(address) as ray, part_workers(ray, model, sources, MISPartWorker) as workers:
+        part_map = [source.outline() for source in sources]
+        sources.clear()  # the caller's list too: the workers hold the parts now
+        passes, sent = _decode(ray, workers, len(model.extractor.convs), part_map, seed, None)
+        senders = [part.senders for part in part_map]
+        verdicts = gather(
+            ray, [w.check_set.remote(*([] if sent is None else [sent[q] for q in senders[i]])) for i, w in enumerate(workers)]
+        )
+        if not all(independent for independent, _, _ in verdicts):
+            raise GraphTransferError("the partitioned set is not independent, a bug, please report it")
+        if not all(maximal for _, maximal, _ in verdicts):
+            raise GraphTransferError("the partitioned set is not maximal, a bug, please report it")
+        write_solution_parts(out, header, (gather(ray, [worker.rows.remote()])[0] for worker in workers))
+    return sum(size for _, _, size in verdicts), passes, part_map

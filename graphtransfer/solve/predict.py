@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
@@ -15,7 +16,7 @@ from graphtransfer.config.schema import DecodingName, Device, NodeOrder
 from graphtransfer.envs.factory import named_query
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.graphs import Graph, load_graph, resolve
-from graphtransfer.io import atomic_write, check_output_file
+from graphtransfer.io import atomic_write, check_output_file, write_atomically
 from graphtransfer.solve.evaluate import finish_rule
 from graphtransfer.solve.inference import Solution
 from graphtransfer.solve.loading import DEFAULT_RUNTIME, policy_for_graphs
@@ -133,6 +134,33 @@ def write_solution(path: str | Path, solution: np.ndarray, header: str, node_ids
     ``node,...``) gets its node's id as first column, and every other column the header names
     ``node`` or ``mate`` (a route's ``step,node``, a matching's ``node,mate``) holds ids too, with
     an empty cell where the solution holds -1 (an unmatched node: no id can be mistaken for it)."""
+    body = header + "\n" + solution_rows(solution, header, node_ids)
+    atomic_write(path, body.encode())  # a killed run leaves the previous CSV, never half of a new one
+
+
+ROWS_PER_WRITE = 1 << 18
+"""rows formatted at a time by :func:`write_solution_parts`: the text of one block, not the whole CSV, is in memory"""
+
+
+def write_solution_parts(path: str | Path, header: str, parts: Iterable[tuple[np.ndarray, np.ndarray]]) -> None:
+    """A per-node solution's CSV (as :func:`write_solution` writes it), written atomically from
+    ``parts``, each the graph's own ids of some nodes ``(n,)`` and their solution ``(n,)``, taken
+    one at a time and written a block of rows at a time: the rows come part after part, each
+    naming its node, and no array of the whole graph is made."""
+
+    def write(tmp: Path) -> None:
+        with tmp.open("w", encoding="utf-8", newline="") as file:
+            file.write(header + "\n")
+            for ids, solution in parts:
+                for start in range(0, len(ids), ROWS_PER_WRITE):
+                    block = slice(start, start + ROWS_PER_WRITE)
+                    file.write(solution_rows(solution[block], header, ids[block]))
+
+    write_atomically(Path(path), write)
+
+
+def solution_rows(solution: np.ndarray, header: str, node_ids: np.ndarray | None = None) -> str:
+    """The rows of :func:`write_solution`'s CSV, without the header line."""
     rows = solution.reshape(len(solution), -1)
     integral = np.issubdtype(rows.dtype, np.integer) or rows.dtype == bool
     values = rows.astype(np.int64) if integral else rows.astype(np.float64)
@@ -150,11 +178,9 @@ def write_solution(path: str | Path, solution: np.ndarray, header: str, node_ids
     named = [i for i, form in enumerate(formats) if form == "%s"]
     if any(isinstance(v, str) and any(ch in v for ch in ',"\n\r') for v in table[:, named].ravel().tolist()):
         text = io.StringIO()  # ids that need quoting: the csv module quotes them
-        csv.writer(text, lineterminator="\n").writerows([names, *table.tolist()])
-        body = text.getvalue()
-    else:  # one %-format over every cell: several times faster than a writer row by row
-        body = header + "\n" + (",".join(formats) + "\n") * len(table) % tuple(table.ravel().tolist())
-    atomic_write(path, body.encode())  # a killed run leaves the previous CSV, never half of a new one
+        csv.writer(text, lineterminator="\n").writerows(table.tolist())
+        return text.getvalue()
+    return (",".join(formats) + "\n") * len(table) % tuple(table.ravel().tolist())  # several times faster than a writer row by row
 
 
 def _as_ids(positions: np.ndarray, node_ids: np.ndarray | None) -> np.ndarray:

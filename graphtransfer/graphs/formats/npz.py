@@ -33,10 +33,10 @@ def read_npz(path: str | Path) -> Graph:
             names = {name.removesuffix(".npy"): name for name in archive.namelist()}
             if "edge_index" not in names:
                 raise GraphFileError(path, f"has no 'edge_index' array (found {sorted(names)}); expected {EXPECTED}")
-            edge_index = _read_member(path, archive, names["edge_index"])
-            num_nodes = _read_member(path, archive, names["num_nodes"]) if "num_nodes" in names else None
-            node_ids = _read_member(path, archive, names["node_ids"]) if "node_ids" in names else None
-            weights = {key: _read_member(path, archive, names[key]) for key in ("edge_weight", "node_weight") if key in names}
+            edge_index = read_member(path, archive, names["edge_index"])
+            num_nodes = read_member(path, archive, names["num_nodes"]) if "num_nodes" in names else None
+            node_ids = read_member(path, archive, names["node_ids"]) if "node_ids" in names else None
+            weights = {key: read_member(path, archive, names[key]) for key in ("edge_weight", "node_weight") if key in names}
     except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError, ValueError, TypeError, NotImplementedError) as err:
         raise GraphFileError(path, f"is not a readable .npz archive ({_reason(err)}); expected {EXPECTED}") from None
     graph = graph_from_arrays(path, edge_index, num_nodes, node_ids, weights.get("edge_weight"))
@@ -116,8 +116,9 @@ def _check_node_ids(path: Path, node_ids: np.ndarray, num_nodes: int) -> np.ndar
     return node_ids
 
 
-def _read_member(path: Path, archive: zipfile.ZipFile, name: str) -> np.ndarray:
-    """One ``.npy`` member, its header checked against the bytes that follow it."""
+def read_member(path: Path, archive: zipfile.ZipFile, name: str, expected: str = EXPECTED) -> np.ndarray:
+    """One ``.npy`` member, its header checked against the bytes that follow it; ``expected`` says
+    what the file should hold, for the message that refuses a member of Python objects."""
     with archive.open(name) as member:
         version = np.lib.format.read_magic(member)
         if version not in ((1, 0), (2, 0)):
@@ -125,7 +126,7 @@ def _read_member(path: Path, archive: zipfile.ZipFile, name: str) -> np.ndarray:
         read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
         shape, fortran_order, dtype = read_header(member)
         if dtype.hasobject:
-            raise GraphFileError(path, f"'{name}' holds Python objects, which would need unpickling; expected {EXPECTED}")
+            raise GraphFileError(path, f"'{name}' holds Python objects, which would need unpickling; expected {expected}")
         size = math.prod(shape) * dtype.itemsize
         data = member.read(size)
     if len(data) != size:
