@@ -279,18 +279,44 @@ def caro_wei_bound(obs: dict[str, np.ndarray]) -> float:
 
 
 def _local_max_step(policy, env, features, obs, deterministic, generator, commit_fraction, candidates, order_noise=0.0):
+    """One local-max pass of a node-wise env: the policy's commits (:func:`local_max_commits`),
+    and where the env names ``exact_actions`` (MIS), the nodes they decide besides
+    (:func:`with_exact_actions`)."""
     active = _active_nodes(features, obs)
     actions = np.full(obs["x"].shape[0], features.defer_action, dtype=np.int64)
     if active.size:
-        compact = obs_to_tensors(active_subgraph(obs, active), policy.device)
+        residual = active_subgraph(obs, active)
+        compact = obs_to_tensors(residual, policy.device)
         confidence = policy.get_distribution(compact).probs[0, :, features.commit_action]
         if order_noise:
             confidence = with_gumbel_noise(torch.logit(confidence, eps=LOGIT_EPS), order_noise, generator)
-        commits = local_max_commits(confidence, compact["edge_index"][0], candidates)
-        actions[active[commits.cpu().numpy()]] = features.commit_action
-        del compact
+        commits = local_max_commits(confidence, compact["edge_index"][0], candidates).cpu().numpy()
+        chosen = np.where(commits, features.commit_action, features.defer_action)
+        if features.exact_actions is not None:
+            edges = residual["edge_index"][:, : int(residual["num_edges"][0])]
+            exact = np.asarray(features.exact_actions(edges, active.size))
+            chosen = with_exact_actions(chosen, exact, edges, features.commit_action, features.defer_action)
+        actions[active] = chosen
+        del compact, residual
     release(obs)
     return env.step(actions)
+
+
+def with_exact_actions(chosen: np.ndarray, exact: np.ndarray, edge_index: np.ndarray, commit: int, defer: int) -> np.ndarray:
+    """A pass's actions ``chosen`` by the policy, overruled where the env's ``exact_actions``
+    decide a node (anything but ``defer``); a policy commit next to an exact commit defers, so
+    that the two never clash. In MIS the exact rules take isolated and pendant nodes and leave
+    out dominated ones (:func:`graphtransfer.envs.mis.reduction_actions`): the residual graph the
+    policy ranks next holds no node that some largest set decides anyway.
+
+    Shapes:
+        chosen, exact: ``(N,)`` over the active nodes; edge_index: ``(2, E)`` their edges (both
+        directions); returns ``(N,)``.
+    """
+    decided = exact != defer
+    beside = np.zeros(chosen.size, dtype=bool)
+    beside[edge_index[1][exact[edge_index[0]] == commit]] = True
+    return np.where(decided, exact, np.where(beside, defer, chosen))
 
 
 def release(obs: dict[str, np.ndarray]) -> None:
