@@ -171,12 +171,11 @@ def test_gymnasium_finds_the_ids_after_import_graphtransfer(script, env_id):
     assert int(result.stdout) == 60  # the small sample set's largest graph
 
 
-def test_pendants_join_and_the_nodes_they_dominate_leave(path5, star5):
-    assert reduction_actions(path5.edge_index, 5).tolist() == [INCLUDE, EXCLUDE, DEFER, EXCLUDE, INCLUDE]
-    assert reduction_actions(path5.edge_index, 5, dominance=False).tolist() == [INCLUDE, DEFER, DEFER, DEFER, INCLUDE]
-    assert reduction_actions(star5.edge_index, 5).tolist() == [EXCLUDE] + [INCLUDE] * 4  # pendants sharing a neighbour all join
+def test_isolated_nodes_join_and_dominated_nodes_leave(path5, star5):
+    assert reduction_actions(path5.edge_index, 5).tolist() == [DEFER, EXCLUDE, DEFER, EXCLUDE, DEFER]  # a pendant's neighbour
+    assert reduction_actions(star5.edge_index, 5).tolist() == [EXCLUDE] + [DEFER] * 4  # the leaves join next pass, all of them
     edge_and_loner = graph_from_pairs([(0, 1)], 3)
-    assert reduction_actions(edge_and_loner.edge_index, 3).tolist() == [INCLUDE, EXCLUDE, INCLUDE]  # an isolated edge: the lower id
+    assert reduction_actions(edge_and_loner.edge_index, 3).tolist() == [DEFER, EXCLUDE, INCLUDE]  # an isolated edge: the lower id stays
     triangle = graph_from_pairs([(0, 1), (1, 2), (0, 2)], 3)
     assert reduction_actions(triangle.edge_index, 3).tolist() == [DEFER, EXCLUDE, EXCLUDE]  # equal neighbourhoods: the lowest id stays
 

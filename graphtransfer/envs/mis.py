@@ -90,7 +90,8 @@ class MISEnv(GraphEnv):
 
     def exact_actions(self, edge_index: np.ndarray, num_nodes: int) -> np.ndarray:
         """The residual graph's nodes that some largest set includes or leaves out whatever the
-        rest does (:func:`reduction_actions`); the local-max decoding applies them every pass."""
+        rest does (:func:`reduction_actions`: isolated nodes join, dominated nodes leave); the
+        local-max decoding applies them every pass."""
         return reduction_actions(edge_index, num_nodes)
 
     def _finished(self) -> bool:
@@ -178,29 +179,26 @@ def is_independent_set(graph: Graph, chosen: np.ndarray) -> bool:
     return not (chosen[src] & chosen[dst]).any()
 
 
-def reduction_actions(edge_index: np.ndarray, num_nodes: int, dominance: bool = True) -> np.ndarray:
+def reduction_actions(edge_index: np.ndarray, num_nodes: int) -> np.ndarray:
     """The action of each node of a residual graph that some maximum independent set agrees
-    with, :data:`DEFER` where no rule decides: a node without neighbours and a pendant node
-    (one neighbour; of two adjacent pendants the lower id) ``INCLUDE``, and with ``dominance``,
-    a node ``u`` with a neighbour ``v`` whose closed neighbourhood is inside its own
-    (:func:`dominated`) ``EXCLUDE``. The includes are never adjacent, never excluded, and the
-    rules stay exact together and on any induced subgraph that keeps the nodes they name, so a
-    pass may apply them all at once beside commits of its own that touch no include.
+    with, :data:`DEFER` where neither rule decides: a node without neighbours ``INCLUDE``, and a
+    node ``u`` with a neighbour ``v`` whose closed neighbourhood is inside its own ``EXCLUDE``
+    (:func:`dominated`). The neighbour of a pendant node is such a ``u``, so the pendant is left
+    alone and joins on the next pass; so are all neighbours of a node whose neighbours form a
+    clique. Both rules stay exact on any induced subgraph that keeps the nodes they name, so a
+    pass may apply them beside commits of its own that touch no include.
+
+    Including the pendant nodes in the same pass instead gave slightly smaller sets on sparse
+    graphs (bench/RESULTS.md, "Exact reductions in the MIS decoding").
 
     Shapes:
         edge_index: ``(2, E)`` directed edges (both directions) over nodes ``0..num_nodes-1``;
         returns ``(num_nodes,)`` int64.
     """
-    src, dst = edge_index
-    degree = np.bincount(src, minlength=num_nodes)
-    include = degree == 0
-    pendant = degree[src] == 1  # the edges out of pendants
-    loner = degree[dst[pendant]] != 1  # the pendant's neighbour has others; else an isolated edge: its lower end
-    include[src[pendant][loner | (src[pendant] < dst[pendant])]] = True
+    degree = np.bincount(edge_index[0], minlength=num_nodes)
     actions = np.full(num_nodes, DEFER, dtype=np.int64)
-    if dominance:
-        actions[dominated(edge_index, degree)] = EXCLUDE
-    actions[include] = INCLUDE
+    actions[dominated(edge_index, degree)] = EXCLUDE
+    actions[degree == 0] = INCLUDE
     return actions
 
 
