@@ -276,3 +276,19 @@ def test_help_in_a_pipe_keeps_the_examples_on_one_line():
     result = subprocess.run([str(script), "eval", "--help"], capture_output=True, text=True, env=environment, check=True)
     example = "graphtransfer eval --model runs/mis/small --graphs evalset/ --workers 2 --max-nodes-per-batch 50000"
     assert example in result.stdout
+
+
+def test_predict_and_eval_take_no_reductions_and_write_maximal_independent_sets(tiny_model, tmp_path):
+    from .brute_force import is_maximal_independent
+
+    graph = barabasi_albert(400, 2, 5)
+    write_edge_list(graph, tmp_path / "g.txt")
+    for flags in ([], ["--no-reductions"]):
+        out = tmp_path / f"s{len(flags)}.csv"
+        command = ["predict", "--model", str(tiny_model("mis")), "--graph", str(tmp_path / "g.txt"), "--out", str(out), *flags]
+        result = runner.invoke(app, command)
+        assert result.exit_code == 0, result.output
+        chosen = np.loadtxt(out, delimiter=",", skiprows=1, dtype=np.int64)
+        assert is_maximal_independent(graph, chosen[np.argsort(chosen[:, 0]), 1].astype(bool))
+    result = runner.invoke(app, ["eval", "--model", str(tiny_model("mis")), "--graphs", str(tmp_path / "g.txt"), "--no-reductions"])
+    assert result.exit_code == 0, result.output

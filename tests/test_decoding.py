@@ -285,13 +285,16 @@ def test_local_max_decoding_never_stalls_on_a_dense_graph(tiny_model):
 
 def test_local_max_takes_what_the_exact_rules_decide_whatever_the_policy_ranks(tiny_model):
     """A spider, legs centre - knee - foot: the knees, dominated by their feet, leave, and then
-    the feet and the centre, left alone, join: the largest set, legs + 1, in three passes at most."""
+    the feet and the centre, left alone, join: the largest set, legs + 1, in three passes at most.
+    Without the reductions the policy alone commits every node of its set."""
     legs = 12
     pairs = [(0, leg) for leg in range(1, legs + 1)] + [(leg, legs + leg) for leg in range(1, legs + 1)]
     graph = graph_from_pairs(pairs, 2 * legs + 1, "spider")
     policy, env = _trained_mis(tiny_model, graph)
     found = solve(policy, env)
     assert found.objective == legs + 1 and found.passes <= 3 and is_maximal_independent(graph, found.solution)
+    alone = solve(policy, env, reductions=False)  # at most 2 commits a pass (0.15 of the Caro-Wei bound, 10), 12 or more to make
+    assert alone.passes >= 6 and is_maximal_independent(graph, alone.solution)
 
 
 def test_the_exact_actions_overrule_the_policy_and_its_commits_beside_an_exact_include():

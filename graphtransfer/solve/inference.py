@@ -78,6 +78,7 @@ def solve(
     finish=None,
     decoding: str | None = None,
     patience: float = 1.0,
+    reductions: bool = True,
 ) -> Solution:
     """Run ``policy`` on the env's single graph until the episode ends (solved or horizon).
 
@@ -117,6 +118,9 @@ def solve(
             patient than the default to be, at least 1 (see :func:`local_max_patience`);
             ``--rollouts auto`` raises it where one rollout runs
             (:func:`graphtransfer.solve.rollouts.rollout_patience`).
+        reductions: node-wise local-max decodings of envs that name ``exact_actions`` (MIS):
+            apply them every pass beside the policy's commits (:func:`with_exact_actions`);
+            ``False``: the policy alone decides.
         finish: the task's finishing rule (:data:`graphtransfer.baselines.completion.FINISH`),
             called as ``finish(graph, solution, undecided)`` once the policy stops; what it
             added is reported apart, in :attr:`Solution.finished`.
@@ -138,6 +142,8 @@ def solve(
             candidates, step = leave_out_candidates(obs, given_fraction), _leave_out_step
         noise = ORDER_NOISE if decoding == LOCAL_MAX_SAMPLED else 0.0
         run_pass = functools.partial(step, candidates=candidates, order_noise=noise)
+        if features.head is Head.NODE_WISE:
+            run_pass = functools.partial(run_pass, exact=features.exact_actions if reductions else None)
     done, passes, rewards = False, 0, []
     with torch.random.fork_rng(devices=[policy.device] if policy.device.type == "cuda" else []), torch.inference_mode():
         torch.manual_seed(seed)  # SB3's distributions sample from torch's global generator; the caller's state comes back after
@@ -278,10 +284,10 @@ def caro_wei_bound(obs: dict[str, np.ndarray]) -> float:
     return float(np.sum(1.0 / (degree + 1.0)))
 
 
-def _local_max_step(policy, env, features, obs, deterministic, generator, commit_fraction, candidates, order_noise=0.0):
+def _local_max_step(policy, env, features, obs, deterministic, generator, commit_fraction, candidates, order_noise=0.0, exact=None):
     """One local-max pass of a node-wise env: the policy's commits (:func:`local_max_commits`),
-    and where the env names ``exact_actions`` (MIS), the nodes they decide besides
-    (:func:`with_exact_actions`)."""
+    and given the env's ``exact`` actions (MIS: :meth:`graphtransfer.envs.mis.MISEnv.exact_actions`),
+    the nodes they decide besides (:func:`with_exact_actions`)."""
     active = _active_nodes(features, obs)
     actions = np.full(obs["x"].shape[0], features.defer_action, dtype=np.int64)
     if active.size:
@@ -292,10 +298,10 @@ def _local_max_step(policy, env, features, obs, deterministic, generator, commit
             confidence = with_gumbel_noise(torch.logit(confidence, eps=LOGIT_EPS), order_noise, generator)
         commits = local_max_commits(confidence, compact["edge_index"][0], candidates).cpu().numpy()
         chosen = np.where(commits, features.commit_action, features.defer_action)
-        if features.exact_actions is not None:
+        if exact is not None:
             edges = residual["edge_index"][:, : int(residual["num_edges"][0])]
-            exact = np.asarray(features.exact_actions(edges, active.size))
-            chosen = with_exact_actions(chosen, exact, edges, features.commit_action, features.defer_action)
+            decided = np.asarray(exact(edges, active.size))
+            chosen = with_exact_actions(chosen, decided, edges, features.commit_action, features.defer_action)
         actions[active] = chosen
         del compact, residual
     release(obs)
