@@ -134,7 +134,7 @@ def test_the_partitioned_mis_with_the_envs_draws_is_the_single_process_set(local
     draws = env_draws(env, seed=0)
     obs, _ = env.reset(seed=0)
     assert np.array_equal(draws(0).astype(np.float32), obs["x"][:, 4])  # the stream is the env's
-    single = solve(policy, env, seed=0, decoding="local-max")
+    single = solve(policy, env, seed=0, decoding="local-max", reductions=False)  # the partitioned decoding applies none
     assert single.feasible and single.passes < env.unwrapped.horizon  # decided by the policy alone, no finishing rule
     found = partitioned_mis(policy, graph, parts, draws=env_draws(env, seed=0))
     assert maximal_independent(graph, found.solution)
@@ -145,7 +145,7 @@ def test_the_partitioned_mis_with_the_envs_draws_is_the_single_process_set(local
 def test_the_partitioned_mis_with_its_own_draws_is_maximal_and_as_large_as_single_process_seeds(local_ray, tiny_model):
     graph = GRAPHS["delaunay"]()
     policy, env = load_policy(tiny_model("mis"), graph)
-    sizes = [solve(policy, env, seed=seed, decoding="local-max").objective for seed in range(4)]
+    sizes = [solve(policy, env, seed=seed, decoding="local-max", reductions=False).objective for seed in range(4)]
     found = partitioned_mis(policy, graph, 3, seed=1)
     assert maximal_independent(graph, found.solution)
     # its draws are not the env's: it is one more seed, so its size lies where the seeds' do (on 500 nodes they differ by a few %)
