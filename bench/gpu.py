@@ -1,13 +1,18 @@
 """graphtransfer on a CUDA GPU (issue 31), in one call on a machine with a GPU: one forward against
-the plain recipe on the same device, whole ``predict`` commands from 250k to 10^7 nodes (10^7: on the GPU in float32 only), and
-training speed, each on the GPU in float32 and with bfloat16 message passing beside the same
-machine's CPU.
+the plain recipe on the same device, one solve after load, the GPU's load in PPO updates, whole
+``predict`` commands from 250k to 10^7 nodes (10^7: on the GPU in float32 only), and training
+speed, each on the GPU in float32 and with bfloat16 message passing beside the same machine's CPU.
 
 - forward: the make-demo MIS policy's ``act`` (deterministic) on the recipe's own random graph
   (``naive_graph_env.random_graph_edge_index``, average degree 4) at 250,151 and 10^6 nodes, and the
   recipe's model (``../shared/plain-recipe``, its classes unchanged, built as its driver builds them
   but with ``device="cuda"``) calling ``policy._predict`` as its driver times it; CUDA-synchronised
   wall clock, median of ``CALLS`` after one warm-up; the GPU's peak allocated memory.
+- solve: one MIS solve after load, in this process (250k to 10^7 nodes): the passes kept on the GPU
+  (``graphtransfer.solve.device_mis``) against the env's numpy steps between the same GPU forwards
+  (the path before it) and the same machine's CPU.
+- busy: NVML's GPU utilisation, sampled every 20 ms, inside each PPO update of MIS training at
+  148,640 nodes (n_steps 32, batch 8, 4 epochs).
 - predict: ``graphtransfer predict`` as a user runs it (a fresh process, Erdős–Rényi average degree 8,
   the default decoding): the solve as predict prints it, the whole process, its peak RSS.
 - train: env steps/s of MIS training with the recipe's PPO settings (``bench.training_recipe``'s
@@ -30,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -37,13 +43,16 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from stable_baselines3.common.callbacks import BaseCallback
 
 from bench.forward import RECIPE
 from graphtransfer.checkpoint import read_checkpoint
-from graphtransfer.config import Runtime
+from graphtransfer.config import PPOConfig, RunConfig, Runtime
 from graphtransfer.graphs import Graph, erdos_renyi, write_graph
+from graphtransfer.solve import inference
 from graphtransfer.solve.inference import act, obs_to_tensors
 from graphtransfer.solve.loading import policy_for_graphs
+from graphtransfer.training.loop import train
 
 CALLS = 3
 CLI = [sys.executable, "-c", "from graphtransfer.cli import main; main()"]
@@ -177,6 +186,114 @@ def predict_part(model: str, sizes: list[int], folder: Path, deadline: float, re
             print(f"| {nodes:,} | {arm} | {size:,.0f} | {passes} | {solve:.2f} | {wall:.2f} | {peak:,.0f} |", flush=True)
 
 
+def timed_solve(loaded, on_device: bool) -> tuple[float, float, int]:
+    """Seconds, set size and passes of one default-decoding solve, the passes kept on the device
+    (graphtransfer.solve.device_mis) or taken by the env's numpy steps between the same forwards."""
+    kept = inference.runs_on_device
+    if not on_device:
+        inference.runs_on_device = lambda env, policy: False  # the previous path: the env's own steps on the host
+    try:
+        sync()
+        started = time.perf_counter()
+        solution = inference.solve(loaded.policy, loaded.env, seed=0)
+        sync()
+        return time.perf_counter() - started, solution.objective, solution.passes
+    finally:
+        inference.runs_on_device = kept
+
+
+def solve_part(model: str, sizes: list[int], deadline: float, results: dict) -> None:
+    """One MIS solve after the graph and the model are loaded (Erdős–Rényi, average degree 8, one
+    rollout), in this process: the passes on the GPU, against the env's steps on the host
+    between the same GPU forwards (the path before), and the same machine's CPU."""
+    print("\n### One MIS solve after load (Erdős–Rényi, average degree 8, default decoding, one rollout)\n")
+    print("| nodes | arm | load s | solve s (first) | solve s (second) | set | passes |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    torch.set_num_threads(os.cpu_count() or 1)
+    for nodes in sizes:
+        graph = erdos_renyi(nodes, 8.0, 0)
+        arms = [("cuda, passes on the GPU", "cuda", True), ("cuda, env steps on the host", "cuda", False), ("cpu", "cpu", False)]
+        for arm, device, on_device in arms:
+            skipped = device == "cuda" and not torch.cuda.is_available() or (device == "cpu" or not on_device) and nodes > 2_000_000
+            if skipped or time.perf_counter() > deadline:
+                continue
+            started = time.perf_counter()
+            loaded = policy_for_graphs(read_checkpoint(model), [graph], Runtime(device=device))
+            load = time.perf_counter() - started
+            first, size, passes = timed_solve(loaded, on_device)
+            second = timed_solve(loaded, on_device)[0] if nodes <= 2_000_000 else float("nan")
+            results[f"solve {nodes} {arm}"] = {"load": load, "first": first, "second": second, "set": size, "passes": passes}
+            print(f"| {nodes:,} | {arm} | {load:.2f} | {first:.3f} | {second:.3f} | {size:,.0f} | {passes} |", flush=True)
+            del loaded
+
+
+class UpdateWindows(BaseCallback):
+    """The wall-clock windows of PPO's updates: from the end of a rollout to the start of the next
+    (or the end of training)."""
+
+    def __init__(self):
+        super().__init__()
+        self.windows: list[tuple[float, float]] = []
+        self._ended: float | None = None
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        self._ended = time.perf_counter()
+
+    def _on_rollout_start(self) -> None:
+        self._close()
+
+    def _on_training_end(self) -> None:
+        self._close()
+
+    def _close(self) -> None:
+        if self._ended is not None:
+            self.windows.append((self._ended, time.perf_counter()))
+            self._ended = None
+
+
+def sample_utilisation(samples: list[tuple[float, int]], stop: threading.Event) -> None:
+    """NVML's GPU utilisation (the share of its last sample period with a kernel running) every 20 ms."""
+    import pynvml
+
+    pynvml.nvmlInit()
+    handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+    while not stop.is_set():
+        samples.append((time.perf_counter(), pynvml.nvmlDeviceGetUtilizationRates(handle).gpu))
+        time.sleep(0.02)
+
+
+def busy_part(nodes: int, iterations: int, folder: Path, results: dict) -> None:
+    """How busy PPO's updates keep the GPU: NVML's utilisation sampled during each update of MIS
+    training at ``nodes`` nodes (ER degree 4; n_steps 32, batch 8, 4 epochs, one env)."""
+    print(f"\n### GPU utilisation during PPO updates ({nodes:,} nodes, n_steps 32, batch 8, 4 epochs)\n")
+    print("| arm | update | seconds | samples | mean utilisation % | median % |")
+    print("|---|---:|---:|---:|---:|---:|")
+    graph = folder / f"busy-{nodes}.npz"
+    write_graph(erdos_renyi(nodes, 4.0, 0), graph)
+    for arm, (device, mixed) in ARMS.items():
+        if device != "cuda":
+            continue
+        ppo = PPOConfig(total_timesteps=32 * iterations, n_envs=1, n_steps=32, batch_size=8, n_epochs=4)
+        config = RunConfig(task="mis", graphs=str(graph), ppo=ppo, runtime=Runtime(device=device, mixed_precision=mixed))
+        windows, samples, stop = UpdateWindows(), [], threading.Event()
+        sampler = threading.Thread(target=sample_utilisation, args=(samples, stop), daemon=True)
+        sampler.start()
+        try:
+            train(config, folder / f"busy-{arm.replace(' ', '-')}", log=lambda line: None, callback=windows)
+        finally:
+            stop.set()
+            sampler.join()
+        for index, (start, end) in enumerate(windows.windows):
+            inside = [value for at, value in samples if start + 0.2 <= at <= end]  # NVML looks back a sample period
+            mean = statistics.mean(inside) if inside else float("nan")
+            median = statistics.median(inside) if inside else float("nan")
+            results[f"busy {nodes} {arm} update {index}"] = {"seconds": end - start, "samples": len(inside), "mean": mean, "median": median}
+            print(f"| {arm} | {index} | {end - start:.2f} | {len(inside)} | {mean:.0f} | {median:.0f} |", flush=True)
+
+
 def training_worker(nodes: int, timesteps: int, device: str, mixed: bool) -> dict:
     command = [sys.executable, "-m", "bench.training_recipe", "--worker", "mis", "--nodes", str(nodes), "--timesteps", str(timesteps)]
     command += ["--device", device] + (["--mixed-precision"] if mixed else [])
@@ -245,7 +362,9 @@ def main() -> None:
     parser.add_argument("--predict-sizes", default="250151,1000000,10000000")
     parser.add_argument("--train-sizes", default="50:1024,1000:512,10000:192", help="nodes:timed env steps, comma-separated")
     parser.add_argument("--iteration-nodes", type=int, default=148_640)
-    parser.add_argument("--parts", default="forward,predict,iteration,train")
+    parser.add_argument("--solve-sizes", default="250151,1000000,10000000")
+    parser.add_argument("--busy-iterations", type=int, default=3, help="PPO iterations whose updates the busy part samples")
+    parser.add_argument("--parts", default="forward,solve,predict,busy,iteration,train")
     args = parser.parse_args()
     deadline = time.perf_counter() + args.deadline
     folder = Path(tempfile.mkdtemp(prefix="gpu-bench-"))
@@ -255,6 +374,8 @@ def main() -> None:
         "forward": lambda: forward_part(args.model, args.recipe, [int(n) for n in args.forward_sizes.split(",")], results),
         "train": lambda: train_part([sized(pair) for pair in args.train_sizes.split(",")], deadline, results),
         "iteration": lambda: iteration_part(args.iteration_nodes, folder, deadline, results),
+        "solve": lambda: solve_part(args.model, [int(n) for n in args.solve_sizes.split(",")], deadline, results),
+        "busy": lambda: busy_part(args.iteration_nodes, args.busy_iterations, folder, results),
         "predict": lambda: predict_part(args.model, [int(n) for n in args.predict_sizes.split(",")], folder, deadline, results),
     }
     for name in args.parts.split(","):

@@ -19,6 +19,7 @@ from graphtransfer.errors import UsageError
 from graphtransfer.graphs import erdos_renyi
 from graphtransfer.training import model as training_model
 from graphtransfer.training.buffers import EdgeStore, ValueColumn, ValueStore, estimate_rollout_bytes, held_bytes
+from graphtransfer.training.device_rollout import DeviceEdges, DeviceValues
 from graphtransfer.training.model import buffer_class, build_model, check_buffer_fits
 
 TASKS = ("mis", "mvc", "epidemic", "maxcut", "matching", "path")  # node-wise residual, node-choice, graph-level,
@@ -121,13 +122,21 @@ def _collect_into_both(model, other) -> None:
     model.collect_rollouts(model.env, callback, buffer, model.n_steps)
 
 
+@pytest.mark.parametrize("rebuilt_on", ["host", "device"])
 @pytest.mark.parametrize("task", TASKS)
-def test_samples_equal_sb3_buffers_samples_bit_for_bit(task):
+def test_samples_equal_sb3_buffers_samples_bit_for_bit(task, rebuilt_on):
+    """Also where the stores are copied to the learner's device and unpacked there (a GPU's
+    update; here the same torch code on the CPU)."""
     model = _model(task)
     sb3 = _sb3_buffer(model)
     _collect_into_both(model, sb3)
     compact = model.rollout_buffer
     assert held_bytes(vars(compact)) < held_bytes(vars(sb3)) / 3
+    if rebuilt_on == "device":
+        for store in compact.stores.values():
+            store.finish()
+        device = compact.device
+        compact.on_device = DeviceEdges(compact.edge_store, device), {k: DeviceValues(v, device) for k, v in compact.stores.items()}
     for seed in (0, 1):  # two epochs: the second reads the stores after get() has finished them
         np.random.seed(seed)
         ours = list(compact.get(16))

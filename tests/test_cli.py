@@ -5,6 +5,7 @@ import tempfile
 
 import numpy as np
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from graphtransfer.cli import app
@@ -288,3 +289,27 @@ def test_predict_without_reductions_writes_a_maximal_independent_set(tiny_model,
     assert result.exit_code == 0, result.output
     chosen = np.loadtxt(tmp_path / "s.csv", delimiter=",", skiprows=1, dtype=np.int64)
     assert is_maximal_independent(graph, chosen[np.argsort(chosen[:, 0]), 1].astype(bool))
+
+
+def test_the_gpu_running_out_of_memory_is_one_line_and_exit_code_1(capsys):
+    """torch's CUDA out-of-memory error (a RuntimeError) becomes one line naming the fixes; any other
+    RuntimeError is a bug and keeps its traceback."""
+    import torch
+
+    from graphtransfer.cli.common import friendly_errors
+
+    @friendly_errors
+    def solve_on_a_small_gpu():
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+
+    @friendly_errors
+    def broken():
+        raise RuntimeError("a bug")
+
+    with pytest.raises(typer.Exit) as exited:
+        solve_on_a_small_gpu()
+    err = capsys.readouterr().err
+    assert exited.value.exit_code == 1 and err.count("\n") == 1
+    assert err.startswith("error: the GPU ran out of memory") and "--device cpu" in err
+    with pytest.raises(RuntimeError, match="a bug"):
+        broken()

@@ -7,10 +7,15 @@ import numpy as np
 import pytest
 import torch
 
-from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
+from graphtransfer.checkpoint import read_checkpoint
+from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
 from graphtransfer.envs.mis import MISEnv
 from graphtransfer.graphs import erdos_renyi
 from graphtransfer.nn import build_policy, configure_runtime
+from graphtransfer.solve import inference
+from graphtransfer.solve.device_mis import runs_on_device
+from graphtransfer.solve.inference import solve
+from graphtransfer.solve.loading import policy_for_graphs
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -70,3 +75,20 @@ def test_a_mixed_precision_ppo_run_on_cuda_updates_finite_weights(tmp_path):
     train(config, tmp_path / "m", log=lambda line: None)
     weights = read_checkpoint(tmp_path / "m").tensors
     assert all(torch.isfinite(w).all() for w in weights.values())
+
+
+@needs_cuda
+def test_an_mis_solve_on_cuda_keeps_its_passes_there_and_finds_the_host_passes_set(monkeypatch):
+    """On a GPU the MIS passes stay there (graphtransfer.solve.device_mis): the same set, pass
+    for pass, as the env's own numpy steps between the same GPU forwards, and within 1% of the
+    CPU's solve (whose forward rounds differently)."""
+    checkpoint = read_checkpoint("mis")
+    graph = erdos_renyi(20_000, 8.0, 4)
+    on_gpu, on_cpu = (policy_for_graphs(checkpoint, [graph], Runtime(device=device)) for device in ("cuda", "cpu"))
+    assert runs_on_device(on_gpu.env, on_gpu.policy) and not runs_on_device(on_cpu.env, on_cpu.policy)
+    kept_there = solve(on_gpu.policy, on_gpu.env, seed=2)
+    monkeypatch.setattr(inference, "runs_on_device", lambda env, policy: False)  # the host's steps, the same GPU forwards
+    host_steps = solve(on_gpu.policy, on_gpu.env, seed=2)
+    assert kept_there.feasible and kept_there.passes == host_steps.passes
+    assert np.array_equal(kept_there.solution, host_steps.solution)
+    assert abs(kept_there.objective - solve(on_cpu.policy, on_cpu.env, seed=2).objective) <= 0.01 * kept_there.objective

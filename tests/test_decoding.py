@@ -10,7 +10,8 @@ import torch
 from graphtransfer.baselines.completion import FINISH
 from graphtransfer.baselines.mis import greedy_in_order, greedy_min_degree
 from graphtransfer.baselines.mvc import greedy_max_degree
-from graphtransfer.config import LOCAL_MAX_DENSE_PATIENCE, LOCAL_MAX_PATIENCE, ModelConfig, RunConfig
+from graphtransfer.checkpoint import read_checkpoint
+from graphtransfer.config import LOCAL_MAX_DENSE_PATIENCE, LOCAL_MAX_PATIENCE, ORDER_NOISE, ModelConfig, RunConfig, Runtime
 from graphtransfer.envs.factory import inference_env
 from graphtransfer.envs.mis import DEFER, EXCLUDE, INCLUDE, UNDECIDED, MISEnv
 from graphtransfer.envs.mvc import MVCEnv
@@ -19,19 +20,20 @@ from graphtransfer.errors import UsageError
 from graphtransfer.graphs import barabasi_albert, erdos_renyi, random_geometric
 from graphtransfer.graphs.generators import delaunay
 from graphtransfer.nn import build_policy
+from graphtransfer.solve.device_mis import device_passes, whole_graph
 from graphtransfer.solve.inference import (
     caro_wei_bound,
     leave_out_candidates,
     leave_out_joins,
     local_max_candidates,
-    local_max_commits,
     local_max_patience,
     patient_actions,
     settle_clashes,
     solve,
     with_exact_actions,
-    with_gumbel_noise,
 )
+from graphtransfer.solve.loading import policy_for_graphs
+from graphtransfer.solve.local_max import local_max_commits, with_gumbel_noise
 from tests.brute_force import is_independent, is_maximal_independent, is_vertex_cover
 from tests.conftest import graph_from_pairs
 
@@ -424,3 +426,38 @@ def test_a_briefly_trained_mvc_policy_covers_dense_graphs_with_fewer_nodes_than_
         assert found.feasible
         covered, greedy = covered + found.objective, greedy + int(greedy_max_degree(graph).sum())
     assert covered < greedy
+
+
+@pytest.mark.parametrize("order_noise", [0.0, ORDER_NOISE])
+def test_mis_passes_kept_on_the_device_find_the_envs_set_pass_for_pass(order_noise):
+    """The GPU's MIS passes (graphtransfer.solve.device_mis), run here on the CPU, against the
+    env's own steps with the same built-in model, seed and candidates: the same set, the same
+    passes, the env left where its steps leave it; also when the horizon cuts the episode."""
+    checkpoint = read_checkpoint("mis")
+    for graph, max_passes in ((erdos_renyi(400, 6.0, 1), None), (erdos_renyi(300, 40.0, 2), None), (barabasi_albert(400, 2, 3), 3)):
+        on_host, on_device = (policy_for_graphs(checkpoint, [graph], Runtime(device="cpu"), max_passes=max_passes) for _ in range(2))
+        decoding = "local-max-sampled" if order_noise else "local-max"
+        expected = solve(on_host.policy, on_host.env, seed=5, decoding=decoding)
+        candidates = local_max_candidates(whole_graph(on_device.env), Head.NODE_WISE, None)
+        with torch.inference_mode():
+            rewards = device_passes(on_device.policy, on_device.env, 5, candidates, order_noise, torch.Generator().manual_seed(5))
+        task = on_device.env.unwrapped
+        assert len(rewards) == expected.passes and np.array_equal(task.solution(), expected.solution)
+        assert np.array_equal(task.status, on_host.env.unwrapped.status) and task.steps == on_host.env.unwrapped.steps
+        assert np.array_equal(task._residual(), on_host.env.unwrapped._residual())
+        assert sum(rewards) * graph.num_nodes == pytest.approx(expected.objective)
+    assert max_passes == 3 and (task.status == UNDECIDED).any()  # the last graph was cut by its horizon
+
+
+def test_the_devices_domination_check_finds_the_envs_dominated_nodes():
+    from graphtransfer.envs.mis import by_destination
+    from graphtransfer.envs.mis import dominated as dominated_on_host
+    from graphtransfer.solve.device_mis import dominated
+
+    for seed, (n, degree) in enumerate([(60, 2.0), (80, 5.0), (50, 20.0), (200, 60.0)]):
+        for graph in (erdos_renyi(n, degree, seed), random_geometric(n, degree, seed)):
+            edges = by_destination(graph)
+            degrees = np.bincount(edges[0], minlength=graph.num_nodes)
+            expected = dominated_on_host(edges, degrees)
+            found = dominated(torch.from_numpy(edges), torch.from_numpy(degrees)).numpy()
+            assert np.array_equal(found, expected) and (expected.any() or degree > 10), (seed, graph.name)

@@ -6,6 +6,7 @@ modules import this."""
 from __future__ import annotations
 
 import functools
+import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,6 +37,10 @@ def friendly_errors(command):
             fail(str(err), 1)
         except MemoryError:
             fail("ran out of memory; use smaller graphs or fewer parallel envs", 1)
+        except RuntimeError as err:
+            if not gpu_out_of_memory(err):
+                raise
+            fail("the GPU ran out of memory; run on the CPU (--device cpu), or use a smaller graph or fewer parallel envs", 1)
         except OSError as err:  # the paths were checked up front; this is the disk or the system failing meanwhile
             where = f"{err.filename}: " if err.filename else ""
             fail(f"{where}{err.strerror or err}; check the disk's free space and the folder's permissions", 1)
@@ -43,6 +48,12 @@ def friendly_errors(command):
             fail("interrupted", 130)
 
     return wrapper
+
+
+def gpu_out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` is torch's CUDA out-of-memory error (torch is never imported for the question)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(err, torch.cuda.OutOfMemoryError)
 
 
 @contextmanager

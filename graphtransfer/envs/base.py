@@ -70,6 +70,14 @@ class GraphEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         """Start an episode on a random graph of the set, or on ``options["graph_index"]``."""
+        self.begin_episode(seed=seed, options=options)
+        return self._observation(), {}
+
+    def begin_episode(self, *, seed: int | None = None, options: dict | None = None) -> None:
+        """All of :meth:`reset` but its observation: seed, pick the graph, start the task. A solve
+        that keeps the episode's state elsewhere (MIS passes on a GPU,
+        :mod:`graphtransfer.solve.device_mis`) starts here and draws the same random numbers
+        after it that the observation would have."""
         super().reset(seed=seed)
         index = (options or {}).get("graph_index")
         if index is None:
@@ -77,7 +85,6 @@ class GraphEnv(gym.Env):
         self.graph = self.graphs[index]
         self.steps = 0
         self._start()
-        return self._observation(), {}
 
     def step(self, action: np.ndarray | int):
         return self._transition(self._apply(action))

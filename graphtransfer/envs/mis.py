@@ -63,16 +63,22 @@ class MISEnv(GraphEnv):
 
     def _start(self) -> None:
         self.status = np.full(self.graph.num_nodes, UNDECIDED, dtype=np.int8)
-        self._live = by_destination(self.graph)
+        self._live: np.ndarray | None = None  # the residual edges, from the first observation on (see _edges)
 
     def _edges(self) -> np.ndarray:
         """The residual graph's edges, filtered from the last step's (it only shrinks), in the
         episode graph's order by destination: the message passing then needs no sort."""
         undecided = self.status == UNDECIDED
-        src, dst = self._live
+        src, dst = live = self._residual()
         kept = undecided[src] & undecided[dst]
         if not kept.all():  # an episode's first observation keeps every edge: no copy of them
-            self._live = np.compress(kept, self._live, axis=1)  # 5x faster than [:, mask] on 2 rows
+            live = self._live = np.compress(kept, live, axis=1)  # 5x faster than [:, mask] on 2 rows
+        return live
+
+    def _residual(self) -> np.ndarray:
+        """The residual edges as the last observation showed them; the whole graph's before the first."""
+        if self._live is None:
+            self._live = by_destination(self.graph)
         return self._live
 
     def active_nodes(self) -> np.ndarray:
@@ -85,7 +91,7 @@ class MISEnv(GraphEnv):
 
     def _apply(self, action: np.ndarray) -> float:
         # the residual edges are all mis_step needs: clashes and exclusions happen among undecided nodes
-        self.status, added = mis_step(self._live, self.status, self._node_actions(action))
+        self.status, added = mis_step(self._residual(), self.status, self._node_actions(action))
         return added / self.graph.num_nodes
 
     def exact_actions(self, edge_index: np.ndarray, num_nodes: int) -> np.ndarray:

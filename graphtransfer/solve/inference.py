@@ -39,6 +39,8 @@ from graphtransfer.config import (
 from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.envs.protocol import EnvFeatures, Head, features_of
 from graphtransfer.errors import UsageError
+from graphtransfer.solve.device_mis import device_passes, runs_on_device, whole_graph
+from graphtransfer.solve.local_max import LOGIT_EPS, local_max_commits, with_gumbel_noise
 
 
 @dataclass
@@ -127,11 +129,12 @@ def solve(
     """
     started = time.perf_counter()
     policy.set_training_mode(False)
-    obs, _ = env.reset(seed=seed)
     generator = torch.Generator(device=policy.device).manual_seed(seed)
     features = features_of(env)
     deterministic = features.inference_deterministic if deterministic is None else deterministic
     decoding = check_decoding(env, features, decoding)
+    on_device = decoding in LOCAL_MAX_DECODINGS and runs_on_device(env, policy)
+    obs = whole_graph(env) if on_device else env.reset(seed=seed)[0]
     given_fraction = commit_fraction
     commit_fraction = check_commit_fraction(env, features, commit_fraction, decoding)
     run_pass = STEPS[features.head]
@@ -144,13 +147,16 @@ def solve(
         run_pass = functools.partial(step, candidates=candidates, order_noise=noise)
         if features.head is Head.NODE_WISE:
             run_pass = functools.partial(run_pass, exact=features.exact_actions if reductions else None)
-    done, passes, rewards = False, 0, []
+    done, rewards = on_device, []
     with torch.random.fork_rng(devices=[policy.device] if policy.device.type == "cuda" else []), torch.inference_mode():
         torch.manual_seed(seed)  # SB3's distributions sample from torch's global generator; the caller's state comes back after
+        if on_device:  # MIS on a GPU: the whole episode there (see graphtransfer.solve.device_mis)
+            rewards = device_passes(policy, env, seed, candidates, noise, generator, reductions)
         while not done:
             obs, reward, terminated, truncated, _ = run_pass(policy, env, features, obs, deterministic, generator, commit_fraction)
-            done, passes = terminated or truncated, passes + 1
+            done = terminated or truncated
             rewards.append(reward)
+    passes = len(rewards)
     finished = None
     task = features.answering
     if task is not None:
@@ -330,48 +336,6 @@ def release(obs: dict[str, np.ndarray]) -> None:
     graph's edges, padded to the whole graph's) are freed before the env builds the next one:
     :func:`solve` replaces it with the step's, and at 10^7 nodes each copy is 1.3 GB."""
     obs.clear()
-
-
-LOGIT_EPS = 1e-6
-"""probabilities are clamped to [eps, 1 - eps] before their log-odds are taken: a sure node keeps a finite score"""
-
-
-def with_gumbel_noise(scores: torch.Tensor, scale: float, generator: torch.Generator) -> torch.Tensor:
-    """``scores`` plus Gumbel noise of ``scale``, drawn from ``generator``. Sorted, the result is
-    a ranking drawn near the scores' own: at ``scale`` 1 a draw without replacement in
-    proportion to ``exp(scores)`` (the Gumbel-max trick), flatter above 1, sharper below."""
-    uniform = torch.rand(scores.shape, generator=generator, device=scores.device).clamp_(1e-20, 1.0)
-    return scores - scale * torch.log(-torch.log(uniform))
-
-
-def local_max_commits(confidence: torch.Tensor, edge_index: torch.Tensor, candidates: int) -> torch.Tensor:
-    """The nodes that commit in one pass of the local-max decoding: of the ``candidates`` nodes
-    with the highest ``confidence`` (the policy's probability of committing), each one whose
-    confidence is higher than every neighbour's, ties going to the lower id.
-
-    The nodes that commit are never adjacent, so none is rolled back, and the surest node always
-    commits, so every pass decides something, on any graph. It is greedy in the policy's order,
-    done in parallel as Luby's algorithm does with random priorities: the policy, not chance,
-    picks who goes first, and the next pass ranks again what is left. The number of candidates
-    is the patience: a node commits only when it is among the surest of the whole graph, not
-    merely of its neighbourhood. The decoding keeps one count of candidates for the whole episode
-    (:func:`local_max_candidates`), so the passes do not grow with the graph and the last, small
-    passes go fast; a share of the nodes still undecided instead took up to three times the
-    passes for the same sets (``bench/RESULTS.md``, "Transfer quality").
-
-    Shapes:
-        confidence: ``(N,)``; edge_index: ``(2, E)`` directed edges (both directions);
-        returns ``(N,)`` bool.
-    """
-    count = min(candidates, confidence.numel())
-    if count == 0:
-        return torch.zeros_like(confidence, dtype=torch.bool)
-    candidate = confidence >= torch.topk(confidence, count).values[-1]
-    src, dst = edge_index[:, candidate[edge_index[0]]]  # only a candidate's edges can stop it: a few % of E
-    beaten_by = (confidence[dst] > confidence[src]) | ((confidence[dst] == confidence[src]) & (dst < src))
-    beaten = torch.zeros_like(candidate)
-    beaten[src[beaten_by]] = True
-    return candidate & ~beaten
 
 
 def patient_actions(drawn: torch.Tensor, confidence: torch.Tensor, fraction: float, commit: int, defer: int) -> torch.Tensor:

@@ -25,8 +25,9 @@ from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, resolve
 from graphtransfer.io import check_output_file
 from graphtransfer.solve.evaluate import finish_rule
-from graphtransfer.solve.inference import LOGIT_EPS, Solution, active_subgraph, check_decoding, obs_to_tensors
+from graphtransfer.solve.inference import Solution, active_subgraph, check_decoding, obs_to_tensors
 from graphtransfer.solve.loading import DEFAULT_RUNTIME, policy_for_graphs
+from graphtransfer.solve.local_max import LOGIT_EPS
 from graphtransfer.solve.ordering import solving_order
 from graphtransfer.solve.predict import predict_with, write_solution
 from graphtransfer.solve.rollouts import DEFAULT_DECODING, rollout_plan, solve_one

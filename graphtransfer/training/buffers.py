@@ -26,6 +26,7 @@ from stable_baselines3.common.type_aliases import DictRolloutBufferSamples
 
 from graphtransfer.envs.contract import EDGE_ATTR, check_contract
 from graphtransfer.envs.protocol import features_of
+from graphtransfer.training.device_rollout import DeviceEdges, DeviceValues
 
 EDGE_KEY = "edge_index"
 NODE_BITS = 31  # an edge (u, v) is the one int64 key u << 31 | v, ordered like (u, v)
@@ -355,10 +356,13 @@ class CompactStorage(DictRolloutBuffer):
 
     edges: EdgeStore | None = None
     """the rollout's edge sets (made by ``reset``, which carries the sets the last rollout used)"""
+    on_device: tuple[DeviceEdges, dict[str, DeviceValues]] | None = None
+    """the rollout's stores on a GPU learner's device, from its first ``get`` until ``reset``"""
     observation_shapes: dict[str, tuple[int, ...]]
 
     def reset(self) -> None:
         self.obs_shape = {}  # SB3's reset then allocates no observation arrays: they live in the stores
+        self.on_device = None
         super().reset()
         shapes = get_obs_shape(self.observation_space)
         if not isinstance(shapes, dict):
@@ -403,23 +407,41 @@ class CompactStorage(DictRolloutBuffer):
     def get(self, batch_size: int | None = None) -> Generator[Any, None, None]:
         for store in self.stores.values():
             store.finish()
+        if self.device.type != "cpu" and self.on_device is None:  # once per rollout: every epoch's minibatches unpack there
+            self.on_device = (
+                DeviceEdges(self.edge_store, self.device),
+                {key: DeviceValues(store, self.device) for key, store in self.stores.items()},
+            )
         yield from super().get(batch_size)
 
     def _get_samples(self, batch_inds: np.ndarray, env=None):
         samples: DictRolloutBufferSamples | MaskableDictRolloutBufferSamples = super()._get_samples(batch_inds, env)
         envs, steps = np.divmod(batch_inds, self.buffer_size)  # SB3 flattens (step, env) env-major
-        edge_index, edge_attr = self.edge_store.rebuild_with_attr(steps, envs)
-        structure = {EDGE_KEY: edge_index} | ({} if edge_attr is None else {EDGE_ATTR: edge_attr})
-        observations = {
-            key: self.to_torch(structure[key] if key in structure else self.stores[key].rebuild(steps, envs))
-            for key in self.observation_space.spaces
-        }
+        observations = self._observations(steps, envs)
         samples = samples._replace(observations=observations)
         if samples.actions.dtype != torch.float32:  # sb3-contrib returns actions as stored; SB3 stored the space's dtype
             samples = samples._replace(actions=self.to_torch(self.actions[batch_inds].astype(self.action_space.dtype)))
         if isinstance(samples, MaskableDictRolloutBufferSamples):
             samples = samples._replace(action_masks=samples.action_masks.float())
         return samples
+
+    def _observations(self, steps: np.ndarray, envs: np.ndarray) -> dict[str, torch.Tensor]:
+        """The padded observation tensors of each (step, env), rebuilt on the device where the
+        rollout was copied there (:mod:`graphtransfer.training.device_rollout`), else on the host."""
+        if self.on_device is not None:
+            edges, values = self.on_device
+            steps_t, envs_t = (torch.from_numpy(index).to(self.device) for index in (steps, envs))
+            edge_index, edge_attr = edges.rebuild(steps_t, envs_t)
+            structure = {EDGE_KEY: edge_index} | ({} if edge_attr is None else {EDGE_ATTR: edge_attr})
+            return {
+                key: structure[key] if key in structure else values[key].rebuild(steps_t, envs_t) for key in self.observation_space.spaces
+            }
+        edge_index_np, edge_attr_np = self.edge_store.rebuild_with_attr(steps, envs)
+        on_host = {EDGE_KEY: edge_index_np} | ({} if edge_attr_np is None else {EDGE_ATTR: edge_attr_np})
+        return {
+            key: self.to_torch(on_host[key] if key in on_host else self.stores[key].rebuild(steps, envs))
+            for key in self.observation_space.spaces
+        }
 
 
 class CompactDictRolloutBuffer(CompactStorage, DictRolloutBuffer):
