@@ -279,6 +279,18 @@ def test_help_in_a_pipe_keeps_the_examples_on_one_line():
     assert example in result.stdout
 
 
+def test_predict_without_reductions_writes_a_maximal_independent_set(tiny_model, tmp_path):
+    from .brute_force import is_maximal_independent
+
+    graph = barabasi_albert(300, 2, 5)
+    write_edge_list(graph, tmp_path / "g.txt")
+    command = ["predict", "--model", str(tiny_model("mis")), "--graph", str(tmp_path / "g.txt"), "--out", str(tmp_path / "s.csv")]
+    result = runner.invoke(app, [*command, "--no-reductions", "--rollouts", "1"])
+    assert result.exit_code == 0, result.output
+    chosen = np.loadtxt(tmp_path / "s.csv", delimiter=",", skiprows=1, dtype=np.int64)
+    assert is_maximal_independent(graph, chosen[np.argsort(chosen[:, 0]), 1].astype(bool))
+
+
 def test_the_gpu_running_out_of_memory_is_one_line_and_exit_code_1(capsys):
     """torch's CUDA out-of-memory error (a RuntimeError) becomes one line naming the fixes; any other
     RuntimeError is a bug and keeps its traceback."""

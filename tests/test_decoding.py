@@ -30,10 +30,12 @@ from graphtransfer.solve.inference import (
     patient_actions,
     settle_clashes,
     solve,
+    with_exact_actions,
 )
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.local_max import local_max_commits, with_gumbel_noise
 from tests.brute_force import is_independent, is_maximal_independent, is_vertex_cover
+from tests.conftest import graph_from_pairs
 
 
 def test_only_the_surest_nodes_may_commit_and_nothing_else_is_decided():
@@ -279,8 +281,29 @@ def test_local_max_decoding_never_stalls_on_a_dense_graph(tiny_model):
     policy, env = _trained_mis(tiny_model, graph)
     found = solve(policy, env, commit_fraction=1e-9, finish=FINISH["mis"])  # one candidate per pass: the slowest the rule can go
     assert found.finished.undecided == 0 and found.passes < env.unwrapped.horizon
-    assert found.passes == found.finished.by_policy  # exactly one node joins per pass
+    assert found.passes <= found.finished.by_policy  # one node of the policy's joins per pass, the exact rules' besides
     assert is_maximal_independent(graph, found.solution)
+
+
+def test_local_max_takes_what_the_exact_rules_decide_whatever_the_policy_ranks(tiny_model):
+    """A spider, legs centre - knee - foot: the knees, dominated by their feet, leave, and then
+    the feet and the centre, left alone, join: the largest set, legs + 1, in three passes at most.
+    Without the reductions the policy alone commits every node of its set."""
+    legs = 12
+    pairs = [(0, leg) for leg in range(1, legs + 1)] + [(leg, legs + leg) for leg in range(1, legs + 1)]
+    graph = graph_from_pairs(pairs, 2 * legs + 1, "spider")
+    policy, env = _trained_mis(tiny_model, graph)
+    found = solve(policy, env)
+    assert found.objective == legs + 1 and found.passes <= 3 and is_maximal_independent(graph, found.solution)
+    alone = solve(policy, env, reductions=False)  # at most 2 commits a pass (0.15 of the Caro-Wei bound, 10), 12 or more to make
+    assert alone.passes >= 6 and is_maximal_independent(graph, alone.solution)
+
+
+def test_the_exact_actions_overrule_the_policy_and_its_commits_beside_an_exact_include():
+    path4 = np.array([[0, 1, 1, 2, 2, 3], [1, 0, 2, 1, 3, 2]])
+    chosen = np.array([INCLUDE, DEFER, INCLUDE, DEFER])
+    exact = np.array([EXCLUDE, DEFER, DEFER, INCLUDE])
+    assert with_exact_actions(chosen, exact, path4, INCLUDE, DEFER).tolist() == [EXCLUDE, DEFER, DEFER, INCLUDE]
 
 
 def test_local_max_and_drawn_decodings_agree_where_every_maximal_set_is_the_same_size(tiny_model):
@@ -424,3 +447,17 @@ def test_mis_passes_kept_on_the_device_find_the_envs_set_pass_for_pass(order_noi
         assert np.array_equal(task._residual(), on_host.env.unwrapped._residual())
         assert sum(rewards) * graph.num_nodes == pytest.approx(expected.objective)
     assert max_passes == 3 and (task.status == UNDECIDED).any()  # the last graph was cut by its horizon
+
+
+def test_the_devices_domination_check_finds_the_envs_dominated_nodes():
+    from graphtransfer.envs.mis import by_destination
+    from graphtransfer.envs.mis import dominated as dominated_on_host
+    from graphtransfer.solve.device_mis import dominated
+
+    for seed, (n, degree) in enumerate([(60, 2.0), (80, 5.0), (50, 20.0), (200, 60.0)]):
+        for graph in (erdos_renyi(n, degree, seed), random_geometric(n, degree, seed)):
+            edges = by_destination(graph)
+            degrees = np.bincount(edges[0], minlength=graph.num_nodes)
+            expected = dominated_on_host(edges, degrees)
+            found = dominated(torch.from_numpy(edges), torch.from_numpy(degrees)).numpy()
+            assert np.array_equal(found, expected) and (expected.any() or degree > 10), (seed, graph.name)

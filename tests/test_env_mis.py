@@ -5,9 +5,22 @@ import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-from graphtransfer.envs.mis import DEFER, EXCLUDE, IN_SET, INCLUDE, OUT, UNDECIDED, MISEnv, is_independent_set, mis_step
+from graphtransfer.envs.mis import (
+    DEFER,
+    EXCLUDE,
+    IN_SET,
+    INCLUDE,
+    OUT,
+    UNDECIDED,
+    MISEnv,
+    dominated,
+    is_independent_set,
+    mis_step,
+    reduction_actions,
+)
 from graphtransfer.graphs import barabasi_albert, erdos_renyi, load_graphs
 
+from .brute_force import TINY_GRAPHS, max_independent_set_size
 from .conftest import graph_from_pairs
 
 
@@ -156,3 +169,49 @@ def test_gymnasium_finds_the_ids_after_import_graphtransfer(script, env_id):
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert int(result.stdout) == 60  # the small sample set's largest graph
+
+
+def test_isolated_nodes_join_and_dominated_nodes_leave(path5, star5):
+    assert reduction_actions(path5.edge_index, 5).tolist() == [DEFER, EXCLUDE, DEFER, EXCLUDE, DEFER]  # a pendant's neighbour
+    assert reduction_actions(star5.edge_index, 5).tolist() == [EXCLUDE] + [DEFER] * 4  # the leaves join next pass, all of them
+    edge_and_loner = graph_from_pairs([(0, 1)], 3)
+    assert reduction_actions(edge_and_loner.edge_index, 3).tolist() == [DEFER, EXCLUDE, INCLUDE]  # an isolated edge: the lower id stays
+    triangle = graph_from_pairs([(0, 1), (1, 2), (0, 2)], 3)
+    assert reduction_actions(triangle.edge_index, 3).tolist() == [DEFER, EXCLUDE, EXCLUDE]  # equal neighbourhoods: the lowest id stays
+
+
+def reference_dominated(graph):
+    closed = [{v} for v in range(graph.num_nodes)]
+    for u, v in graph.edge_index.T.tolist():
+        closed[u].add(v)
+    out = np.zeros(graph.num_nodes, dtype=bool)
+    for u, v in graph.edge_index.T.tolist():
+        out[u] |= closed[v] < closed[u] or (closed[v] == closed[u] and v < u)
+    return out
+
+
+@pytest.mark.parametrize("words", [1, 3, None])
+def test_domination_matches_the_neighbourhood_sets_whatever_the_masks_width(words):
+    """One mask word on graphs of degree 8 sets most bits, so the exact check does the work; more
+    words filter more; the answer must not change."""
+    for seed in range(40):
+        graph = erdos_renyi(14, (1.0, 3.0, 6.0, 9.0)[seed % 4], seed)
+        shuffled = graph.edge_index[:, np.random.default_rng(seed).permutation(graph.edge_index.shape[1])]  # any edge order
+        degree = np.bincount(shuffled[0], minlength=graph.num_nodes)
+        assert np.array_equal(dominated(shuffled, degree, words), reference_dominated(graph)), seed
+
+
+def test_the_reductions_never_lose_the_largest_set():
+    """On tiny graphs (brute force): the nodes the rules include, plus the largest set of what is
+    left once they and their neighbours and the excluded nodes are gone, is a largest set."""
+    for graph in TINY_GRAPHS + [erdos_renyi(12, (1.5, 2.5, 4.0)[seed % 3], 100 + seed) for seed in range(12)]:
+        actions = reduction_actions(graph.edge_index, graph.num_nodes)
+        include, src, dst = actions == INCLUDE, *graph.edge_index
+        assert not (include[src] & include[dst]).any()
+        gone = include | (actions == EXCLUDE)
+        gone[dst[include[src]]] = True
+        keep = np.flatnonzero(~gone)
+        new_id = np.cumsum(~gone) - 1
+        left = [(int(new_id[u]), int(new_id[v])) for u, v in zip(src, dst, strict=True) if u < v and not (gone[u] or gone[v])]
+        rest = max_independent_set_size(graph_from_pairs(left, keep.size)) if keep.size else 0
+        assert include.sum() + rest == max_independent_set_size(graph), graph.name

@@ -136,7 +136,7 @@ def test_the_partitioned_mis_with_the_envs_draws_is_the_single_process_set(local
     draws = env_draws(env, seed=0)
     obs, _ = env.reset(seed=0)
     assert np.array_equal(draws(0).astype(np.float32), obs["x"][:, 4])  # the stream is the env's
-    single = solve(policy, env, seed=0, decoding="local-max")
+    single = solve(policy, env, seed=0, decoding="local-max", reductions=False)  # the partitioned decoding applies none
     assert single.feasible and single.passes < env.unwrapped.horizon  # decided by the policy alone, no finishing rule
     found = partitioned_mis(policy, graph, parts, draws=env_draws(env, seed=0))
     assert maximal_independent(graph, found.solution)
@@ -151,7 +151,7 @@ def test_the_partitioned_mis_of_a_partitioned_folder_is_maximal_and_as_large_as_
     write_graph(graph, tmp_path / "delaunay.npz")
     partition_graph(tmp_path / "delaunay.npz", 3, tmp_path / "parts")
     policy, env = load_policy(tiny_model("mis"), graph)
-    sizes = [solve(policy, env, seed=seed, decoding="local-max").objective for seed in range(4)]
+    sizes = [solve(policy, env, seed=seed, decoding="local-max", reductions=False).objective for seed in range(4)]
     found = predict_partitioned(tiny_model("mis"), tmp_path / "parts", tmp_path / "set.csv", None, None, seed=1)
     rows = np.loadtxt(tmp_path / "set.csv", delimiter=",", skiprows=1, dtype=np.int64)
     chosen = np.zeros(graph.num_nodes, dtype=bool)

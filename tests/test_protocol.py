@@ -18,11 +18,16 @@ def test_built_in_tasks_declare_what_they_enable():
     assert mvc.head is Head.NODE_CHOICE and not mvc.patient and mvc.step_many is not None and mvc.action_masks is not None
     assert mvc.sense == "min" and mis.sense == "max"
     assert mvc.covers and not mis.covers
+    assert mis.exact_actions is not None and mvc.exact_actions is None
     assert isinstance(MISEnv(GRAPHS), GraphEnvProtocol)
 
 
 class OnlyCommit(MISEnv):
     defer_action = None
+
+
+class ExactWithoutActions(MISEnv):
+    commit_action = defer_action = None
 
 
 class Sideways(MISEnv):
@@ -52,6 +57,7 @@ class NodeWiseCover(MISEnv):
     ("env_class", "message"),
     [
         (OnlyCommit, "OnlyCommit declares only one of commit_action and defer_action"),
+        (ExactWithoutActions, "ExactWithoutActions.exact_actions needs commit_action and defer_action beside it"),
         (Sideways, "Sideways.sense is 'up'; declare 'max' or 'min'"),
         (OddHead, "OddHead.head is 'hyperedge-wise'; declare one of node-wise, node-choice, edge-wise, edge-choice, graph-level"),
         (VagueCover, "VagueCover.covers is 'yes'; declare True only beside a step_many method"),

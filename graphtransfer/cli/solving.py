@@ -27,7 +27,7 @@ from graphtransfer.config import AUTO_ROLLOUTS, MAX_DRAW_NODES, SEED_LIMIT, Deco
 from graphtransfer.errors import ClusterLost, GraphTransferError, UsageError
 from graphtransfer.process import prefer_small_pages
 
-PREDICT_DECODING = ("decoding", "commit_fraction", "deterministic", "seed", "rollouts", "max_passes", "node_order")
+PREDICT_DECODING = ("decoding", "commit_fraction", "deterministic", "seed", "rollouts", "max_passes", "node_order", "reductions")
 """predict's decoding options, made from :class:`graphtransfer.config.Decoding`"""
 
 
@@ -278,7 +278,7 @@ def _predict_folder(
         _fail("a solution is not feasible (constraint violated); this is a bug, please report it", 1)
 
 
-EVAL_DECODING = ("decoding", "commit_fraction", "rollouts", "max_passes", "node_order")
+EVAL_DECODING = ("decoding", "commit_fraction", "rollouts", "max_passes", "node_order", "reductions")
 """eval's decoding options, made from :class:`graphtransfer.config.Decoding` (its --deterministic is its own)"""
 
 

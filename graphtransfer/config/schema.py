@@ -334,6 +334,13 @@ class Decoding:
         "in the graph's own order and ids. given: the nodes as the file numbers them",
     )
 
+    reductions: bool = setting(
+        True,
+        "mis, local-max decodings: every pass also decides the nodes that some largest set decides anyway: a node without "
+        "undecided neighbours joins, and a node whose closed neighbourhood holds a neighbour's leaves (so a pendant's "
+        "neighbour leaves and the pendant joins on the next pass). --no-reductions: the policy alone decides",
+    )
+
     def __post_init__(self) -> None:
         check_fields(self)
 

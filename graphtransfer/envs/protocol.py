@@ -72,6 +72,11 @@ class GraphEnvProtocol(Protocol):
     - ``step_many(nodes) -> step result`` -- node choice: commit several nodes in one pass.
     - ``commit_action: int`` and ``defer_action: int`` -- node-wise: patient decoding
       (``--commit-fraction`` below 1) lets only the surest nodes commit, the rest defer.
+    - ``exact_actions(edge_index, num_nodes) -> (num_nodes,) int`` -- node-wise with commit
+      and defer actions: the action of each node of the residual graph (the active nodes'
+      observed edges, renumbered ``0..num_nodes-1``) that some optimal solution agrees with,
+      ``defer_action`` where none is known; the local-max decoding applies them in every pass
+      beside the policy's commits (MIS: isolated and pendant nodes join, dominated ones leave).
     - ``covers: bool`` -- node choice with ``step_many``: the task is a vertex cover (every
       observed edge needs a chosen endpoint; the valid nodes are the active ones), so the
       local-max decoding decides which nodes stay out and chooses their neighbours.
@@ -124,6 +129,7 @@ class EnvFeatures:
     step_many: Callable[[np.ndarray], tuple] | None
     commit_action: int | None
     defer_action: int | None
+    exact_actions: Callable[[np.ndarray, int], np.ndarray] | None
     covers: bool | None
     inference_horizon: int | None
     num_graphs: int
@@ -135,6 +141,7 @@ class EnvFeatures:
         "step_many",
         "commit_action",
         "defer_action",
+        "exact_actions",
         "covers",
         "inference_horizon",
     )
@@ -184,10 +191,12 @@ def _check_members(name: str, task: Any, members: dict[str, Any]) -> None:
         raise UsageError(f"{name}.inference_deterministic is {task.inference_deterministic!r}; declare True or False, or leave it out")
     if (members["commit_action"] is None) != (members["defer_action"] is None):
         raise UsageError(f"{name} declares only one of commit_action and defer_action; patient decoding needs both, or neither")
+    if members["exact_actions"] is not None and members["commit_action"] is None:
+        raise UsageError(f"{name}.exact_actions needs commit_action and defer_action beside it; add them, or leave it out")
     covers = members["covers"]
     if covers is not None and (not isinstance(covers, bool) or (covers and members["step_many"] is None)):
         raise UsageError(f"{name}.covers is {covers!r}; declare True only beside a step_many method (a cover task), or leave it out")
-    for member in ("solution", "active_nodes", "action_masks", "step_many"):
+    for member in ("solution", "active_nodes", "action_masks", "step_many", "exact_actions"):
         if members[member] is not None and not callable(members[member]):
             raise UsageError(f"{name}.{member} is not a method; see graphtransfer.envs.protocol for what it must be")
     if members["solution"] is not None and not (callable(getattr(task, "objective", None)) and callable(getattr(task, "feasible", None))):

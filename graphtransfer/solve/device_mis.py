@@ -7,7 +7,8 @@ graph, the features, the renumbering of the undecided nodes) and the copies to a
 device (bench/RESULTS.md, "On a CUDA GPU"). Here each pass is a few kernels over the residual
 edges, and the only copies are the graph's edges once and each pass's random draws.
 
-The passes are :class:`~graphtransfer.envs.mis.MISEnv`'s, rule for rule: the same random features,
+The passes are :class:`~graphtransfer.envs.mis.MISEnv`'s, rule for rule (with the decoding's
+exact reductions, :func:`dominated` in torch): the same random features,
 drawn from the env's generator in the same order (``np_random.random(N)`` per observation), the same
 residual edges in the same order, the local-max commits of
 :func:`graphtransfer.solve.local_max.local_max_commits`, and at the end the env's status and
@@ -18,6 +19,8 @@ could ever break a tie differently.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import torch
@@ -40,11 +43,15 @@ def whole_graph(env) -> dict[str, np.ndarray]:
     return {"num_nodes": np.array([graph.num_nodes]), "num_edges": np.array([graph.edge_index.shape[1]]), "edge_index": graph.edge_index}
 
 
-def device_passes(policy, env, seed: int, candidates: int, order_noise: float, generator: torch.Generator) -> list[float]:
+def device_passes(
+    policy, env, seed: int, candidates: int, order_noise: float, generator: torch.Generator, reductions: bool = True
+) -> list[float]:
     """An MIS episode of local-max passes (see :func:`graphtransfer.solve.inference.solve`), run on
     ``policy.device`` from the env's start (:meth:`~graphtransfer.envs.base.GraphEnv.begin_episode`
     with ``seed``) to its end (every node decided, or the env's horizon); returns each pass's
-    reward. The env is left as its own steps would leave it."""
+    reward. With ``reductions``, each pass also applies the env's exact rules
+    (:func:`graphtransfer.envs.mis.reduction_actions`: isolated nodes join, dominated nodes leave,
+    see :func:`dominated`). The env is left as its own steps would leave it."""
     task: MISEnv = env.unwrapped
     task.begin_episode(seed=seed)
     device, num_nodes = policy.device, task.graph.num_nodes
@@ -55,8 +62,17 @@ def device_passes(policy, env, seed: int, candidates: int, order_noise: float, g
     while True:
         x = node_features(status, edges, task.np_random.random(num_nodes))
         joins = _pass_commits(policy, x, status, edges, candidates, order_noise, generator)
+        leaves = None
+        if reductions:  # isolated nodes have no neighbour to clash with; a commit on a dominated node gives way
+            degree = torch.bincount(edges[0], minlength=num_nodes)
+            leaves = dominated(edges, degree)
+            joining = (status == UNDECIDED) & (degree == 0)
+            joining[joins] = True
+            joins = torch.nonzero(joining & ~leaves).squeeze(1)
         status[joins] = IN_SET
         status[edges[1, status[edges[0]] == IN_SET]] = OUT  # a new member's neighbours leave (commits are never adjacent)
+        if leaves is not None:
+            status[leaves & (status == UNDECIDED)] = OUT
         edges = residual(edges, status)
         task.steps += 1
         rewards.append(joins.numel() / num_nodes)
@@ -83,6 +99,47 @@ def _pass_commits(policy, x, status, edges, candidates, order_noise, generator) 
     if order_noise:
         confidence = with_gumbel_noise(torch.logit(confidence, eps=LOGIT_EPS), order_noise, generator)
     return active[local_max_commits(confidence, compact_edges, candidates)]
+
+
+def dominated(edges: torch.Tensor, degree: torch.Tensor) -> torch.Tensor:
+    """:func:`graphtransfer.envs.mis.dominated` in torch, on the edges' device: the nodes ``u``
+    with a neighbour ``v`` whose closed neighbourhood lies inside ``u``'s (for equal ones, ``v``
+    the lower id). The same bit-mask filter and neighbour-by-neighbour check; the masks hash the
+    nodes differently, which changes only which pairs reach the check, not the answer.
+
+    Shapes:
+        edges ``(2, E)`` ordered by destination, both directions; degree ``(N,)``; returns ``(N,)`` bool.
+    """
+    num_nodes, device = degree.numel(), degree.device
+    out = torch.zeros(num_nodes, dtype=torch.bool, device=device)
+    src, dst = edges
+    if src.numel() == 0:
+        return out
+    words = int(min(16, max(1, math.ceil(4 * (src.numel() / num_nodes + 1) / 64))))
+    nodes = torch.arange(num_nodes, device=device)
+    bit = nodes * 2654435761 % (64 * words)  # Knuth's multiplicative hash; no overflow below 2^31 nodes
+    members = torch.unique(torch.cat([nodes * 64 * words + bit, dst * 64 * words + bit[src]]))  # (node, bit) of N[node], once each
+    owner, member_bit = members // (64 * words), members % (64 * words)
+    masks = torch.zeros(num_nodes * words, dtype=torch.int64, device=device)
+    masks.index_add_(0, owner * words + member_bit // 64, torch.ones_like(member_bit) << (member_bit % 64))  # distinct bits: sum = or
+    masks = masks.view(num_nodes, words)
+    fits = degree[dst] <= degree[src]
+    u, v = src[fits], dst[fits]
+    for word in range(words):
+        keep = (masks[v, word] & ~masks[u, word]) == 0
+        u, v = u[keep], v[keep]
+    count = degree[v]
+    pair = torch.repeat_interleave(torch.arange(u.numel(), device=device), count)
+    offset = torch.arange(pair.numel(), device=device) - torch.repeat_interleave(torch.cumsum(count, 0) - count, count)
+    neighbour = src[(torch.cumsum(degree, 0) - degree)[v][pair] + offset]  # v's neighbours: its run of edges by destination
+    keys = torch.sort(dst * num_nodes + src).values
+    wanted = u[pair] * num_nodes + neighbour
+    found = keys[torch.searchsorted(keys, wanted).clamp_(max=keys.numel() - 1)] == wanted
+    hits = torch.zeros(u.numel(), dtype=torch.int64, device=device).index_add_(0, pair, (found | (neighbour == u[pair])).long())
+    nested = hits == count
+    u, v = u[nested], v[nested]
+    out[u[(degree[v] < degree[u]) | (v < u)]] = True
+    return out
 
 
 def residual(edges: torch.Tensor, status: torch.Tensor) -> torch.Tensor:

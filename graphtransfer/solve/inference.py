@@ -80,6 +80,7 @@ def solve(
     finish=None,
     decoding: str | None = None,
     patience: float = 1.0,
+    reductions: bool = True,
 ) -> Solution:
     """Run ``policy`` on the env's single graph until the episode ends (solved or horizon).
 
@@ -119,6 +120,9 @@ def solve(
             patient than the default to be, at least 1 (see :func:`local_max_patience`);
             ``--rollouts auto`` raises it where one rollout runs
             (:func:`graphtransfer.solve.rollouts.rollout_patience`).
+        reductions: node-wise local-max decodings of envs that name ``exact_actions`` (MIS):
+            apply them every pass beside the policy's commits (:func:`with_exact_actions`);
+            ``False``: the policy alone decides.
         finish: the task's finishing rule (:data:`graphtransfer.baselines.completion.FINISH`),
             called as ``finish(graph, solution, undecided)`` once the policy stops; what it
             added is reported apart, in :attr:`Solution.finished`.
@@ -141,11 +145,13 @@ def solve(
             candidates, step = leave_out_candidates(obs, given_fraction), _leave_out_step
         noise = ORDER_NOISE if decoding == LOCAL_MAX_SAMPLED else 0.0
         run_pass = functools.partial(step, candidates=candidates, order_noise=noise)
+        if features.head is Head.NODE_WISE:
+            run_pass = functools.partial(run_pass, exact=features.exact_actions if reductions else None)
     done, rewards = on_device, []
     with torch.random.fork_rng(devices=[policy.device] if policy.device.type == "cuda" else []), torch.inference_mode():
         torch.manual_seed(seed)  # SB3's distributions sample from torch's global generator; the caller's state comes back after
         if on_device:  # MIS on a GPU: the whole episode there (see graphtransfer.solve.device_mis)
-            rewards = device_passes(policy, env, seed, candidates, noise, generator)
+            rewards = device_passes(policy, env, seed, candidates, noise, generator, reductions)
         while not done:
             obs, reward, terminated, truncated, _ = run_pass(policy, env, features, obs, deterministic, generator, commit_fraction)
             done = terminated or truncated
@@ -284,19 +290,45 @@ def caro_wei_bound(obs: dict[str, np.ndarray]) -> float:
     return float(np.sum(1.0 / (degree + 1.0)))
 
 
-def _local_max_step(policy, env, features, obs, deterministic, generator, commit_fraction, candidates, order_noise=0.0):
+def _local_max_step(policy, env, features, obs, deterministic, generator, commit_fraction, candidates, order_noise=0.0, exact=None):
+    """One local-max pass of a node-wise env: the policy's commits (:func:`local_max_commits`),
+    and given the env's ``exact`` actions (MIS: :meth:`graphtransfer.envs.mis.MISEnv.exact_actions`),
+    the nodes they decide besides (:func:`with_exact_actions`)."""
     active = _active_nodes(features, obs)
     actions = np.full(obs["x"].shape[0], features.defer_action, dtype=np.int64)
     if active.size:
-        compact = obs_to_tensors(active_subgraph(obs, active), policy.device)
+        residual = active_subgraph(obs, active)
+        compact = obs_to_tensors(residual, policy.device)
         confidence = policy.get_distribution(compact).probs[0, :, features.commit_action]
         if order_noise:
             confidence = with_gumbel_noise(torch.logit(confidence, eps=LOGIT_EPS), order_noise, generator)
-        commits = local_max_commits(confidence, compact["edge_index"][0], candidates)
-        actions[active[commits.cpu().numpy()]] = features.commit_action
-        del compact
+        commits = local_max_commits(confidence, compact["edge_index"][0], candidates).cpu().numpy()
+        chosen = np.where(commits, features.commit_action, features.defer_action)
+        if exact is not None:
+            edges = residual["edge_index"][:, : int(residual["num_edges"][0])]
+            decided = np.asarray(exact(edges, active.size))
+            chosen = with_exact_actions(chosen, decided, edges, features.commit_action, features.defer_action)
+        actions[active] = chosen
+        del compact, residual
     release(obs)
     return env.step(actions)
+
+
+def with_exact_actions(chosen: np.ndarray, exact: np.ndarray, edge_index: np.ndarray, commit: int, defer: int) -> np.ndarray:
+    """A pass's actions ``chosen`` by the policy, overruled where the env's ``exact_actions``
+    decide a node (anything but ``defer``); a policy commit next to an exact commit defers, so
+    that the two never clash. In MIS the exact rules take isolated and pendant nodes and leave
+    out dominated ones (:func:`graphtransfer.envs.mis.reduction_actions`): the residual graph the
+    policy ranks next holds no node that some largest set decides anyway.
+
+    Shapes:
+        chosen, exact: ``(N,)`` over the active nodes; edge_index: ``(2, E)`` their edges (both
+        directions); returns ``(N,)``.
+    """
+    decided = exact != defer
+    beside = np.zeros(chosen.size, dtype=bool)
+    beside[edge_index[1][exact[edge_index[0]] == commit]] = True
+    return np.where(decided, exact, np.where(beside, defer, chosen))
 
 
 def release(obs: dict[str, np.ndarray]) -> None:

@@ -72,6 +72,7 @@ def evaluate(
     commit_fraction: float | None = None,
     decoding: DecodingName | None = None,
     node_order: NodeOrder = "auto",
+    reductions: bool = True,
     polish: bool = False,
     chils: bool = False,
     source: str | None = None,
@@ -83,13 +84,13 @@ def evaluate(
     A Ray cluster that dies raises :class:`ClusterLost` holding the rows finished before.
 
     The decoding keywords (``max_passes``, ``rollouts``, ``seed``, ``commit_fraction``,
-    ``decoding``, ``node_order``) build one :class:`graphtransfer.Decoding`, the runtime keywords
+    ``decoding``, ``node_order``, ``reductions``) build one :class:`graphtransfer.Decoding`, the runtime keywords
     (``ray_address``, ``max_nodes_per_batch``, ``mixed_precision``) one
     :class:`graphtransfer.Runtime`, each checked as it is built; :func:`evaluate_with` takes
     the objects themselves. ``deterministic``, ``polish``, ``chils``, ``source`` and ``target`` build
     an :class:`~graphtransfer.solve.evaluate.EvalExtras`: what is reported besides the policy's
     default decoding."""
-    chosen = Decoding(decoding, commit_fraction, None, seed, rollouts, max_passes, node_order)
+    chosen = Decoding(decoding, commit_fraction, None, seed, rollouts, max_passes, node_order, reductions)
     runtime = Runtime(max_nodes_per_batch=max_nodes_per_batch, mixed_precision=mixed_precision, ray_address=ray_address, device=device)
     extras = EvalExtras(deterministic, polish, chils, source, target)
     return evaluate_with(model, graphs, chosen, runtime, workers, env, extras)
@@ -135,6 +136,7 @@ def predict_many(
     decoding: DecodingName | None = None,
     rollouts: int | Literal["auto"] = AUTO_ROLLOUTS,
     node_order: NodeOrder = "auto",
+    reductions: bool = True,
     device: Device = "cpu",
 ) -> list[tuple[Graph, Solution, Path]]:
     """:func:`graphtransfer.solve.predict.predict` on every graph that ``graphs`` names; each solution is
@@ -142,7 +144,7 @@ def predict_many(
     existing CSV is replaced only with ``force``, and never a graph or a model file. The keywords
     build a :class:`graphtransfer.Decoding` and a :class:`graphtransfer.Runtime` as ``predict``'s
     do; :func:`predict_many_with` takes the objects themselves."""
-    chosen = Decoding(decoding, commit_fraction, deterministic, seed, rollouts, max_passes, node_order)
+    chosen = Decoding(decoding, commit_fraction, deterministic, seed, rollouts, max_passes, node_order, reductions)
     runtime = Runtime(max_nodes_per_batch=max_nodes_per_batch, mixed_precision=mixed_precision, ray_address=ray_address, device=device)
     return predict_many_with(model, graphs, out, chosen, runtime, workers, env, force)
 

@@ -39,6 +39,7 @@ def predict(
     env: str | None = None,
     force: bool = False,
     node_order: NodeOrder = "auto",
+    reductions: bool = True,
     device: Device = "cpu",
     source: str | None = None,
     target: str | None = None,
@@ -47,7 +48,7 @@ def predict(
     the solution to ``out`` as CSV.
 
     The decoding keywords (``max_passes``, ``deterministic``, ``seed``, ``commit_fraction``,
-    ``decoding``, ``rollouts``, ``node_order``) build one :class:`graphtransfer.Decoding` and the
+    ``decoding``, ``rollouts``, ``node_order``, ``reductions``) build one :class:`graphtransfer.Decoding` and the
     runtime keywords (``max_nodes_per_batch``, ``mixed_precision``) one
     :class:`graphtransfer.Runtime`, each checked as it is built (a bad value is a
     :class:`~graphtransfer.errors.UsageError` naming it); :func:`predict_with` takes the two
@@ -72,7 +73,7 @@ def predict(
     without them path routes the graph's own query. ``out`` never replaces the graph, the model's
     files or a folder, and replaces an existing file only with ``force``.
     """
-    chosen = Decoding(decoding, commit_fraction, deterministic, seed, rollouts, max_passes, node_order)
+    chosen = Decoding(decoding, commit_fraction, deterministic, seed, rollouts, max_passes, node_order, reductions)
     runtime = Runtime(max_nodes_per_batch=max_nodes_per_batch, mixed_precision=mixed_precision, device=device)
     return predict_with(model, graph, out, chosen, runtime, env, force, source, target)
 

@@ -112,7 +112,7 @@ def rollout_plan(decoding: Decoding, count: int, default: str, degree: float = 0
 
 def solve_one(policy, env: gym.Env, one: Decoding, finish=None, patience: float = 1.0) -> Solution:
     """One rollout: :func:`graphtransfer.solve.inference.solve` with ``one``'s settings and ``patience``."""
-    return solve(policy, env, one.deterministic, one.seed, one.commit_fraction, finish, one.method, patience)
+    return solve(policy, env, one.deterministic, one.seed, one.commit_fraction, finish, one.method, patience, one.reductions)
 
 
 def best_of_rollouts(
