@@ -187,13 +187,14 @@ def test_local_max_patience_follows_the_graphs_density():
 @pytest.fixture(scope="module")
 def briefly_trained_mis(tmp_path_factory):
     """An MIS policy trained by the real CLI for 4,096 steps on the sample graphs (20-60 nodes,
-    average degree 4-6), seed 0."""
+    average degree 4-6), seed 0, on the CPU on every machine (the tests that read it compare set
+    sizes within a node or two)."""
     from typer.testing import CliRunner
 
     from graphtransfer.cli import app
 
     folder = tmp_path_factory.mktemp("mis-4096")
-    command = ["train", "--task", "mis", "--graphs", "small", "--steps", "4096", "--no-progress", "--out", str(folder)]
+    command = ["train", "--task", "mis", "--graphs", "small", "--steps", "4096", "--device", "cpu", "--no-progress", "--out", str(folder)]
     result = CliRunner().invoke(app, command)
     assert result.exit_code == 0, result.output
     return folder
