@@ -36,7 +36,9 @@ def _model_folder(command: str, option: Path | None, positional: Path | None) ->
 @takes_params(Decoding, "decoder", "max_passes")
 @takes_params(Runtime, "runtime", *SOLVE_RUNTIME, "device")
 def transfer(
-    src: Annotated[str, typer.Option(help="Trained model folder, the graph set name it was trained on, or a built-in model's name (mis).")],
+    src: Annotated[
+        str, typer.Option(help="Trained model folder, the graph set name it was trained on, or a built-in model's name (mis, mvc).")
+    ],
     dst: Annotated[str, typer.Option(help="Sample set name, graph file or folder to transfer to.")],
     decoder: Decoding,
     runtime: Runtime,
@@ -156,7 +158,7 @@ def plot(
 @friendly_errors
 def export(
     model: Annotated[
-        Path | None, typer.Option(help="Model folder written by train or transfer, or a built-in model's name (mis); required.")
+        Path | None, typer.Option(help="Model folder written by train or transfer, or a built-in model's name (mis, mvc); required.")
     ] = None,
     sb3: Annotated[
         Path | None,

@@ -35,7 +35,7 @@ PREDICT_DECODING = ("decoding", "commit_fraction", "deterministic", "seed", "rol
 @takes_params(Decoding, "decoder", *PREDICT_DECODING)
 @takes_params(Runtime, "runtime", *SOLVE_RUNTIME)
 def predict(
-    model: Annotated[Path, typer.Option(help="Model folder written by train or transfer, or a built-in model's name (mis).")],
+    model: Annotated[Path, typer.Option(help="Model folder written by train or transfer, or a built-in model's name (mis, mvc).")],
     graph: Annotated[str, typer.Option(help="Graph file in any supported format (see 'graphtransfer graphs info'), or a sample name.")],
     out: Annotated[Path, typer.Option(help="CSV to write: one 'node,decision' row per node, or one row per step for graph-level tasks.")],
     decoder: Decoding,
@@ -286,7 +286,7 @@ EVAL_DECODING = ("decoding", "commit_fraction", "rollouts", "max_passes", "node_
 @takes_params(Decoding, "decoder", *EVAL_DECODING)
 @takes_params(Runtime, "runtime", *SOLVE_RUNTIME)
 def evaluate(
-    model: Annotated[Path, typer.Option(help="Model folder written by train or transfer, or a built-in model's name (mis).")],
+    model: Annotated[Path, typer.Option(help="Model folder written by train or transfer, or a built-in model's name (mis, mvc).")],
     graphs: Annotated[str, typer.Option(help="Sample set name, graph file or folder of graphs to evaluate on.")],
     decoder: Decoding,
     runtime: Runtime,
