@@ -1,6 +1,8 @@
 """A maximum independent set from an exported MIS policy with ONNX Runtime and numpy only: no
 torch, no graphtransfer. What a deployment outside Python reimplements: the six node features of
-the MIS env and the local-max decoding (docs: "Deployment without Python").
+the MIS env and the local-max decoding, with the policy alone deciding (as ``predict
+--no-reductions``: predict's exact reductions are not reimplemented here; docs: "Deployment
+without Python").
 
     graphtransfer export --model runs/mis/small --onnx mis.onnx
     python examples/onnx_mis.py mis.onnx graph.txt      # an edge list: one "u v" pair per line
