@@ -43,7 +43,14 @@ def records(path: Path):
 
 
 def offline_runs(folder: Path) -> list[dict]:
-    """Each offline run under ``folder/wandb``: its name, config, history rows, artifacts and exit code."""
+    """Each offline run under ``folder/wandb``: its name, config, history rows, artifacts and exit code.
+
+    First waits for W&B's service to finish writing, as a CLI process's exit does (W&B's atexit
+    teardown): the command ran in this process, and on a loaded machine the run file was once read
+    before its records were on disk (no run record at all)."""
+    import wandb
+
+    wandb.teardown()
     runs = []
     for file in sorted(folder.glob("wandb/offline-run-*/run-*.wandb")):
         run: dict = {"history": [], "artifacts": []}
