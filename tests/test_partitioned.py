@@ -76,7 +76,7 @@ def test_each_part_draws_its_own_features_repeatably_from_the_seed(local_ray, ti
     policy, _ = load_policy(tiny_model("mis"), graph)
     first, _ = partitioned_node_outputs(policy, graph, 2, seed=3)
     again, _ = partitioned_node_outputs(policy, graph, 2, seed=3)
-    assert np.isfinite(first).all() and np.array_equal(first, again)  # (another seed: another numpy stream; not solved again, for CI's time)
+    assert np.isfinite(first).all() and np.array_equal(first, again)  # another seed is another numpy stream: not solved, for CI's time
 
 
 @pytest.mark.parametrize("index", [0, 1])
