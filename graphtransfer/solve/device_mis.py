@@ -60,11 +60,11 @@ def device_passes(
     edges = edges[:, torch.sort(edges[1], stable=True).indices]  # by destination, as the env keeps them (by_destination)
     rewards: list[float] = []
     while True:
-        x = node_features(status, edges, task.np_random.random(num_nodes))
+        degree = torch.bincount(edges[0], minlength=num_nodes)  # undecided neighbours: the features' and the rules'
+        x = node_features(status, edges, degree, task.np_random.random(num_nodes))
         joins = _pass_commits(policy, x, status, edges, candidates, order_noise, generator)
         leaves = None
         if reductions:  # isolated nodes have no neighbour to clash with; a commit on a dominated node gives way
-            degree = torch.bincount(edges[0], minlength=num_nodes)
             leaves = dominated(edges, degree)
             joining = (status == UNDECIDED) & (degree == 0)
             joining[joins] = True
@@ -148,15 +148,16 @@ def residual(edges: torch.Tensor, status: torch.Tensor) -> torch.Tensor:
     return edges[:, undecided[edges[0]] & undecided[edges[1]]]
 
 
-def node_features(status: torch.Tensor, edges: torch.Tensor, draw: np.ndarray) -> torch.Tensor:
-    """:func:`graphtransfer.envs.mis.node_features` of the residual ``edges`` and the pass's
-    ``draw``, on ``status``'s device, in float64 until the float32 result as the env computes it.
+def node_features(status: torch.Tensor, edges: torch.Tensor, live_degree: torch.Tensor, draw: np.ndarray) -> torch.Tensor:
+    """:func:`graphtransfer.envs.mis.node_features` of the residual ``edges`` (each node's count of
+    them ``live_degree``) and the pass's ``draw``, on ``status``'s device, in float64 until the
+    float32 result as the env computes it.
 
     Shapes:
-        status ``(N,)`` int8; edges ``(2, E)``; draw ``(N,)``; returns ``(N, 6)`` float32.
+        status ``(N,)`` int8; edges ``(2, E)``; live_degree ``(N,)`` int64; draw ``(N,)``; returns ``(N, 6)`` float32.
     """
     num_nodes = status.numel()
-    degree = torch.bincount(edges[0], minlength=num_nodes).double()
+    degree = live_degree.double()
     inverse = 1.0 / (degree + 1.0)
     cost = inverse.index_add(0, edges[0], inverse[edges[1]])
     undecided = status == UNDECIDED
