@@ -443,6 +443,19 @@ def test_a_full_disk_at_the_transfer_save_keeps_the_fine_tuned_model_and_changes
         shutil.rmtree(kept, ignore_errors=True)
 
 
+def test_a_full_disk_while_partitioning_leaves_the_earlier_partition_as_it_was(work, disk):
+    """graphs partition --force over an earlier partitioned graph on a full disk: one line, exit
+    code 1, and the earlier map and parts unchanged (each file is written atomically, the map last)."""
+    out = disk.folder / "parts"
+    first = runner.invoke(app, ["graphs", "partition", str(work["graph"]), "--parts", "2", "--out", str(out)])
+    assert first.exit_code == 0, first.output
+    before = snapshot(out)
+    disk.fill()
+    result = runner.invoke(app, ["graphs", "partition", str(work["graph"]), "--parts", "3", "--out", str(out), "--force"])
+    assert "No space left on device" in assert_refused(result, code=1)
+    assert snapshot(out) == before
+
+
 def test_a_destination_made_read_only_while_adapting_keeps_the_adapted_model(work, disk):
     """The destination turns read-only after the up-front checks (a remount, say): the adapted
     model is kept in a temporary folder, and the folder it would replace stays as it was."""

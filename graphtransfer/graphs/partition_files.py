@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import shutil
+import tempfile
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -114,8 +117,9 @@ def partition_graph(
 ) -> PartitionedGraph:
     """Read the graph ``source`` names, split it into ``parts`` parts and write them to ``folder``
     (see the module): a new or empty folder, or (with ``force``) an earlier partitioned graph,
-    never anything else; one writer at a time. Each part file is written atomically and the map
-    last, so an interrupted write leaves no map that names a part it did not finish."""
+    never anything else; one writer at a time. Everything is written into a staging folder
+    first and then moved into place (:func:`_write_parts`), so a write that fails leaves an earlier
+    partitioned graph as it was, and an interrupted move leaves no map that names a part it did not finish."""
     folder, path = Path(folder), resolve(source)
     if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
         raise UsageError(f"--parts {parts!r}: expected a whole number of parts from 1 to the graph's node count")
@@ -139,7 +143,19 @@ def _check_replaceable(folder: Path, force: bool) -> None:
 
 
 def _write_parts(graph: Graph, parts: int, folder: Path) -> PartitionedGraph:
-    (folder / MAP_NAME).unlink(missing_ok=True)  # from here until the new map, the folder names no part
+    """Write every part file and the map into a staging folder inside ``folder`` first, then move
+    them into place: a write that fails (a full disk) leaves an earlier partitioned graph in
+    ``folder`` as it was, since the moves need no space."""
+    staging = Path(tempfile.mkdtemp(dir=folder, prefix=".partition-", suffix=".tmp"))
+    try:
+        partitioned = _write_staged(graph, parts, staging, folder)
+        _move_into_place(staging, partitioned)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return partitioned
+
+
+def _write_staged(graph: Graph, parts: int, staging: Path, folder: Path) -> PartitionedGraph:
     entries = []
     for part in iter_parts(graph, assign_parts(graph, parts)):
         arrays = {name: getattr(part, name) for name in ARRAYS} | ({} if part.ids is None else {"ids": part.ids})
@@ -148,7 +164,7 @@ def _write_parts(graph: Graph, parts: int, folder: Path) -> PartitionedGraph:
             with tmp.open("wb") as file:  # a file object: np.savez would add ".npz" to a bare name
                 np.savez(file, **arrays)
 
-        target = folder / part_file_name(part.index)
+        target = staging / part_file_name(part.index)
         write_atomically(target, write)
         size, digest = file_digest(target)
         entries.append(
@@ -160,12 +176,22 @@ def _write_parts(graph: Graph, parts: int, folder: Path) -> PartitionedGraph:
     meta = {"format": FORMAT, "version": VERSION, "graph": graph.name, "nodes": graph.num_nodes, "edges": graph.num_edges}
     meta |= {"ids": partitioned.ids, "partitioner": "ranges of the reverse Cuthill-McKee order"}
     meta["parts"] = [{"file": part_file_name(e.index), **{key: getattr(e, key) for key in _ENTRY_KEYS}} for e in entries]
-    atomic_write(folder / MAP_NAME, (json.dumps(meta, indent=1) + "\n").encode())
+    atomic_write(staging / MAP_NAME, (json.dumps(meta, indent=1) + "\n").encode())
+    return partitioned
+
+
+def _move_into_place(staging: Path, partitioned: PartitionedGraph) -> None:
+    """Renames only: the old map goes first and the new one comes last, so that a process killed
+    in between leaves no map naming a part file that is not its own."""
+    folder, names = partitioned.folder, {part_file_name(e.index) for e in partitioned.parts}
+    (folder / MAP_NAME).unlink(missing_ok=True)
+    for name in sorted(names):
+        os.replace(staging / name, folder / name)
+    os.replace(staging / MAP_NAME, folder / MAP_NAME)
     for stale in folder.iterdir():  # an earlier partition into more parts
-        if _PART_FILE.fullmatch(stale.name) and stale.name not in {part_file_name(e.index) for e in entries}:
+        if _PART_FILE.fullmatch(stale.name) and stale.name not in names:
             stale.unlink()
     sync_folder(folder)
-    return partitioned
 
 
 _ENTRY_KEYS = ("num_owned", "num_halo", "num_boundary", "num_edges", "senders", "size", "sha256")
