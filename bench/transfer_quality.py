@@ -47,16 +47,14 @@ from graphtransfer.envs.protocol import features_of
 from graphtransfer.graphs import Graph, barabasi_albert, erdos_renyi, random_geometric
 from graphtransfer.graphs.generators import delaunay
 from graphtransfer.solve.evaluate import EvalExtras, EvalRow, evaluate_policy, finish_rule
-from graphtransfer.solve.inference import Solution, check_decoding, solve
+from graphtransfer.solve.inference import Solution, solve
 from graphtransfer.solve.loading import policy_for_graphs
+from graphtransfer.solve.predict import predict_graph
 from graphtransfer.solve.rollouts import (
     ONE_ROLLOUT,
     best_of_rollouts,
     rollout_count,
     rollout_patience,
-    rollout_plan,
-    rollouts_within_passes,
-    solve_one,
 )
 from graphtransfer.training.loop import train
 
@@ -253,43 +251,34 @@ def checked(task: str, graph: Graph, solution) -> None:
 
 DENSITY_HEADER = [
     "| task | family | nodes | avg degree | graph seed | baseline | baseline objective | policy, 1 rollout | / baseline | passes "
-    "| rollouts | policy (default) | / baseline | passes (all rollouts) | policy s (all rollouts) | baseline s | load |",
-    "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    "| rollouts | policy (default) | / baseline | passes (best rollout) | decided by the kernel | policy s (all rollouts) "
+    "| baseline s | load |",
+    "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
 ]
 
 
 def density_line(task: str, folder: Path, family: str, seed: int, graph: Graph) -> str:
     """One graph: the policy alone against the task's baseline, every solution checked: its first
-    rollout (the default decoding, seed 0, ``--rollouts 1``) and what predict gives by default, the
-    best of ``--rollouts auto`` rollouts (:func:`graphtransfer.solve.rollouts.rollout_plan`, as many
-    as :func:`~graphtransfer.solve.rollouts.rollouts_within_passes` allows; one patient rollout
-    where one fits, :func:`~graphtransfer.solve.rollouts.rollout_patience`), both finished as
-    predict does."""
+    rollout (predict with ``--rollouts 1``) and what predict gives by default, the best of
+    ``--rollouts auto`` rollouts (:func:`graphtransfer.solve.predict.predict_graph`: for MIS on the
+    kernel of the exact reductions, as many rollouts as the work budget allows, finished as predict
+    finishes them)."""
     checkpoint = read_checkpoint(folder)
-    config = checkpoint.config
     started = time.perf_counter()
     baseline = DENSITY_BASELINE[task](graph)
     baseline_seconds = time.perf_counter() - started
     checked(task, graph, baseline)
-    loaded = policy_for_graphs(checkpoint, [graph])
-    env = inference_env(config, graph)
-    count, degree = rollout_count(AUTO_ROLLOUTS, graph.num_nodes, graph.edge_index.shape[1]), 2 * graph.num_edges / graph.num_nodes
-    plan = rollout_plan(Decoding(), count, check_decoding(env, features_of(env), None), degree)
-    first = solve_one(loaded.policy, env, plan[0], finish_rule(config))
-    patience = rollout_patience(AUTO_ROLLOUTS, count, graph.num_nodes)
-    runs = [first if patience == 1.0 else solve_one(loaded.policy, env, plan[0], finish_rule(config), patience)]
-    runs += [solve_one(loaded.policy, env, one, finish_rule(config)) for one in plan[1 : rollouts_within_passes(count, runs[0].passes)]]
-    for run in [first, *runs]:
+    first, _ = predict_graph(checkpoint, graph, Decoding(rollouts=1))
+    best, _ = predict_graph(checkpoint, graph, Decoding())
+    for run in (first, best):
         checked(task, graph, run.solution)
-    sign = 1 if task == "mis" else -1
-    best = max(runs, key=lambda run: sign * run.objective)
     reference = float(baseline.sum())
+    degree = 2 * graph.num_edges / graph.num_nodes
     return (
         f"| {task} | {family} | {graph.num_nodes} | {degree:.1f} | {seed} | {BASELINE[task]} | "
-        f"{reference:.0f} | {first.objective:.0f} | {first.objective / reference:.3f} | {first.passes} | {len(runs)} | "
-        f"{best.objective:.0f} | {best.objective / reference:.3f} | {sum(run.passes for run in runs)} | "
-        f"{sum(run.seconds for run in runs):.1f} | "
-        f"{baseline_seconds:.1f} | {os.getloadavg()[0]:.1f} |"
+        f"{reference:.0f} | {first.objective:.0f} | {first.objective / reference:.3f} | {first.passes} | {best.rollouts} | "
+        f"{best.objective:.0f} | {best.objective / reference:.3f} | {best.passes} | {best.reduced} | "
+        f"{best.seconds:.1f} | {baseline_seconds:.1f} | {os.getloadavg()[0]:.1f} |"
     )
 
 

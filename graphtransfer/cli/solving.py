@@ -133,6 +133,10 @@ def predict(
     loaded, solution = predict_with(model, loaded, out, decoder, runtime, env, force, source, target)
     typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges; node ids {loaded.describe_ids()}")
     _report_weights(config, loaded)
+    if solution.reduced:
+        typer.echo(
+            f"exact reductions decided {solution.reduced:,} of {loaded.num_nodes:,} nodes before the policy ran (--no-reductions: off)"
+        )
     if solution.renumbered:
         typer.echo("solved with the nodes renumbered for locality (--node-order auto); the CSV is in the graph's own order")
     typer.echo(

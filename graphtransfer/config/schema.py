@@ -336,9 +336,10 @@ class Decoding:
 
     reductions: bool = setting(
         True,
-        "mis, local-max decodings: every pass also decides the nodes that some largest set decides anyway: a node without "
-        "undecided neighbours joins, and a node whose closed neighbourhood holds a neighbour's leaves (so a pendant's "
-        "neighbour leaves and the pendant joins on the next pass). --no-reductions: the policy alone decides",
+        "mis: exact rules decide the nodes that some largest set decides anyway. Before the policy runs, the graph is "
+        "shrunk to its kernel (pendants join, a node of degree 2 joins or is folded with its two neighbours; the set is "
+        "lifted back); in local-max decodings every pass also lets a node without undecided neighbours join and a node "
+        "whose closed neighbourhood holds a neighbour's leave. --no-reductions: the policy alone decides",
     )
 
     def __post_init__(self) -> None:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
 from graphtransfer.envs.contract import EDGE_ATTR, observation_space, padded_edge_attr, padded_structure
 from graphtransfer.graphs import Graph, load_graphs
+
+if TYPE_CHECKING:
+    from graphtransfer.envs.mis_kernel import MISKernel
 
 Graphs = Sequence[Graph] | str | Path
 """what an env samples from: :class:`Graph` objects, or a sample set name, graph file or folder"""
@@ -54,6 +57,13 @@ class GraphEnv(gym.Env):
     """the task depends on the graph's edges alone (no weight, feature or rule tied to a node's number) and its solution
     is one row per node, so inference may renumber the nodes for speed (:mod:`graphtransfer.graphs.ordering`) and put
     the solution back in the graph's own order"""
+
+    @staticmethod
+    def kernel(graph: Graph) -> MISKernel | None:
+        """The graph shrunk by exact rules before inference, with the way back (e.g.
+        :mod:`graphtransfer.envs.mis_kernel`; applied with the decoding's ``reductions``); None: the
+        task has none (the default), or they decide nothing on ``graph``."""
+        return None
 
     def __init__(self, graphs: Graphs, horizon: int = 32):
         graphs = as_graphs(graphs)

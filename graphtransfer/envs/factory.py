@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import gymnasium as gym
@@ -23,6 +23,7 @@ from graphtransfer.envs import TASKS
 from graphtransfer.envs.adapters import GraphObservationAdapter
 from graphtransfer.envs.base import GraphEnv
 from graphtransfer.envs.contract import check_contract
+from graphtransfer.envs.mis_kernel import MISKernel
 from graphtransfer.envs.path import query_positions
 from graphtransfer.envs.protocol import SettableHorizon, features_of
 from graphtransfer.errors import UsageError
@@ -34,6 +35,12 @@ def renumberable(config: RunConfig) -> bool:
     declares :attr:`~graphtransfer.envs.base.GraphEnv.renumberable`; a user env never: its rules
     may depend on node numbers in ways no declaration here can check)."""
     return config.env is None and _task(config.task).renumberable
+
+
+def graph_kernel(config: RunConfig) -> Callable[[Graph], MISKernel | None] | None:
+    """The run's task's :attr:`~graphtransfer.envs.base.GraphEnv.kernel` rule (a built-in task's;
+    a user env has none)."""
+    return _task(config.task).kernel if config.env is None else None
 
 
 def run_env(config: RunConfig, graphs: Sequence[Graph]) -> gym.Env:

@@ -17,6 +17,7 @@ import numpy as np
 from gymnasium import spaces
 
 from graphtransfer.envs.base import GraphEnv, Graphs
+from graphtransfer.envs.mis_kernel import mis_kernel
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.graph import stable_order
@@ -56,6 +57,7 @@ class MISEnv(GraphEnv):
     inference_horizon = 256  # passes allowed at inference, where graphs are far larger
     commit_action, defer_action = INCLUDE, DEFER  # what a commit fraction below 1 lets the surest nodes do, and the rest
     renumberable = True
+    kernel = staticmethod(mis_kernel)
 
     def __init__(self, graphs: Graphs, horizon: int = 32):
         super().__init__(graphs, horizon)

@@ -79,7 +79,8 @@ def rows_to_json(rows: list[EvalRow]) -> list[dict]:
             "sense": row.sense,
             "decodings": {
                 label: {"objective": s.objective, "feasible": s.feasible, "passes": s.passes, "seconds": round(s.seconds, 4)}
-                | {"rollouts": s.rollouts, "best_rollout": {"seed": s.seed, "decoding": s.decoding}, "renumbered": s.renumbered}
+                | {"rollouts": s.rollouts, "best_rollout": {"seed": s.seed, "decoding": s.decoding}}
+                | {"renumbered": s.renumbered, "reduced": s.reduced}
                 | finished_counts(s)
                 for label, s in row.decodings.items()
             },

@@ -122,12 +122,12 @@ def evaluate_policy(
     finish = finish_rule(config)
     rows = []
     for graph in graphs:
-        order = solving_order(config, graph, decoding.node_order)
+        order = solving_order(config, graph, decoding.node_order, decoding.reductions)
         query = named_query(config, graph, extras.source, extras.target)  # path is never renumbered: positions hold in order.graph
         env = inference_env(config, order.graph, decoding.max_passes, query)
         features = features_of(env)
-        count = rollout_count(decoding.rollouts, graph.num_nodes, graph.edge_index.shape[1])
-        patience = rollout_patience(decoding.rollouts, count, graph.num_nodes)
+        count = rollout_count(decoding.rollouts, order.graph.num_nodes, order.graph.edge_index.shape[1])
+        patience = rollout_patience(decoding.rollouts, count, order.graph.num_nodes)
         chosen = check_decoding(env, features, decoding.method)
         first = features.inference_deterministic if decoding.deterministic is None else decoding.deterministic
         drawn = chosen == DRAWN

@@ -58,6 +58,7 @@ class Solution:
     decoding: str = ""  # the decoding that gave it: local-max or drawn
     rollouts: int = 1  # how many rollouts it is the best of (see graphtransfer.solve.rollouts); seconds count them all
     renumbered: bool = False  # solved with the nodes renumbered in locality order (graphtransfer.solve.ordering), rows put back
+    reduced: int = 0  # nodes the kernel's rules decided before the policy ran (graphtransfer.envs.mis_kernel)
 
 
 def objective_text(value: float) -> str:

@@ -1,10 +1,13 @@
-"""The order a policy numbers a graph's nodes in while it solves it, and the way back.
+"""The graph a policy solves in place of the one it was given, and the way back.
 
-Large graphs of tasks that depend on their edges alone (MIS, MVC) are solved renumbered in
-locality order (:mod:`graphtransfer.graphs.ordering`); the solution comes back in the graph's own
-order, so callers never see the renumbering. A renumbered run is as good as another seed's: the
-env's random features and the decoding's ties follow node numbers, so its set differs from the
-given order's by about as much as two seeds' do (bench/RESULTS.md, "Node order").
+Two changes, both undone in the answer, so callers never see them. MIS graphs are first shrunk to
+their kernel by exact rules (:mod:`graphtransfer.envs.mis_kernel`; the decoding's ``reductions``):
+the policy solves the kernel and its set is lifted back to the given graph. Large graphs of tasks
+that depend on their edges alone (MIS, MVC) are then solved renumbered in locality order
+(:mod:`graphtransfer.graphs.ordering`); the solution comes back in the graph's own order. A
+renumbered run is as good as another seed's: the env's random features and the decoding's ties
+follow node numbers, so its set differs from the given order's by about as much as two seeds' do
+(bench/RESULTS.md, "Node order").
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from graphtransfer.config import NODE_ORDERS, RENUMBER_FROM_NODES, RunConfig
-from graphtransfer.envs.factory import renumberable
+from graphtransfer.envs.factory import graph_kernel, renumberable
+from graphtransfer.envs.mis_kernel import MISKernel
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.ordering import better_order, renumbered
@@ -24,42 +28,64 @@ from graphtransfer.solve.inference import Solution
 
 @dataclass(frozen=True)
 class SolvingOrder:
-    """The graph the policy runs on and how its nodes map back to the graph's own order."""
+    """The graph the policy runs on and how its nodes map back to the given graph."""
 
     graph: Graph
     order: np.ndarray | None = None
-    """``(num_nodes,)`` int64: ``order[k]`` is the position in the given graph of node ``k``; ``None``: as given"""
+    """``(num_nodes,)`` int64: ``order[k]`` is the position in the graph before renumbering (the kernel,
+    or the given graph) of node ``k``; ``None``: as given"""
     seconds: float = 0.0
-    """what choosing the order and renumbering took"""
+    """what the kernel, choosing the order and renumbering took"""
+    kernel: MISKernel | None = None
+    """the kernel solved in place of the given graph; ``None``: the given graph itself"""
 
     def restore(self, solution: Solution) -> Solution:
-        """``solution`` with its per-node rows (and the finishing rule's) in the given graph's order,
-        and its seconds counting the renumbering's."""
-        if self.order is None:
-            return replace(solution, seconds=solution.seconds + self.seconds)
+        """``solution`` with its per-node rows (and the finishing rule's) on the given graph, in its
+        order, its objective and feasibility the given graph's, and its seconds counting the kernel's
+        and the renumbering's."""
         finished = solution.finished
         if finished is not None:
             finished = replace(finished, solution=self._given(finished.solution))
         rows = self._given(solution.solution)
-        return replace(solution, solution=rows, finished=finished, seconds=solution.seconds + self.seconds, renumbered=True)
+        objective, feasible = solution.objective, solution.feasible
+        if self.kernel is not None:
+            objective, feasible = self.kernel.measure(rows)
+        return replace(
+            solution,
+            solution=rows,
+            objective=objective,
+            feasible=feasible,
+            finished=finished,
+            seconds=solution.seconds + self.seconds,
+            renumbered=self.order is not None,
+            reduced=0 if self.kernel is None else self.kernel.decided,
+        )
 
     def _given(self, rows: np.ndarray) -> np.ndarray:
-        given = np.empty_like(rows)
-        given[self.order] = rows
-        return given
+        """Rows of the graph solved as rows of the given graph."""
+        if self.order is not None:
+            given = np.empty_like(rows)
+            given[self.order] = rows
+            rows = given
+        return rows if self.kernel is None else self.kernel.lift(rows)
 
 
-def solving_order(config: RunConfig, graph: Graph, node_order: str = "auto") -> SolvingOrder:
-    """How the policy of ``config`` numbers ``graph``'s nodes: under ``auto``, where the task allows
-    it and the graph has at least :data:`RENUMBER_FROM_NODES` nodes, in the locality order of
+def solving_order(config: RunConfig, graph: Graph, node_order: str = "auto", reductions: bool = True) -> SolvingOrder:
+    """The graph the policy of ``config`` solves for ``graph``: with ``reductions``, where the task
+    has a kernel (MIS), the kernel when its rules decide any node, else the graph itself; its nodes
+    numbered, under ``auto``, where the task allows it and the graph solved has at least
+    :data:`RENUMBER_FROM_NODES` nodes, in the locality order of
     :func:`~graphtransfer.graphs.ordering.better_order` when that shortens its edges enough (meshes,
     geometric graphs in random order), else as given."""
     if node_order not in NODE_ORDERS:
         raise UsageError(f"node order {node_order!r}; choose one of {', '.join(NODE_ORDERS)}")
-    if node_order == "given" or graph.num_nodes < RENUMBER_FROM_NODES or not renumberable(config):
-        return SolvingOrder(graph)
     started = time.perf_counter()
-    order = better_order(graph)
-    if order is None:
-        return SolvingOrder(graph, seconds=time.perf_counter() - started)
-    return SolvingOrder(renumbered(graph, order), order, time.perf_counter() - started)
+    rule = graph_kernel(config) if reductions else None
+    kernel = rule(graph) if rule is not None else None
+    solved = graph if kernel is None else kernel.graph
+    order = None
+    if node_order == "auto" and solved.num_nodes >= RENUMBER_FROM_NODES and renumberable(config):
+        order = better_order(solved)
+    if order is not None:
+        solved = renumbered(solved, order)
+    return SolvingOrder(solved, order, time.perf_counter() - started, kernel)

@@ -73,7 +73,7 @@ def policy_starts(
     """The ``count`` largest distinct feasible sets of ``rollouts`` rollouts of an MIS model's
     policy on ``graph`` (seeds and decodings as ``predict``'s, :func:`rollout_plan`), the policy
     loaded once; with ``scores``, also its first-pass log-odds per node."""
-    order = solving_order(checkpoint.config, graph)
+    order = solving_order(checkpoint.config, graph, reductions=not scores)  # scores are per node of the whole graph: no kernel
     loaded = policy_for_graphs(checkpoint, [order.graph])
     features = features_of(loaded.env)
     degree = 2 * graph.num_edges / max(graph.num_nodes, 1)

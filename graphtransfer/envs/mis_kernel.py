@@ -1,0 +1,199 @@
+"""The MIS kernel: a smaller graph whose largest independent sets give the given graph's.
+
+Three exact rules of the reduction literature, applied until none applies (each keeps the size of
+a maximum independent set, less what it decides):
+
+1. a node without neighbours joins the set;
+2. a node with one neighbour joins, its neighbour leaves; a node of degree 2 whose two neighbours
+   are adjacent joins, both neighbours leave;
+3. a node ``v`` of degree 2 whose neighbours ``u`` and ``w`` are not adjacent is *folded*: ``v``,
+   ``u`` and ``w`` become one node adjacent to every neighbour of ``u`` and ``w``; if the folded
+   node joins a set of the kernel, ``u`` and ``w`` join the given graph's set, else ``v`` does
+   (so the kernel's set is one node smaller than the lifted one).
+
+Rules 1-2 are what the local-max decoding also applies every pass
+(:func:`graphtransfer.envs.mis.reduction_actions`); rule 3 changes the graph, which no pass of an env
+can, so it runs once, before the policy, and its cascades (a fold lowers degrees, which make new
+pendants and folds) run to the end. On Barabási–Albert graphs with ``m = 2`` they leave nothing:
+the kernel's set is the maximum one (bench/RESULTS.md, "The MIS kernel").
+
+Only nodes whose neighbourhoods change get a Python set; the rest are read from the graph's CSR,
+so the cost follows the work the rules do, not the graph's size.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from graphtransfer.graphs import Graph
+
+FOLD_DEGREE = 2
+"""the rules look at nodes of at most this degree"""
+
+
+@dataclass(frozen=True)
+class MISKernel:
+    """A graph's kernel and the way from a kernel's independent set back to the graph's.
+
+    Attributes:
+        graph: the kernel, its nodes numbered ``0..k-1`` in the given graph's order; at least one
+            node (a graph the rules decide whole keeps one of the nodes they put in the set, an
+            isolated node, which any decoding takes).
+        nodes: ``(k,)`` int64, the position in the given graph of each kernel node (a folded
+            node is named by one of the two nodes it merged).
+        included: ``(i,)`` int64, positions the rules put in the set (possibly folded nodes).
+        folds: ``(f, 3)`` int64, each fold's ``(v, kept, merged)`` in the order made: ``kept``
+            names the folded node, ``merged`` the neighbour merged into it.
+        given: the graph it is the kernel of.
+    """
+
+    graph: Graph
+    nodes: np.ndarray
+    included: np.ndarray
+    folds: np.ndarray
+    given: Graph
+
+    @property
+    def decided(self) -> int:
+        """The given graph's nodes the rules decided before anything ran on the kernel."""
+        return self.given.num_nodes - self.nodes.size
+
+    def measure(self, lifted: np.ndarray) -> tuple[float, bool]:
+        """A lifted set's size and whether it is independent in the given graph."""
+        src, dst = self.given.edge_index
+        return float(lifted.sum()), not (lifted[src] & lifted[dst]).any()
+
+    def lift(self, chosen: np.ndarray) -> np.ndarray:
+        """``(num_nodes,)`` bool, the given graph's set of the kernel's set ``chosen`` (``(k,)``
+        bool): independent when ``chosen`` is, maximal when it is, and larger by the number of
+        rule-1/2 joins and folds."""
+        lifted = np.zeros(self.given.num_nodes, dtype=bool)
+        lifted[self.nodes[np.asarray(chosen, dtype=bool)]] = True
+        lifted[self.included] = True
+        for v, kept, merged in self.folds[::-1].tolist():  # a later fold may have merged an earlier folded node
+            if lifted[kept]:
+                lifted[merged] = True
+            else:
+                lifted[v] = True
+        return lifted
+
+
+def mis_kernel(graph: Graph) -> MISKernel | None:
+    """``graph``'s kernel under the rules of this module; ``None`` where they decide nothing."""
+    if not (graph.degrees() <= FOLD_DEGREE).any():
+        return None
+    collecting = gc.isenabled()
+    gc.disable()  # the rules make a set per node they touch: the collector's passes over them would cost more than the rules
+    try:
+        rules = _Rules(graph)
+        rules.run()
+        return rules.kernel()
+    finally:
+        if collecting:
+            gc.enable()
+
+
+class _Rules:
+    """The rules' state: the nodes still in the graph and the changed neighbourhoods."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        indptr, self.indices = graph.csr()
+        degree = np.diff(indptr)
+        self.indptr: list[int] = indptr.tolist()  # Python ints: read once per node, faster than numpy scalars
+        self.alive = bytearray(b"\x01") * graph.num_nodes
+        self.changed: dict[int, set[int]] = {}
+        self.queue: list[int] = np.flatnonzero(degree <= FOLD_DEGREE)[::-1].tolist()  # lowest ids first
+        self.included: list[int] = []
+        self.folds: list[tuple[int, int, int]] = []
+
+    def neighbours(self, x: int) -> set[int]:
+        """``x``'s neighbours now, made a set of its own the first time asked."""
+        try:
+            return self.changed[x]
+        except KeyError:
+            found = self.changed[x] = set(self.indices[self.indptr[x] : self.indptr[x + 1]].tolist())
+            return found
+
+    def degree(self, x: int) -> int:
+        found = self.changed.get(x)
+        return len(found) if found is not None else self.indptr[x + 1] - self.indptr[x]
+
+    def run(self) -> None:
+        while self.queue:
+            v = self.queue.pop()
+            if not self.alive[v] or self.degree(v) > FOLD_DEGREE:
+                continue
+            around = self.neighbours(v)
+            if len(around) < 2:
+                self.join(v, *around)
+                continue
+            u, w = around
+            if w in self.neighbours(u):
+                self.join(v, u, w)
+            else:
+                self.fold(v, u, w)
+
+    def join(self, v: int, *leaving: int) -> None:
+        """``v`` joins the set; ``leaving``, its neighbours, leave the graph."""
+        self.included.append(v)
+        self.remove(v)
+        for u in leaving:
+            self.remove(u)
+
+    def remove(self, x: int) -> None:
+        self.alive[x] = 0
+        for y in self.neighbours(x):
+            around = self.neighbours(y)
+            around.discard(x)
+            if len(around) <= FOLD_DEGREE:
+                self.queue.append(y)
+        self.changed[x] = set()
+
+    def fold(self, v: int, u: int, w: int) -> None:
+        """``v``, ``u`` and ``w`` become one node, named by the neighbour of the larger neighbourhood."""
+        kept, merged = (u, w) if self.degree(u) >= self.degree(w) else (w, u)
+        self.folds.append((v, kept, merged))
+        self.alive[v] = self.alive[merged] = 0
+        self.changed[v] = set()
+        into = self.neighbours(kept)
+        into.discard(v)
+        for y in self.neighbours(merged):
+            if y == v:
+                continue
+            around = self.neighbours(y)
+            around.discard(merged)
+            around.add(kept)
+            into.add(y)
+            if len(around) <= FOLD_DEGREE:
+                self.queue.append(y)
+        self.changed[merged] = set()
+        if len(into) <= FOLD_DEGREE:
+            self.queue.append(kept)
+
+    def kernel(self) -> MISKernel | None:
+        if not self.included and not self.folds:
+            return None
+        alive = np.frombuffer(self.alive, dtype=np.uint8).astype(bool)
+        if not alive.any():  # decided whole: keep the last node to join, isolated, for the decoding to take
+            alive[self.included.pop()] = True
+        nodes = np.flatnonzero(alive)
+        position = np.full(self.graph.num_nodes, -1, dtype=np.int64)
+        position[nodes] = np.arange(nodes.size)
+        changed = np.zeros(self.graph.num_nodes, dtype=bool)
+        changed[np.fromiter(self.changed, dtype=np.int64, count=len(self.changed))] = True
+        src, dst = self.graph.edge_index
+        untouched = alive[src] & ~changed[src]
+        rows = np.flatnonzero(alive & changed)
+        around = [self.changed[x] for x in rows.tolist()]
+        counts = np.fromiter(map(len, around), dtype=np.int64, count=len(around))
+        new_src = np.repeat(rows, counts)
+        new_dst = np.fromiter(itertools.chain.from_iterable(around), dtype=np.int64, count=new_src.size)
+        edges = np.concatenate([self.graph.edge_index[:, untouched], np.stack([new_src, new_dst])], axis=1)
+        kernel = Graph(position[edges], int(nodes.size), self.graph.name)
+        folds = np.array(self.folds, dtype=np.int64).reshape(-1, 3)
+        return MISKernel(kernel, nodes, np.array(self.included, dtype=np.int64), folds, self.graph)

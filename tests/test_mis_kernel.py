@@ -1,0 +1,115 @@
+"""The MIS kernel (graphtransfer.envs.mis_kernel): exact against brute force, lifted sets
+independent and maximal, and the solve paths that use it (predict, eval's decodings)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from graphtransfer import Decoding
+from graphtransfer.baselines.mis import greedy_min_degree
+from graphtransfer.envs.mis import is_independent_set
+from graphtransfer.envs.mis_kernel import mis_kernel
+from graphtransfer.graphs import Graph
+from graphtransfer.graphs.generators import barabasi_albert, erdos_renyi, random_geometric
+from graphtransfer.graphs.graph import from_edges
+from graphtransfer.solve.predict import predict, predict_graph
+
+BUILT_IN = "mis"
+"""the packaged MIS model (graphtransfer/zoo/mis): no training needed"""
+
+
+def graph_of(edges: list[tuple[int, int]], num_nodes: int) -> Graph:
+    pairs = np.array(edges, dtype=np.int64).reshape(-1, 2)
+    return from_edges(pairs[:, 0], pairs[:, 1], num_nodes)[0]
+
+
+def maximum_set(graph: Graph) -> np.ndarray:
+    """A largest independent set by trying every subset (graphs of at most 14 nodes)."""
+    src, dst = graph.edge_index
+    best = np.zeros(graph.num_nodes, dtype=bool)
+    for bits in itertools.product([False, True], repeat=graph.num_nodes):
+        chosen = np.array(bits)
+        if chosen.sum() > best.sum() and not (chosen[src] & chosen[dst]).any():
+            best = chosen
+    return best
+
+
+def is_maximal(graph: Graph, chosen: np.ndarray) -> bool:
+    covered = chosen.copy()
+    covered[graph.edge_index[1, chosen[graph.edge_index[0]]]] = True
+    return bool(covered.all())
+
+
+def sparse_tiny_graphs() -> list[Graph]:
+    """Tiny graphs with many nodes of degree 1 and 2: random sparse ones, paths, cycles, a star, two triangles joined."""
+    graphs = [erdos_renyi(n, degree, seed) for seed, (n, degree) in enumerate(itertools.product(range(4, 14, 3), (1.5, 2.5, 3.5)))]
+    graphs += [graph_of([(i, i + 1) for i in range(n - 1)], n) for n in (2, 5, 8)]
+    graphs += [graph_of([(i, (i + 1) % n) for i in range(n)], n) for n in (3, 4, 7, 10)]
+    graphs += [graph_of([(0, i) for i in range(1, 7)], 7), graph_of([(0, 1), (1, 2), (0, 2), (2, 3), (3, 4), (4, 5), (3, 5)], 6)]
+    return [graph for graph in graphs if graph.degrees().min() <= 2]
+
+
+@pytest.mark.parametrize("graph", sparse_tiny_graphs(), ids=lambda g: f"{g.num_nodes}n{g.num_edges}e")
+def test_a_largest_set_of_the_kernel_lifts_to_a_largest_set_of_the_graph(graph):
+    kernel = mis_kernel(graph)
+    assert kernel is not None  # every graph here has a node of degree at most 2, which a rule decides
+    lifted = kernel.lift(maximum_set(kernel.graph))
+    assert is_independent_set(graph, lifted)
+    assert lifted.sum() == maximum_set(graph).sum()
+    assert kernel.measure(lifted) == (float(lifted.sum()), True)
+
+
+@pytest.mark.parametrize("graph", sparse_tiny_graphs()[:12], ids=lambda g: f"{g.num_nodes}n{g.num_edges}e")
+def test_any_maximal_set_of_the_kernel_lifts_to_a_maximal_independent_set(graph):
+    kernel = mis_kernel(graph)
+    chosen = greedy_min_degree(kernel.graph)
+    lifted = kernel.lift(chosen)
+    assert is_independent_set(graph, lifted) and is_maximal(graph, lifted)
+    assert lifted.sum() == chosen.sum() + kernel.included.size + len(kernel.folds)
+
+
+def test_folds_solve_cycles_and_paths_whole():
+    for n in (9, 10, 101):
+        cycle = mis_kernel(graph_of([(i, (i + 1) % n) for i in range(n)], n))
+        path = mis_kernel(graph_of([(i, i + 1) for i in range(n - 1)], n))
+        for kernel, largest in ((cycle, n // 2), (path, (n + 1) // 2)):
+            assert kernel.graph.num_nodes == 1 and kernel.graph.num_edges == 0  # one isolated node kept for the decoding
+            assert kernel.lift(np.ones(1, dtype=bool)).sum() == largest
+
+
+def test_graphs_without_low_degree_nodes_have_no_kernel():
+    complete = graph_of(list(itertools.combinations(range(5), 2)), 5)
+    assert mis_kernel(complete) is None
+    assert mis_kernel(random_geometric(400, 40, seed=0)) is None or mis_kernel(random_geometric(400, 40, seed=0)).decided < 20
+
+
+def test_a_folded_node_is_named_by_a_merged_neighbour_and_the_kernel_keeps_the_rest():
+    # 0-1-2 with 1 of degree 2 and 0, 2 each in a triangle of their own: 1 folds 0 and 2 into one node
+    graph = graph_of([(0, 1), (1, 2), (0, 3), (0, 4), (3, 4), (2, 5), (2, 6), (5, 6), (3, 7), (4, 7), (5, 8), (6, 8)], 9)
+    kernel = mis_kernel(graph)
+    assert kernel.folds.tolist()[0][0] == 1 and set(kernel.folds.tolist()[0][1:]) == {0, 2}
+    assert kernel.lift(maximum_set(kernel.graph)).sum() == maximum_set(graph).sum() == 4
+
+
+def test_predict_solves_barabasi_albert_m2_by_the_kernel_and_reports_it():
+    graph = barabasi_albert(3000, 2, seed=5)
+    _, reduced = predict(BUILT_IN, graph)
+    _, plain = predict(BUILT_IN, graph, reductions=False)
+    assert reduced.reduced == graph.num_nodes - 1 and plain.reduced == 0
+    assert reduced.feasible and is_independent_set(graph, reduced.solution) and is_maximal(graph, reduced.solution)
+    assert reduced.objective == reduced.solution.sum() >= greedy_min_degree(graph).sum()
+    assert reduced.objective >= plain.objective
+
+
+def test_the_kernel_and_the_renumbering_together_give_rows_in_the_graphs_own_order():
+    graph = erdos_renyi(60_000, 3, seed=3)  # above the renumbering threshold, a kernel of about half the nodes
+    rng = np.random.default_rng(0)
+    scrambled = rng.permutation(graph.num_nodes)
+    shuffled = Graph(scrambled[graph.edge_index], graph.num_nodes)
+    solution, _ = predict_graph(BUILT_IN, shuffled, Decoding(rollouts=1, max_passes=3))
+    assert 0 < solution.reduced < shuffled.num_nodes
+    assert solution.feasible and is_independent_set(shuffled, solution.solution)
+    assert solution.objective == solution.solution.sum()
