@@ -16,6 +16,7 @@ from graphtransfer.config import (
     SAMPLED_ROLLOUT_DEGREE,
     Decoding,
 )
+from graphtransfer.envs.mis_kernel import mis_kernel
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import barabasi_albert, erdos_renyi, random_geometric, write_edge_list
 from graphtransfer.graphs.generators import delaunay
@@ -137,7 +138,8 @@ def test_predict_makes_autos_one_rollout_patient_and_a_count_or_a_commit_fractio
     shows it), predict's rollout takes the floor's candidates, more passes than the default's;
     --rollouts 1 and a --commit-fraction given decode as they say."""
     monkeypatch.setattr("graphtransfer.solve.rollouts.ROLLOUT_NODE_BUDGET", 400)
-    graph = random_geometric(300, 8.0, 1)
+    graph = erdos_renyi(300, 12.0, 1)  # no node of degree <= 2: predict solves this graph itself, not a kernel
+    assert mis_kernel(graph) is None
     model = tiny_model("mis")
     loaded = policy_for_graphs(model, [graph])
     default = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"])
@@ -198,7 +200,7 @@ def _predict(model, graph_file, out, *options):
 
 def test_predict_auto_runs_64_rollouts_on_50_nodes_and_one_on_a_big_graph(tiny_model, tmp_path):
     write_edge_list(random_geometric(50, 6.0, 1), tmp_path / "small.txt")
-    write_edge_list(barabasi_albert(16_000, 2, 1), tmp_path / "big.txt")
+    write_edge_list(barabasi_albert(16_000, 3, 1), tmp_path / "big.txt")  # degree >= 3: no kernel, the graph itself is solved
     small = _predict(tiny_model("mis"), tmp_path / "small.txt", tmp_path / "s.csv")
     assert re.search(r"objective \d+ in \d+ passes, best of 64 rollouts \(seeds 0-63; best: seed \d+, local-max(-sampled)?\)", small)
     assert ", 1 rollout, " in _predict(tiny_model("mis"), tmp_path / "big.txt", tmp_path / "b.csv")

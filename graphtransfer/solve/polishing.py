@@ -73,7 +73,7 @@ def policy_starts(
     """The ``count`` largest distinct feasible sets of ``rollouts`` rollouts of an MIS model's
     policy on ``graph`` (seeds and decodings as ``predict``'s, :func:`rollout_plan`), the policy
     loaded once; with ``scores``, also its first-pass log-odds per node."""
-    order = solving_order(checkpoint.config, graph, reductions=not scores)  # scores are per node of the whole graph: no kernel
+    order = solving_order(checkpoint.config, graph)
     loaded = policy_for_graphs(checkpoint, [order.graph])
     features = features_of(loaded.env)
     degree = 2 * graph.num_edges / max(graph.num_nodes, 1)
@@ -85,14 +85,23 @@ def policy_starts(
         sets.setdefault(run.solution.astype(bool).tobytes(), run.solution.astype(bool))
     first = None
     if scores:
-        if features.commit_action is None:
+        commit = features.commit_action
+        if commit is None:
             raise ValueError(f"scores are the log-odds of the env's commit action; a {checkpoint.config.name} model's env names none")
-        first = _first_pass_scores(loaded.policy, loaded.env, features.commit_action, seed)
-    if first is not None and order.order is not None:
-        given = np.empty_like(first)
-        given[order.order] = first
-        first = given
+        first = _whole_graph_scores(checkpoint, graph, commit, seed)
     return PolicyStarts(list(sets.values())[:count], first)
+
+
+def _whole_graph_scores(checkpoint: Checkpoint, graph: Graph, commit_action: int, seed: int) -> np.ndarray:
+    """:func:`_first_pass_scores` on the whole of ``graph`` (not its kernel), in its own order."""
+    order = solving_order(checkpoint.config, graph, reductions=False)
+    loaded = policy_for_graphs(checkpoint, [order.graph])
+    first = _first_pass_scores(loaded.policy, loaded.env, commit_action, seed)
+    if order.order is None:
+        return first
+    given = np.empty_like(first)
+    given[order.order] = first
+    return given
 
 
 def _first_pass_scores(policy, env, commit_action: int, seed: int) -> np.ndarray:
