@@ -257,19 +257,19 @@ DENSITY_HEADER = [
 ]
 
 
-def density_line(task: str, folder: Path, family: str, seed: int, graph: Graph) -> str:
+def density_line(task: str, folder: Path, family: str, seed: int, graph: Graph, reductions: bool = True) -> str:
     """One graph: the policy alone against the task's baseline, every solution checked: its first
     rollout (predict with ``--rollouts 1``) and what predict gives by default, the best of
     ``--rollouts auto`` rollouts (:func:`graphtransfer.solve.predict.predict_graph`: for MIS on the
     kernel of the exact reductions, as many rollouts as the work budget allows, finished as predict
-    finishes them)."""
+    finishes them); ``reductions`` False: predict's ``--no-reductions``."""
     checkpoint = read_checkpoint(folder)
     started = time.perf_counter()
     baseline = DENSITY_BASELINE[task](graph)
     baseline_seconds = time.perf_counter() - started
     checked(task, graph, baseline)
-    first, _ = predict_graph(checkpoint, graph, Decoding(rollouts=1))
-    best, _ = predict_graph(checkpoint, graph, Decoding())
+    first, _ = predict_graph(checkpoint, graph, Decoding(rollouts=1, reductions=reductions))
+    best, _ = predict_graph(checkpoint, graph, Decoding(reductions=reductions))
     for run in (first, best):
         checked(task, graph, run.solution)
     reference = float(baseline.sum())
@@ -304,6 +304,7 @@ def main() -> None:
     parser.add_argument("--families", default=",".join(FAMILIES), help="comma-separated families: er, ba, rgg, delaunay")
     parser.add_argument("--degrees", help="comma-separated average degrees: print the table across density instead (mis, mvc)")
     parser.add_argument("--seeds", default=str(SEED), help="--degrees: comma-separated seeds of the graphs (held out: not 0)")
+    parser.add_argument("--no-reductions", action="store_true", help="--degrees: decode as predict --no-reductions (no kernel)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     tasks = args.task or list(SIZES)
@@ -319,7 +320,7 @@ def main() -> None:
                 parser.error(f"--degrees compares mis and mvc only, not {task}")
             degrees, seeds = [float(d) for d in args.degrees.split(",")], [int(x) for x in args.seeds.split(",")]
             for family, seed, graph in density_graphs(sizes, degrees, families, seeds):
-                print(density_line(task, args.out / task, family, seed, graph), flush=True)
+                print(density_line(task, args.out / task, family, seed, graph, not args.no_reductions), flush=True)
         print("\ntraining wall time: " + ", ".join(f"{task} {s:.0f} s" for task, s in seconds.items()), flush=True)
         return
     print("\n".join(quality_header(args.patience)), flush=True)

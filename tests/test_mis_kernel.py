@@ -1,5 +1,5 @@
 """The MIS kernel (graphtransfer.envs.mis_kernel): exact against brute force, lifted sets
-independent and maximal, and the solve paths that use it (predict, eval's decodings)."""
+independent and maximal, lifted covers smallest, and the solve paths that use it (predict)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 from graphtransfer import Decoding
 from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.envs.mis import is_independent_set
-from graphtransfer.envs.mis_kernel import mis_kernel
+from graphtransfer.envs.mis_kernel import mis_kernel, mvc_kernel
+from graphtransfer.envs.mvc import MVCEnv, WeightedMVCEnv
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.generators import barabasi_albert, erdos_renyi, random_geometric
 from graphtransfer.graphs.graph import from_edges
@@ -113,3 +114,21 @@ def test_the_kernel_and_the_renumbering_together_give_rows_in_the_graphs_own_ord
     assert 0 < solution.reduced < shuffled.num_nodes
     assert solution.feasible and is_independent_set(shuffled, solution.solution)
     assert solution.objective == solution.solution.sum()
+
+
+@pytest.mark.parametrize("graph", sparse_tiny_graphs()[::3], ids=lambda g: f"{g.num_nodes}n{g.num_edges}e")
+def test_the_mvc_kernel_lifts_a_smallest_cover_of_the_kernel_to_a_smallest_cover_of_the_graph(graph):
+    kernel = mvc_kernel(graph)
+    cover = kernel.lift(~maximum_set(kernel.graph))
+    src, dst = graph.edge_index
+    assert (cover[src] | cover[dst]).all()
+    assert cover.sum() == graph.num_nodes - maximum_set(graph).sum()
+    assert kernel.measure(cover) == (float(cover.sum()), True)
+
+
+def test_predict_mvc_uses_the_kernel_and_the_weighted_cover_does_not():
+    graph = barabasi_albert(3000, 2, seed=6)
+    _, cover = predict("mvc", graph)
+    assert cover.reduced == graph.num_nodes - 1 and cover.feasible
+    assert cover.objective == graph.num_nodes - mis_kernel(graph).lift(np.ones(1, dtype=bool)).sum()  # a smallest cover
+    assert WeightedMVCEnv.kernel(graph) is None and MVCEnv.kernel(graph) is not None

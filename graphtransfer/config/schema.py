@@ -336,10 +336,11 @@ class Decoding:
 
     reductions: bool = setting(
         True,
-        "mis: exact rules decide the nodes that some largest set decides anyway. Before the policy runs, the graph is "
-        "shrunk to its kernel (pendants join, a node of degree 2 joins or is folded with its two neighbours; the set is "
-        "lifted back); in local-max decodings every pass also lets a node without undecided neighbours join and a node "
-        "whose closed neighbourhood holds a neighbour's leave. --no-reductions: the policy alone decides",
+        "mis and mvc: exact rules decide the nodes that some largest independent set (smallest cover) decides anyway. "
+        "Before the policy runs, the graph is shrunk to its kernel (pendants join the set, a node of degree 2 joins or is "
+        "folded with its two neighbours; the solution is lifted back); for mis, every local-max pass also lets a node "
+        "without undecided neighbours join and a node whose closed neighbourhood holds a neighbour's leave. "
+        "--no-reductions: the policy alone decides",
     )
 
     def __post_init__(self) -> None:

@@ -17,6 +17,9 @@ can, so it runs once, before the policy, and its cascades (a fold lowers degrees
 pendants and folds) run to the end. On Barabási–Albert graphs with ``m = 2`` they leave nothing:
 the kernel's set is the maximum one (bench/RESULTS.md, "The MIS kernel").
 
+A smallest vertex cover is the complement of a largest independent set, so the same kernel serves
+MVC (:func:`mvc_kernel`): the kernel's cover is complemented, lifted and complemented back.
+
 Only nodes whose neighbourhoods change get a Python set; the rest are read from the graph's CSR,
 so the cost follows the work the rules do, not the graph's size.
 """
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import gc
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -49,6 +52,7 @@ class MISKernel:
         folds: ``(f, 3)`` int64, each fold's ``(v, kept, merged)`` in the order made: ``kept``
             names the folded node, ``merged`` the neighbour merged into it.
         given: the graph it is the kernel of.
+        covers: the solutions are vertex covers (MVC), the complements of the independent sets.
     """
 
     graph: Graph
@@ -56,6 +60,7 @@ class MISKernel:
     included: np.ndarray
     folds: np.ndarray
     given: Graph
+    covers: bool = False
 
     @property
     def decided(self) -> int:
@@ -63,16 +68,25 @@ class MISKernel:
         return self.given.num_nodes - self.nodes.size
 
     def measure(self, lifted: np.ndarray) -> tuple[float, bool]:
-        """A lifted set's size and whether it is independent in the given graph."""
+        """A lifted solution's size and whether it is feasible in the given graph (independent, or
+        for covers covering every edge)."""
         src, dst = self.given.edge_index
-        return float(lifted.sum()), not (lifted[src] & lifted[dst]).any()
+        feasible = (lifted[src] | lifted[dst]).all() if self.covers else not (lifted[src] & lifted[dst]).any()
+        return float(lifted.sum()), bool(feasible)
 
     def lift(self, chosen: np.ndarray) -> np.ndarray:
         """``(num_nodes,)`` bool, the given graph's set of the kernel's set ``chosen`` (``(k,)``
         bool): independent when ``chosen`` is, maximal when it is, and larger by the number of
-        rule-1/2 joins and folds."""
+        rule-1/2 joins and folds. For covers, the given graph's cover of the kernel's cover
+        ``chosen``: a cover when ``chosen`` is, minimal when it is."""
+        chosen = np.asarray(chosen, dtype=bool)
+        if self.covers:
+            return ~self._lift_set(~chosen)
+        return self._lift_set(chosen)
+
+    def _lift_set(self, chosen: np.ndarray) -> np.ndarray:
         lifted = np.zeros(self.given.num_nodes, dtype=bool)
-        lifted[self.nodes[np.asarray(chosen, dtype=bool)]] = True
+        lifted[self.nodes[chosen]] = True
         lifted[self.included] = True
         for v, kept, merged in self.folds[::-1].tolist():  # a later fold may have merged an earlier folded node
             if lifted[kept]:
@@ -95,6 +109,12 @@ def mis_kernel(graph: Graph) -> MISKernel | None:
     finally:
         if collecting:
             gc.enable()
+
+
+def mvc_kernel(graph: Graph) -> MISKernel | None:
+    """:func:`mis_kernel` for vertex covers: its solutions are covers (:attr:`MISKernel.covers`)."""
+    kernel = mis_kernel(graph)
+    return None if kernel is None else replace(kernel, covers=True)
 
 
 class _Rules:

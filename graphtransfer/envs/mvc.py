@@ -16,6 +16,7 @@ import numpy as np
 from gymnasium import spaces
 
 from graphtransfer.envs.base import GraphEnv, Graphs, as_graphs
+from graphtransfer.envs.mis_kernel import MISKernel, mvc_kernel
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.weights import MAX_WEIGHT, node_weights
@@ -34,6 +35,7 @@ class MVCEnv(GraphEnv):
     sense = "min"
     objective_name = "vertex cover size"
     renumberable = True
+    kernel = staticmethod(mvc_kernel)
     covers = True  # the local-max decoding picks who stays out of the cover (graphtransfer.solve.inference)
 
     def __init__(self, graphs: Graphs, horizon: int | None = None):
@@ -113,6 +115,11 @@ class WeightedMVCEnv(MVCEnv):
     objective_name = "vertex cover weight"
     reads_weights = ("node",)
     renumberable = False  # a node's weight follows from its number
+
+    @staticmethod
+    def kernel(graph: Graph) -> MISKernel | None:
+        """None: the kernel's rules keep the size of a smallest cover, not its weight."""
+        return None
 
     def _start(self) -> None:
         super()._start()
