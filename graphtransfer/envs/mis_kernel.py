@@ -206,8 +206,8 @@ class _Rules:
         position[nodes] = np.arange(nodes.size)
         changed = np.zeros(self.graph.num_nodes, dtype=bool)
         changed[np.fromiter(self.changed, dtype=np.int64, count=len(self.changed))] = True
-        src, dst = self.graph.edge_index
-        untouched = alive[src] & ~changed[src]
+        src = self.graph.edge_index[0]
+        untouched = alive[src] & ~changed[src]  # such a node's neighbours all stay: removing or merging one would have changed it
         rows = np.flatnonzero(alive & changed)
         around = [self.changed[x] for x in rows.tolist()]
         counts = np.fromiter(map(len, around), dtype=np.int64, count=len(around))
