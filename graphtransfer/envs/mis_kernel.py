@@ -20,7 +20,7 @@ the kernel's set is the maximum one (bench/RESULTS.md, "The MIS kernel").
 A smallest vertex cover is the complement of a largest independent set, so the same kernel serves
 MVC (:func:`mvc_kernel`): the kernel's cover is complemented, lifted and complemented back.
 
-Only nodes whose neighbourhoods change get a Python set; the rest are read from the graph's CSR,
+Only the nodes the rules read or change get a Python set of neighbours; the rest stay in the CSR,
 so the cost follows the work the rules do, not the graph's size.
 """
 
@@ -118,7 +118,7 @@ def mvc_kernel(graph: Graph) -> MISKernel | None:
 
 
 class _Rules:
-    """The rules' state: the nodes still in the graph and the changed neighbourhoods."""
+    """The rules' state: the nodes still in the graph and the neighbourhoods read or changed."""
 
     def __init__(self, graph: Graph):
         self.graph = graph
@@ -126,74 +126,81 @@ class _Rules:
         degree = np.diff(indptr)
         self.indptr: list[int] = indptr.tolist()  # Python ints: read once per node, faster than numpy scalars
         self.alive = bytearray(b"\x01") * graph.num_nodes
-        self.changed: dict[int, set[int]] = {}
+        self.sets: list[set[int] | None] = [None] * graph.num_nodes
+        """each node's neighbours now, once asked for (:meth:`neighbours`); None: as in the graph"""
         self.queue: list[int] = np.flatnonzero(degree <= FOLD_DEGREE)[::-1].tolist()  # lowest ids first
         self.included: list[int] = []
         self.folds: list[tuple[int, int, int]] = []
 
     def neighbours(self, x: int) -> set[int]:
         """``x``'s neighbours now, made a set of its own the first time asked."""
-        try:
-            return self.changed[x]
-        except KeyError:
-            found = self.changed[x] = set(self.indices[self.indptr[x] : self.indptr[x + 1]].tolist())
-            return found
-
-    def degree(self, x: int) -> int:
-        found = self.changed.get(x)
-        return len(found) if found is not None else self.indptr[x + 1] - self.indptr[x]
+        found = self.sets[x]
+        if found is None:
+            found = self.sets[x] = set(self.indices[self.indptr[x] : self.indptr[x + 1]].tolist())
+        return found
 
     def run(self) -> None:
-        while self.queue:
-            v = self.queue.pop()
-            if not self.alive[v] or self.degree(v) > FOLD_DEGREE:
+        """Apply the rules until none applies."""
+        queue, alive, neighbours = self.queue, self.alive, self.neighbours
+        while queue:
+            v = queue.pop()
+            if not alive[v]:
                 continue
-            around = self.neighbours(v)
+            around = neighbours(v)
+            if len(around) > FOLD_DEGREE:
+                continue
             if len(around) < 2:
-                self.join(v, *around)
+                self.join(v, around)
                 continue
             u, w = around
-            if w in self.neighbours(u):
-                self.join(v, u, w)
+            if w in neighbours(u):
+                self.join(v, around)
             else:
                 self.fold(v, u, w)
 
-    def join(self, v: int, *leaving: int) -> None:
+    def join(self, v: int, leaving: set[int]) -> None:
         """``v`` joins the set; ``leaving``, its neighbours, leave the graph."""
         self.included.append(v)
-        self.remove(v)
-        for u in leaving:
+        for u in tuple(leaving):
             self.remove(u)
+        self.alive[v] = 0
+        self.sets[v] = set()
 
     def remove(self, x: int) -> None:
+        sets, neighbours, queue = self.sets, self.neighbours, self.queue
         self.alive[x] = 0
-        for y in self.neighbours(x):
-            around = self.neighbours(y)
+        for y in neighbours(x):
+            around = sets[y]  # neighbours(y), inlined: the rules' hottest line
+            if around is None:
+                around = neighbours(y)
             around.discard(x)
             if len(around) <= FOLD_DEGREE:
-                self.queue.append(y)
-        self.changed[x] = set()
+                queue.append(y)
+        sets[x] = set()
 
     def fold(self, v: int, u: int, w: int) -> None:
         """``v``, ``u`` and ``w`` become one node, named by the neighbour of the larger neighbourhood."""
-        kept, merged = (u, w) if self.degree(u) >= self.degree(w) else (w, u)
+        sets, neighbours, queue = self.sets, self.neighbours, self.queue
+        kept, merged = (u, w) if len(neighbours(u)) >= len(neighbours(w)) else (w, u)
         self.folds.append((v, kept, merged))
         self.alive[v] = self.alive[merged] = 0
-        self.changed[v] = set()
-        into = self.neighbours(kept)
+        sets[v] = set()
+        into = neighbours(kept)
         into.discard(v)
-        for y in self.neighbours(merged):
+        for y in neighbours(merged):
             if y == v:
                 continue
-            around = self.neighbours(y)
+            around = sets[y]
+            if around is None:
+                around = neighbours(y)
             around.discard(merged)
             around.add(kept)
             into.add(y)
             if len(around) <= FOLD_DEGREE:
-                self.queue.append(y)
-        self.changed[merged] = set()
+                queue.append(y)
+        sets[merged] = set()
         if len(into) <= FOLD_DEGREE:
-            self.queue.append(kept)
+            queue.append(kept)
 
     def kernel(self) -> MISKernel | None:
         if not self.included and not self.folds:
@@ -204,12 +211,11 @@ class _Rules:
         nodes = np.flatnonzero(alive)
         position = np.full(self.graph.num_nodes, -1, dtype=np.int64)
         position[nodes] = np.arange(nodes.size)
-        changed = np.zeros(self.graph.num_nodes, dtype=bool)
-        changed[np.fromiter(self.changed, dtype=np.int64, count=len(self.changed))] = True
+        changed = np.fromiter((found is not None for found in self.sets), dtype=bool, count=self.graph.num_nodes)
         src = self.graph.edge_index[0]
         untouched = alive[src] & ~changed[src]  # such a node's neighbours all stay: removing or merging one would have changed it
         rows = np.flatnonzero(alive & changed)
-        around = [self.changed[x] for x in rows.tolist()]
+        around = [self.neighbours(x) for x in rows.tolist()]
         counts = np.fromiter(map(len, around), dtype=np.int64, count=len(around))
         new_src = np.repeat(rows, counts)
         new_dst = np.fromiter(itertools.chain.from_iterable(around), dtype=np.int64, count=new_src.size)
