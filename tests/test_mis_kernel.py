@@ -100,6 +100,7 @@ def test_predict_solves_barabasi_albert_m2_by_the_kernel_and_reports_it():
     _, reduced = predict(BUILT_IN, graph)
     _, plain = predict(BUILT_IN, graph, reductions=False)
     assert reduced.reduced == graph.num_nodes - 1 and plain.reduced == 0
+    assert reduced.rollouts == 1  # a kernel without edges: one rollout says all
     assert reduced.feasible and is_independent_set(graph, reduced.solution) and is_maximal(graph, reduced.solution)
     assert reduced.objective == reduced.solution.sum() >= greedy_min_degree(graph).sum()
     assert reduced.objective >= plain.objective

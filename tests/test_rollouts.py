@@ -50,6 +50,8 @@ runner = CliRunner()
         (250_151, 2_000_000, 1),  # the make demo graph: one rollout, as before
         (1_000_000, 4_000_000, 1),
         (100_000_000, 10**10, 1),
+        (1, 0, 1),  # no edges (a kernel decided whole): every rollout would be the same
+        (5_000, 0, 1),
     ],
 )
 def test_auto_runs_as_many_rollouts_as_fit_the_work_budget(nodes, directed_edges, count):

@@ -48,9 +48,12 @@ def rollout_count(rollouts: int | str, num_nodes: int, directed_edges: int) -> i
     message passing of dense graphs: 64 rollouts up to 468 nodes, 30 at 1,000 nodes (20 at
     average degree 200), 3 at 10,000 (2 at degree 200), one from 15,001 nodes on. A budget in edges
     alone would give graphs of 10^5 nodes and degree 4 several rollouts too (bench/RESULTS.md,
-    "Rollouts by a work budget").
+    "Rollouts by a work budget"). A graph without edges (a kernel the exact rules left isolated
+    nodes of) gets one: every rollout would give the same answer.
     """
     if rollouts == AUTO_ROLLOUTS:
+        if directed_edges == 0:
+            return 1
         fits = min(ROLLOUT_NODE_BUDGET // max(num_nodes, 1), ROLLOUT_EDGE_BUDGET // max(directed_edges, 1))
         return min(max(fits, 1), MAX_AUTO_ROLLOUTS)
     if isinstance(rollouts, bool) or not isinstance(rollouts, int) or not 1 <= rollouts <= MAX_ROLLOUTS:
