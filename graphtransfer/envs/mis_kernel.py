@@ -111,6 +111,26 @@ def mis_kernel(graph: Graph) -> MISKernel | None:
             gc.enable()
 
 
+RENUMBER_BLOCK = 1 << 22
+"""edges renumbered at a time by :func:`_renumbered_edges`: its only temporary"""
+
+
+def _renumbered_edges(
+    edge_index: np.ndarray, kept: np.ndarray, new_src: np.ndarray, new_dst: np.ndarray, position: np.ndarray
+) -> np.ndarray:
+    """The kernel's edges, one ``(2, E')`` array and no other of that size: the columns of
+    ``edge_index`` that ``kept`` marks, then ``(new_src, new_dst)``, renumbered by ``position``."""
+    count = int(np.count_nonzero(kept))
+    edges = np.empty((2, count + new_src.size), dtype=np.int64)
+    for row in range(2):
+        np.compress(kept, edge_index[row], out=edges[row, :count])
+    edges[0, count:], edges[1, count:] = new_src, new_dst
+    for start in range(0, edges.shape[1], RENUMBER_BLOCK):
+        block = edges[:, start : start + RENUMBER_BLOCK]
+        block[...] = position[block]
+    return edges
+
+
 def mvc_kernel(graph: Graph) -> MISKernel | None:
     """:func:`mis_kernel` for vertex covers: its solutions are covers (:attr:`MISKernel.covers`)."""
     kernel = mis_kernel(graph)
@@ -219,7 +239,6 @@ class _Rules:
         counts = np.fromiter(map(len, around), dtype=np.int64, count=len(around))
         new_src = np.repeat(rows, counts)
         new_dst = np.fromiter(itertools.chain.from_iterable(around), dtype=np.int64, count=new_src.size)
-        edges = np.concatenate([self.graph.edge_index[:, untouched], np.stack([new_src, new_dst])], axis=1)
-        kernel = Graph(position[edges], int(nodes.size), self.graph.name)
+        kernel = Graph(_renumbered_edges(self.graph.edge_index, untouched, new_src, new_dst, position), int(nodes.size), self.graph.name)
         folds = np.array(self.folds, dtype=np.int64).reshape(-1, 3)
         return MISKernel(kernel, nodes, np.array(self.included, dtype=np.int64), folds, self.graph)
