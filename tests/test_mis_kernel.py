@@ -4,6 +4,7 @@ independent and maximal, lifted covers smallest, and the solve paths that use it
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -133,3 +134,23 @@ def test_predict_mvc_uses_the_kernel_and_the_weighted_cover_does_not():
     assert cover.reduced == graph.num_nodes - 1 and cover.feasible
     assert cover.objective == graph.num_nodes - mis_kernel(graph).lift(np.ones(1, dtype=bool)).sum()  # a smallest cover
     assert WeightedMVCEnv.kernel(graph) is None and MVCEnv.kernel(graph) is not None
+
+
+def test_eval_reports_the_nodes_the_kernel_decided(tmp_path):
+    from typer.testing import CliRunner
+
+    from graphtransfer.cli import app
+    from graphtransfer.graphs import write_edge_list
+
+    graph = barabasi_albert(2000, 2, seed=7)
+    write_edge_list(graph, tmp_path / "ba.txt")
+    result = CliRunner().invoke(
+        app, ["eval", "--model", BUILT_IN, "--graphs", str(tmp_path / "ba.txt"), "--json", str(tmp_path / "e.json")]
+    )
+    assert result.exit_code == 0, result.output
+    row = json.loads((tmp_path / "e.json").read_text())[0]
+    decoded = row["decodings"]["local-max"]
+    assert decoded["reduced"] == graph.num_nodes - 1 and decoded["feasible"]
+    assert (
+        decoded["objective"] == row["baselines"]["greedy-min-degree"]["objective"]
+    )  # greedy is optimal on BA m = 2; so is the kernel's set
