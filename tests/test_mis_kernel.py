@@ -151,6 +151,5 @@ def test_eval_reports_the_nodes_the_kernel_decided(tmp_path):
     row = json.loads((tmp_path / "e.json").read_text())[0]
     decoded = row["decodings"]["local-max"]
     assert decoded["reduced"] == graph.num_nodes - 1 and decoded["feasible"]
-    assert (
-        decoded["objective"] == row["baselines"]["greedy-min-degree"]["objective"]
-    )  # greedy is optimal on BA m = 2; so is the kernel's set
+    greedy = row["baselines"]["greedy-min-degree"]["objective"]
+    assert decoded["objective"] >= greedy  # the kernel decided the graph whole: a maximum set
