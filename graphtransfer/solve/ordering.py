@@ -1,8 +1,8 @@
 """The graph a policy solves in place of the one it was given, and the way back.
 
-Two changes, both undone in the answer, so callers never see them. MIS graphs are first shrunk to
-their kernel by exact rules (:mod:`graphtransfer.envs.mis_kernel`; the decoding's ``reductions``):
-the policy solves the kernel and its set is lifted back to the given graph. Large graphs of tasks
+Two changes, both undone in the answer, so callers never see them. MIS and MVC graphs are first
+shrunk to their kernel by exact rules (:mod:`graphtransfer.envs.mis_kernel`; the decoding's
+``reductions``): the policy solves the kernel and its solution is lifted back to the given graph. Large graphs of tasks
 that depend on their edges alone (MIS, MVC) are then solved renumbered in locality order
 (:mod:`graphtransfer.graphs.ordering`); the solution comes back in the graph's own order. A
 renumbered run is as good as another seed's: the env's random features and the decoding's ties
@@ -72,7 +72,7 @@ class SolvingOrder:
 
 def solving_order(config: RunConfig, graph: Graph, node_order: str = "auto", reductions: bool = True) -> SolvingOrder:
     """The graph the policy of ``config`` solves for ``graph``: with ``reductions``, where the task
-    has a kernel (MIS), the kernel when its rules decide any node, else the graph itself; its nodes
+    has a kernel (MIS, MVC), the kernel when its rules decide any node, else the graph itself; its nodes
     numbered, under ``auto``, where the task allows it and the graph solved has at least
     :data:`RENUMBER_FROM_NODES` nodes, in the locality order of
     :func:`~graphtransfer.graphs.ordering.better_order` when that shortens its edges enough (meshes,
