@@ -12,7 +12,7 @@ import pytest
 from graphtransfer import Decoding
 from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.envs.mis import is_independent_set
-from graphtransfer.envs.mis_kernel import mis_kernel, mvc_kernel
+from graphtransfer.envs.mis_kernel import RULE_DEGREE, mis_kernel, mvc_kernel
 from graphtransfer.envs.mvc import MVCEnv, WeightedMVCEnv
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.generators import barabasi_albert, erdos_renyi, random_geometric
@@ -47,7 +47,8 @@ def is_maximal(graph: Graph, chosen: np.ndarray) -> bool:
 
 def sparse_tiny_graphs() -> list[Graph]:
     """Tiny graphs with many nodes of degree 1 and 2: random sparse ones, paths, cycles, a star, two triangles joined."""
-    graphs = [erdos_renyi(n, degree, seed) for seed, (n, degree) in enumerate(itertools.product(range(4, 14, 3), (1.5, 2.5, 3.5)))]
+    graphs = [erdos_renyi(n, degree, seed) for seed, (n, degree) in enumerate(itertools.product(range(4, 14, 3), (1.5, 2.5, 3.5, 5.0)))]
+    graphs += [random_geometric(12, degree, seed) for seed, degree in enumerate((3.0, 4.5, 6.0))]
     graphs += [graph_of([(i, i + 1) for i in range(n - 1)], n) for n in (2, 5, 8)]
     graphs += [graph_of([(i, (i + 1) % n) for i in range(n)], n) for n in (3, 4, 7, 10)]
     graphs += [graph_of([(0, i) for i in range(1, 7)], 7), graph_of([(0, 1), (1, 2), (0, 2), (2, 3), (3, 4), (4, 5), (3, 5)], 6)]
@@ -82,18 +83,34 @@ def test_folds_solve_cycles_and_paths_whole():
             assert kernel.lift(np.ones(1, dtype=bool)).sum() == largest
 
 
-def test_graphs_without_low_degree_nodes_have_no_kernel():
-    complete = graph_of(list(itertools.combinations(range(5), 2)), 5)
-    assert mis_kernel(complete) is None
-    assert mis_kernel(random_geometric(400, 40, seed=0)) is None or mis_kernel(random_geometric(400, 40, seed=0)).decided < 20
+def test_graphs_without_low_degree_nodes_or_nested_neighbourhoods_have_no_kernel():
+    bipartite = graph_of([(i, j) for i in range(5) for j in range(5, 10)], 10)  # degree 5, no triangle
+    dense = erdos_renyi(400, 40, seed=0)
+    assert dense.degrees().min() > 2
+    assert mis_kernel(bipartite) is None and mis_kernel(dense) is None
 
 
-def test_a_folded_node_is_named_by_a_merged_neighbour_and_the_kernel_keeps_the_rest():
-    # 0-1-2 with 1 of degree 2 and 0, 2 each in a triangle of their own: 1 folds 0 and 2 into one node
-    graph = graph_of([(0, 1), (1, 2), (0, 3), (0, 4), (3, 4), (2, 5), (2, 6), (5, 6), (3, 7), (4, 7), (5, 8), (6, 8)], 9)
+def test_domination_leaves_one_node_of_a_clique():
+    complete = graph_of(list(itertools.combinations(range(RULE_DEGREE + 2), 2)), RULE_DEGREE + 2)
+    kernel = mis_kernel(complete)
+    assert kernel.decided == RULE_DEGREE + 1 and kernel.lift(np.ones(1, dtype=bool)).sum() == 1
+
+
+def test_domination_decides_a_clique_around_a_low_degree_node():
+    # node 0's neighbours 1-4 form a clique with it; 5-9 hang off the clique: 1-4 leave, 0 joins
+    edges = list(itertools.combinations(range(5), 2)) + [(1, 5), (2, 6), (3, 7), (4, 8), (4, 9), (8, 9)]
+    graph = graph_of(edges, 10)
     kernel = mis_kernel(graph)
-    assert kernel.folds.tolist()[0][0] == 1 and set(kernel.folds.tolist()[0][1:]) == {0, 2}
-    assert kernel.lift(maximum_set(kernel.graph)).sum() == maximum_set(graph).sum() == 4
+    lifted = kernel.lift(maximum_set(kernel.graph))
+    assert lifted[0] and not lifted[1:5].any() and lifted.sum() == maximum_set(graph).sum()
+
+
+def test_a_folded_node_is_named_by_a_merged_neighbour():
+    # a 7-cycle, no neighbourhood inside another: node 0, the first looked at, folds 1 and 6 into one node
+    graph = graph_of([(i, (i + 1) % 7) for i in range(7)], 7)
+    kernel = mis_kernel(graph)
+    assert kernel.folds.tolist()[0][0] == 0 and set(kernel.folds.tolist()[0][1:]) == {1, 6}
+    assert kernel.lift(maximum_set(kernel.graph)).sum() == maximum_set(graph).sum() == 3
 
 
 def test_predict_solves_barabasi_albert_m2_by_the_kernel_and_reports_it():

@@ -17,6 +17,7 @@ import numpy as np
 from gymnasium import spaces
 
 from graphtransfer.envs.base import GraphEnv, Graphs
+from graphtransfer.envs.domination import dominated
 from graphtransfer.envs.mis_kernel import mis_kernel
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
@@ -208,73 +209,3 @@ def reduction_actions(edge_index: np.ndarray, num_nodes: int) -> np.ndarray:
     actions[dominated(edge_index, degree)] = EXCLUDE
     actions[degree == 0] = INCLUDE
     return actions
-
-
-def dominated(edge_index: np.ndarray, degree: np.ndarray, words: int | None = None) -> np.ndarray:
-    """The nodes ``u`` with a neighbour ``v`` whose closed neighbourhood ``N[v]`` is inside
-    ``N[u]`` (for equal ones, ``v`` the lower id): some maximum independent set leaves every
-    such ``u`` out at once, since following dominators from any of them ends at one that stays.
-
-    Each node's closed neighbourhood is first hashed into a bit mask of ``words`` 64-bit words
-    (default: enough for about a quarter of the bits to be set at the average degree, 1-16
-    words); a pair whose ``v``-mask has a bit outside the ``u``-mask cannot nest, and the few
-    pairs left are checked neighbour by neighbour, so the cost is ``O(E × words)`` plus the
-    neighbours of the pairs that pass the filter.
-
-    Shapes:
-        edge_index: ``(2, E)`` directed edges (both directions); degree: ``(N,)``; returns ``(N,)`` bool.
-    """
-    num_nodes = degree.size
-    out = np.zeros(num_nodes, dtype=bool)
-    src, dst = edge_index
-    if src.size == 0:
-        return out
-    if (np.diff(dst) < 0).any():  # the env's residual edges come ordered by destination; other callers' may not
-        src, dst = np.take(edge_index, stable_order(dst), axis=1)
-    if words is None:
-        words = int(np.clip(np.ceil(4 * (src.size / max(num_nodes, 1) + 1) / 64), 1, 16))
-    masks = neighbourhood_masks(src, degree, words)  # (N, words)
-    fits = degree[dst] <= degree[src]  # v = dst can be inside u = src only with no more neighbours, and only if its mask is
-    u, v = src[fits], dst[fits]
-    for word in range(words):  # one word at a time: each leaves few pairs for the next
-        fits = (masks[v, word] & ~masks[u, word]) == 0
-        u, v = u[fits], v[fits]
-    nested = nested_neighbourhoods(src, dst, degree, u, v)
-    u, v = u[nested], v[nested]
-    out[u[(degree[v] < degree[u]) | (v < u)]] = True
-    return out
-
-
-def neighbourhood_masks(src: np.ndarray, degree: np.ndarray, words: int) -> np.ndarray:
-    """A bit mask per node of its closed neighbourhood, each member hashed to one of ``64 ×
-    words`` bits, from the sources ``src`` of edges ordered by destination: ``(N, words)`` uint64."""
-    num_nodes = degree.size
-    bit = (np.arange(num_nodes, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)  # Fibonacci hashing
-    bit %= np.uint64(64 * words)
-    word, value = (bit // np.uint64(64)).astype(np.int64), np.left_shift(np.uint64(1), bit % np.uint64(64))
-    masks = np.zeros((num_nodes, words), dtype=np.uint64)
-    masks[np.arange(num_nodes), word] = value
-    has_edges = degree > 0
-    if words == 1:  # a reduction over each node's run of edges, 3x faster than the scattered or below
-        masks[has_edges, 0] |= np.bitwise_or.reduceat(value[src], (np.cumsum(degree) - degree)[has_edges])
-    else:
-        np.bitwise_or.at(masks, (np.repeat(np.arange(num_nodes), degree), word[src]), value[src])
-    return masks
-
-
-def nested_neighbourhoods(src: np.ndarray, dst: np.ndarray, degree: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """For adjacent pairs ``(u, v)``, whether every neighbour of ``v`` other than ``u`` is a
-    neighbour of ``u``, so that ``N[v] ⊆ N[u]``: ``(P,)`` bool, by one sorted lookup of the pairs'
-    ``sum deg(v)`` (pair, neighbour) edges. The edges ``(src, dst)`` come ordered by destination."""
-    num_nodes = degree.size
-    count = degree[v]
-    pair = np.repeat(np.arange(u.size), count)
-    offset = np.arange(pair.size) - np.repeat(np.cumsum(count) - count, count)
-    w = src[(np.cumsum(degree) - degree)[v][pair] + offset]  # v's neighbours
-    of_u = np.zeros(num_nodes, dtype=bool)
-    of_u[u] = True
-    keys = np.sort(dst[of_u[dst]].astype(np.int64) * num_nodes + src[of_u[dst]])  # the edges of the pairs' u
-    wanted = u[pair].astype(np.int64) * num_nodes + w
-    found = keys[np.minimum(np.searchsorted(keys, wanted), max(keys.size - 1, 0))] == wanted if keys.size else w < 0
-    hits = np.bincount(pair, weights=found | (w == u[pair]), minlength=u.size)
-    return hits == count

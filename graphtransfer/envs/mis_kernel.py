@@ -9,12 +9,17 @@ a maximum independent set, less what it decides):
 3. a node ``v`` of degree 2 whose neighbours ``u`` and ``w`` are not adjacent is *folded*: ``v``,
    ``u`` and ``w`` become one node adjacent to every neighbour of ``u`` and ``w``; if the folded
    node joins a set of the kernel, ``u`` and ``w`` join the given graph's set, else ``v`` does
-   (so the kernel's set is one node smaller than the lifted one).
+   (so the kernel's set is one node smaller than the lifted one);
+4. a neighbour ``u`` of a node ``v`` leaves when ``v``'s closed neighbourhood lies inside ``u``'s
+   (domination: ``v`` or one of its neighbours, all ``u``'s, can take ``u``'s place in any set);
+   applied to the whole graph at once first (:func:`graphtransfer.envs.domination.dominated`),
+   then to the nodes of degree at most :data:`RULE_DEGREE` the other rules change, and only on
+   graphs with triangles (:data:`CLOSED_WEDGES`).
 
-Rules 1-2 are what the local-max decoding also applies every pass
+Rules 1, 2 and 4 are what the local-max decoding also applies every pass
 (:func:`graphtransfer.envs.mis.reduction_actions`); rule 3 changes the graph, which no pass of an env
-can, so it runs once, before the policy, and its cascades (a fold lowers degrees, which make new
-pendants and folds) run to the end. On Barabási–Albert graphs with ``m = 2`` they leave nothing:
+can, so the rules run once, before the policy, and their cascades (a fold or a removal lowers
+degrees, which make new pendants, folds and dominated nodes) run to the end. On Barabási–Albert graphs with ``m = 2`` they leave nothing:
 the kernel's set is the maximum one (bench/RESULTS.md, "The MIS kernel").
 
 A smallest vertex cover is the complement of a largest independent set, so the same kernel serves
@@ -32,10 +37,18 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from graphtransfer.envs.domination import dominated
 from graphtransfer.graphs import Graph
 
-FOLD_DEGREE = 2
-"""the rules look at nodes of at most this degree"""
+RULE_DEGREE = 8
+"""rule 4 looks again at nodes of at most this degree when the other rules change their
+neighbourhood (the larger neighbourhoods of denser graphs are rarely nested)"""
+CLOSED_WEDGES = 0.05
+"""rule 4 runs on graphs where at least this share of sampled wedges (paths ``u - v - w``) close
+into triangles: a node's neighbourhood can only hold another's where they share triangles, and on
+graphs without them (random graphs, Barabási–Albert) the rule would cost seconds at 10^6 nodes and
+decide nothing"""
+WEDGE_SAMPLES = 2048
 
 
 @dataclass(frozen=True)
@@ -98,8 +111,6 @@ class MISKernel:
 
 def mis_kernel(graph: Graph) -> MISKernel | None:
     """``graph``'s kernel under the rules of this module; ``None`` where they decide nothing."""
-    if not (graph.degrees() <= FOLD_DEGREE).any():
-        return None
     collecting = gc.isenabled()
     gc.disable()  # the rules make a set per node they touch: the collector's passes over them would cost more than the rules
     try:
@@ -109,6 +120,23 @@ def mis_kernel(graph: Graph) -> MISKernel | None:
     finally:
         if collecting:
             gc.enable()
+
+
+def closed_wedges(graph: Graph, indptr: list[int], indices: np.ndarray) -> float:
+    """The share of :data:`WEDGE_SAMPLES` wedges ``u - v - w`` (a node ``v`` of degree >= 2 drawn
+    uniformly, two of its neighbours drawn, seeded) whose ends are adjacent."""
+    starts = np.asarray(indptr[:-1], dtype=np.int64)
+    degree = np.asarray(indptr[1:], dtype=np.int64) - starts
+    centres = np.flatnonzero(degree >= 2)
+    if centres.size == 0:
+        return 0.0
+    rng = np.random.default_rng(0)
+    v = centres[rng.integers(centres.size, size=WEDGE_SAMPLES)]
+    first = rng.integers(degree[v])
+    second = (first + 1 + rng.integers(degree[v] - 1)) % degree[v]  # another neighbour
+    u, w = indices[starts[v] + first], indices[starts[v] + second]
+    closed = sum(int(b) in set(indices[indptr[a] : indptr[a + 1]].tolist()) for a, b in zip(u.tolist(), w.tolist(), strict=True))
+    return closed / WEDGE_SAMPLES
 
 
 RENUMBER_BLOCK = 1 << 22
@@ -148,9 +176,12 @@ class _Rules:
         self.alive = bytearray(b"\x01") * graph.num_nodes
         self.sets: list[set[int] | None] = [None] * graph.num_nodes
         """each node's neighbours now, once asked for (:meth:`neighbours`); None: as in the graph"""
-        self.queue: list[int] = np.flatnonzero(degree <= FOLD_DEGREE)[::-1].tolist()  # lowest ids first
+        self.queue: list[int] = np.flatnonzero(degree <= 2)[::-1].tolist()  # lowest ids first
         self.included: list[int] = []
         self.folds: list[tuple[int, int, int]] = []
+        self.dominating = closed_wedges(graph, self.indptr, self.indices) >= CLOSED_WEDGES
+        self.limit = RULE_DEGREE if self.dominating else 2
+        """the largest degree the rules look at"""
 
     def neighbours(self, x: int) -> set[int]:
         """``x``'s neighbours now, made a set of its own the first time asked."""
@@ -160,23 +191,30 @@ class _Rules:
         return found
 
     def run(self) -> None:
-        """Apply the rules until none applies."""
-        queue, alive, neighbours = self.queue, self.alive, self.neighbours
+        """Apply the rules until none applies: rule 4 to every node at once (where it runs), then
+        the rules node by node to the nodes of degree <= 2 and to those whose neighbourhood the
+        rules change."""
+        if self.dominating:
+            for u in np.flatnonzero(dominated(self.graph.edge_index, self.graph.degrees())).tolist():
+                self.remove(u)
+        queue, alive, neighbours, limit = self.queue, self.alive, self.neighbours, self.limit
         while queue:
             v = queue.pop()
             if not alive[v]:
                 continue
             around = neighbours(v)
-            if len(around) > FOLD_DEGREE:
+            if len(around) > limit:
                 continue
             if len(around) < 2:
                 self.join(v, around)
-                continue
-            u, w = around
-            if w in neighbours(u):
-                self.join(v, around)
+            elif len(around) > 2:
+                self.dominate(v, around)
             else:
-                self.fold(v, u, w)
+                u, w = around
+                if w in neighbours(u):
+                    self.join(v, around)
+                else:
+                    self.fold(v, u, w)
 
     def join(self, v: int, leaving: set[int]) -> None:
         """``v`` joins the set; ``leaving``, its neighbours, leave the graph."""
@@ -186,6 +224,16 @@ class _Rules:
         self.alive[v] = 0
         self.sets[v] = set()
 
+    def dominate(self, v: int, around: set[int]) -> None:
+        """The first neighbour of ``v`` whose closed neighbourhood holds ``v``'s leaves; ``v`` is
+        looked at again (its degree fell)."""
+        for u in around:
+            inside = self.neighbours(u)
+            if len(inside) >= len(around) and len(around - inside) == 1:  # u itself, never its own neighbour
+                self.remove(u)
+                self.queue.append(v)
+                return
+
     def remove(self, x: int) -> None:
         sets, neighbours, queue = self.sets, self.neighbours, self.queue
         self.alive[x] = 0
@@ -194,7 +242,7 @@ class _Rules:
             if around is None:
                 around = neighbours(y)
             around.discard(x)
-            if len(around) <= FOLD_DEGREE:
+            if len(around) <= self.limit:
                 queue.append(y)
         sets[x] = set()
 
@@ -216,16 +264,16 @@ class _Rules:
             around.discard(merged)
             around.add(kept)
             into.add(y)
-            if len(around) <= FOLD_DEGREE:
+            if len(around) <= self.limit:
                 queue.append(y)
         sets[merged] = set()
-        if len(into) <= FOLD_DEGREE:
+        if len(into) <= self.limit:
             queue.append(kept)
 
     def kernel(self) -> MISKernel | None:
-        if not self.included and not self.folds:
-            return None
         alive = np.frombuffer(self.alive, dtype=np.uint8).astype(bool)
+        if alive.all():
+            return None
         if not alive.any():  # decided whole: keep the last node to join, isolated, for the decoding to take
             alive[self.included.pop()] = True
         nodes = np.flatnonzero(alive)
