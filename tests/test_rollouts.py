@@ -2,6 +2,7 @@
 
 import re
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -18,8 +19,9 @@ from graphtransfer.config import (
 )
 from graphtransfer.envs.mis_kernel import mis_kernel
 from graphtransfer.errors import UsageError
-from graphtransfer.graphs import barabasi_albert, erdos_renyi, random_geometric, write_edge_list
+from graphtransfer.graphs import barabasi_albert, erdos_renyi, write_edge_list
 from graphtransfer.graphs.generators import delaunay
+from graphtransfer.graphs.graph import from_edges
 from graphtransfer.solve.inference import local_max_patience, solve
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.predict import predict_graph, write_solution
@@ -201,7 +203,9 @@ def _predict(model, graph_file, out, *options):
 
 
 def test_predict_auto_runs_64_rollouts_on_50_nodes_and_one_on_a_big_graph(tiny_model, tmp_path):
-    write_edge_list(random_geometric(50, 6.0, 1), tmp_path / "small.txt")
+    ring = np.arange(50)  # a circulant graph, each node joined to the ones 1 and 7 away: degree 4, no triangle, no kernel
+    steps = np.concatenate([np.full(50, 1), np.full(50, 7)])
+    write_edge_list(from_edges(np.concatenate([ring, ring]), (np.concatenate([ring, ring]) + steps) % 50, 50)[0], tmp_path / "small.txt")
     write_edge_list(barabasi_albert(16_000, 3, 1), tmp_path / "big.txt")  # degree >= 3: no kernel, the graph itself is solved
     small = _predict(tiny_model("mis"), tmp_path / "small.txt", tmp_path / "s.csv")
     assert re.search(r"objective \d+ in \d+ passes, best of 64 rollouts \(seeds 0-63; best: seed \d+, local-max(-sampled)?\)", small)
