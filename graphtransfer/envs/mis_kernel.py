@@ -122,11 +122,11 @@ def mis_kernel(graph: Graph) -> MISKernel | None:
             gc.enable()
 
 
-def closed_wedges(graph: Graph, indptr: list[int], indices: np.ndarray) -> float:
+def closed_wedges(indptr: np.ndarray, indices: np.ndarray) -> float:
     """The share of :data:`WEDGE_SAMPLES` wedges ``u - v - w`` (a node ``v`` of degree >= 2 drawn
-    uniformly, two of its neighbours drawn, seeded) whose ends are adjacent."""
-    starts = np.asarray(indptr[:-1], dtype=np.int64)
-    degree = np.asarray(indptr[1:], dtype=np.int64) - starts
+    uniformly, two of its neighbours drawn, seeded) whose ends are adjacent, in the CSR adjacency
+    ``(indptr, indices)`` of :meth:`Graph.csr`."""
+    starts, degree = indptr[:-1], np.diff(indptr)
     centres = np.flatnonzero(degree >= 2)
     if centres.size == 0:
         return 0.0
@@ -171,17 +171,16 @@ class _Rules:
     def __init__(self, graph: Graph):
         self.graph = graph
         indptr, self.indices = graph.csr()
-        degree = np.diff(indptr)
+        self.degree = np.diff(indptr)
         self.indptr: list[int] = indptr.tolist()  # Python ints: read once per node, faster than numpy scalars
         self.alive = bytearray(b"\x01") * graph.num_nodes
         self.sets: list[set[int] | None] = [None] * graph.num_nodes
         """each node's neighbours now, once asked for (:meth:`neighbours`); None: as in the graph"""
-        self.queue: list[int] = np.flatnonzero(degree <= 2)[::-1].tolist()  # lowest ids first
+        self.queue: list[int] = np.flatnonzero(self.degree <= 2)[::-1].tolist()  # lowest ids first
         self.included: list[int] = []
         self.folds: list[tuple[int, int, int]] = []
-        self.dominating = closed_wedges(graph, self.indptr, self.indices) >= CLOSED_WEDGES
-        self.limit = RULE_DEGREE if self.dominating else 2
-        """the largest degree the rules look at"""
+        self.limit = RULE_DEGREE if closed_wedges(indptr, self.indices) >= CLOSED_WEDGES else 2
+        """the largest degree the rules look at: above 2 where rule 4 runs"""
 
     def neighbours(self, x: int) -> set[int]:
         """``x``'s neighbours now, made a set of its own the first time asked."""
@@ -194,8 +193,8 @@ class _Rules:
         """Apply the rules until none applies: rule 4 to every node at once (where it runs), then
         the rules node by node to the nodes of degree <= 2 and to those whose neighbourhood the
         rules change."""
-        if self.dominating:
-            for u in np.flatnonzero(dominated(self.graph.edge_index, self.graph.degrees())).tolist():
+        if self.limit > 2:
+            for u in np.flatnonzero(dominated(self.graph.edge_index, self.degree)).tolist():
                 self.remove(u)
         queue, alive, neighbours, limit = self.queue, self.alive, self.neighbours, self.limit
         while queue:
