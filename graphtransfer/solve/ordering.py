@@ -45,8 +45,8 @@ class SolvingOrder:
         and the renumbering's."""
         finished = solution.finished
         if finished is not None:
-            finished = replace(finished, solution=self._given(finished.solution))
-        rows = self._given(solution.solution)
+            finished = replace(finished, solution=self.given_rows(finished.solution))
+        rows = self.given_rows(solution.solution)
         objective, feasible = solution.objective, solution.feasible
         if self.kernel is not None:
             objective, feasible = self.kernel.measure(rows)
@@ -61,7 +61,7 @@ class SolvingOrder:
             reduced=0 if self.kernel is None else self.kernel.decided,
         )
 
-    def _given(self, rows: np.ndarray) -> np.ndarray:
+    def given_rows(self, rows: np.ndarray) -> np.ndarray:
         """Rows of the graph solved as rows of the given graph."""
         if self.order is not None:
             given = np.empty_like(rows)

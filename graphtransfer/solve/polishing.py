@@ -96,12 +96,7 @@ def _whole_graph_scores(checkpoint: Checkpoint, graph: Graph, commit_action: int
     """:func:`_first_pass_scores` on the whole of ``graph`` (not its kernel), in its own order."""
     order = solving_order(checkpoint.config, graph, reductions=False)
     loaded = policy_for_graphs(checkpoint, [order.graph])
-    first = _first_pass_scores(loaded.policy, loaded.env, commit_action, seed)
-    if order.order is None:
-        return first
-    given = np.empty_like(first)
-    given[order.order] = first
-    return given
+    return order.given_rows(_first_pass_scores(loaded.policy, loaded.env, commit_action, seed))
 
 
 def _first_pass_scores(policy, env, commit_action: int, seed: int) -> np.ndarray:
