@@ -2,6 +2,7 @@
 
 import csv
 import json
+import os
 import re
 import signal
 import subprocess
@@ -10,6 +11,7 @@ import time
 
 import pytest
 import torch
+from stable_baselines3.common.callbacks import BaseCallback
 from typer.testing import CliRunner
 
 from graphtransfer.checkpoint import CONFIG, read_checkpoint
@@ -105,6 +107,28 @@ def test_ctrl_c_saves_a_checkpoint_that_resume_trains_to_the_budget(tmp_path, mo
     again = runner.invoke(app, ["train", "--resume", "model", "--env", "gated:GatedMIS"])
     assert again.exit_code == 2
     assert again.stderr == "error: model: training is complete (512 of 512 steps); nothing to resume, train a new model instead\n"
+
+
+class CtrlCBeforeTheFirstUpdate(BaseCallback):
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        if self.model.num_timesteps == 64:
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_ctrl_c_inside_an_update_stops_it_after_the_minibatch_in_progress(tmp_path):
+    """A long update (a tune trial's sampled epochs) does not hold a stop back: of 10 epochs of four
+    minibatches, one minibatch is taken; the rollout it came from counts, the next one is dropped."""
+    config = tiny_run(0)
+    config.ppo.n_epochs, config.ppo.batch_size = 10, 16
+    result = train(config, tmp_path / "m", log=lambda line: None, callback=CtrlCBeforeTheFirstUpdate())
+    assert result.interrupted and result.steps == 64
+    assert result.model._n_updates == 1  # the first epoch, cut after its first minibatch
+    assert result.model.update_deadline is None  # the next learn of this model is not stopped by this Ctrl-C
+    training = read_checkpoint(tmp_path / "m").meta["training"]
+    assert training["steps"] == 64 and training["complete"] is False
 
 
 def test_resume_refuses_settings_it_would_ignore(tmp_path):

@@ -120,7 +120,7 @@ def test_a_worker_failure_is_one_line_and_the_study_resumes(tmp_path, tiny):
     (out / "trials").write_text("not a folder")
     args = ["tune", "--out", str(out), *tiny, "--n-trials", "2", "--n-jobs", "2"]
     failed = runner.invoke(app, args)
-    assert failed.exit_code == 2
+    assert failed.exit_code == 2, failed.stderr
     assert re.fullmatch(rf"error: --out {out}/trials/trial-[01]: {out}/trials is a file, not a folder, .*\n", failed.stderr)
     # FAIL; RUNNING where the stop reached the other worker while Optuna was marking its own failure:
     # the next search in this folder marks such a trial failed when it starts, as for a killed search.

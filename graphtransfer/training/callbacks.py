@@ -6,6 +6,7 @@ checkpoints/step-<N>/. Every model folder is our safetensors format.
 from __future__ import annotations
 
 import json
+import math
 import random
 import signal
 import threading
@@ -193,11 +194,35 @@ class PhaseTimer(BaseCallback):
         self._phase, self._mark = phase, now
 
 
-class StopOnInterrupt(BaseCallback):
-    """Ctrl-C asks PPO to stop at its next env step, so a save never lands inside an update.
+_interrupt_pending = False
 
-    The rollout in progress is dropped, so :attr:`completed_steps` (the env steps of every rollout
-    that went into an update) is the model's real progress.
+
+def defer_interrupts() -> None:
+    """Make SIGINT in this process a request, never an exception raised wherever the process
+    happens to be (inside a database write, say): a training run in progress or started later stops
+    at its next env step (:class:`StopOnInterrupt`), and :func:`interrupt_pending` tells the
+    caller's own safe points. For a process that another one stops (a ``tune --n-jobs`` worker)."""
+
+    def request(signum, frame) -> None:
+        global _interrupt_pending
+        _interrupt_pending = True
+
+    signal.signal(signal.SIGINT, request)
+
+
+def interrupt_pending() -> bool:
+    """Whether a SIGINT came to a process that :func:`defer_interrupts` (a request not yet acted on)."""
+    return _interrupt_pending
+
+
+class StopOnInterrupt(BaseCallback):
+    """Ctrl-C asks PPO to stop at its next env step, or, inside an update, after the minibatch in
+    progress (:attr:`NodeBudgetUpdate.update_deadline`), so a save never lands inside an optimizer
+    step and a long update does not hold the stop back.
+
+    A rollout in progress is dropped, so :attr:`completed_steps` (the env steps of every rollout
+    that went into an update) is the model's real progress; an update cut short counts, as one
+    stopped by ``target_kl`` does.
     """
 
     def __init__(self):
@@ -219,9 +244,12 @@ class StopOnInterrupt(BaseCallback):
             yield
             return
         previous = signal.getsignal(signal.SIGINT)
+        self.requested = self.requested or _interrupt_pending  # asked for before the run began (a deferred SIGINT)
 
         def request(signum, frame) -> None:
             self.requested = True
+            if isinstance(getattr(self, "model", None), NodeBudgetUpdate):
+                self.model.update_deadline = -math.inf  # the update in progress takes no further minibatch
             signal.signal(signal.SIGINT, signal.default_int_handler)
 
         signal.signal(signal.SIGINT, request)
@@ -229,6 +257,8 @@ class StopOnInterrupt(BaseCallback):
             yield
         finally:
             signal.signal(signal.SIGINT, previous)
+            if isinstance(getattr(self, "model", None), NodeBudgetUpdate) and self.model.update_deadline == -math.inf:
+                self.model.update_deadline = None  # the model's next learn is not stopped by this one's Ctrl-C
 
 
 def whole_rollouts(steps: int, model: BaseAlgorithm) -> int:

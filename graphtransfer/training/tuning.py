@@ -41,7 +41,7 @@ from graphtransfer.process import allowed_cores
 from graphtransfer.solve.evaluate import evaluate_policy
 from graphtransfer.solve.parallel import answered, check_cluster, get_answered, import_ray, init_ray
 from graphtransfer.solve.rollouts import ONE_ROLLOUT
-from graphtransfer.training.callbacks import Periodic, eval_score, rng_kept
+from graphtransfer.training.callbacks import Periodic, defer_interrupts, eval_score, interrupt_pending, rng_kept
 from graphtransfer.training.loop import train
 
 if TYPE_CHECKING:  # ForkContext does not exist on Windows
@@ -215,10 +215,14 @@ def _run_trials(study, optuna, config: RunConfig, folder: Path, search: Search, 
     objective = _objective(quiet, graphs, every, folder, optuna, log)
 
     def stop_when_full(study, _trial) -> None:
+        if interrupt_pending():  # a worker's Ctrl-C that came between trials: the trial just told stands
+            raise KeyboardInterrupt
         if _count(study, optuna, "COMPLETE", "PRUNED", "RUNNING") >= search.n_trials:
             study.stop()
 
     _fail_stale(study, optuna)
+    if interrupt_pending():
+        raise KeyboardInterrupt
     remaining = search.n_trials - _count(study, optuna, "COMPLETE", "PRUNED", "RUNNING")
     if remaining > 0:
         study.optimize(objective, n_trials=remaining, timeout=search.timeout, catch=(), callbacks=[stop_when_full])
@@ -506,6 +510,7 @@ def _work(sending, config: RunConfig, folder: Path, search: Search, graphs: list
     or sends ``("error", text)`` and exits 2 (bad input) or 1 (a failure); exits 130 on Ctrl-C."""
     if sys.platform != "win32":
         os.setsid()  # Ctrl-C at the terminal reaches the process that started this one, which passes it on once
+    defer_interrupts()  # that Ctrl-C stops this worker where its trial is marked failed, not inside a write to the study
     try:
         _join_study(config, folder, search, graphs, every, log=lambda line: sending.send(("line", line)))
     except KeyboardInterrupt:
@@ -613,6 +618,8 @@ def _objective(config: RunConfig, graphs: list[Graph], every: int, folder: Path,
     line it prints names the settings the trial trained with, as best.yaml would hold them."""
 
     def objective(trial) -> float:
+        if interrupt_pending():  # raised here, Optuna marks the trial it has just made failed
+            raise KeyboardInterrupt
         values = sample(trial)
         trial_config = with_values(config, values)
         reporter = ReportToTrial(trial, trial_config, graphs, every)
