@@ -2,6 +2,9 @@
 (the per-pass reductions on in both arms), on sparse graphs of 10^5-10^6 nodes, interleaved.
 
     python -m bench.mis_kernel --model mis --graphs ba:100000:2,er:100000:4 --repeats 1
+    python -m bench.mis_kernel --model mis --graphs ba:10000:3 --without lp
+
+``--without lp``: the other arm is the kernel without its LP rule (rule 5) instead of no kernel.
 
 Each graph is ``family:nodes:parameter`` (``ba``: m; ``er``, ``rgg``: average degree; ``delaunay``:
 ignored), graph seed ``--seed``. Prints a markdown table: greedy minimum degree's set, each arm's
@@ -20,6 +23,7 @@ from unittest import mock
 from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.envs.mis import MISEnv, is_independent_set
+from graphtransfer.envs import mis_kernel as mis_kernel_module
 from graphtransfer.envs.mis_kernel import mis_kernel
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.generators import barabasi_albert, delaunay, erdos_renyi, random_geometric
@@ -40,10 +44,14 @@ def make_graph(spec: str, seed: int) -> Graph:
     raise SystemExit(f"unknown family {family!r} in {spec!r}: ba, er, rgg or delaunay")
 
 
-def solve(checkpoint, graph: Graph, kernel: bool) -> tuple[float, float, int]:
-    """predict's default on ``graph``: set size, seconds, nodes the kernel decided."""
+def solve(checkpoint, graph: Graph, kernel: bool, without: str = "kernel") -> tuple[float, float, int]:
+    """predict's default on ``graph``: set size, seconds, nodes the kernel decided; ``kernel``
+    false: without the kernel, or ``without="lp"`` without its LP rule."""
     if kernel:
         solution, _ = predict_graph(checkpoint, graph)
+    elif without == "lp":
+        with mock.patch.object(mis_kernel_module, "LP_NODES", 0):
+            solution, _ = predict_graph(checkpoint, graph)
     else:
         with mock.patch.object(MISEnv, "kernel", staticmethod(lambda graph: None)):
             solution, _ = predict_graph(checkpoint, graph)
@@ -57,9 +65,10 @@ def main() -> None:
     parser.add_argument("--graphs", required=True, help="comma-separated family:nodes:parameter")
     parser.add_argument("--seed", type=int, default=1, help="graph seed [1]")
     parser.add_argument("--repeats", type=int, default=1, help="repeats of each arm, interleaved [1]")
+    parser.add_argument("--without", choices=("kernel", "lp"), default="kernel", help="the other arm: no kernel, or no LP rule [kernel]")
     args = parser.parse_args()
     checkpoint = read_checkpoint(args.model)
-    print("| graph | greedy | without kernel | with kernel | seconds without | with | kernel s | decided | load |")
+    print(f"| graph | greedy | without {args.without} | with it | seconds without | with | kernel s | decided | load |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for spec in args.graphs.split(","):
         graph = make_graph(spec, args.seed)
@@ -72,7 +81,7 @@ def main() -> None:
         decided = 0
         for _ in range(args.repeats):
             for arm in (False, True):
-                size, spent, reduced = solve(checkpoint, graph, arm)
+                size, spent, reduced = solve(checkpoint, graph, arm, args.without)
                 sizes[arm], decided = size, max(decided, reduced)
                 seconds[arm].append(spent)
         assert kernel is None or kernel.decided == decided

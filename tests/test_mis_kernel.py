@@ -12,7 +12,7 @@ import pytest
 from graphtransfer import Decoding
 from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.envs.mis import is_independent_set
-from graphtransfer.envs.mis_kernel import RULE_DEGREE, mis_kernel, mvc_kernel
+from graphtransfer.envs.mis_kernel import RULE_DEGREE, half_integral_cover, mis_kernel, mvc_kernel
 from graphtransfer.envs.mvc import MVCEnv, WeightedMVCEnv
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.generators import barabasi_albert, erdos_renyi, random_geometric
@@ -55,6 +55,15 @@ def sparse_tiny_graphs() -> list[Graph]:
     return [graph for graph in graphs if graph.degrees().min() <= 2]
 
 
+def crowned_tiny_graphs() -> list[Graph]:
+    """Tiny graphs of minimum degree 3 where rule 5 (the LP) decides: Barabási–Albert m = 3,
+    complete bipartite graphs with a short side, and such a graph with edges inside its long side."""
+    graphs = [barabasi_albert(n, 3, seed) for n, seed in ((9, 5), (10, 4), (11, 1), (12, 2), (13, 5), (14, 5))]
+    graphs += [graph_of([(i, j) for i in range(3) for j in range(3, n)], n) for n in (7, 10)]
+    graphs += [graph_of([(i, j) for i in range(3) for j in range(3, 11)] + [(3, 4), (5, 6)], 11)]
+    return graphs
+
+
 @pytest.mark.parametrize("graph", sparse_tiny_graphs(), ids=lambda g: f"{g.num_nodes}n{g.num_edges}e")
 def test_a_largest_set_of_the_kernel_lifts_to_a_largest_set_of_the_graph(graph):
     kernel = mis_kernel(graph)
@@ -72,6 +81,51 @@ def test_any_maximal_set_of_the_kernel_lifts_to_a_maximal_independent_set(graph)
     lifted = kernel.lift(chosen)
     assert is_independent_set(graph, lifted) and is_maximal(graph, lifted)
     assert lifted.sum() == chosen.sum() + kernel.included.size + len(kernel.folds)
+
+
+@pytest.mark.parametrize("graph", crowned_tiny_graphs(), ids=lambda g: f"{g.num_nodes}n{g.num_edges}e")
+def test_the_lp_rule_keeps_a_largest_set(graph):
+    joining, leaving = half_integral_cover(graph.csr())
+    assert joining.size + leaving.size > 0  # the LP decides on every graph here
+    value = np.full(graph.num_nodes, 0.5)
+    value[joining], value[leaving] = 0.0, 1.0
+    src, dst = graph.edge_index
+    assert (value[src] + value[dst] >= 1).all()  # a cover of the LP ...
+    assert 2 * value.sum() == double_cover_matching(graph)  # ... of the matching's size: an optimum (LP duality)
+    largest = maximum_set(graph)
+    kernel = mis_kernel(graph)
+    lifted = kernel.lift(maximum_set(kernel.graph))
+    assert is_independent_set(graph, lifted) and lifted.sum() == largest.sum()
+
+
+def double_cover_matching(graph: Graph) -> int:
+    """The size of a maximum matching of ``graph``'s bipartite double cover, by augmenting paths."""
+    neighbours = [set() for _ in range(graph.num_nodes)]
+    for u, v in graph.edge_index.T.tolist():
+        neighbours[u].add(v)
+    matched_to: dict[int, int] = {}
+
+    def augment(u: int, seen: set[int]) -> bool:
+        for v in neighbours[u] - seen:
+            seen.add(v)
+            if v not in matched_to or augment(matched_to[v], seen):
+                matched_to[v] = u
+                return True
+        return False
+
+    return sum(augment(u, set()) for u in range(graph.num_nodes))
+
+
+def test_the_lp_rule_and_the_others_decide_barabasi_albert_m3_whole(monkeypatch):
+    graph = barabasi_albert(3000, 3, seed=5)
+    kernel = mis_kernel(graph)
+    with monkeypatch.context() as patched:
+        patched.setattr("graphtransfer.envs.mis_kernel.LP_NODES", 0)
+        assert mis_kernel(graph).decided < 30  # rules 1-4 alone: a few of the first nodes
+    assert kernel.decided == graph.num_nodes - 1
+    lifted = kernel.lift(np.ones(1, dtype=bool))
+    assert is_independent_set(graph, lifted) and is_maximal(graph, lifted)
+    assert lifted.sum() >= greedy_min_degree(graph).sum()
 
 
 def test_folds_solve_cycles_and_paths_whole():

@@ -1,6 +1,6 @@
 """The MIS kernel: a smaller graph whose largest independent sets give the given graph's.
 
-Three exact rules of the reduction literature, applied until none applies (each keeps the size of
+Five exact rules of the reduction literature, applied until none applies (each keeps the size of
 a maximum independent set, less what it decides):
 
 1. a node without neighbours joins the set;
@@ -14,13 +14,19 @@ a maximum independent set, less what it decides):
    (domination: ``v`` or one of its neighbours, all ``u``'s, can take ``u``'s place in any set);
    applied to the whole graph at once first (:func:`graphtransfer.envs.domination.dominated`),
    then to the nodes of degree at most :data:`RULE_DEGREE` the other rules change, and only on
-   graphs with triangles (:data:`CLOSED_WEDGES`).
+   graphs with triangles (:data:`CLOSED_WEDGES`);
+5. the nodes at 0 in a half-integral optimum of the LP relaxation join and those at 1 leave
+   (Nemhauser and Trotter: some largest set agrees with it; :func:`half_integral_cover`), run
+   once the other rules are done, and again after their cascades, on graphs without triangles
+   (:data:`LP_NODES`). It decides crowns, independent sets with fewer neighbours than nodes, as
+   the low-degree nodes around the hubs of Barabási–Albert graphs with ``m = 3`` make.
 
 Rules 1, 2 and 4 are what the local-max decoding also applies every pass
 (:func:`graphtransfer.envs.mis.reduction_actions`); rule 3 changes the graph, which no pass of an env
 can, so the rules run once, before the policy, and their cascades (a fold or a removal lowers
-degrees, which make new pendants, folds and dominated nodes) run to the end. On Barabási–Albert graphs with ``m = 2`` they leave nothing:
-the kernel's set is the maximum one (bench/RESULTS.md, "The MIS kernel").
+degrees, which make new pendants, folds and dominated nodes) run to the end. On Barabási–Albert
+graphs with ``m = 2`` and ``m = 3`` they leave nothing: the kernel's set is the maximum one
+(bench/RESULTS.md, "The MIS kernel" and "The LP rule").
 
 A smallest vertex cover is the complement of a largest independent set, so the same kernel serves
 MVC (:func:`mvc_kernel`): the kernel's cover is complemented, lifted and complemented back.
@@ -36,6 +42,8 @@ import itertools
 from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy.sparse import csr_array
+from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from graphtransfer.envs.domination import dominated
 from graphtransfer.graphs import Graph
@@ -49,6 +57,12 @@ into triangles: a node's neighbourhood can only hold another's where they share 
 graphs without them (random graphs, Barabási–Albert) the rule would cost seconds at 10^6 nodes and
 decide nothing"""
 WEDGE_SAMPLES = 2048
+LP_NODES = 1 << 18
+"""rule 5 runs on graphs the other rules leave with at most this many nodes, and only on graphs
+without the triangles that make rule 4 run: the matching behind it takes seconds at 10^6 nodes
+(Hopcroft–Karp, 3 s for ER of degree 4, 12 s for Barabási–Albert m = 4) and far longer on planar
+graphs (4 s at 3 x 10^4 Delaunay nodes), whose kernels it never reduced where measured (random
+geometric and Delaunay graphs, 10^3-10^5 nodes: every node at 1/2)"""
 
 
 @dataclass(frozen=True)
@@ -159,6 +173,41 @@ def _renumbered_edges(
     return edges
 
 
+def half_integral_cover(csr: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The nodes at 0 and at 1 of a half-integral optimum of the vertex-cover LP of the graph of
+    adjacency ``csr`` (:meth:`Graph.csr`), each ``(n,)`` int64: a largest independent set holds
+    every node at 0 and none at 1 (Nemhauser and Trotter, 1975).
+
+    The optimum comes from a minimum vertex cover of the bipartite double cover (every node a left
+    and a right copy, every edge ``u - v`` joining ``u``'s left copy to ``v``'s right one), by
+    König's theorem from a maximum matching: the left copies unmatched and those reached from them
+    by alternating paths, and the right copies those paths reach, are ``Z``; the cover is the left
+    copies outside ``Z`` and the right ones in it, and a node is at 0 when neither of its copies is
+    in the cover, at 1 when both are. A graph whose double cover has a perfect matching (most
+    random graphs without low-degree hubs' leaves) has every node at 1/2: nothing is decided."""
+    indptr, indices = csr
+    n = indptr.size - 1
+    adjacency = csr_array((np.ones(indices.size, dtype=np.int8), indices, indptr), shape=(n, n))
+    right_of = maximum_bipartite_matching(adjacency, perm_type="column")  # the right copy each left copy is matched to
+    unmatched = right_of < 0
+    if not unmatched.any():
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    left_of = np.full(n, -1, dtype=np.int64)
+    left_of[right_of[~unmatched]] = np.flatnonzero(~unmatched)
+    left_reached, right_reached = unmatched.copy(), np.zeros(n, dtype=bool)
+    frontier = np.flatnonzero(unmatched)
+    while frontier.size:
+        starts, counts = indptr[frontier], indptr[frontier + 1] - indptr[frontier]
+        steps = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        right = np.unique(indices[np.repeat(starts, counts) + steps])
+        right = right[~right_reached[right]]
+        right_reached[right] = True
+        frontier = left_of[right]  # a right copy reached is matched, or the matching would not be maximum
+        frontier = frontier[~left_reached[frontier]]
+        left_reached[frontier] = True
+    return np.flatnonzero(left_reached & ~right_reached), np.flatnonzero(~left_reached & right_reached)
+
+
 def mvc_kernel(graph: Graph) -> MISKernel | None:
     """:func:`mis_kernel` for vertex covers: its solutions are covers (:attr:`MISKernel.covers`)."""
     kernel = mis_kernel(graph)
@@ -192,10 +241,17 @@ class _Rules:
     def run(self) -> None:
         """Apply the rules until none applies: rule 4 to every node at once (where it runs), then
         the rules node by node to the nodes of degree <= 2 and to those whose neighbourhood the
-        rules change."""
+        rules change, then rule 5 to the graph left, and the others again after each time it
+        decides something."""
         if self.limit > 2:
             for u in np.flatnonzero(dominated(self.graph.edge_index, self.degree)).tolist():
                 self.remove(u)
+        self.cascade()
+        while self.relax():
+            self.cascade()
+
+    def cascade(self) -> None:
+        """Rules 1-4 node by node, from the queue, until it is empty."""
         queue, alive, neighbours, limit = self.queue, self.alive, self.neighbours, self.limit
         while queue:
             v = queue.pop()
@@ -214,6 +270,23 @@ class _Rules:
                     self.join(v, around)
                 else:
                     self.fold(v, u, w)
+
+    def relax(self) -> bool:
+        """Rule 5 on the graph left, where it runs (:data:`LP_NODES`): the nodes of a half-integral
+        optimum of the LP relaxation at 0 join, those at 1 leave. Whether it decided any."""
+        left = int(np.count_nonzero(np.frombuffer(self.alive, dtype=np.uint8)))
+        if self.limit > 2 or not 0 < left <= LP_NODES:
+            return False
+        nodes, edges = self.current()
+        joining, leaving = half_integral_cover(Graph(edges, int(nodes.size)).csr())
+        if not joining.size and not leaving.size:
+            return False
+        for v in nodes[joining].tolist():
+            self.join(v, self.neighbours(v))
+        for u in nodes[leaving].tolist():
+            if self.alive[u]:
+                self.remove(u)
+        return True
 
     def join(self, v: int, leaving: set[int]) -> None:
         """``v`` joins the set; ``leaving``, its neighbours, leave the graph."""
@@ -274,7 +347,16 @@ class _Rules:
         if alive.all():
             return None
         if not alive.any():  # decided whole: keep the last node to join, isolated, for the decoding to take
-            alive[self.included.pop()] = True
+            self.alive[self.included.pop()] = 1
+        nodes, edges = self.current()
+        kernel = Graph(edges, int(nodes.size), self.graph.name)
+        folds = np.array(self.folds, dtype=np.int64).reshape(-1, 3)
+        return MISKernel(kernel, nodes, np.array(self.included, dtype=np.int64), folds, self.graph)
+
+    def current(self) -> tuple[np.ndarray, np.ndarray]:
+        """The graph the rules have left: its nodes' positions in the given graph and its edges,
+        ``(2, E')``, between the nodes' positions in that list."""
+        alive = np.frombuffer(self.alive, dtype=np.uint8).astype(bool)
         nodes = np.flatnonzero(alive)
         position = np.full(self.graph.num_nodes, -1, dtype=np.int64)
         position[nodes] = np.arange(nodes.size)
@@ -286,6 +368,4 @@ class _Rules:
         counts = np.fromiter(map(len, around), dtype=np.int64, count=len(around))
         new_src = np.repeat(rows, counts)
         new_dst = np.fromiter(itertools.chain.from_iterable(around), dtype=np.int64, count=new_src.size)
-        kernel = Graph(_renumbered_edges(self.graph.edge_index, untouched, new_src, new_dst, position), int(nodes.size), self.graph.name)
-        folds = np.array(self.folds, dtype=np.int64).reshape(-1, 3)
-        return MISKernel(kernel, nodes, np.array(self.included, dtype=np.int64), folds, self.graph)
+        return nodes, _renumbered_edges(self.graph.edge_index, untouched, new_src, new_dst, position)
