@@ -248,8 +248,9 @@ class StopOnInterrupt(BaseCallback):
 
         def request(signum, frame) -> None:
             self.requested = True
-            if isinstance(getattr(self, "model", None), NodeBudgetUpdate):
-                self.model.update_deadline = -math.inf  # the update in progress takes no further minibatch
+            model = getattr(self, "model", None)  # set once training has begun
+            if isinstance(model, NodeBudgetUpdate):
+                model.update_deadline = -math.inf  # the update in progress takes no further minibatch
             signal.signal(signal.SIGINT, signal.default_int_handler)
 
         signal.signal(signal.SIGINT, request)
@@ -257,8 +258,9 @@ class StopOnInterrupt(BaseCallback):
             yield
         finally:
             signal.signal(signal.SIGINT, previous)
-            if isinstance(getattr(self, "model", None), NodeBudgetUpdate) and self.model.update_deadline == -math.inf:
-                self.model.update_deadline = None  # the model's next learn is not stopped by this one's Ctrl-C
+            model = getattr(self, "model", None)
+            if isinstance(model, NodeBudgetUpdate) and model.update_deadline == -math.inf:
+                model.update_deadline = None  # the model's next learn is not stopped by this one's Ctrl-C
 
 
 def whole_rollouts(steps: int, model: BaseAlgorithm) -> int:
