@@ -338,7 +338,8 @@ class Decoding:
         True,
         "mis and mvc: exact rules decide the nodes that some largest independent set (smallest cover) decides anyway. "
         "Before the policy runs, the graph is shrunk to its kernel (pendants join the set, a node of degree 2 joins or is "
-        "folded with its two neighbours, on graphs with triangles dominated nodes leave; the solution is lifted back); "
+        "folded with its two neighbours, on graphs with triangles dominated nodes leave, on graphs without them the "
+        "nodes the LP relaxation sets to 0 or 1 join or leave; the solution is lifted back); "
         "for mis, every local-max pass also lets a node "
         "without undecided neighbours join and a node whose closed neighbourhood holds a neighbour's leave. "
         "--no-reductions: the policy alone decides",
