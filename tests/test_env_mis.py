@@ -5,6 +5,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
+from graphtransfer.envs.domination import neighbourhood_masks
 from graphtransfer.envs.mis import (
     DEFER,
     EXCLUDE,
@@ -199,6 +200,21 @@ def test_domination_matches_the_neighbourhood_sets_whatever_the_masks_width(word
         shuffled = graph.edge_index[:, np.random.default_rng(seed).permutation(graph.edge_index.shape[1])]  # any edge order
         degree = np.bincount(shuffled[0], minlength=graph.num_nodes)
         assert np.array_equal(dominated(shuffled, degree, words), reference_dominated(graph)), seed
+
+
+@pytest.mark.parametrize("words", [1, 2, 5])
+def test_a_nodes_mask_is_the_or_of_its_closed_neighbourhoods_bits_in_blocks_as_whole(words, monkeypatch):
+    graph = erdos_renyi(40, 6.0, seed=words)
+    order = np.argsort(graph.edge_index[1], kind="stable")
+    src, degree = graph.edge_index[0, order], graph.degrees()
+    own = neighbourhood_masks(np.empty(0, dtype=np.int64), np.zeros(graph.num_nodes, dtype=np.int64), words)  # each node's bit alone
+    assert all(sum(bin(int(word)).count("1") for word in row) == 1 for row in own)
+    expected = own.copy()
+    for u, v in graph.edge_index.T.tolist():
+        expected[v] |= own[u]
+    whole = neighbourhood_masks(src, degree, words)
+    monkeypatch.setattr("graphtransfer.envs.domination.MASK_BLOCK_NODES", 7)
+    assert np.array_equal(whole, expected) and np.array_equal(neighbourhood_masks(src, degree, words), expected)
 
 
 def test_the_reductions_never_lose_the_largest_set():

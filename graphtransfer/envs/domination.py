@@ -45,20 +45,35 @@ def dominated(edge_index: np.ndarray, degree: np.ndarray, words: int | None = No
     return out
 
 
+MASK_BLOCK_NODES = 1 << 16
+"""nodes whose masks :func:`neighbourhood_masks` builds at a time (its flags, one byte per bit: at
+most 64 MiB at 16 words)"""
+
+
 def neighbourhood_masks(src: np.ndarray, degree: np.ndarray, words: int) -> np.ndarray:
     """A bit mask per node of its closed neighbourhood, each member hashed to one of ``64 ×
     words`` bits, from the sources ``src`` of edges ordered by destination: ``(N, words)`` uint64."""
     num_nodes = degree.size
     bit = (np.arange(num_nodes, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)  # Fibonacci hashing
     bit %= np.uint64(64 * words)
-    word, value = (bit // np.uint64(64)).astype(np.int64), np.left_shift(np.uint64(1), bit % np.uint64(64))
-    masks = np.zeros((num_nodes, words), dtype=np.uint64)
-    masks[np.arange(num_nodes), word] = value
-    has_edges = degree > 0
-    if words == 1:  # a reduction over each node's run of edges, 3x faster than the scattered or below
+    if words == 1:  # a reduction over each node's run of edges, 3x faster than the flags below
+        value = np.left_shift(np.uint64(1), bit)
+        masks = value.reshape(num_nodes, 1).copy()
+        has_edges = degree > 0
         masks[has_edges, 0] |= np.bitwise_or.reduceat(value[src], (np.cumsum(degree) - degree)[has_edges])
-    else:
-        np.bitwise_or.at(masks, (np.repeat(np.arange(num_nodes), degree), word[src]), value[src])
+        return masks
+    bit = bit.astype(np.int64)
+    starts = np.zeros(num_nodes + 1, dtype=np.int64)
+    np.cumsum(degree, out=starts[1:])
+    masks = np.empty((num_nodes, words), dtype=np.uint64)
+    for first in range(0, num_nodes, MASK_BLOCK_NODES):  # a flag per bit, packed: 1.5-2.5x faster than a scattered or
+        last = min(first + MASK_BLOCK_NODES, num_nodes)
+        flags = np.zeros((last - first, 64 * words), dtype=bool)
+        flags[np.arange(last - first), bit[first:last]] = True
+        edges = slice(starts[first], starts[last])
+        flags[np.repeat(np.arange(last - first), degree[first:last]), bit[src[edges]]] = True
+        packed = np.packbits(flags, axis=1, bitorder="little")  # bit b of a row in byte b // 8
+        masks[first:last] = packed.view("<u8")  # ... and in word b // 64, as bit b % 64
     return masks
 
 
