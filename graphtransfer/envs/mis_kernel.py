@@ -57,12 +57,13 @@ into triangles: a node's neighbourhood can only hold another's where they share 
 graphs without them (random graphs, Barabási–Albert) the rule would cost seconds at 10^6 nodes and
 decide nothing"""
 WEDGE_SAMPLES = 2048
-LP_NODES = 1 << 18
+LP_NODES = 1 << 17
 """rule 5 runs on graphs the other rules leave with at most this many nodes, and only on graphs
-without the triangles that make rule 4 run: the matching behind it takes seconds at 10^6 nodes
-(Hopcroft–Karp, 3 s for ER of degree 4, 12 s for Barabási–Albert m = 4) and far longer on planar
-graphs (4 s at 3 x 10^4 Delaunay nodes), whose kernels it never reduced where measured (random
-geometric and Delaunay graphs, 10^3-10^5 nodes: every node at 1/2)"""
+without the triangles that make rule 4 run: the matching behind it takes a second at 2.5 x 10^5
+nodes and seconds at 10^6 (Hopcroft–Karp, 3 s for ER of degree 4, 12 s for Barabási–Albert m = 4,
+for nothing decided) and far longer on planar graphs (4 s at 3 x 10^4 Delaunay nodes), whose
+kernels it never reduced where measured (random geometric and Delaunay graphs, 10^3-10^5 nodes:
+every node at 1/2)"""
 
 
 @dataclass(frozen=True)
