@@ -139,7 +139,7 @@ def test_unknown_names_and_missing_files_are_clear_errors(tmp_path):
         load_graph("small")
 
 
-@pytest.mark.parametrize("size", [0, 1, 7, 5_000])
-def test_stable_order_is_numpys_stable_argsort(size):
-    values = np.random.default_rng(size).integers(0, max(size // 10, 1), size)  # many ties
+@pytest.mark.parametrize(("size", "high"), [(0, 1), (1, 1), (7, 1), (5_000, 500), (200_000, 3_000_000), (1_000, 2**31 - 1)])
+def test_stable_order_is_numpys_stable_argsort(size, high):
+    values = np.random.default_rng(size).integers(0, high, size)  # ties below 2^16 and above (two radix passes)
     np.testing.assert_array_equal(stable_order(values), np.argsort(values, kind="stable"))

@@ -38,7 +38,6 @@ so the cost follows the work the rules do, not the graph's size.
 from __future__ import annotations
 
 import gc
-import itertools
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -226,6 +225,9 @@ class _Rules:
         self.alive = bytearray(b"\x01") * graph.num_nodes
         self.sets: list[set[int] | None] = [None] * graph.num_nodes
         """each node's neighbours now, once asked for (:meth:`neighbours`); None: as in the graph"""
+        self.added: list[int] = []
+        """the edges folds added, flat ``kept, y, kept, y, ...``; the rules remove no edge between
+        nodes that stay, so the graph left is the given edges and these between the nodes left"""
         self.queue: list[int] = np.flatnonzero(self.degree <= 2)[::-1].tolist()  # lowest ids first
         self.included: list[int] = []
         self.folds: list[tuple[int, int, int]] = []
@@ -328,6 +330,7 @@ class _Rules:
         sets[v] = set()
         into = neighbours(kept)
         into.discard(v)
+        added = self.added
         for y in neighbours(merged):
             if y == v:
                 continue
@@ -335,8 +338,10 @@ class _Rules:
             if around is None:
                 around = neighbours(y)
             around.discard(merged)
-            around.add(kept)
-            into.add(y)
+            if kept not in around:
+                around.add(kept)
+                into.add(y)
+                added += (kept, y)
             if len(around) <= self.limit:
                 queue.append(y)
         sets[merged] = set()
@@ -356,17 +361,14 @@ class _Rules:
 
     def current(self) -> tuple[np.ndarray, np.ndarray]:
         """The graph the rules have left: its nodes' positions in the given graph and its edges,
-        ``(2, E')``, between the nodes' positions in that list."""
+        ``(2, E')``, between the nodes' positions in that list: the given edges between nodes left,
+        then the edges folds added between them, both ways."""
         alive = np.frombuffer(self.alive, dtype=np.uint8).astype(bool)
         nodes = np.flatnonzero(alive)
         position = np.full(self.graph.num_nodes, -1, dtype=np.int64)
         position[nodes] = np.arange(nodes.size)
-        changed = np.fromiter((found is not None for found in self.sets), dtype=bool, count=self.graph.num_nodes)
-        src = self.graph.edge_index[0]
-        untouched = alive[src] & ~changed[src]  # such a node's neighbours all stay: removing or merging one would have changed it
-        rows = np.flatnonzero(alive & changed)
-        around = [self.neighbours(x) for x in rows.tolist()]
-        counts = np.fromiter(map(len, around), dtype=np.int64, count=len(around))
-        new_src = np.repeat(rows, counts)
-        new_dst = np.fromiter(itertools.chain.from_iterable(around), dtype=np.int64, count=new_src.size)
-        return nodes, _renumbered_edges(self.graph.edge_index, untouched, new_src, new_dst, position)
+        src, dst = self.graph.edge_index
+        added = np.array(self.added, dtype=np.int64).reshape(-1, 2)
+        added = added[alive[added[:, 0]] & alive[added[:, 1]]]
+        new_src, new_dst = np.concatenate([added[:, 0], added[:, 1]]), np.concatenate([added[:, 1], added[:, 0]])
+        return nodes, _renumbered_edges(self.graph.edge_index, alive[src] & alive[dst], new_src, new_dst, position)

