@@ -59,6 +59,7 @@ class Solution:
     rollouts: int = 1  # how many rollouts it is the best of (see graphtransfer.solve.rollouts); seconds count them all
     renumbered: bool = False  # solved with the nodes renumbered in locality order (graphtransfer.solve.ordering), rows put back
     reduced: int = 0  # nodes the kernel's rules decided before the policy ran (graphtransfer.envs.mis_kernel)
+    reduced_seconds: float = 0.0  # what the kernel took, counted in seconds too
 
 
 def objective_text(value: float) -> str:

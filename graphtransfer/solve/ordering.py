@@ -38,6 +38,8 @@ class SolvingOrder:
     """what the kernel, choosing the order and renumbering took"""
     kernel: MISKernel | None = None
     """the kernel solved in place of the given graph; ``None``: the given graph itself"""
+    kernel_seconds: float = 0.0
+    """what the kernel's rules took, of :attr:`seconds` (where they ran, also when they decided nothing)"""
 
     def restore(self, solution: Solution) -> Solution:
         """``solution`` with its per-node rows (and the finishing rule's) on the given graph, in its
@@ -59,6 +61,7 @@ class SolvingOrder:
             seconds=solution.seconds + self.seconds,
             renumbered=self.order is not None,
             reduced=0 if self.kernel is None else self.kernel.decided,
+            reduced_seconds=self.kernel_seconds,
         )
 
     def given_rows(self, rows: np.ndarray) -> np.ndarray:
@@ -82,10 +85,11 @@ def solving_order(config: RunConfig, graph: Graph, node_order: str = "auto", red
     started = time.perf_counter()
     rule = graph_kernel(config) if reductions else None
     kernel = rule(graph) if rule is not None else None
+    kernel_seconds = time.perf_counter() - started if rule is not None else 0.0
     solved = graph if kernel is None else kernel.graph
     order = None
     if node_order == "auto" and solved.num_nodes >= RENUMBER_FROM_NODES and renumberable(config):
         order = better_order(solved)
     if order is not None:
         solved = renumbered(solved, order)
-    return SolvingOrder(solved, order, time.perf_counter() - started, kernel)
+    return SolvingOrder(solved, order, time.perf_counter() - started, kernel, kernel_seconds)
