@@ -1,4 +1,5 @@
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from graphtransfer.graphs import (
     write_edge_list,
     write_npz,
 )
-from graphtransfer.graphs.graph import stable_order
+from graphtransfer.graphs.graph import TORCH_SORT_FROM, stable_order
 
 
 def edge_set(graph):
@@ -142,4 +143,12 @@ def test_unknown_names_and_missing_files_are_clear_errors(tmp_path):
 @pytest.mark.parametrize(("size", "high"), [(0, 1), (1, 1), (7, 1), (5_000, 500), (200_000, 3_000_000), (1_000, 2**31 - 1)])
 def test_stable_order_is_numpys_stable_argsort(size, high):
     values = np.random.default_rng(size).integers(0, high, size)  # ties below 2^16 and above (two radix passes)
+    np.testing.assert_array_equal(stable_order(values), np.argsort(values, kind="stable"))
+
+
+def test_stable_order_by_torchs_sort_is_numpys_stable_argsort():
+    import torch  # loaded, as in a solve: stable_order takes torch's sort from TORCH_SORT_FROM values
+
+    values = np.random.default_rng(0).integers(0, 10**6, TORCH_SORT_FROM)
+    assert "torch" in sys.modules and torch.get_num_threads() >= 1
     np.testing.assert_array_equal(stable_order(values), np.argsort(values, kind="stable"))
