@@ -32,6 +32,7 @@ def evaluated(model, folder, out, *extra) -> list[dict]:
         del record["peak_rss_mib"]
         for entry in [*record["decodings"].values(), *record["baselines"].values()]:
             del entry["seconds"]
+            entry.pop("reduced_seconds", None)  # the kernel's seconds: decodings only
     return records
 
 
