@@ -29,7 +29,7 @@ def dominated(edge_index: np.ndarray, degree: np.ndarray, words: int | None = No
     src, dst = edge_index
     if src.size == 0:
         return out
-    if (np.diff(dst) < 0).any():  # the env's residual edges come ordered by destination; other callers' may not
+    if np.any(dst[1:] < dst[:-1]):  # the env's residual edges come ordered by destination; other callers' may not (no int64 diff)
         src, dst = np.take(edge_index, stable_order(dst), axis=1)
     if words is None:
         words = int(np.clip(np.ceil(4 * (src.size / max(num_nodes, 1) + 1) / 64), 1, 16))
