@@ -75,3 +75,17 @@ def test_huge_pages_for_training_and_small_pages_for_a_solve_unless_the_user_cho
     assert alignment_probe(TUNE + "; prefer_small_pages()") == "0 False"
     assert alignment_probe("import torch; " + TUNE + "; prefer_small_pages()") == "1 True"  # too late: torch loaded
     assert alignment_probe(TUNE + "; prefer_small_pages()", THP_MEM_ALLOC_ENABLE="1") == "1 True"
+
+
+KEEP = (
+    TUNE + "; from graphtransfer.config import RunConfig; from graphtransfer.graphs import erdos_renyi;"
+    " from graphtransfer.solve.loading import keep_freed_memory_where_room;"
+    " print(keep_freed_memory_where_room(RunConfig(), erdos_renyi(100_000, 8.0, 0)))"
+)
+
+
+@pytest.mark.skipif(not has_mallinfo2(), reason="glibc 2.33 or later only")
+def test_a_solve_with_room_keeps_its_freed_memory_and_one_without_does_not():
+    # the guard's estimate for 10^5 nodes of degree 8 and the default model: about 174 MiB
+    assert allocation_probe(KEEP, GRAPHTRANSFER_MEMORY_LIMIT_MB="100000") == "True\nFalse False"  # every block from the heap
+    assert allocation_probe(KEEP, GRAPHTRANSFER_MEMORY_LIMIT_MB="150") == "False\nFalse True"  # not 1.5x the estimate: as tuned

@@ -85,6 +85,7 @@ def predict(
     from graphtransfer.nn.devices import resolve_device
     from graphtransfer.reporting.draw import check_drawable, draw_solution
     from graphtransfer.solve.inference import objective_text
+    from graphtransfer.solve.loading import keep_freed_memory_where_room
     from graphtransfer.solve.predict import predict_with
 
     check_positive(workers=1 if workers is None else workers)
@@ -130,6 +131,7 @@ def predict(
         check_output_file(draw, [resolve(graph)], force, "--draw", FIGURE_SUFFIXES)
     check_output_file(out, [resolve(graph)], force)  # predict gets the graph already read, so the input file is guarded here
     use_threads(runtime.threads, loaded.num_nodes)
+    keep_freed_memory_where_room(config, loaded)
     loaded, solution = predict_with(model, loaded, out, decoder, runtime, env, force, source, target)
     typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges; node ids {loaded.describe_ids()}")
     _report_weights(config, loaded)

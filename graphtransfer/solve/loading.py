@@ -14,14 +14,15 @@ from pathlib import Path
 import gymnasium as gym
 
 from graphtransfer.checkpoint import Checkpoint, LoadReport, load_policy_into_env, read_checkpoint
-from graphtransfer.config import Runtime
+from graphtransfer.config import RunConfig, Runtime
 from graphtransfer.envs.factory import inference_env, run_env
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph, load_graph
 from graphtransfer.nn import configure_runtime
 from graphtransfer.nn.devices import resolve_device
 from graphtransfer.nn.qnetwork import AnyPolicy
-from graphtransfer.solve.memory import check_memory
+from graphtransfer.process import keep_freed_memory
+from graphtransfer.solve.memory import check_memory, room_to_keep_freed_memory
 
 DEFAULT_RUNTIME = Runtime()
 """every runtime setting at its default"""
@@ -55,14 +56,26 @@ def policy_for_graphs(
     """
     checkpoint = model if isinstance(model, Checkpoint) else read_checkpoint(model, env)
     config = checkpoint.config
-    edge_head = config.head in (Head.EDGE_WISE, Head.EDGE_CHOICE)
     for graph in graphs:
-        check_memory(graph.num_nodes, graph.edge_index.shape[1], config.model, f"graph {graph.name}", edge_head)
+        check_memory(graph.num_nodes, graph.edge_index.shape[1], config.model, f"graph {graph.name}", scores_edges(config))
     built = inference_env(config, graphs[0], max_passes, query) if len(graphs) == 1 else run_env(config, graphs)
     policy, report = load_policy_into_env(checkpoint, built)
     policy.to(resolve_device(runtime.device))
     configure_runtime(policy, runtime.max_nodes_per_batch, runtime.mixed_precision)
     return LoadedPolicy(checkpoint, policy, built, report)
+
+
+def scores_edges(config: RunConfig) -> bool:
+    """Whether the policy of ``config`` scores every edge (edge-wise or edge choice): the memory guard counts its head."""
+    return config.head in (Head.EDGE_WISE, Head.EDGE_CHOICE)
+
+
+def keep_freed_memory_where_room(config: RunConfig, graph: Graph) -> bool:
+    """:func:`graphtransfer.process.keep_freed_memory` for a solve of ``config``'s policy on ``graph``
+    where the memory available is :data:`~graphtransfer.solve.memory.ROOM_TO_KEEP` times the guard's
+    estimate; whether it was set. A process setting: the command line calls it, the library never."""
+    room = room_to_keep_freed_memory(graph.num_nodes, graph.edge_index.shape[1], config.model, scores_edges(config))
+    return room and keep_freed_memory()
 
 
 def load_policy(model: str | Path, graph: str | Path | Graph, env: str | None = None) -> tuple[AnyPolicy, gym.Env]:
