@@ -75,9 +75,10 @@ def keep_freed_memory() -> bool:
     estimate): every block from the heap, none mapped on its own, and up to 2 GiB of free heap top
     kept. A solve's passes free and allocate arrays the size of the graph each pass; mapped
     blocks come back as fresh pages the kernel faults in and zeroes every time. On this project's
-    2-core machine (ER, average degree 8, the built-in MIS model): the 10^6-node solve 10.4 s
-    against 12.0 s, its peak RSS 1,936 against 1,646-1,677 MiB; at 10^7 150 s against 202 s
-    (system time 40 against 88 s), 15.3 against 12.2 GB (bench/RESULTS.md, "Freed memory kept").
+    2-core machine (ER, average degree 8, the built-in MIS model, interleaved): the 10^6-node
+    solve 10.8 s against 12.2 s idle and 14.5-15.1 against 16.4-16.5 s beside one busy process, its
+    peak RSS 1,752-1,826 against 1,646-1,718 MiB; at 10^7 146-153 s against 204-211 s (system time
+    33-46 against 96-106 s), 15.1-16.2 against 12.2 GB (bench/RESULTS.md, "Freed memory kept").
     Whether it was set: not where :func:`reuse_freed_memory` does nothing (a user's own
     ``MALLOC_*`` or ``GLIBC_TUNABLES``, no glibc)."""
     mallopt = _mallopt()
