@@ -14,12 +14,16 @@ on the machine's load; the policy's seconds are printed beside it):
 - ``multi``: the ``--starts`` best distinct sets of ``--rollouts`` rollouts, each searched for an
   equal share of what is left, the best kept;
 - ``alone``: the policy without search (its seconds are the policy's);
+- ``greedy-kernel``, ``policy-kernel``: as ``greedy`` and ``policy``, the search run on the graph's
+  kernel (:func:`graphtransfer.baselines.local_search.reduced_search`, what ``predict --polish`` and
+  the baselines run since the seventeenth session; its kernel's time counted; seconds mode only);
 - ``chils`` (``pip install 'graphtransfer[chils]'``): CHILS for the same seconds, the graph's
   transfer into the library on top (seconds mode only).
 
     .venv/bin/python bench/guided_search.py --model runs/mis/small [--sizes 1000,10000,100000] [--seconds 10]
         [--iterations K] [--seeds 0] [--arms greedy,policy,guided,multi] [--rollouts 1] [--starts 4]
         [--temperature 1] [--families er-d8,er-d64,ba-m4,rgg-d8,dl]
+    .venv/bin/python bench/guided_search.py --model mis --arms greedy,greedy-kernel,policy,policy-kernel --sizes 10000,100000
 
 Prints a Markdown table, one row per graph as it finishes. Not part of the test run.
 """
@@ -37,7 +41,7 @@ import numpy as np
 import torch
 
 from graphtransfer.baselines.chils import chils_mis
-from graphtransfer.baselines.local_search import guided_weights, iterated_local_search
+from graphtransfer.baselines.local_search import guided_weights, iterated_local_search, reduced_search
 from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.envs import is_independent_set
@@ -53,7 +57,7 @@ FAMILIES: dict[str, Callable[[int, int], Graph]] = {
     "rgg-d64": lambda n, seed: random_geometric(n, 64.0, seed),
     "dl": lambda n, seed: delaunay(n, seed),
 }
-ARMS = ("greedy", "policy", "guided", "multi", "alone", "chils")
+ARMS = ("greedy", "policy", "guided", "multi", "alone", "chils", "greedy-kernel", "policy-kernel")
 
 
 @dataclass
@@ -64,8 +68,13 @@ class Arm:
     seconds: float = 0.0  # on the bench's clock
 
 
-def search(graph: Graph, start: np.ndarray | None, left: float, args, seed: int, weights=None) -> tuple[np.ndarray, int]:
+def search(
+    graph: Graph, start: np.ndarray | None, left: float, args, seed: int, weights=None, kernel: bool = False
+) -> tuple[np.ndarray, int]:
     budget = 1e9 if args.iterations else max(left, 0.01)
+    if kernel:
+        reduced = reduced_search(graph, start=start, time_budget=budget, seed=seed, stall_per_node=None, clock=args.clock)
+        return reduced.solution, reduced.iterations
     result = iterated_local_search(
         graph, start=start, time_budget=budget, max_iterations=args.iterations, seed=seed, weights=weights, clock=args.clock
     )
@@ -75,8 +84,10 @@ def search(graph: Graph, start: np.ndarray | None, left: float, args, seed: int,
 def run_arm(arm: str, checkpoint, graph: Graph, args, seed: int) -> Arm:
     clock = args.clock
     started = clock()
+    kernel = arm.endswith("-kernel")
+    arm = arm.removesuffix("-kernel")
     if arm == "greedy":
-        found, iterations = search(graph, None, args.seconds, args, seed)
+        found, iterations = search(graph, None, args.seconds, args, seed, kernel=kernel)
         return Arm(_checked(graph, found), 0, iterations, clock() - started)
     if arm == "chils":
         found = chils_mis(graph, args.seconds, seed)
@@ -90,7 +101,7 @@ def run_arm(arm: str, checkpoint, graph: Graph, args, seed: int) -> Arm:
         left = (args.seconds - (clock() - started)) / (len(starts.sets) - k)
         share = _with_iterations(args, None if args.iterations is None else max(args.iterations // len(starts.sets), 1))
         weights = guided_weights(starts.scores, start, args.temperature) if arm == "guided" else None
-        found, iterations = search(graph, start, left, share, seed + k, weights)
+        found, iterations = search(graph, start, left, share, seed + k, weights, kernel)
         done += iterations
         if best is None or found.sum() > best.sum():
             best = found
@@ -127,6 +138,8 @@ def main() -> None:
     arms = args.arms.split(",")
     if not set(arms) <= set(ARMS):
         raise SystemExit(f"--arms {args.arms}: choose from {', '.join(ARMS)}")
+    if args.iterations and any(arm.endswith("-kernel") for arm in arms):
+        raise SystemExit("the -kernel arms search for --seconds only; drop --iterations")
     torch.set_num_threads(1)
     checkpoint = read_checkpoint(args.model)
     budget = f"{args.iterations:,} iterations" if args.iterations else f"{args.seconds:g} {'CPU ' if args.cpu else ''}s"

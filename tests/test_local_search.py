@@ -12,15 +12,18 @@ import pytest
 from graphtransfer.baselines import BASELINES
 from graphtransfer.baselines.local_search import (
     GUIDED_SHARE,
+    _kernel_start,
     _Search,
     guided_weights,
     iterated_local_search,
     local_search,
     local_search_vertex_cover,
     polish_independent_set,
+    reduced_search,
 )
 from graphtransfer.baselines.mis import greedy_min_degree, random_order_greedy
 from graphtransfer.baselines.mvc import greedy_max_degree
+from graphtransfer.envs.mis_kernel import mis_kernel
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import barabasi_albert, erdos_renyi, random_geometric
 from tests.brute_force import (
@@ -39,7 +42,7 @@ def test_finds_the_optimum_on_tiny_graphs(graph):
     found = iterated_local_search(graph, max_iterations=300, seed=1).solution
     assert is_maximal_independent(graph, found)
     assert found.sum() == max_independent_set_size(graph)
-    cover = local_search_vertex_cover(graph, max_stall=300, seed=1)
+    cover = local_search_vertex_cover(graph, stall_per_node=300, seed=1)
     assert is_vertex_cover(graph, cover) and cover.sum() == min_vertex_cover_size(graph)
 
 
@@ -61,7 +64,7 @@ def test_beats_greedy_on_a_random_graph():
     found = iterated_local_search(graph, max_iterations=10_000, seed=0).solution
     assert is_maximal_independent(graph, found)
     assert found.sum() >= 1.035 * greedy  # 711 against 680 (+4.6%) when written
-    cover = local_search_vertex_cover(graph, max_stall=2_000, seed=0)
+    cover = local_search_vertex_cover(graph, stall_per_node=1, seed=0)
     assert is_vertex_cover(graph, cover) and cover.sum() < greedy_max_degree(graph).sum()
 
 
@@ -194,3 +197,54 @@ def test_a_budget_shorter_than_the_first_descent_cuts_it_short_and_keeps_the_set
     cut = iterated_local_search(graph, time_budget=0.01, clock=time.process_time)
     assert is_maximal_independent(graph, cut.solution) and cut.iterations == 0
     assert cut.start_size <= cut.solution.sum() < full.solution.sum()  # 2,901 after the whole descent
+
+
+def largest_set_of_a_forest(graph) -> int:
+    """The size of a forest's largest independent set: a leaf joins, its neighbour leaves, again."""
+    neighbours = [set() for _ in range(graph.num_nodes)]
+    for u, v in graph.edge_index.T.tolist():
+        neighbours[u].add(v)
+    alive, size = set(range(graph.num_nodes)), 0
+    leaves = [v for v in alive if len(neighbours[v]) <= 1]
+    while leaves:
+        leaf = leaves.pop()
+        if leaf not in alive:
+            continue
+        size += 1
+        for gone in [leaf, *neighbours[leaf]]:
+            alive.discard(gone)
+            for w in neighbours[gone]:
+                neighbours[w].discard(gone)
+                if w in alive and len(neighbours[w]) <= 1:
+                    leaves.append(w)
+    return size
+
+
+def test_the_search_on_the_kernel_has_a_trees_largest_set_before_it_searches():
+    # exact rules decide a tree whole: nothing is left to search, and the set is a largest one
+    rng = np.random.default_rng(0)
+    pairs = [(int(rng.integers(child)), child) for child in range(1, 3000)]
+    tree = graph_from_pairs(pairs, 3000)
+    result = reduced_search(tree, time_budget=5.0)
+    assert is_maximal_independent(tree, result.solution)
+    assert result.solution.sum() == result.start_size == largest_set_of_a_forest(tree)
+    assert result.iterations == 0
+    assert random_order_greedy(tree, seed=0).sum() < result.solution.sum()  # a maximal set need not be a largest one
+
+
+def test_a_start_is_read_on_the_kernel_independent_and_the_search_never_loses_it():
+    # average degree 4: the rules leave about 900 of 2,000 nodes after 375 folds, each joining two
+    # nodes into one; a set of the graph can hold both ends of a fold's new edge, and one must leave
+    graph = erdos_renyi(2000, 4.0, 1)
+    kernel = mis_kernel(graph)
+    assert kernel is not None and kernel.folds.shape[0] > 0
+    starts = [random_order_greedy(graph, seed=seed) for seed in range(4)]
+    src, dst = kernel.graph.edge_index
+    clashes = [int((start[kernel.nodes][src] & start[kernel.nodes][dst]).sum()) for start in starts]
+    assert any(clashes)  # the repair is exercised
+    for start in starts:
+        on_kernel = _kernel_start(kernel, start)
+        assert not (on_kernel[src] & on_kernel[dst]).any()
+        result = reduced_search(graph, start=start, time_budget=2.0, stall_per_node=1, seed=1)
+        assert is_maximal_independent(graph, result.solution)
+        assert result.solution.sum() >= start.sum() and result.solution.sum() >= result.start_size

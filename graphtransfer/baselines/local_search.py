@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphtransfer.baselines.mis import greedy_min_degree
+from graphtransfer.envs.mis_kernel import MISKernel, mis_kernel
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
 
@@ -288,14 +289,73 @@ def iterated_local_search(
     return SearchResult(solution, start_size, iteration, clock() - started)
 
 
+def reduced_search(
+    graph: Graph,
+    start: np.ndarray | None = None,
+    time_budget: float = DEFAULT_TIME_BUDGET,
+    seed: int = 0,
+    stall_per_node: float | None = STALL_PER_NODE,
+    clock: Callable[[], float] = time.perf_counter,
+) -> SearchResult:
+    """:func:`iterated_local_search` on ``graph``'s kernel (:func:`graphtransfer.envs.mis_kernel.mis_kernel`:
+    the nodes that exact rules decide, as some largest set decides them, are left out), its set
+    lifted back to ``graph``: the search every baseline and polish of this package runs. The
+    rules lose no largest set, and the search's moves go where something is still undecided: on
+    graphs the rules shrink, it reaches larger sets in the same seconds (10 s at 10^5 nodes: random
+    geometric graphs of degree 8, whose kernel is 5% of the nodes, 24,590 against 24,425 on the
+    whole graph; bench/RESULTS.md, "The search on the kernel"). On a graph they decide nothing of,
+    it is the search on the whole graph.
+
+    ``start`` (``(num_nodes,)`` bool, independent; None: greedy's set on the kernel) is read on the
+    kernel's nodes, one node of each adjacent pair the kernel's folds make dropped; the result is
+    never smaller than ``start``. ``stall_per_node``: stop after that many times the kernel's
+    nodes perturbations without a new best set (default, the baselines' limit); None: the whole budget.
+    The kernel's time is part of ``time_budget``; its ``start_size`` is that of the lifted start.
+    """
+    started = clock()
+    _check_limits(time_budget, None, None)
+    given = None if start is None else _checked_start(graph, start)
+    kernel = mis_kernel(graph)
+    if kernel is None:
+        return _search_whole(graph, given, time_budget - (clock() - started), seed, stall_per_node, clock, started)
+    on_kernel = None if given is None else _kernel_start(kernel, given)
+    left = max(time_budget - (clock() - started), 1e-3)
+    limit = _stall_limit(kernel.graph, stall_per_node)
+    result = iterated_local_search(kernel.graph, start=on_kernel, time_budget=left, max_stall=limit, seed=seed, clock=clock)
+    lifted = kernel.lift(result.solution)
+    offset = int(lifted.sum()) - int(result.solution.sum())  # what the rules put in the set
+    if given is not None and given.sum() > lifted.sum():
+        lifted = given
+    return SearchResult(lifted, result.start_size + offset, result.iterations, clock() - started)
+
+
+def _search_whole(graph, start, left, seed, stall_per_node, clock, started) -> SearchResult:
+    """:func:`iterated_local_search` on the whole graph, for :func:`reduced_search`, timed from ``started``."""
+    limit = _stall_limit(graph, stall_per_node)
+    result = iterated_local_search(graph, start=start, time_budget=max(left, 1e-3), max_stall=limit, seed=seed, clock=clock)
+    return SearchResult(result.solution, result.start_size, result.iterations, clock() - started)
+
+
+def _kernel_start(kernel: MISKernel, given: np.ndarray) -> np.ndarray:
+    """``given``, an independent set of the kernel's given graph, read on the kernel's nodes: a folded
+    node is in when the node that names it is; of each adjacent pair so chosen (a fold's new
+    edges), the lower id leaves."""
+    chosen = given[kernel.nodes]
+    src, dst = kernel.graph.edge_index
+    clash = chosen[src] & chosen[dst] & (src < dst)
+    chosen[src[clash]] = False
+    return chosen
+
+
 def local_search(graph: Graph, time_budget: float = DEFAULT_TIME_BUDGET, seed: int = 0) -> np.ndarray:
-    """The baseline: :func:`iterated_local_search` from greedy for ``time_budget`` seconds or
-    until :data:`STALL_PER_NODE` ``* |V|`` perturbations find no better set; ``(num_nodes,)`` bool."""
-    return iterated_local_search(graph, time_budget=time_budget, max_stall=_stall_limit(graph), seed=seed).solution
+    """The baseline: :func:`reduced_search` from greedy for ``time_budget`` seconds or until
+    :data:`STALL_PER_NODE` ``* |V|`` perturbations (of the kernel's nodes) find no better set;
+    ``(num_nodes,)`` bool."""
+    return reduced_search(graph, time_budget=time_budget, seed=seed).solution
 
 
 def polish_independent_set(graph: Graph, chosen: np.ndarray, time_budget: float = DEFAULT_TIME_BUDGET, seed: int = 0) -> np.ndarray:
-    """``chosen`` (e.g. a policy's set) improved by :func:`iterated_local_search` started from it,
+    """``chosen`` (e.g. a policy's set) improved by :func:`reduced_search` started from it,
     with the baseline's limits, so that a polished policy and :func:`local_search` compare in
     the same budget; never smaller than ``chosen``.
 
@@ -305,7 +365,7 @@ def polish_independent_set(graph: Graph, chosen: np.ndarray, time_budget: float 
     search alone wherever the local search alone stalls within the budget left; on larger
     graphs the whole budget goes to the policy's start."""
     started = time.perf_counter()
-    polished = iterated_local_search(graph, start=chosen, time_budget=time_budget, max_stall=_stall_limit(graph), seed=seed).solution
+    polished = reduced_search(graph, start=chosen, time_budget=time_budget, seed=seed).solution
     left = time_budget - (time.perf_counter() - started)
     if left <= 0:
         return polished
@@ -314,19 +374,23 @@ def polish_independent_set(graph: Graph, chosen: np.ndarray, time_budget: float 
 
 
 def local_search_vertex_cover(
-    graph: Graph, cover: np.ndarray | None = None, time_budget: float = DEFAULT_TIME_BUDGET, max_stall: int | None = None, seed: int = 0
+    graph: Graph,
+    cover: np.ndarray | None = None,
+    time_budget: float = DEFAULT_TIME_BUDGET,
+    stall_per_node: float | None = STALL_PER_NODE,
+    seed: int = 0,
 ) -> np.ndarray:
-    """A small vertex cover: the complement of :func:`iterated_local_search`'s independent set,
-    started from the complement of ``cover`` (a cover's complement is independent), or from
-    greedy. Minimal, and never larger than ``cover``. ``max_stall`` defaults to the baseline's
-    :data:`STALL_PER_NODE` ``* |V|``."""
+    """A small vertex cover: the complement of :func:`reduced_search`'s independent set (by
+    default with the baselines' stall limit), started from the complement of ``cover`` (a
+    cover's complement is independent), or from greedy. Minimal, and never larger than ``cover``."""
     start = None if cover is None else ~_checked_cover(graph, cover)
-    stall = _stall_limit(graph) if max_stall is None else max_stall
-    return ~iterated_local_search(graph, start=start, time_budget=time_budget, max_stall=stall, seed=seed).solution
+    return ~reduced_search(graph, start=start, time_budget=time_budget, seed=seed, stall_per_node=stall_per_node).solution
 
 
-def _stall_limit(graph: Graph) -> int:
-    return STALL_PER_NODE * max(graph.num_nodes, 1)
+def _stall_limit(graph: Graph, per_node: float | None = STALL_PER_NODE) -> int | None:
+    """Perturbations without a new best set after which a search of ``graph`` stops: ``per_node``
+    times its nodes (at least 1); None: never."""
+    return None if per_node is None else max(math.ceil(per_node * graph.num_nodes), 1)
 
 
 def _complete(search: _Search, graph: Graph) -> None:

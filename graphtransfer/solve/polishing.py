@@ -1,6 +1,6 @@
 """Search after the policy (``predict --polish SECONDS``): the iterated local search of
-:mod:`graphtransfer.baselines.local_search` started from the policy's solution and run for the
-seconds given, with uniform perturbations. Perturbations drawn by the policy's scores
+:mod:`graphtransfer.baselines.local_search` on the graph's kernel, started from the policy's
+solution and run for the seconds given, with uniform perturbations. Perturbations drawn by the policy's scores
 (:func:`~graphtransfer.baselines.local_search.guided_weights`) and the best few rollouts searched
 in turn (:func:`policy_starts`) were measured against it and found no larger sets at equal CPU
 seconds (bench/RESULTS.md, issue 30, eighth session); ``bench/guided_search.py`` repeats that. So
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from graphtransfer.baselines.local_search import iterated_local_search
+from graphtransfer.baselines.local_search import reduced_search
 from graphtransfer.checkpoint import Checkpoint, read_checkpoint
 from graphtransfer.config import Decoding, RunConfig, Runtime
 from graphtransfer.config.schema import check_budget_seconds
@@ -122,15 +122,16 @@ def check_polish_task(config: RunConfig) -> str:
 
 
 def polish(task: str, graph: Graph, solution: np.ndarray, seconds: float, seed: int = 0) -> Polished:
-    """``solution`` improved by the iterated local search for ``seconds`` (the whole budget: no
-    early stop), never worse. MIS searches from the set; MVC from the cover's complement, and
-    returns the complement of the set it finds."""
+    """``solution`` improved by the iterated local search on the graph's kernel
+    (:func:`~graphtransfer.baselines.local_search.reduced_search`) for ``seconds`` (the whole
+    budget: no early stop; the kernel's time counted in it), never worse. MIS searches from the
+    set; MVC from the cover's complement, and returns the complement of the set it finds."""
     if task not in POLISH_TASKS:
         raise UsageError(f"--polish searches mis and mvc solutions; task {task} has no such search, drop --polish")
     seconds = check_polish_seconds(seconds)
     started = time.perf_counter()
     start = solution.astype(bool) if task == "mis" else ~solution.astype(bool)
-    result = iterated_local_search(graph, start=start, time_budget=seconds, seed=seed)
+    result = reduced_search(graph, start=start, time_budget=seconds, seed=seed, stall_per_node=None)
     found = result.solution if task == "mis" else ~result.solution
     return Polished(found, float(found.sum()), time.perf_counter() - started, result.iterations)
 
