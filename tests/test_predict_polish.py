@@ -4,9 +4,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from graphtransfer.baselines.mis import greedy_min_degree
+from graphtransfer.baselines.mvc import greedy_max_degree
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.cli import app
 from graphtransfer.envs import is_independent_set, is_vertex_cover
+from graphtransfer.envs.mis_kernel import mis_kernel, mvc_kernel
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import erdos_renyi, load_graph, write_npz
 from graphtransfer.solve.polishing import check_polish_seconds, policy_starts, polish
@@ -102,3 +105,18 @@ def test_policy_starts_are_distinct_independent_sets_largest_first_with_a_score_
     assert sizes[0] == best.objective  # the first start is predict's own answer
     assert starts.scores.shape == (graph.num_nodes,) and np.isfinite(starts.scores).all()
     assert starts.scores.std() > 0  # the policy tells nodes apart
+
+
+@pytest.mark.parametrize(("task", "kernel_of"), [("mis", mis_kernel), ("mvc", mvc_kernel)])
+def test_polish_on_a_kernel_made_before_keeps_its_solutions_valid_and_never_worse(task, kernel_of, graph_file):
+    # predict hands --polish the kernel its policy solved; MVC's lifts covers, the search lifts sets
+    graph = load_graph(graph_file)
+    kernel = kernel_of(graph)
+    assert kernel is not None and kernel.decided > 0
+    start = greedy_min_degree(graph) if task == "mis" else greedy_max_degree(graph)
+    polished = polish(task, graph, start, 0.5, seed=0, kernel=kernel)
+    if task == "mis":
+        assert is_independent_set(graph, polished.solution) and polished.objective >= start.sum()
+    else:
+        assert is_vertex_cover(graph, polished.solution) and polished.objective <= start.sum()
+    assert polished.iterations > 0

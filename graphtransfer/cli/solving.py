@@ -63,7 +63,8 @@ def predict(
         typer.Option(
             metavar="SECONDS",
             help="mis and mvc, one graph: after the policy, improve its solution with the iterated local search for this "
-            "many seconds (the whole budget is used) and write that; the policy's own objective is printed beside it.",
+            "many seconds (the whole budget is used), run on the graph's kernel (the nodes exact rules decide left out), and "
+            "write that; the policy's own objective is printed beside it.",
         ),
     ] = None,
     device: SolvingDeviceOption = "cpu",

@@ -12,24 +12,26 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
 
-from graphtransfer.baselines.local_search import reduced_search
+from graphtransfer.baselines.local_search import reduced_search, search_on_kernel
 from graphtransfer.checkpoint import Checkpoint, read_checkpoint
 from graphtransfer.config import Decoding, RunConfig, Runtime
 from graphtransfer.config.schema import check_budget_seconds
+from graphtransfer.envs.mis_kernel import MISKernel
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
-from graphtransfer.graphs import Graph, resolve
+from graphtransfer.graphs import Graph, load_graph, resolve
 from graphtransfer.io import check_output_file
 from graphtransfer.solve.evaluate import finish_rule
 from graphtransfer.solve.inference import Solution, active_subgraph, check_decoding, obs_to_tensors
 from graphtransfer.solve.loading import DEFAULT_RUNTIME, policy_for_graphs
 from graphtransfer.solve.local_max import LOGIT_EPS
 from graphtransfer.solve.ordering import solving_order
-from graphtransfer.solve.predict import predict_with, write_solution
+from graphtransfer.solve.predict import predict_graph, write_solution
 from graphtransfer.solve.rollouts import DEFAULT_DECODING, rollout_plan, solve_one
 
 POLISH_TASKS = ("mis", "mvc")
@@ -121,17 +123,24 @@ def check_polish_task(config: RunConfig) -> str:
     return config.task
 
 
-def polish(task: str, graph: Graph, solution: np.ndarray, seconds: float, seed: int = 0) -> Polished:
+def polish(
+    task: str, graph: Graph, solution: np.ndarray, seconds: float, seed: int = 0, kernel: MISKernel | None | Literal["make"] = "make"
+) -> Polished:
     """``solution`` improved by the iterated local search on the graph's kernel
-    (:func:`~graphtransfer.baselines.local_search.reduced_search`) for ``seconds`` (the whole
-    budget: no early stop; the kernel's time counted in it), never worse. MIS searches from the
-    set; MVC from the cover's complement, and returns the complement of the set it finds."""
+    (:func:`~graphtransfer.baselines.local_search.search_on_kernel`) for ``seconds`` (the whole
+    budget: no early stop), never worse. MIS searches from the set; MVC from the cover's
+    complement, and returns the complement of the set it finds. ``kernel``: the graph's kernel
+    where the caller has made it (predict's; None where the rules decided nothing); ``"make"``:
+    made here, within ``seconds``."""
     if task not in POLISH_TASKS:
         raise UsageError(f"--polish searches mis and mvc solutions; task {task} has no such search, drop --polish")
     seconds = check_polish_seconds(seconds)
     started = time.perf_counter()
     start = solution.astype(bool) if task == "mis" else ~solution.astype(bool)
-    result = reduced_search(graph, start=start, time_budget=seconds, seed=seed, stall_per_node=None)
+    if kernel == "make":
+        result = reduced_search(graph, start=start, time_budget=seconds, seed=seed, stall_per_node=None)
+    else:
+        result = search_on_kernel(graph, kernel, start=start, time_budget=seconds, seed=seed, stall_per_node=None)
     found = result.solution if task == "mis" else ~result.solution
     return Polished(found, float(found.sum()), time.perf_counter() - started, result.iterations)
 
@@ -146,16 +155,19 @@ def predict_polished(
     env: str | None = None,
     force: bool = False,
 ) -> tuple[Graph, Solution, Polished]:
-    """:func:`graphtransfer.solve.predict.predict_with`, then :func:`polish` of its solution for
-    ``seconds`` (seeded by ``decoding.seed``); the polished solution is what ``out`` gets. Returns
-    the graph, the policy's own solution (reported beside the search's, never instead of it) and
-    the polished one. Bad input (a task without a search, a bad budget, an ``out`` that may not be
-    written) is refused before the policy runs."""
+    """:func:`graphtransfer.solve.predict.predict_graph`, then :func:`polish` of its solution for
+    ``seconds`` (seeded by ``decoding.seed``) on the kernel the policy solved, where its
+    reductions made one; the polished solution is what ``out`` gets. Returns the graph, the
+    policy's own solution (reported beside the search's, never instead of it) and the polished
+    one. Bad input (a task without a search, a bad budget, an ``out`` that may not be written) is
+    refused before the policy runs."""
     seconds = check_polish_seconds(seconds)
     checkpoint = read_checkpoint(model, env)
     task = check_polish_task(checkpoint.config)
     check_output_file(Path(out), [] if isinstance(graph, Graph) else [resolve(graph)], force)
-    loaded, solution = predict_with(checkpoint.folder, graph, None, decoding, runtime, env)
-    polished = polish(task, loaded, solution.solution, seconds, decoding.seed)
+    loaded = graph if isinstance(graph, Graph) else load_graph(graph)
+    order = solving_order(checkpoint.config, loaded, decoding.node_order, decoding.reductions)
+    solution, _ = predict_graph(checkpoint, loaded, decoding, runtime, env, order=order)
+    polished = polish(task, loaded, solution.solution, seconds, decoding.seed, order.kernel if decoding.reductions else "make")
     write_solution(out, polished.solution, "node,decision", loaded.ids())
     return loaded, solution, polished

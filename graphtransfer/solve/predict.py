@@ -20,7 +20,7 @@ from graphtransfer.io import atomic_write, check_output_file, write_atomically
 from graphtransfer.solve.evaluate import finish_rule
 from graphtransfer.solve.inference import Solution
 from graphtransfer.solve.loading import DEFAULT_RUNTIME, policy_for_graphs
-from graphtransfer.solve.ordering import solving_order
+from graphtransfer.solve.ordering import SolvingOrder, solving_order
 from graphtransfer.solve.rollouts import DEFAULT_DECODING, best_of_rollouts, rollout_count, rollout_patience
 
 
@@ -108,16 +108,20 @@ def predict_graph(
     runtime: Runtime = DEFAULT_RUNTIME,
     env: str | None = None,
     query: tuple[int, int] | None = None,
+    order: SolvingOrder | None = None,
 ) -> tuple[Solution, str]:
     """The policy of a model (a folder, or a checkpoint already read) on one graph: the best
     solution of its rollouts, in the graph's own node order whatever ``decoding.node_order`` it
     was solved in (:func:`graphtransfer.solve.ordering.solving_order`), and its CSV header.
+    ``order``: that solving order where the caller has made it (for this graph, model and
+    ``decoding``: ``predict --polish`` searches its kernel afterwards).
 
     One graph's run depends only on the model, the graph and ``decoding``, so workers that each
     call this give what a serial loop gives.
     """
     checkpoint = model if isinstance(model, Checkpoint) else read_checkpoint(model, env)
-    order = solving_order(checkpoint.config, graph, decoding.node_order, decoding.reductions)
+    if order is None:
+        order = solving_order(checkpoint.config, graph, decoding.node_order, decoding.reductions)
     count = rollout_count(decoding.rollouts, order.graph.num_nodes, order.graph.edge_index.shape[1])
     loaded = policy_for_graphs(checkpoint, [order.graph], runtime, env, decoding.max_passes, query)
     patience = rollout_patience(decoding.rollouts, count, order.graph.num_nodes)
