@@ -34,9 +34,14 @@ def dominated(edge_index: np.ndarray, degree: np.ndarray, words: int | None = No
     if words is None:
         words = int(np.clip(np.ceil(4 * (src.size / max(num_nodes, 1) + 1) / 64), 1, 16))
     masks = neighbourhood_masks(src, degree, words)  # (N, words)
-    fits = degree[dst] <= degree[src]  # v = dst can be inside u = src only with no more neighbours, and only if its mask is
-    u, v = src[fits], dst[fits]
-    for word in range(words):  # one word at a time: each leaves few pairs for the next
+    first = np.ascontiguousarray(masks[:, 0])
+    # v = dst can be inside u = src only if its mask is; the first word, over every edge, leaves few pairs (1-7% on
+    # random and geometric graphs), so the degrees are compared on those only: 1.1-1.9x faster than the other way round
+    keep = np.flatnonzero((first[dst] & ~first[src]) == 0)
+    u, v = src[keep], dst[keep]
+    fits = degree[v] <= degree[u]  # and only with no more neighbours
+    u, v = u[fits], v[fits]
+    for word in range(1, words):  # one word at a time: each leaves few pairs for the next
         fits = (masks[v, word] & ~masks[u, word]) == 0
         u, v = u[fits], v[fits]
     nested = nested_neighbourhoods(src, dst, degree, u, v)
