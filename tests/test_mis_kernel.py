@@ -12,6 +12,7 @@ import pytest
 
 from graphtransfer import Decoding
 from graphtransfer.baselines.mis import greedy_min_degree
+from graphtransfer.envs import mis_kernel as mis_kernel_module
 from graphtransfer.envs.mis import is_independent_set
 from graphtransfer.envs.mis_kernel import RULE_DEGREE, half_integral_cover, mis_kernel, mvc_kernel
 from graphtransfer.envs.mvc import MVCEnv, WeightedMVCEnv
@@ -241,3 +242,17 @@ def test_predict_prints_what_the_kernel_decided_and_its_seconds(tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert re.search(r"exact reductions decided 1,999 of 2,000 nodes in \d+\.\d\d s before the policy ran", result.output), result.output
+
+
+@pytest.mark.parametrize("block", [1, 5, 1 << 16])
+def test_the_kernels_edges_are_renumbered_block_by_block_as_all_at_once(block, monkeypatch):
+    # blocks smaller than the edges, one that does not divide them, and one larger than all of them
+    rng = np.random.default_rng(3)
+    edge_index = rng.integers(0, 50, size=(2, 203))
+    kept = rng.random(203) > 0.3
+    position = rng.permutation(50)
+    new_src, new_dst = rng.integers(0, 50, size=7), rng.integers(0, 50, size=7)
+    monkeypatch.setattr(mis_kernel_module, "RENUMBER_BLOCK", block)
+    edges = mis_kernel_module._renumbered_edges(edge_index, kept, new_src, new_dst, position)
+    expected = position[np.concatenate([edge_index[:, kept], np.stack([new_src, new_dst])], axis=1)]
+    assert edges.dtype == np.int64 and np.array_equal(edges, expected)
