@@ -164,8 +164,9 @@ def _renumbered_edges(
     ``edge_index`` that ``kept`` marks, then ``(new_src, new_dst)``, renumbered by ``position``.
     Each block of columns is compressed and renumbered before the next, so the result is written
     once (compressing it whole, then renumbering it in blocks of 4M, read and wrote it twice: the
-    whole kernel of ER graphs of degree 8 took 0.80-0.95 s against 0.65-0.66 s at 10^6 nodes, 9.9-10.4 s
-    against 8.1-8.2 s at 10^7, in a fresh process each)."""
+    kernel of an ER graph of degree 8 alone in a fresh process took 0.80-0.95 s against 0.65-0.66 s
+    at 10^6 nodes, 9.9-10.4 s against 8.1-8.2 s at 10^7; inside predict 0.67-0.70 s either way at
+    10^6, 14.3-14.4 s against 11.1 s at 10^7)."""
     count = int(np.count_nonzero(kept))
     edges = np.empty((2, count + new_src.size), dtype=np.int64)
     written = 0
