@@ -329,7 +329,10 @@ def with_exact_actions(chosen: np.ndarray, exact: np.ndarray, edge_index: np.nda
     """
     decided = exact != defer
     beside = np.zeros(chosen.size, dtype=bool)
-    beside[edge_index[1][exact[edge_index[0]] == commit]] = True
+    # both directions are stored, so a node beside a commit is the source of an edge into one; read by destination, the
+    # order the env's residual edges come in, the lookup runs along the flags (ER, 10^7 nodes: 0.09 s, against 1.0 s
+    # looking up each edge's source)
+    beside[edge_index[0][(exact == commit)[edge_index[1]]]] = True
     return np.where(decided, exact, np.where(beside, defer, chosen))
 
 
