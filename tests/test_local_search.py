@@ -248,3 +248,13 @@ def test_a_start_is_read_on_the_kernel_independent_and_the_search_never_loses_it
         result = reduced_search(graph, start=start, time_budget=2.0, stall_per_node=1, seed=1)
         assert is_maximal_independent(graph, result.solution)
         assert result.solution.sum() >= start.sum() and result.solution.sum() >= result.start_size
+
+
+def test_the_search_on_the_kernel_refuses_what_the_search_refuses():
+    path = graph_from_pairs([(0, 1), (1, 2)], 3)
+    with pytest.raises(UsageError, match="nodes 0 and 1 are adjacent and both chosen"):
+        reduced_search(path, start=np.array([True, True, False]))
+    with pytest.raises(UsageError, match=r"start has shape \(2,\); expected \(3,\)"):
+        reduced_search(path, start=np.array([True, False]))
+    with pytest.raises(UsageError, match="time_budget=nan must be a positive number of seconds"):
+        reduced_search(path, time_budget=float("nan"))

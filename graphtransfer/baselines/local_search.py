@@ -309,9 +309,7 @@ def reduced_search(
     """
     started = clock()
     _check_limits(time_budget, None, None)
-    given = None if start is None else _checked_start(graph, start)
-    kernel = mis_kernel(graph)
-    return search_on_kernel(graph, kernel, given, time_budget, seed, stall_per_node, clock, started)
+    return search_on_kernel(graph, mis_kernel(graph), start, time_budget, seed, stall_per_node, clock, started)
 
 
 def search_on_kernel(

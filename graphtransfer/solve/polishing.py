@@ -137,7 +137,7 @@ def polish(
     seconds = check_polish_seconds(seconds)
     started = time.perf_counter()
     start = solution.astype(bool) if task == "mis" else ~solution.astype(bool)
-    if kernel == "make":
+    if isinstance(kernel, str):  # "make"
         result = reduced_search(graph, start=start, time_budget=seconds, seed=seed, stall_per_node=None)
     else:
         result = search_on_kernel(graph, kernel, start=start, time_budget=seconds, seed=seed, stall_per_node=None)
