@@ -381,16 +381,18 @@ def polish_independent_set(graph: Graph, chosen: np.ndarray, time_budget: float 
     the same budget; never smaller than ``chosen``.
 
     When that search stalls before the budget is spent (graphs of up to some 10^4 nodes), the
-    rest of the budget restarts the search from greedy's set, which is :func:`local_search`
-    itself given what is left, and the larger set wins. The polish is then at least the local
-    search alone wherever the local search alone stalls within the budget left; on larger
-    graphs the whole budget goes to the policy's start."""
+    rest of the budget restarts the search from greedy's set on the same kernel, which is
+    :func:`local_search` itself given what is left, and the larger set wins. The polish is then
+    at least the local search alone wherever the local search alone stalls within the budget
+    left; on larger graphs the whole budget goes to the policy's start."""
     started = time.perf_counter()
-    polished = reduced_search(graph, start=chosen, time_budget=time_budget, seed=seed).solution
+    _check_limits(time_budget, None, None)
+    kernel = mis_kernel(graph)  # made once for both searches
+    polished = search_on_kernel(graph, kernel, chosen, time_budget, seed, started=started).solution
     left = time_budget - (time.perf_counter() - started)
     if left <= 0:
         return polished
-    restarted = local_search(graph, time_budget=left, seed=seed)
+    restarted = search_on_kernel(graph, kernel, None, left, seed).solution
     return restarted if restarted.sum() > polished.sum() else polished
 
 
