@@ -336,25 +336,18 @@ def search_on_kernel(
     started = clock() if started is None else started
     _check_limits(time_budget, None, None)
     given = None if start is None else _checked_start(graph, start)
-    if kernel is None:
-        return _search_whole(graph, given, time_budget - (clock() - started), seed, stall_per_node, clock, started)
-    kernel = replace(kernel, covers=False)  # the search's solutions are independent sets
-    on_kernel = None if given is None else _kernel_start(kernel, given)
+    if kernel is not None:
+        kernel = replace(kernel, covers=False)  # the search's solutions are independent sets
+    searched = graph if kernel is None else kernel.graph
+    on_searched = given if kernel is None or given is None else _kernel_start(kernel, given)
     left = max(time_budget - (clock() - started), 1e-3)
-    limit = _stall_limit(kernel.graph, stall_per_node)
-    result = iterated_local_search(kernel.graph, start=on_kernel, time_budget=left, max_stall=limit, seed=seed, clock=clock)
-    lifted = kernel.lift(result.solution)
+    limit = _stall_limit(searched, stall_per_node)
+    result = iterated_local_search(searched, start=on_searched, time_budget=left, max_stall=limit, seed=seed, clock=clock)
+    lifted = result.solution if kernel is None else kernel.lift(result.solution)
     offset = int(lifted.sum()) - int(result.solution.sum())  # what the rules put in the set
     if given is not None and given.sum() > lifted.sum():
         lifted = given
     return SearchResult(lifted, result.start_size + offset, result.iterations, clock() - started)
-
-
-def _search_whole(graph, start, left, seed, stall_per_node, clock, started) -> SearchResult:
-    """:func:`iterated_local_search` on the whole graph, for :func:`reduced_search`, timed from ``started``."""
-    limit = _stall_limit(graph, stall_per_node)
-    result = iterated_local_search(graph, start=start, time_budget=max(left, 1e-3), max_stall=limit, seed=seed, clock=clock)
-    return SearchResult(result.solution, result.start_size, result.iterations, clock() - started)
 
 
 def _kernel_start(kernel: MISKernel, given: np.ndarray) -> np.ndarray:
