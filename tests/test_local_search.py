@@ -250,6 +250,21 @@ def test_a_start_is_read_on_the_kernel_independent_and_the_search_never_loses_it
         assert result.solution.sum() >= start.sum() and result.solution.sum() >= result.start_size
 
 
+@pytest.mark.parametrize(
+    ("graph", "larger"),
+    [(barabasi_albert(1000, 4, seed=2), "whole"), (random_geometric(1000, 8.0, seed=1), "kernel")],
+    ids=["ba-greedy-on-the-graph-larger", "rgg-greedy-on-the-kernel-larger"],
+)
+def test_a_search_given_no_start_starts_from_the_larger_of_greedy_on_the_graph_and_on_the_kernel(graph, larger):
+    kernel = mis_kernel(graph)
+    assert kernel is not None
+    whole, on_kernel = int(greedy_min_degree(graph).sum()), int(kernel.lift(greedy_min_degree(kernel.graph)).sum())
+    assert (whole > on_kernel) == (larger == "whole") and whole != on_kernel  # the two graphs differ as named
+    result = reduced_search(graph, time_budget=2.0, stall_per_node=1, seed=0)
+    assert result.start_size >= max(whole, on_kernel)
+    assert is_maximal_independent(graph, result.solution) and result.solution.sum() >= result.start_size
+
+
 def test_the_search_on_the_kernel_refuses_what_the_search_refuses():
     path = graph_from_pairs([(0, 1), (1, 2)], 3)
     with pytest.raises(UsageError, match="nodes 0 and 1 are adjacent and both chosen"):

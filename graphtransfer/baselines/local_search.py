@@ -38,6 +38,12 @@ STALL_PER_NODE = 10
 """The baselines stop after ``STALL_PER_NODE * |V|`` perturbations without a new best set: on
 small graphs long before the time budget, where more search finds nothing."""
 
+GREEDY_BOTH_NODES = 100_000
+"""up to this many nodes a search on a kernel given no start compares min-degree greedy's set on the
+whole graph with greedy's on the kernel and starts from the larger (:func:`_greedy_start`); above
+it greedy's Python loop would take seconds of the budget twice (about 1 s at 10^5 nodes, 10 s at
+10^6), and the kernel's set is taken"""
+
 _CLOCK_EVERY = 64  # iterations between looks at the clock; one look costs as much as a short iteration
 
 GUIDED_SHARE = 0.75
@@ -325,7 +331,7 @@ def search_on_kernel(
     """:func:`iterated_local_search` on ``kernel``, ``graph``'s kernel already made (``None``:
     the rules decide nothing of it, and the search runs on ``graph``), its set lifted back.
 
-    ``start`` (``(num_nodes,)`` bool, independent; None: greedy's set on the kernel) is read on the
+    ``start`` (``(num_nodes,)`` bool, independent; None: min-degree greedy's, :func:`_greedy_start`) is read on the
     kernel's nodes, one node of each adjacent pair the kernel's folds make dropped; the result is
     never smaller than ``start``. A kernel made for covers (MVC's) lifts the search's independent
     sets all the same. ``stall_per_node``: stop after that many times the kernel's
@@ -339,7 +345,12 @@ def search_on_kernel(
     if kernel is not None:
         kernel = replace(kernel, covers=False)  # the search's solutions are independent sets
     searched = graph if kernel is None else kernel.graph
-    on_searched = given if kernel is None or given is None else _kernel_start(kernel, given)
+    if kernel is None:
+        on_searched = given
+    elif given is None:
+        on_searched, given = _greedy_start(graph, kernel)
+    else:
+        on_searched = _kernel_start(kernel, given)
     left = max(time_budget - (clock() - started), 1e-3)
     limit = _stall_limit(searched, stall_per_node)
     result = iterated_local_search(searched, start=on_searched, time_budget=left, max_stall=limit, seed=seed, clock=clock)
@@ -348,6 +359,23 @@ def search_on_kernel(
     if given is not None and given.sum() > lifted.sum():
         lifted = given
     return SearchResult(lifted, result.start_size + offset, result.iterations, clock() - started)
+
+
+def _greedy_start(graph: Graph, kernel: MISKernel) -> tuple[np.ndarray, np.ndarray | None]:
+    """The start on ``kernel`` of a search given none, and the set it must not end below (or None):
+    min-degree greedy's set on the kernel, or, on graphs of at most :data:`GREEDY_BOTH_NODES` nodes
+    where greedy's set on the whole graph is larger than the kernel's lifted, that set read on the
+    kernel, and the set itself as the floor. The rules keep a largest set but not greedy's: on a
+    random geometric graph of 10^4 nodes and average degree 187 the nodes domination removes leave
+    holes of low degree inside the square, where greedy on the kernel starts packings that meet
+    badly (159 nodes, against 162 on the whole graph)."""
+    on_kernel = greedy_min_degree(kernel.graph)
+    if graph.num_nodes > GREEDY_BOTH_NODES:
+        return on_kernel, None
+    whole = greedy_min_degree(graph)
+    if whole.sum() <= kernel.lift(on_kernel).sum():
+        return on_kernel, None
+    return _kernel_start(kernel, whole), whole
 
 
 def _kernel_start(kernel: MISKernel, given: np.ndarray) -> np.ndarray:
