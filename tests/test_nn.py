@@ -43,6 +43,19 @@ def test_a_padded_batch_of_one_is_its_leading_rows():
     assert torch.equal(alone.node_mask, together.node_mask[:1]) and torch.equal(alone.edge_mask, together.edge_mask[:1])
 
 
+def test_the_disjoint_graph_says_on_the_host_whether_any_node_slot_is_padding():
+    """``unpadded`` is what ``node_mask.all()`` would say, known without asking the device."""
+    graphs = [erdos_renyi(7, 3.0, 7), erdos_renyi(12, 3.0, 12)]
+    _, obs = padded_batch(graphs)
+    _, full = padded_batch([erdos_renyi(12, 3.0, 1), erdos_renyi(12, 3.0, 2)])
+    ones = [{k: v[i : i + 1] for k, v in obs.items()} for i in range(2)]
+    for batch in (obs, full, *ones):
+        graph = to_disjoint(batch)
+        assert graph.unpadded == bool(graph.node_mask.all())
+    assert not to_disjoint(obs).unpadded and to_disjoint(full).unpadded
+    assert not to_disjoint(ones[0]).unpadded and to_disjoint(ones[1]).unpadded
+
+
 def test_to_disjoint_accepts_float_indices_from_sb3_buffer():
     _, obs = padded_batch([erdos_renyi(9, 3.0, 1), erdos_renyi(6, 2.0, 2)])
     as_float = {k: v.float() for k, v in obs.items()}

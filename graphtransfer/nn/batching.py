@@ -21,6 +21,8 @@ class DisjointGraph(NamedTuple):
         edge_mask: ``(B, max_edges)`` bool, which padded slots are real edges; ``edge_index``
             lists them sample by sample in this order.
         edge_attr: ``(total_edges, F_e)`` float, the real edges' features, or ``None``.
+        unpadded: every slot of ``node_mask`` is a real node, known on the host when the graph is
+            built, so that its readers need not ask a GPU (each such read makes the host wait).
     """
 
     x: torch.Tensor
@@ -29,6 +31,7 @@ class DisjointGraph(NamedTuple):
     node_mask: torch.Tensor
     edge_mask: torch.Tensor
     edge_attr: torch.Tensor | None = None
+    unpadded: bool = False
 
     @property
     def num_graphs(self) -> int:
@@ -60,11 +63,12 @@ def to_disjoint(obs: dict[str, torch.Tensor]) -> DisjointGraph:
     shifted = edge_index + offsets[:, None, None]  # (B, 2, max_edges)
     batch = torch.repeat_interleave(torch.arange(batch_size, device=device), num_nodes)
     edge_attr = obs.get("edge_attr")
-    if bool(node_mask.all()) and bool(edge_mask.all()):  # nothing padded: views, no copies
+    unpadded = bool(node_mask.all())
+    if unpadded and bool(edge_mask.all()):  # nothing padded: views, no copies
         attr = None if edge_attr is None else edge_attr.float().reshape(-1, edge_attr.shape[-1])
-        return DisjointGraph(x.reshape(-1, x.shape[2]), shifted.transpose(0, 1).reshape(2, -1), batch, node_mask, edge_mask, attr)
+        return DisjointGraph(x.reshape(-1, x.shape[2]), shifted.transpose(0, 1).reshape(2, -1), batch, node_mask, edge_mask, attr, True)
     attr = None if edge_attr is None else edge_attr.float()[edge_mask]
-    return DisjointGraph(x[node_mask], shifted.transpose(0, 1)[:, edge_mask], batch, node_mask, edge_mask, attr)
+    return DisjointGraph(x[node_mask], shifted.transpose(0, 1)[:, edge_mask], batch, node_mask, edge_mask, attr, unpadded)
 
 
 def _one_graph(obs: dict[str, torch.Tensor], x: torch.Tensor) -> DisjointGraph:
@@ -78,7 +82,7 @@ def _one_graph(obs: dict[str, torch.Tensor], x: torch.Tensor) -> DisjointGraph:
     edge_attr = obs.get("edge_attr")
     attr = None if edge_attr is None else edge_attr[0, :num_edges].float()
     batch = torch.zeros(num_nodes, dtype=torch.long, device=device)
-    return DisjointGraph(x[0, :num_nodes], edge_index[0, :, :num_edges].long(), batch, node_mask, edge_mask, attr)
+    return DisjointGraph(x[0, :num_nodes], edge_index[0, :, :num_edges].long(), batch, node_mask, edge_mask, attr, num_nodes == x.shape[1])
 
 
 class IncomingEdges(NamedTuple):

@@ -125,7 +125,7 @@ class NodeHeads(BasePolicy):
         ``with_values`` is off (acting needs none, and pooling 250k nodes is not free)."""
         h, graph = self.features_extractor.node_embeddings(obs)
         outputs = run_mlp(self.node_head, h)
-        if bool(graph.node_mask.all()):  # nothing padded: the rows are already in the padded layout
+        if graph.unpadded:  # nothing padded: the rows are already in the padded layout
             padded = outputs.view(*graph.node_mask.shape, self.outputs_per_node)
         else:
             padded = h.new_zeros((*graph.node_mask.shape, self.outputs_per_node))

@@ -74,15 +74,14 @@ class GroupedA2CUpdate(RuntimeSettings, OnPolicyAlgorithm):
         """Backpropagate the rollout's A2C loss group by group; return the losses SB3 logs."""
         size = len(rollout.advantages)
         groups = ppo.update_groups(rollout, self.max_nodes_per_batch)
-        sums = dict.fromkeys(("entropy_loss", "policy_loss", "value_loss"), 0.0)
+        sums = ppo.TermSums(("entropy_loss", "policy_loss", "value_loss"))
         for rows in groups:
             group = rollout if len(groups) == 1 else ppo.take(rollout, rows)
             share = (rows.stop - rows.start) / size
             terms = self._group_loss(group)
             (terms.pop("loss") if len(groups) == 1 else share * terms.pop("loss")).backward()
-            for name, value in terms.items():
-                sums[name] += share * float(value)
-        return sums
+            sums.add(share, terms)
+        return sums.read()
 
     def _group_loss(self, group) -> dict[str, torch.Tensor]:
         """SB3's A2C loss on one group, and its parts (means over the group)."""

@@ -89,6 +89,26 @@ def scheduled(setting: float | Schedule, progress_remaining: float) -> float:
     return setting(progress_remaining) if callable(setting) else setting
 
 
+class TermSums:
+    """Share-weighted sums of the loss terms an update logs, over the groups of one minibatch, kept
+    where the terms are until read: one copy to the host per minibatch. A copy per group and term
+    (six per group) made the host wait for a GPU at each, and the GPU for the host's next launches."""
+
+    def __init__(self, names: tuple[str, ...]):
+        self.sums: dict[str, torch.Tensor | float] = dict.fromkeys(names, 0.0)
+
+    def add(self, share: float, terms: dict[str, torch.Tensor]) -> None:
+        for name in self.sums:
+            self.sums[name] = self.sums[name] + share * terms[name].detach().double()
+
+    def read(self) -> dict[str, float]:
+        values = torch.stack([torch.as_tensor(value, dtype=torch.float64) for value in self.sums.values()]).tolist()
+        return dict(zip(self.sums, values, strict=True))
+
+
+LOGGED_TERMS = ("loss", "policy_gradient_loss", "value_loss", "entropy_loss", "clip_fraction", "approx_kl")
+"""the values of a minibatch's loss that the update logs, as SB3 does"""
+
 UPDATE_PHASES = ("sample", "forward", "backward", "step")
 """where an update's time goes: rebuilding minibatches, the loss's forward, backward, the optimizer step"""
 
@@ -198,7 +218,7 @@ class NodeBudgetUpdate(RuntimeSettings, OnPolicyAlgorithm):
         samples = samples._replace(advantages=advantages)
         size = len(advantages)
         groups = update_groups(samples, self.max_nodes_per_batch)
-        sums = dict.fromkeys(("loss", "policy_gradient_loss", "value_loss", "entropy_loss", "clip_fraction", "approx_kl"), 0.0)
+        sums = TermSums(LOGGED_TERMS)
         for rows in groups:
             group = samples if len(groups) == 1 else take(samples, rows)
             share = (rows.stop - rows.start) / size  # each term is a mean: a group weighs its share
@@ -206,9 +226,8 @@ class NodeBudgetUpdate(RuntimeSettings, OnPolicyAlgorithm):
                 terms = self._group_loss(group, clip_range, clip_range_vf)
             with clock.phase("backward"):
                 (terms["loss"] if len(groups) == 1 else share * terms["loss"]).backward()
-            for name, value in terms.items():
-                sums[name] += share * float(value.detach())
-        return sums
+            sums.add(share, terms)
+        return sums.read()
 
     def _group_loss(self, group, clip_range: float, clip_range_vf: float | None) -> dict[str, torch.Tensor]:
         """PPO's clipped loss on one group, with the values SB3 logs (means over the group)."""
