@@ -248,8 +248,8 @@ class Runtime:
     max_nodes_per_batch: int | None = setting(
         None,
         "most graph nodes one pass of the GNN spans; larger batches and graphs run in chunks with the same results, in less "
-        "memory (e.g. --max-nodes-per-batch 50000); default: no limit (PPO's and A2C's updates still split minibatches of more "
-        "than 32,768 nodes into groups of observations, which is faster)",
+        "memory (e.g. --max-nodes-per-batch 50000); default: no limit (on the CPU PPO's and A2C's updates still split minibatches "
+        "of more than 32,768 nodes into groups of observations, which is faster there)",
         low=1,
     )
     mixed_precision: bool = setting(False, "bfloat16 autocast of the GNN's message passing on CUDA (ignored on the CPU)")

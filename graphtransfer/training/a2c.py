@@ -13,8 +13,8 @@ The alternative, masks applied inside the policy's distribution from an observat
 tie the policy to a mask key that user envs need not have, and would differ from PPO's masking.
 
 Both backpropagate a rollout of more real nodes than the node budget (or than
-:data:`~graphtransfer.training.ppo.UPDATE_GROUP_NODES` without one) in groups of whole
-observations, as PPO's update does its minibatches (:class:`GroupedA2CUpdate`).
+:data:`~graphtransfer.training.ppo.UPDATE_GROUP_NODES` without one, on the CPU) in groups of
+whole observations, as PPO's update does its minibatches (:class:`GroupedA2CUpdate`).
 """
 
 from __future__ import annotations
@@ -40,11 +40,12 @@ class GroupedA2CUpdate(RuntimeSettings, OnPolicyAlgorithm):
     """SB3's A2C update, one gradient step on the whole rollout, with the rollout's loss
     backpropagated in groups of whole observations when its real nodes exceed the node budget
     (``max_nodes_per_batch``), or :data:`~graphtransfer.training.ppo.UPDATE_GROUP_NODES` without
-    one. Each group's loss weighs its share of the rollout (every term is a mean over the
-    samples), so the accumulated gradient is the whole rollout's to float rounding, in the memory
-    of one group; advantages are normalised (where asked) over the whole rollout first and the
-    gradient norm is clipped after accumulation, as SB3 does. A rollout within the limit is
-    SB3's update as it is. Mixed in before the SB3 class."""
+    one on the CPU (:func:`~graphtransfer.training.ppo.update_groups`). Each group's loss weighs
+    its share of the rollout (every term is a mean over the samples), so the accumulated gradient
+    is the whole rollout's to float rounding, in the memory of one group; advantages are
+    normalised (where asked) over the whole rollout first and the gradient norm is clipped after
+    accumulation, as SB3 does. A rollout within the limit is SB3's update as it is. Mixed in
+    before the SB3 class."""
 
     normalize_advantage: bool
     """A2C's setting (MaskablePPO's, for :class:`MaskableA2C`), set by the class it is mixed into"""

@@ -20,9 +20,10 @@ The budget also reaches the policy's :class:`~graphtransfer.nn.GNNExtractor`, so
 and value bootstraps over many (or large) observations run layer-wise in chunks.
 
 Without a budget, minibatches of more than :data:`UPDATE_GROUP_NODES` real nodes are split the
-same way (by whole observations only; nothing runs in chunks): the same gradient to float
-rounding, and faster, because each group's ``(nodes, width)`` tensors stay small enough to be
-reused from the heap and to stay in the caches. Smaller minibatches are SB3's update bit for bit.
+same way on the CPU (by whole observations only; nothing runs in chunks): the same gradient to
+float rounding, and faster, because each group's ``(nodes, width)`` tensors stay small enough to
+be reused from the heap and to stay in the caches. On a GPU only a budget splits them
+(:func:`update_groups`). Smaller minibatches are SB3's update bit for bit.
 """
 
 from __future__ import annotations
@@ -71,9 +72,18 @@ Samples = TypeVar("Samples", DictRolloutBufferSamples, MaskableDictRolloutBuffer
 
 
 def update_groups(samples: Samples, max_nodes_per_batch: int | None) -> list[slice]:
-    """The groups an update backpropagates ``samples`` in: at most the node budget, or
-    :data:`UPDATE_GROUP_NODES` real nodes without one (see the module)."""
-    budget = min(max_nodes_per_batch or UPDATE_GROUP_NODES, UPDATE_GROUP_NODES)
+    """The groups an update backpropagates ``samples`` in. On the CPU at most the node budget and
+    at most :data:`UPDATE_GROUP_NODES` real nodes (see the module). On a GPU the node budget alone,
+    and without one the whole minibatch: the CPU's reason (tensors that stay in its caches) does
+    not hold there, and each group is a sequence of kernel launches the GPU waits for (at 148,640
+    nodes, minibatches of 8 were 8 groups)."""
+    size = len(samples.advantages)
+    if samples.advantages.device.type != "cpu":
+        if max_nodes_per_batch is None:
+            return [slice(0, size)]
+        budget = max_nodes_per_batch
+    else:
+        budget = min(max_nodes_per_batch or UPDATE_GROUP_NODES, UPDATE_GROUP_NODES)
     return node_budget_groups(samples.observations["num_nodes"].reshape(-1).long().tolist(), budget)
 
 
