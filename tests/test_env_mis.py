@@ -5,7 +5,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-from graphtransfer.envs.domination import neighbourhood_masks
+from graphtransfer.envs.domination import closes_wedges, neighbourhood_masks, pendant_dominated
 from graphtransfer.envs.mis import (
     DEFER,
     EXCLUDE,
@@ -19,7 +19,7 @@ from graphtransfer.envs.mis import (
     mis_step,
     reduction_actions,
 )
-from graphtransfer.graphs import barabasi_albert, erdos_renyi, load_graphs
+from graphtransfer.graphs import barabasi_albert, delaunay, erdos_renyi, load_graphs, random_geometric
 
 from .brute_force import TINY_GRAPHS, max_independent_set_size
 from .conftest import graph_from_pairs
@@ -200,6 +200,55 @@ def test_domination_matches_the_neighbourhood_sets_whatever_the_masks_width(word
         shuffled = graph.edge_index[:, np.random.default_rng(seed).permutation(graph.edge_index.shape[1])]  # any edge order
         degree = np.bincount(shuffled[0], minlength=graph.num_nodes)
         assert np.array_equal(dominated(shuffled, degree, words), reference_dominated(graph)), seed
+
+
+def triangle_free(graph) -> bool:
+    neighbours = [set() for _ in range(graph.num_nodes)]
+    for u, v in graph.edge_index.T.tolist():
+        neighbours[u].add(v)
+    return not any(neighbours[u] & neighbours[v] for u, v in graph.edge_index.T.tolist())
+
+
+def test_on_graphs_without_triangles_the_pendants_dominate_every_dominated_node():
+    """Trees, sparse random graphs without a triangle, an isolated edge: the pendant rule finds
+    what the full check finds; with a triangle it finds less (a subset: still exact)."""
+    rng = np.random.default_rng(0)
+    checked = 0
+    for seed in range(60):
+        graph = erdos_renyi(30, (1.0, 2.0, 3.0)[seed % 3], seed)
+        degree = np.bincount(graph.edge_index[0], minlength=graph.num_nodes)
+        full, pendants = dominated(graph.edge_index, degree), pendant_dominated(graph.edge_index, degree)
+        assert not (pendants & ~full).any(), seed  # never more than the full check
+        if triangle_free(graph):
+            checked += 1
+            assert np.array_equal(pendants, full), seed
+            shuffled = graph.edge_index[:, rng.permutation(graph.edge_index.shape[1])]
+            assert np.array_equal(reduction_actions(shuffled, 30, triangles=False), reduction_actions(shuffled, 30)), seed
+    assert checked >= 15
+    edge = graph_from_pairs([(0, 1)], 2)
+    assert pendant_dominated(edge.edge_index, np.array([1, 1])).tolist() == [False, True]  # the lower id stays
+
+
+def test_wedges_close_on_geometric_graphs_and_meshes_not_on_random_ones():
+    closes = {
+        name: closes_wedges(g.edge_index, g.num_nodes)
+        for name, g in [
+            ("er", erdos_renyi(2000, 8.0, 0)),
+            ("ba", barabasi_albert(2000, 4, 0)),
+            ("rgg", random_geometric(2000, 8.0, 0)),
+            ("dl", delaunay(2000, 0)),
+        ]
+    }
+    assert closes == {"er": False, "ba": False, "rgg": True, "dl": True}
+
+
+def test_an_env_reads_whether_its_graph_has_triangles_once_an_episode_and_applies_the_matching_rule():
+    env = MISEnv([random_geometric(300, 8.0, 1)])
+    env.reset(seed=0)
+    edges = env.graphs[0].edge_index
+    assert env.has_triangles(edges, 300) and env.has_triangles(np.empty((2, 0), dtype=np.int64), 300)  # kept within the episode
+    env.reset(seed=1)
+    assert not env.has_triangles(np.empty((2, 0), dtype=np.int64), 300)  # a new episode reads again (no edges: no wedge)
 
 
 @pytest.mark.parametrize("words", [1, 2, 5])

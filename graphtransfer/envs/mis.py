@@ -17,7 +17,7 @@ import numpy as np
 from gymnasium import spaces
 
 from graphtransfer.envs.base import GraphEnv, Graphs
-from graphtransfer.envs.domination import dominated
+from graphtransfer.envs.domination import closes_wedges, dominated, pendant_dominated
 from graphtransfer.envs.mis_kernel import mis_kernel
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
@@ -67,6 +67,7 @@ class MISEnv(GraphEnv):
     def _start(self) -> None:
         self.status = np.full(self.graph.num_nodes, UNDECIDED, dtype=np.int8)
         self._live: np.ndarray | None = None  # the residual edges, from the first observation on (see _edges)
+        self._triangles: bool | None = None  # whether the passes' domination check looks past pendants (exact_actions)
 
     def _edges(self) -> np.ndarray:
         """The residual graph's edges, filtered from the last step's (it only shrinks), in the
@@ -102,8 +103,17 @@ class MISEnv(GraphEnv):
     def exact_actions(self, edge_index: np.ndarray, num_nodes: int) -> np.ndarray:
         """The residual graph's nodes that some largest set includes or leaves out whatever the
         rest does (:func:`reduction_actions`: isolated nodes join, dominated nodes leave); the
-        local-max decoding applies them every pass."""
-        return reduction_actions(edge_index, num_nodes)
+        local-max decoding applies them every pass. Whether domination looks past pendants is
+        read once an episode, from the first residual graph asked about (:meth:`has_triangles`)."""
+        return reduction_actions(edge_index, num_nodes, self.has_triangles(edge_index, num_nodes))
+
+    def has_triangles(self, edge_index: np.ndarray, num_nodes: int) -> bool:
+        """Whether this episode's domination check needs triangles
+        (:func:`~graphtransfer.envs.domination.closes_wedges`), decided on the first call of the
+        episode from ``edge_index`` (both directions) and kept: residual graphs only lose edges."""
+        if self._triangles is None:
+            self._triangles = closes_wedges(edge_index, num_nodes)
+        return self._triangles
 
     def _finished(self) -> bool:
         return not (self.status == UNDECIDED).any()
@@ -190,7 +200,7 @@ def is_independent_set(graph: Graph, chosen: np.ndarray) -> bool:
     return not (chosen[src] & chosen[dst]).any()
 
 
-def reduction_actions(edge_index: np.ndarray, num_nodes: int) -> np.ndarray:
+def reduction_actions(edge_index: np.ndarray, num_nodes: int, triangles: bool = True) -> np.ndarray:
     """The action of each node of a residual graph that some maximum independent set agrees
     with, :data:`DEFER` where neither rule decides: a node without neighbours ``INCLUDE``, and a
     node ``u`` with a neighbour ``v`` whose closed neighbourhood is inside its own ``EXCLUDE``
@@ -202,12 +212,18 @@ def reduction_actions(edge_index: np.ndarray, num_nodes: int) -> np.ndarray:
     Including the pendant nodes in the same pass instead gave slightly smaller sets on sparse
     graphs (bench/RESULTS.md, "Exact reductions in the MIS decoding").
 
+    Without ``triangles`` (graphs whose wedges rarely close,
+    :func:`~graphtransfer.envs.domination.closes_wedges`) only pendants dominate
+    (:func:`~graphtransfer.envs.domination.pendant_dominated`): a node's closed neighbourhood holds a
+    neighbour's only where that neighbour's other neighbours close triangles with it, so the full
+    check would find little more there, at many times the cost.
+
     Shapes:
         edge_index: ``(2, E)`` directed edges (both directions) over nodes ``0..num_nodes-1``;
         returns ``(num_nodes,)`` int64.
     """
     degree = np.bincount(edge_index[1], minlength=num_nodes)  # by destination, as MISEnv._features counts
     actions = np.full(num_nodes, DEFER, dtype=np.int64)
-    actions[dominated(edge_index, degree)] = EXCLUDE
+    actions[(dominated if triangles else pendant_dominated)(edge_index, degree)] = EXCLUDE
     actions[degree == 0] = INCLUDE
     return actions

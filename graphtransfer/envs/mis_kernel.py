@@ -44,18 +44,12 @@ import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
-from graphtransfer.envs.domination import dominated
+from graphtransfer.envs.domination import CLOSED_WEDGES, closed_wedges, dominated
 from graphtransfer.graphs import Graph
 
 RULE_DEGREE = 8
 """rule 4 looks again at nodes of at most this degree when the other rules change their
 neighbourhood (the larger neighbourhoods of denser graphs are rarely nested)"""
-CLOSED_WEDGES = 0.05
-"""rule 4 runs on graphs where at least this share of sampled wedges (paths ``u - v - w``) close
-into triangles: a node's neighbourhood can only hold another's where they share triangles, and on
-graphs without them (random graphs, Barabási–Albert) the rule would cost seconds at 10^6 nodes and
-decide nothing"""
-WEDGE_SAMPLES = 2048
 LP_NODES = 1 << 17
 """rule 5 runs on graphs the other rules leave with at most this many nodes, and only on graphs
 without the triangles that make rule 4 run: the matching behind it takes a second at 2.5 x 10^5
@@ -134,23 +128,6 @@ def mis_kernel(graph: Graph) -> MISKernel | None:
     finally:
         if collecting:
             gc.enable()
-
-
-def closed_wedges(indptr: np.ndarray, indices: np.ndarray) -> float:
-    """The share of :data:`WEDGE_SAMPLES` wedges ``u - v - w`` (a node ``v`` of degree >= 2 drawn
-    uniformly, two of its neighbours drawn, seeded) whose ends are adjacent, in the CSR adjacency
-    ``(indptr, indices)`` of :meth:`Graph.csr`."""
-    starts, degree = indptr[:-1], np.diff(indptr)
-    centres = np.flatnonzero(degree >= 2)
-    if centres.size == 0:
-        return 0.0
-    rng = np.random.default_rng(0)
-    v = centres[rng.integers(centres.size, size=WEDGE_SAMPLES)]
-    first = rng.integers(degree[v])
-    second = (first + 1 + rng.integers(degree[v] - 1)) % degree[v]  # another neighbour
-    u, w = indices[starts[v] + first], indices[starts[v] + second]
-    closed = sum(int(b) in set(indices[indptr[a] : indptr[a + 1]].tolist()) for a, b in zip(u.tolist(), w.tolist(), strict=True))
-    return closed / WEDGE_SAMPLES
 
 
 RENUMBER_BLOCK = 1 << 16

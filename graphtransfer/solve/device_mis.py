@@ -58,6 +58,7 @@ def device_passes(
     status = torch.zeros(num_nodes, dtype=torch.int8, device=device)  # UNDECIDED
     edges = torch.from_numpy(task.graph.edge_index).to(device, non_blocking=True)
     edges = edges[:, torch.sort(edges[1], stable=True).indices]  # by destination, as the env keeps them (by_destination)
+    triangles = reductions and task.has_triangles(task.graph.edge_index, num_nodes)  # the env's own choice, from the same edges
     rewards: list[float] = []
     while True:
         degree = torch.bincount(edges[0], minlength=num_nodes)  # undecided neighbours: the features' and the rules'
@@ -65,7 +66,7 @@ def device_passes(
         joins = _pass_commits(policy, x, status, edges, candidates, order_noise, generator)
         leaves = None
         if reductions:  # isolated nodes have no neighbour to clash with; a commit on a dominated node gives way
-            leaves = dominated(edges, degree)
+            leaves = dominated(edges, degree) if triangles else pendant_dominated(edges, degree)
             joining = (status == UNDECIDED) & (degree == 0)
             joining[joins] = True
             joins = torch.nonzero(joining & ~leaves).squeeze(1)
@@ -138,6 +139,17 @@ def dominated(edges: torch.Tensor, degree: torch.Tensor) -> torch.Tensor:
     hits = torch.zeros(u.numel(), dtype=torch.int64, device=device).index_add_(0, pair, (found | (neighbour == u[pair])).long())
     nested = hits == count
     u, v = u[nested], v[nested]
+    out[u[(degree[v] < degree[u]) | (v < u)]] = True
+    return out
+
+
+def pendant_dominated(edges: torch.Tensor, degree: torch.Tensor) -> torch.Tensor:
+    """:func:`graphtransfer.envs.domination.pendant_dominated` in torch: the nodes ``u`` with a
+    neighbour ``v`` of degree 1 (for two adjacent pendants, the higher id)."""
+    out = torch.zeros(degree.numel(), dtype=torch.bool, device=degree.device)
+    src, dst = edges
+    pendant = degree[src] == 1
+    v, u = src[pendant], dst[pendant]
     out[u[(degree[v] < degree[u]) | (v < u)]] = True
     return out
 
