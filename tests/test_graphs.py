@@ -152,3 +152,21 @@ def test_stable_order_by_torchs_sort_is_numpys_stable_argsort():
     values = np.random.default_rng(0).integers(0, 10**6, TORCH_SORT_FROM)
     assert "torch" in sys.modules and torch.get_num_threads() >= 1
     np.testing.assert_array_equal(stable_order(values), np.argsort(values, kind="stable"))
+
+
+def test_edges_given_once_sorted_build_the_graph_that_any_order_with_repeats_builds():
+    """write_npz's one-direction sorted edges skip the deduplicating sort; the graph is the one
+    that the same edges in any order, in both directions, with repeats and a self-loop give."""
+    from graphtransfer.graphs.graph import from_edges
+
+    graph = erdos_renyi(500, 6.0, 3)
+    lo, hi = graph.edge_index[:, : graph.num_edges]
+    fast, loops, repeats = from_edges(lo, hi, 500)
+    rng = np.random.default_rng(0)
+    src, dst = np.concatenate([hi, lo, lo[:40], [7]]), np.concatenate([lo, hi, hi[:40], [7]])
+    order = rng.permutation(src.size)
+    slow, slow_loops, slow_repeats = from_edges(src[order], dst[order], 500)
+    assert (loops, repeats) == (0, 0) and (slow_loops, slow_repeats) == (1, graph.num_edges + 40)
+    assert np.array_equal(fast.edge_index, slow.edge_index) and np.array_equal(fast.edge_index, graph.edge_index)
+    looped, loops, _ = from_edges(np.append(lo, 9), np.append(hi, 9), 500)  # sorted but for a self-loop at the end
+    assert loops == 1 and np.array_equal(looped.edge_index, graph.edge_index)

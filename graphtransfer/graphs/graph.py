@@ -154,19 +154,29 @@ def from_edges(
     if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= num_nodes):
         raise GraphInputError(f"{name or 'graph'}: edge endpoint outside 0..{num_nodes - 1}")
     loops = src == dst
-    lo = np.minimum(src[~loops], dst[~loops])
-    hi = np.maximum(src[~loops], dst[~loops])
+    if loops.any():
+        src, dst = src[~loops], dst[~loops]
+    lo, hi = np.minimum(src, dst), np.maximum(src, dst)
+    keys = lo * num_nodes + hi
     edge_weight = None
-    if weights is None:
-        keys = sorted_unique(lo * num_nodes + hi)
+    if weights is None and increasing(keys):  # one direction, sorted, no repeats (write_npz's): no sort to pay
+        duplicates = 0
     else:
-        keys, first = np.unique(lo * num_nodes + hi, return_index=True)  # the first of repeats, for its weight
-        kept = np.asarray(weights, dtype=np.float64)[~loops][first]
-        edge_weight = np.concatenate([kept, kept])
-    duplicates = lo.size - keys.size
-    lo, hi = keys // num_nodes, keys % num_nodes
+        if weights is None:
+            keys = sorted_unique(keys)
+        else:
+            keys, first = np.unique(keys, return_index=True)  # the first of repeats, for its weight
+            kept = np.asarray(weights, dtype=np.float64)[~loops][first]
+            edge_weight = np.concatenate([kept, kept])
+        duplicates = lo.size - keys.size
+        lo, hi = keys // num_nodes, keys % num_nodes
     edge_index = np.stack([np.concatenate([lo, hi]), np.concatenate([hi, lo])])
     return Graph(edge_index, int(num_nodes), name, edge_weight=edge_weight), int(loops.sum()), int(duplicates)
+
+
+def increasing(values: np.ndarray) -> bool:
+    """Whether ``values`` are strictly increasing (sorted, no repeats): one pass, no copy of a sort."""
+    return bool(np.all(values[1:] > values[:-1]))
 
 
 def sorted_unique(values: np.ndarray) -> np.ndarray:
