@@ -38,11 +38,12 @@ STALL_PER_NODE = 10
 """The baselines stop after ``STALL_PER_NODE * |V|`` perturbations without a new best set: on
 small graphs long before the time budget, where more search finds nothing."""
 
-GREEDY_BOTH_NODES = 100_000
-"""up to this many nodes a search on a kernel given no start compares min-degree greedy's set on the
+GREEDY_BOTH_EDGES = 1_000_000
+"""up to this many edges a search on a kernel given no start compares min-degree greedy's set on the
 whole graph with greedy's on the kernel and starts from the larger (:func:`_greedy_start`); above
-it greedy's Python loop would take seconds of the budget twice (about 1 s at 10^5 nodes, 10 s at
-10^6), and the kernel's set is taken"""
+it greedy's Python loop would take seconds of the budget twice (0.5-0.7 s at 4 x 10^5-10^6 edges,
+4.4 s for ER 10^5 of degree 64's 3.2 x 10^6, 10 s at 10^6 nodes of degree 8), and the kernel's
+set is taken"""
 
 _CLOCK_EVERY = 64  # iterations between looks at the clock; one look costs as much as a short iteration
 
@@ -363,14 +364,14 @@ def search_on_kernel(
 
 def _greedy_start(graph: Graph, kernel: MISKernel) -> tuple[np.ndarray, np.ndarray | None]:
     """The start on ``kernel`` of a search given none, and the set it must not end below (or None):
-    min-degree greedy's set on the kernel, or, on graphs of at most :data:`GREEDY_BOTH_NODES` nodes
+    min-degree greedy's set on the kernel, or, on graphs of at most :data:`GREEDY_BOTH_EDGES` edges
     where greedy's set on the whole graph is larger than the kernel's lifted, that set read on the
     kernel, and the set itself as the floor. The rules keep a largest set but not greedy's: on a
     random geometric graph of 10^4 nodes and average degree 187 the nodes domination removes leave
     holes of low degree inside the square, where greedy on the kernel starts packings that meet
     badly (159 nodes, against 162 on the whole graph)."""
     on_kernel = greedy_min_degree(kernel.graph)
-    if graph.num_nodes > GREEDY_BOTH_NODES:
+    if graph.num_edges > GREEDY_BOTH_EDGES:
         return on_kernel, None
     whole = greedy_min_degree(graph)
     if whole.sum() <= kernel.lift(on_kernel).sum():
