@@ -450,10 +450,11 @@ def test_mis_passes_kept_on_the_device_find_the_envs_set_pass_for_pass(order_noi
     assert max_passes == 3 and (task.status == UNDECIDED).any()  # the last graph was cut by its horizon
 
 
-def test_the_devices_domination_check_finds_the_envs_dominated_nodes():
+def test_the_devices_domination_checks_find_the_envs_dominated_nodes():
+    from graphtransfer.envs.domination import pendant_dominated as pendant_dominated_on_host
     from graphtransfer.envs.mis import by_destination
     from graphtransfer.envs.mis import dominated as dominated_on_host
-    from graphtransfer.solve.device_mis import dominated
+    from graphtransfer.solve.device_mis import dominated, pendant_dominated
 
     for seed, (n, degree) in enumerate([(60, 2.0), (80, 5.0), (50, 20.0), (200, 60.0)]):
         for graph in (erdos_renyi(n, degree, seed), random_geometric(n, degree, seed)):
@@ -462,3 +463,5 @@ def test_the_devices_domination_check_finds_the_envs_dominated_nodes():
             expected = dominated_on_host(edges, degrees)
             found = dominated(torch.from_numpy(edges), torch.from_numpy(degrees)).numpy()
             assert np.array_equal(found, expected) and (expected.any() or degree > 10), (seed, graph.name)
+            pendants = pendant_dominated(torch.from_numpy(edges), torch.from_numpy(degrees)).numpy()
+            assert np.array_equal(pendants, pendant_dominated_on_host(edges, degrees)), (seed, graph.name)
