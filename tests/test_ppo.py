@@ -119,24 +119,26 @@ def test_without_a_budget_large_minibatches_run_in_groups_with_the_same_update(t
     assert not all(torch.equal(p, keep.state[0][n]) for n, p in grouped.items())  # it did update
 
 
-def test_on_a_gpu_only_a_node_budget_splits_a_minibatch():
-    """The CPU's groups of UPDATE_GROUP_NODES (kept in its caches) are one group on a GPU, where
-    each group is launches the device waits for; a budget given still splits. ("meta" tensors
-    stand for a GPU's: the rule reads only where the samples are.)"""
+def test_on_a_gpu_a_minibatch_splits_into_far_larger_groups():
+    """The CPU's groups of UPDATE_GROUP_NODES (kept in its caches) are one group on a GPU up to
+    GPU_UPDATE_GROUP_NODES, each group being launches the device waits for; a budget still
+    splits. ("meta" tensors stand for a GPU's: the rule reads only where the samples are.)"""
     from stable_baselines3.common.type_aliases import DictRolloutBufferSamples
 
-    from graphtransfer.training.ppo import UPDATE_GROUP_NODES, update_groups
+    from graphtransfer.training.ppo import GPU_UPDATE_GROUP_NODES, UPDATE_GROUP_NODES, update_groups
 
-    def samples(device: str) -> DictRolloutBufferSamples:
-        nodes = torch.full((8, 1), 148_640.0)  # on the host even for "meta": the budget's split reads them
+    def samples(device: str, nodes: float = 148_640.0) -> DictRolloutBufferSamples:
+        counts = torch.full((8, 1), nodes)  # on the host even for "meta": the split reads them
         rows = torch.zeros(8, device=device)
-        return DictRolloutBufferSamples({"num_nodes": nodes}, rows, rows, rows, rows, rows)
+        return DictRolloutBufferSamples({"num_nodes": counts}, rows, rows, rows, rows, rows)
 
     assert 148_640 > UPDATE_GROUP_NODES
     assert update_groups(samples("cpu"), None) == [slice(i, i + 1) for i in range(8)]
     assert update_groups(samples("meta"), None) == [slice(0, 8)]
     assert update_groups(samples("cpu"), 300_000) == [slice(i, i + 1) for i in range(8)]  # the CPU's cap holds
     assert update_groups(samples("meta"), 300_000) == [slice(i, i + 2) for i in range(0, 8, 2)]  # the budget alone
+    assert 2 * 10**6 <= GPU_UPDATE_GROUP_NODES < 3 * 10**6  # 10^6-node observations: two to a group on a GPU
+    assert update_groups(samples("meta", 1e6), None) == [slice(i, i + 2) for i in range(0, 8, 2)]
 
 
 @pytest.mark.parametrize(("task", "head", "sb3_class"), [("mis", "node-wise", "PPO"), ("mvc", "node-choice", "MaskablePPO")])

@@ -54,6 +54,13 @@ the peak memory; at 1,000 nodes (32,000 per minibatch) grouping changed nothing 
 (bench/RESULTS.md, "Update groups")."""
 
 
+GPU_UPDATE_GROUP_NODES = 1 << 21
+"""the most real nodes one group of a minibatch spans on a GPU when no budget is set: a minibatch of
+8 observations of 148,640 nodes is one group (its update 0.55-0.63 s on an H200 against 1.22-1.24 s
+in 8 groups of :data:`UPDATE_GROUP_NODES`, bench/RESULTS.md "Run 5"), and a group's activations
+stay a few GiB at the default width, where a minibatch of 10^6-node observations whole would not"""
+
+
 def node_budget_groups(num_nodes: list[int], budget: int) -> list[slice]:
     """Consecutive groups of observations whose node counts sum to at most ``budget``; an
     observation above the budget is a group of its own."""
@@ -73,15 +80,12 @@ Samples = TypeVar("Samples", DictRolloutBufferSamples, MaskableDictRolloutBuffer
 
 def update_groups(samples: Samples, max_nodes_per_batch: int | None) -> list[slice]:
     """The groups an update backpropagates ``samples`` in. On the CPU at most the node budget and
-    at most :data:`UPDATE_GROUP_NODES` real nodes (see the module). On a GPU the node budget alone,
-    and without one the whole minibatch: the CPU's reason (tensors that stay in its caches) does
-    not hold there, and each group is a sequence of kernel launches the GPU waits for (at 148,640
-    nodes, minibatches of 8 were 8 groups)."""
-    size = len(samples.advantages)
+    at most :data:`UPDATE_GROUP_NODES` real nodes (see the module). On a GPU the node budget, or
+    without one :data:`GPU_UPDATE_GROUP_NODES`: the CPU's reason (tensors that stay in its caches)
+    does not hold there, and each group is a sequence of kernel launches the GPU waits for (at
+    148,640 nodes, minibatches of 8 were 8 groups)."""
     if samples.advantages.device.type != "cpu":
-        if max_nodes_per_batch is None:
-            return [slice(0, size)]
-        budget = max_nodes_per_batch
+        budget = max_nodes_per_batch or GPU_UPDATE_GROUP_NODES
     else:
         budget = min(max_nodes_per_batch or UPDATE_GROUP_NODES, UPDATE_GROUP_NODES)
     return node_budget_groups(samples.observations["num_nodes"].reshape(-1).long().tolist(), budget)
