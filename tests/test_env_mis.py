@@ -14,6 +14,7 @@ from graphtransfer.envs.mis import (
     OUT,
     UNDECIDED,
     MISEnv,
+    by_destination,
     dominated,
     is_independent_set,
     mis_step,
@@ -219,6 +220,7 @@ def test_on_graphs_without_triangles_the_pendants_dominate_every_dominated_node(
         degree = np.bincount(graph.edge_index[0], minlength=graph.num_nodes)
         full, pendants = dominated(graph.edge_index, degree), pendant_dominated(graph.edge_index, degree)
         assert not (pendants & ~full).any(), seed  # never more than the full check
+        assert np.array_equal(pendant_dominated(by_destination(graph), degree), pendants), seed  # the env's order: its own path
         if triangle_free(graph):
             checked += 1
             assert np.array_equal(pendants, full), seed

