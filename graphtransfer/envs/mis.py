@@ -182,8 +182,9 @@ def mis_step(edge_index: np.ndarray, status: np.ndarray, action: np.ndarray) -> 
 
     Both directions of every edge are stored, so each test reads the flags by destination first
     and an edge's source only where that passed: along the env's edges, ordered by destination,
-    the first read runs along the flags (ER, 10^7 nodes: the step 4.9 s a pass before, in a
-    profile, when every edge's source was looked up)."""
+    the first read runs along the flags (ER, 10^7 nodes: 4.9 s of a solve's 21 passes in a
+    profile when every edge's source was looked up; bench/RESULTS.md, "The per-pass domination
+    check by pendants")."""
     src, dst = edge_index
     undecided = status == UNDECIDED
     wants_in = undecided & (action == INCLUDE)
