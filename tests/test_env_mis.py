@@ -244,13 +244,15 @@ def test_wedges_close_on_geometric_graphs_and_meshes_not_on_random_ones():
     assert closes == {"er": False, "ba": False, "rgg": True, "dl": True}
 
 
-def test_an_env_reads_whether_its_graph_has_triangles_once_an_episode_and_applies_the_matching_rule():
-    env = MISEnv([random_geometric(300, 8.0, 1)])
-    env.reset(seed=0)
-    edges = env.graphs[0].edge_index
-    assert env.has_triangles(edges, 300) and env.has_triangles(np.empty((2, 0), dtype=np.int64), 300)  # kept within the episode
-    env.reset(seed=1)
-    assert not env.has_triangles(np.empty((2, 0), dtype=np.int64), 300)  # a new episode reads again (no edges: no wedge)
+def test_an_env_reads_whether_each_of_its_graphs_has_triangles_once():
+    env = MISEnv([random_geometric(300, 8.0, 1), erdos_renyi(300, 8.0, 1)])
+    nothing = np.empty((2, 0), dtype=np.int64)
+    env.reset(seed=0, options={"graph_index": 0})
+    assert env.has_triangles(env.graphs[0].edge_index, 300) and env.has_triangles(nothing, 300)  # kept
+    env.reset(seed=1, options={"graph_index": 1})
+    assert not env.has_triangles(env.graphs[1].edge_index, 300)  # another graph reads its own
+    env.reset(seed=2, options={"graph_index": 0})
+    assert env.has_triangles(nothing, 300)  # and a graph read before is not read again
 
 
 @pytest.mark.parametrize("words", [1, 2, 5])
