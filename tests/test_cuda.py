@@ -10,7 +10,7 @@ import torch
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
 from graphtransfer.envs.mis import MISEnv
-from graphtransfer.graphs import erdos_renyi
+from graphtransfer.graphs import erdos_renyi, random_geometric
 from graphtransfer.nn import build_policy, configure_runtime
 from graphtransfer.solve import inference
 from graphtransfer.solve.device_mis import runs_on_device
@@ -78,12 +78,14 @@ def test_a_mixed_precision_ppo_run_on_cuda_updates_finite_weights(tmp_path):
 
 
 @needs_cuda
-def test_an_mis_solve_on_cuda_keeps_its_passes_there_and_finds_the_host_passes_set(monkeypatch):
+@pytest.mark.parametrize("make", [lambda: erdos_renyi(20_000, 8.0, 4), lambda: random_geometric(20_000, 8.0, 4)], ids=["er", "rgg"])
+def test_an_mis_solve_on_cuda_keeps_its_passes_there_and_finds_the_host_passes_set(monkeypatch, make):
     """On a GPU the MIS passes stay there (graphtransfer.solve.device_mis): the same set, pass
     for pass, as the env's own numpy steps between the same GPU forwards, and within 1% of the
-    CPU's solve (whose forward rounds differently)."""
+    CPU's solve (whose forward rounds differently); on a graph whose wedges rarely close (ER: the
+    domination check by pendants alone) and on one full of triangles (random geometric: the full check)."""
     checkpoint = read_checkpoint("mis")
-    graph = erdos_renyi(20_000, 8.0, 4)
+    graph = make()
     on_gpu, on_cpu = (policy_for_graphs(checkpoint, [graph], Runtime(device=device)) for device in ("cuda", "cpu"))
     assert runs_on_device(on_gpu.env, on_gpu.policy) and not runs_on_device(on_cpu.env, on_cpu.policy)
     kept_there = solve(on_gpu.policy, on_gpu.env, seed=2)
