@@ -115,10 +115,9 @@ def transferred_rows(folder: Path, graphs: list[Graph], patience: float) -> list
             for name, options in {PATIENT: {"commit_fraction": patience}, DRAWN: {"decoding": "drawn"}}.items():
                 row.decodings[name] = solve(loaded.policy, inference_env(config, graph), finish=finish_rule(config), **options)
             count = rollout_count(AUTO_ROLLOUTS, graph.num_nodes, graph.edge_index.shape[1])
-            one_patient = rollout_patience(AUTO_ROLLOUTS, count, graph.num_nodes)
-            row.decodings[AUTO] = best_of_rollouts(
-                loaded.policy, inference_env(config, graph), count, finish=finish_rule(config), patience=one_patient
-            )
+            patience = rollout_patience(AUTO_ROLLOUTS, graph.num_nodes)
+            env = inference_env(config, graph)
+            row.decodings[AUTO] = best_of_rollouts(loaded.policy, env, count, finish=finish_rule(config), patience=patience)
         rows.append(row)
     return rows
 

@@ -7,11 +7,13 @@ import pytest
 from typer.testing import CliRunner
 
 from graphtransfer.baselines.completion import FINISH
+from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.cli import app
 from graphtransfer.config import (
+    AUTO_PATIENCE,
     LOCAL_MAX_DENSE_PATIENCE,
     LOCAL_MAX_PATIENCE,
-    ONE_ROLLOUT_PATIENCE,
+    LOCAL_MAX_SPARSE_DEGREE,
     PATIENT_BELOW_NODES,
     ROLLOUT_PASS_BUDGET,
     SAMPLED_ROLLOUT_DEGREE,
@@ -101,45 +103,69 @@ def test_auto_counts_the_first_rollouts_passes_and_a_count_given_runs_in_full(ti
 
 
 @pytest.mark.parametrize(
-    ("nodes", "share"),
+    ("nodes", "patient"),
     [
-        (15_001, LOCAL_MAX_DENSE_PATIENCE),  # the smallest graph auto gives one rollout: a third of the sparse share
-        (100_000, LOCAL_MAX_DENSE_PATIENCE),
-        (PATIENT_BELOW_NODES - 1, LOCAL_MAX_DENSE_PATIENCE),
-        (PATIENT_BELOW_NODES, LOCAL_MAX_PATIENCE),  # from here on the default's
-        (250_000, LOCAL_MAX_PATIENCE),  # make demo's graph
-        (1_000_000, LOCAL_MAX_PATIENCE),
+        (1_000, True),  # auto's many rollouts are patient too
+        (15_001, True),  # the smallest graph auto gives one rollout
+        (PATIENT_BELOW_NODES - 1, True),
+        (PATIENT_BELOW_NODES, False),  # from here on the default's
+        (250_000, False),  # make demo's graph
+        (1_000_000, False),
     ],
 )
-def test_one_rollout_is_patient_below_a_size_and_dense_graphs_keep_their_floor(nodes, share):
-    """A sparse graph's share of the Caro-Wei bound where auto runs one rollout: the default's
-    divided by ONE_ROLLOUT_PATIENCE below PATIENT_BELOW_NODES nodes; dense graphs already take the floor."""
-    assert LOCAL_MAX_PATIENCE / ONE_ROLLOUT_PATIENCE == pytest.approx(LOCAL_MAX_DENSE_PATIENCE)
-    sparse = {"num_nodes": [nodes], "num_edges": [8 * nodes]}
-    assert local_max_patience(sparse, rollout_patience("auto", 1, nodes)) == pytest.approx(share)
-    middle = {"num_nodes": [nodes], "num_edges": [24 * nodes]}  # a share of 0.1 by default
-    assert local_max_patience(middle, rollout_patience("auto", 1, nodes)) == pytest.approx(share if share < LOCAL_MAX_PATIENCE else 0.1)
-    dense = {"num_nodes": [nodes], "num_edges": [64 * nodes]}
-    assert local_max_patience(dense, rollout_patience("auto", 1, nodes)) == LOCAL_MAX_DENSE_PATIENCE == local_max_patience(dense)
+def test_auto_is_patient_below_a_size_on_sparse_graphs_and_dense_graphs_keep_their_floor(nodes, patient):
+    """The share of the Caro-Wei bound under auto: below PATIENT_BELOW_NODES nodes the default's
+    divided by AUTO_PATIENCE (0.02 on sparse graphs), down to a floor that follows the degree and is
+    the dense graphs' share from LOCAL_MAX_SPARSE_DEGREE on; from the size on, the default's."""
+    assert LOCAL_MAX_PATIENCE / AUTO_PATIENCE == pytest.approx(0.02)
+    expected = {4: 0.02, 8: 0.02, 12: LOCAL_MAX_DENSE_PATIENCE * (12 / 16) ** 2, 24: LOCAL_MAX_DENSE_PATIENCE, 64: LOCAL_MAX_DENSE_PATIENCE}
+    default = {4: LOCAL_MAX_PATIENCE, 8: LOCAL_MAX_PATIENCE, 12: LOCAL_MAX_PATIENCE, 24: 0.1, 64: LOCAL_MAX_DENSE_PATIENCE}
+    for degree in expected:
+        obs = {"num_nodes": [nodes], "num_edges": [degree * nodes]}
+        share = local_max_patience(obs, rollout_patience("auto", nodes))
+        assert share == pytest.approx(expected[degree] if patient else default[degree]), degree
+        assert share == pytest.approx(local_max_patience(obs, AUTO_PATIENCE) if patient else local_max_patience(obs))
+
+
+@pytest.mark.parametrize("degree", [0.0, 2.0, 4.0, 8.0, 12.0, 16.0, 24.0, 48.0, 64.0, 200.0])
+@pytest.mark.parametrize("patience", [1.0, 3.0])
+def test_the_floor_that_follows_the_degree_leaves_patience_one_and_three_as_they_were(degree, patience):
+    """Before the floor followed the degree it was LOCAL_MAX_DENSE_PATIENCE on every graph; at the
+    default's patience and at three times it the shares are the same as then."""
+    share = LOCAL_MAX_PATIENCE * min(1.0, LOCAL_MAX_SPARSE_DEGREE / max(degree, 1e-9))
+    before = max(LOCAL_MAX_DENSE_PATIENCE, share / patience)
+    assert local_max_patience({"num_nodes": [1000], "num_edges": [int(degree * 1000)]}, patience) == pytest.approx(before)
 
 
 @pytest.mark.parametrize(
-    ("rollouts", "count", "nodes", "patience"),
+    ("rollouts", "nodes", "patience"),
     [
-        ("auto", 1, 20_000, ONE_ROLLOUT_PATIENCE),
-        ("auto", 1, PATIENT_BELOW_NODES, 1.0),
-        ("auto", 3, 10_000, 1.0),  # several rollouts: the work goes to them
-        (1, 1, 20_000, 1.0),  # a count given: the default decoding, as many times as asked
-        (4, 4, 20_000, 1.0),
+        ("auto", 20_000, AUTO_PATIENCE),
+        ("auto", 10_000, AUTO_PATIENCE),  # several rollouts: patient as well, the pass budget runs fewer
+        ("auto", PATIENT_BELOW_NODES, 1.0),
+        (1, 20_000, 1.0),  # a count given: the default decoding, as many times as asked
+        (4, 20_000, 1.0),
     ],
 )
-def test_only_auto_with_one_rollout_is_patient(rollouts, count, nodes, patience):
-    assert rollout_patience(rollouts, count, nodes) == patience
+def test_only_auto_below_a_size_is_patient(rollouts, nodes, patience):
+    assert rollout_patience(rollouts, nodes) == patience
+
+
+def test_patience_finds_a_larger_set_than_the_default_with_the_built_in_model_on_a_mesh():
+    """The reason for AUTO_PATIENCE, on a graph unlike the training graphs (a Delaunay mesh of 3,000
+    nodes; the built-in MIS model): one patient rollout finds more than one default rollout, and
+    auto's (patient) rollouts at least as much as the default's best of as many."""
+    graph = delaunay(3_000, 0)
+    loaded = policy_for_graphs(read_checkpoint("mis"), [graph])
+    default = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"])
+    patient = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"], patience=AUTO_PATIENCE)
+    assert patient.feasible and patient.objective > default.objective
+    assert patient.passes > 2 * default.passes
 
 
 def test_predict_makes_autos_one_rollout_patient_and_a_count_or_a_commit_fraction_given_does_not(tiny_model, monkeypatch):
-    """Where auto comes to one rollout (the node budget made small here, so that a small graph
-    shows it), predict's rollout takes the floor's candidates, more passes than the default's;
+    """Under auto (the node budget made small here, so that one rollout runs and its passes can be
+    compared) predict's rollout is patient, more passes than the default's;
     --rollouts 1 and a --commit-fraction given decode as they say."""
     monkeypatch.setattr("graphtransfer.solve.rollouts.ROLLOUT_NODE_BUDGET", 400)
     graph = erdos_renyi(300, 12.0, 1)  # no node of degree <= 2: predict solves this graph itself, not a kernel
@@ -147,7 +173,7 @@ def test_predict_makes_autos_one_rollout_patient_and_a_count_or_a_commit_fractio
     model = tiny_model("mis")
     loaded = policy_for_graphs(model, [graph])
     default = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"])
-    patient = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"], patience=ONE_ROLLOUT_PATIENCE)
+    patient = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"], patience=AUTO_PATIENCE)
     assert patient.passes > default.passes
     auto, _ = predict_graph(model, graph)
     assert (auto.passes, auto.objective, auto.rollouts) == (patient.passes, patient.objective, 1)

@@ -3,6 +3,7 @@ parameters of a call, :class:`Decoding`, :class:`Runtime` and a search's :class:
 
 from graphtransfer.config.schema import (
     ALGOS,
+    AUTO_PATIENCE,
     AUTO_ROLLOUTS,
     CONVS,
     DECODINGS,
@@ -17,7 +18,6 @@ from graphtransfer.config.schema import (
     MAX_PASSES,
     MAX_ROLLOUTS,
     NODE_ORDERS,
-    ONE_ROLLOUT_PATIENCE,
     ORDER_NOISE,
     PATIENT_BELOW_NODES,
     PRUNERS,
@@ -55,6 +55,7 @@ from graphtransfer.config.schema import (
 
 __all__ = [
     "ALGOS",
+    "AUTO_PATIENCE",
     "AUTO_ROLLOUTS",
     "CONVS",
     "DECODINGS",
@@ -69,7 +70,6 @@ __all__ = [
     "MAX_ROLLOUTS",
     "MAX_DRAW_NODES",
     "NODE_ORDERS",
-    "ONE_ROLLOUT_PATIENCE",
     "ORDER_NOISE",
     "PATIENT_BELOW_NODES",
     "PRUNERS",

@@ -65,8 +65,10 @@ LOCAL_MAX_SPARSE_DEGREE = 16.0
 """above this average degree the MIS local-max decoding's share of the Caro-Wei bound shrinks in proportion to the
 degree, down to :data:`LOCAL_MAX_DENSE_PATIENCE`"""
 LOCAL_MAX_DENSE_PATIENCE = 0.05
-"""the least share of the Caro-Wei bound that the MIS local-max decoding takes as candidates per pass (from average
-degree 48 on)"""
+"""the least share of the Caro-Wei bound that the MIS local-max decoding takes as candidates per pass on graphs of average
+degree :data:`LOCAL_MAX_SPARSE_DEGREE` or more (the default's from average degree 48 on); on sparser graphs the least
+share falls with the square of the degree (0.0125 at degree 8), since their sets are a smaller multiple of the bound and
+the same share decides them in fewer passes"""
 LEAVE_OUT_PATIENCE = 0.15
 """the MVC local-max decoding's candidates per pass by default: the active nodes the policy ranks lowest, this share of the
 graph's Caro-Wei bound; those that rank below every active neighbour stay out of the cover and their neighbours join it"""
@@ -85,15 +87,16 @@ ROLLOUT_PASS_BUDGET = 1_500
 few milliseconds whatever its size, so the passes are the work there, and dense graphs, decided over many passes, get
 fewer rollouts (17 on 1,000 nodes of average degree 64, 86 passes each; 11 on Barabási–Albert graphs of degree 143)
 where sparse ones keep theirs (30 at 1,000 nodes up to 50 passes a rollout)"""
-ONE_ROLLOUT_PATIENCE = 3.0
-"""where ``--rollouts auto`` runs one rollout on fewer than :data:`PATIENT_BELOW_NODES` nodes, the MIS local-max decoding
+AUTO_PATIENCE = 7.5
+"""where ``--rollouts auto`` decodes a graph of fewer than :data:`PATIENT_BELOW_NODES` nodes, the MIS local-max decoding
 is this many times more patient than its default: its share of the Caro-Wei bound divided by it, never below
-:data:`LOCAL_MAX_DENSE_PATIENCE` (so 0.05 on every graph: a third of the sparse share, dense graphs' as before)"""
+:data:`LOCAL_MAX_DENSE_PATIENCE`'s floor for the degree (0.02 on graphs of average degree up to 10, 0.05 from 16 on: dense
+graphs' as before). Patience found larger sets than more rollouts of the default on every sparse family measured at
+10^3-10^5 nodes (+0.5-1.2% at 10^4; bench/RESULTS.md, "Issue 30, nineteenth session")"""
 PATIENT_BELOW_NODES = 150_000
 """graphs of this many nodes or more keep the default patience with ``--rollouts auto`` (``make demo``'s 250,000-node graph,
 10^6-node graphs): there a patient rollout's 2.6-2.9x the passes would cost seconds that their one rollout does not
-have; the costliest patient rollout (just below, average degree 16) takes about twice the passes x nodes of the default
-on make demo's graph"""
+have; the patient rollouts of a 10^5-node graph take 1.6-2.3x the default's seconds"""
 MAX_AUTO_ROLLOUTS = 64
 """the most rollouts ``--rollouts auto`` runs (up to 468 nodes): best of 64 (local-max and local-max-sampled in turn) is
 within 2% of the optimum on all 12 graphs of 100-300 nodes in bench/RESULTS.md ("Sampled local-max"), best of 32 on 11"""
@@ -296,7 +299,7 @@ class Decoding:
         "local-max: the candidates per pass, as a share of the graph's nodes; smaller finds larger sets in more passes "
         f"(default: {LOCAL_MAX_PATIENCE} of the graph's Caro-Wei bound, the sum of 1/(degree+1), about 0.02 of the nodes at "
         f"average degree 8; above average degree {LOCAL_MAX_SPARSE_DEGREE:g} a share of the bound that shrinks with the "
-        f"degree, down to {LOCAL_MAX_DENSE_PATIENCE}; where --rollouts auto runs one rollout, a smaller share, see "
+        f"degree, down to {LOCAL_MAX_DENSE_PATIENCE}; under --rollouts auto below {PATIENT_BELOW_NODES:,} nodes, a smaller share, see "
         "--rollouts). mis, --decoding drawn: only this share, those likeliest to join, may "
         "join; the rest wait (default 1: every node acts)",
         low=0.0,
@@ -317,12 +320,13 @@ class Decoding:
         f"took, each) decoded in all, 1 to {MAX_AUTO_ROLLOUTS} ({MAX_AUTO_ROLLOUTS} up to "
         f"{ROLLOUT_NODE_BUDGET // MAX_AUTO_ROLLOUTS} nodes, fewer on dense graphs, 3 at 10,000, 1 from "
         f"{ROLLOUT_NODE_BUDGET // 2 + 1:,} nodes or "
-        f"{ROLLOUT_EDGE_BUDGET // 2 + 1:,} directed edges on); the output says how many ran. Where one runs, mis's local-max "
-        f"decoding is patient instead on graphs of fewer than {PATIENT_BELOW_NODES:,} nodes, unless --commit-fraction is "
-        f"given: {LOCAL_MAX_DENSE_PATIENCE} of the Caro-Wei bound as candidates per pass on every graph (a third of the "
-        "sparse default, in about three times its passes; dense graphs take it anyway). With the default decoding of mis "
-        f"and mvc every other rollout is local-max-sampled on graphs of average degree up to {SAMPLED_ROLLOUT_DEGREE:g}, "
-        "local-max on denser ones. 1: a single rollout",
+        f"{ROLLOUT_EDGE_BUDGET // 2 + 1:,} directed edges on); the output says how many ran. On graphs of fewer than "
+        f"{PATIENT_BELOW_NODES:,} nodes mis's local-max decoding is also patient, unless --commit-fraction is given: "
+        f"{LOCAL_MAX_PATIENCE / AUTO_PATIENCE:.2f} of the Caro-Wei bound as candidates per pass on sparse graphs (average "
+        f"degree up to 10; the default's share / {AUTO_PATIENCE:g}, in about 5x its passes), {LOCAL_MAX_DENSE_PATIENCE} "
+        "from average degree 16 on (dense graphs take it anyway); the pass budget then runs fewer rollouts. With the "
+        "default decoding of mis and mvc every other rollout is local-max-sampled on graphs of average degree up to "
+        f"{SAMPLED_ROLLOUT_DEGREE:g}, local-max on denser ones. 1: a single rollout",
         low=1,
         high=MAX_ROLLOUTS,
     )

@@ -127,7 +127,7 @@ def evaluate_policy(
         env = inference_env(config, order.graph, decoding.max_passes, query)
         features = features_of(env)
         count = rollout_count(decoding.rollouts, order.graph.num_nodes, order.graph.edge_index.shape[1])
-        patience = rollout_patience(decoding.rollouts, count, order.graph.num_nodes)
+        patience = rollout_patience(decoding.rollouts, order.graph.num_nodes)
         chosen = check_decoding(env, features, decoding.method)
         first = features.inference_deterministic if decoding.deterministic is None else decoding.deterministic
         drawn = chosen == DRAWN

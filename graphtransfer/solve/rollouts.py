@@ -3,8 +3,9 @@
 On graphs of up to some ten thousand nodes one rollout is cheap and one node is a visible share of
 the objective, so ``--rollouts auto`` (the default) decodes them several times and keeps the best,
 as many times as a work budget allows (:func:`rollout_count`); graphs of 15,001 nodes or more, and
-dense ones from 2,000,001 directed edges on, get one rollout, and the MIS local-max decoding spends
-the work there on patience instead, below a size (:func:`rollout_patience`). Every
+dense ones from 2,000,001 directed edges on, get one rollout. Below a size the MIS local-max
+decoding is patient too (:func:`rollout_patience`), which on sparse graphs finds more than further
+rollouts do; its passes count against the rollouts' budget. Every
 rollout is the policy's own decisions, seeded (``seed``, ``seed + 1``, ...): no search.
 """
 
@@ -15,10 +16,10 @@ from dataclasses import replace
 import gymnasium as gym
 
 from graphtransfer.config import (
+    AUTO_PATIENCE,
     AUTO_ROLLOUTS,
     MAX_AUTO_ROLLOUTS,
     MAX_ROLLOUTS,
-    ONE_ROLLOUT_PATIENCE,
     PATIENT_BELOW_NODES,
     ROLLOUT_EDGE_BUDGET,
     ROLLOUT_NODE_BUDGET,
@@ -76,23 +77,26 @@ def rollouts_within_passes(count: int, first_passes: int) -> int:
     return max(1, min(count, ROLLOUT_PASS_BUDGET // max(first_passes, 1)))
 
 
-def rollout_patience(rollouts: int | str, count: int, num_nodes: int) -> float:
+def rollout_patience(rollouts: int | str, num_nodes: int) -> float:
     """How many times more patient than its default the MIS local-max decoding is when
-    ``rollouts`` (a count, or ``"auto"``) came to ``count`` rollouts on a graph of ``num_nodes``:
-    where ``auto`` runs one rollout on fewer than :data:`PATIENT_BELOW_NODES` nodes,
-    :data:`ONE_ROLLOUT_PATIENCE`; everywhere else 1, the default's (``--rollouts K`` included).
+    ``rollouts`` (a count, or ``"auto"``) decodes a graph of ``num_nodes``: under ``auto`` on
+    fewer than :data:`PATIENT_BELOW_NODES` nodes :data:`AUTO_PATIENCE`, everywhere else 1, the
+    default's (``--rollouts K`` included: the default decoding, as many times as asked).
 
-    One rule spends the work on rollouts where several fit and on patience where one does: a
-    third of the default's candidates per pass (0.05 of the Caro-Wei bound, the floor of
-    :func:`~graphtransfer.solve.inference.local_max_patience`) took 2.6-2.9x the passes of the
-    default on sparse graphs of 10^5 nodes and found 0.03-0.75% larger sets on every one measured
-    (bench/RESULTS.md, "Issue 30, eleventh session"). Larger graphs keep the default: on make
-    demo's 250,000-node graph the same patience added 0.1% in 2.7x the passes, and issue 31 wants
-    the one rollout of a 10^6-node graph fast.
+    Patience before rollouts: 0.02 of the Caro-Wei bound as candidates per pass (the default's
+    0.15 / 7.5 on sparse graphs; dense graphs keep their floor, see
+    :func:`~graphtransfer.solve.inference.local_max_patience`) found larger sets than the default's
+    three rollouts on every sparse family at 10^4 nodes (Erdős–Rényi degree 4 and 8, Barabási–Albert
+    m = 4, Delaunay: +0.2-1.1%; random geometric graphs, decided by the kernel, level) and than its
+    one rollout at 10^5 (+0.1-0.4%), in 1.6-5x the seconds; the pass budget
+    (:func:`rollouts_within_passes`) then runs fewer rollouts on small graphs (bench/RESULTS.md,
+    "Issue 30, nineteenth session"). Larger graphs keep the default: on make demo's 250,000-node
+    graph a third of the share added 0.1% in 2.7x the passes, and issue 31 wants the one rollout of
+    a 10^6-node graph fast.
     """
-    if rollouts != AUTO_ROLLOUTS or count > 1 or num_nodes >= PATIENT_BELOW_NODES:
+    if rollouts != AUTO_ROLLOUTS or num_nodes >= PATIENT_BELOW_NODES:
         return 1.0
-    return ONE_ROLLOUT_PATIENCE
+    return AUTO_PATIENCE
 
 
 def rollout_plan(decoding: Decoding, count: int, default: str, degree: float = 0.0) -> list[Decoding]:
@@ -127,7 +131,7 @@ def best_of_rollouts(
     ``decoding`` those of the rollout that gave it, its ``rollouts`` how many ran: ``count``, or
     under ``decoding.rollouts`` ``auto`` as many of them as fit the pass budget once the first
     has run (:func:`rollouts_within_passes`). Every rollout decodes with ``patience``
-    (:func:`rollout_patience`: above 1 only where ``auto`` came to one rollout; a given
+    (:func:`rollout_patience`: above 1 only under ``auto`` below a size; a given
     ``commit_fraction`` overrides it).
 
     Where ``decoding.deterministic`` is not given and the env takes the most likely actions by
