@@ -85,8 +85,11 @@ def test_any_maximal_set_of_the_kernel_lifts_to_a_maximal_independent_set(graph)
     assert lifted.sum() == chosen.sum() + kernel.included.size + len(kernel.folds)
 
 
+@pytest.mark.parametrize("matching", ["scipy", "flow"])
 @pytest.mark.parametrize("graph", crowned_tiny_graphs(), ids=lambda g: f"{g.num_nodes}n{g.num_edges}e")
-def test_the_lp_rule_keeps_a_largest_set(graph):
+def test_the_lp_rule_keeps_a_largest_set(graph, matching, monkeypatch):
+    """With either maximum matching of the double cover (the flow where the graph is deep)."""
+    monkeypatch.setattr(mis_kernel_module, "FLOW_MATCHING_DEPTH", 10**9 if matching == "scipy" else -1)
     joining, leaving = half_integral_cover(graph.csr())
     assert joining.size + leaving.size > 0  # the LP decides on every graph here
     value = np.full(graph.num_nodes, 0.5)
@@ -116,6 +119,39 @@ def double_cover_matching(graph: Graph) -> int:
         return False
 
     return sum(augment(u, set()) for u in range(graph.num_nodes))
+
+
+def lattice(side: int) -> Graph:
+    """The ``side`` x ``side`` grid (4-neighbour lattice): triangle-free, bipartite and deep."""
+    cells = np.arange(side * side).reshape(side, side)
+    src = np.concatenate([cells[:, :-1].ravel(), cells[:-1, :].ravel()])
+    dst = np.concatenate([cells[:, 1:].ravel(), cells[1:, :].ravel()])
+    return from_edges(src, dst, side * side, f"grid-{side}")[0]
+
+
+@pytest.mark.parametrize("graph", [lattice(12), erdos_renyi(1500, 3.0, seed=2), barabasi_albert(1500, 3, seed=1)], ids=lambda g: g.name)
+def test_the_flow_matching_is_a_maximum_matching_of_the_double_cover(graph):
+    indptr, indices = graph.csr()
+    adjacency = mis_kernel_module.csr_array((np.ones(indices.size, dtype=np.int8), indices, indptr), shape=(graph.num_nodes,) * 2)
+    right_of = mis_kernel_module._flow_matching(adjacency)
+    matched = np.flatnonzero(right_of >= 0)
+    assert np.unique(right_of[matched]).size == matched.size  # each right copy at most once
+    assert all(right_of[u] in indices[indptr[u] : indptr[u + 1]] for u in matched)  # along edges
+    assert matched.size == double_cover_matching(graph)
+
+
+def test_a_lattices_lp_rule_takes_the_flow_and_finishes(monkeypatch):
+    """scipy's bipartite matching searched for minutes on a 100 x 100 grid once the rules had folded
+    its corners (augmenting paths are long on lattices); the kernel now matches deep graphs by a
+    maximum flow: the 4 corners folded, nothing else decided (the LP of a grid is 1/2 everywhere),
+    and shallow graphs keep scipy's matching."""
+    chosen = []
+    flow = mis_kernel_module._flow_matching
+    monkeypatch.setattr(mis_kernel_module, "_flow_matching", lambda adjacency: chosen.append(adjacency.shape[0]) or flow(adjacency))
+    kernel = mis_kernel(lattice(100))
+    assert chosen and kernel.decided == 8 and len(kernel.folds) == 4
+    chosen.clear()
+    assert mis_kernel(barabasi_albert(3000, 3, seed=5)).decided > 2900 and not chosen
 
 
 def test_the_lp_rule_and_the_others_decide_barabasi_albert_m3_whole(monkeypatch):
