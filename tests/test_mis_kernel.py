@@ -140,6 +140,18 @@ def test_the_flow_matching_is_a_maximum_matching_of_the_double_cover(graph):
     assert matched.size == double_cover_matching(graph)
 
 
+@pytest.mark.parametrize("graph", [lattice(30), erdos_renyi(4000, 3.0, seed=1), barabasi_albert(4000, 2, seed=0)], ids=lambda g: g.name)
+def test_the_depth_by_pointer_jumping_is_the_breadth_first_distance(graph):
+    """From the node of highest degree (in the largest component on these graphs): the largest
+    unweighted distance, as scipy's shortest paths give it."""
+    from scipy.sparse.csgraph import shortest_path
+
+    indptr, indices = graph.csr()
+    adjacency = mis_kernel_module.csr_array((np.ones(indices.size, dtype=np.int8), indices, indptr), shape=(graph.num_nodes,) * 2)
+    distances = shortest_path(adjacency, directed=False, unweighted=True, indices=int(np.argmax(np.diff(indptr))))
+    assert mis_kernel_module._component_depth(adjacency) == distances[np.isfinite(distances)].max()
+
+
 def test_a_lattices_lp_rule_takes_the_flow_and_finishes(monkeypatch):
     """scipy's bipartite matching searched for minutes on a 100 x 100 grid once the rules had folded
     its corners (augmenting paths are long on lattices); the kernel now matches deep graphs by a
