@@ -152,18 +152,54 @@ def test_the_depth_by_pointer_jumping_is_the_breadth_first_distance(graph):
     assert mis_kernel_module._component_depth(adjacency) == distances[np.isfinite(distances)].max()
 
 
-def test_a_lattices_lp_rule_takes_the_flow_and_finishes(monkeypatch):
+@pytest.mark.parametrize("side", [99, 100])
+def test_a_lattice_is_decided_whole_by_a_flow_matching(side, monkeypatch):
     """scipy's bipartite matching searched for minutes on a 100 x 100 grid once the rules had folded
-    its corners (augmenting paths are long on lattices); the kernel now matches deep graphs by a
-    maximum flow: the 4 corners folded, nothing else decided (the LP of a grid is 1/2 everywhere),
-    and shallow graphs keep scipy's matching."""
+    its corners (augmenting paths are long on lattices); the kernel matches deep graphs by a maximum
+    flow, and a grid, bipartite, is decided whole by König's theorem: a largest set, half the nodes
+    (rounded up), where the LP alone is 1/2 everywhere. Shallow graphs keep scipy's matching."""
     chosen = []
     flow = mis_kernel_module._flow_matching
     monkeypatch.setattr(mis_kernel_module, "_flow_matching", lambda adjacency: chosen.append(adjacency.shape[0]) or flow(adjacency))
-    kernel = mis_kernel(lattice(100))
-    assert chosen and kernel.decided == 8 and len(kernel.folds) == 4
+    graph = lattice(side)
+    kernel = mis_kernel(graph)
+    assert chosen and kernel.decided == graph.num_nodes - 1
+    lifted = kernel.lift(np.ones(1, dtype=bool))
+    assert is_independent_set(graph, lifted) and lifted.sum() == (side * side + 1) // 2
     chosen.clear()
     assert mis_kernel(barabasi_albert(3000, 3, seed=5)).decided > 2900 and not chosen
+
+
+def bipartite_tiny_graphs() -> list[Graph]:
+    """Tiny bipartite graphs without a node of degree 1 everywhere: random ones between two sides,
+    even cycles, small grids, and one with an isolated node."""
+    rng = np.random.default_rng(3)
+    graphs = []
+    for n, p in itertools.product((8, 11, 14), (0.35, 0.6)):
+        half = n // 2
+        pairs = [(i, j) for i in range(half) for j in range(half, n) if rng.random() < p]
+        graphs.append(graph_of(pairs, n))
+    graphs += [graph_of([(i, (i + 1) % n) for i in range(n)], n) for n in (6, 10)]
+    graphs += [lattice(3), graph_of([(0, 1), (1, 2), (2, 3), (3, 0), (0, 4), (4, 2)], 6)]
+    return graphs
+
+
+@pytest.mark.parametrize("matching", ["scipy", "flow"])
+@pytest.mark.parametrize("graph", bipartite_tiny_graphs(), ids=lambda g: f"{g.num_nodes}n{g.num_edges}e")
+def test_the_lp_step_decides_a_bipartite_graph_whole_with_a_largest_set(graph, matching, monkeypatch):
+    monkeypatch.setattr(mis_kernel_module, "FLOW_MATCHING_DEPTH", 10**9 if matching == "scipy" else -1)
+    joining, leaving = half_integral_cover(graph.csr())
+    assert joining.size + leaving.size == graph.num_nodes
+    chosen = np.zeros(graph.num_nodes, dtype=bool)
+    chosen[joining] = True
+    assert is_independent_set(graph, chosen) and chosen.sum() == maximum_set(graph).sum()
+
+
+def test_only_the_bipartite_component_is_decided_whole_beside_an_odd_cycle():
+    """A 5-cycle (not bipartite: 1/2 everywhere) beside a 6-cycle (bipartite: 3 join, 3 leave)."""
+    graph = graph_of([(i, (i + 1) % 5) for i in range(5)] + [(5 + i, 5 + (i + 1) % 6) for i in range(6)], 11)
+    joining, leaving = half_integral_cover(graph.csr())
+    assert set(joining.tolist()) | set(leaving.tolist()) == set(range(5, 11)) and joining.size == 3
 
 
 def test_the_lp_rule_and_the_others_decide_barabasi_albert_m3_whole(monkeypatch):
@@ -188,10 +224,14 @@ def test_folds_solve_cycles_and_paths_whole():
 
 
 def test_graphs_without_low_degree_nodes_or_nested_neighbourhoods_have_no_kernel():
-    bipartite = graph_of([(i, j) for i in range(5) for j in range(5, 10)], 10)  # degree 5, no triangle
+    outer, spokes = [(i, (i + 1) % 5) for i in range(5)], [(i, i + 5) for i in range(5)]
+    inner = [(5 + i, 5 + (i + 2) % 5) for i in range(5)]
+    petersen = graph_of(outer + spokes + inner, 10)  # degree 3, no triangle, not bipartite: the LP is 1/2 everywhere
     dense = erdos_renyi(400, 40, seed=0)
     assert dense.degrees().min() > 2
-    assert mis_kernel(bipartite) is None and mis_kernel(dense) is None
+    assert mis_kernel(petersen) is None and mis_kernel(dense) is None
+    complete_bipartite = graph_of([(i, j) for i in range(5) for j in range(5, 10)], 10)
+    assert mis_kernel(complete_bipartite).decided == 9  # bipartite: decided whole (König), one side
 
 
 def test_domination_leaves_one_node_of_a_clique():

@@ -19,7 +19,10 @@ a maximum independent set, less what it decides):
    (Nemhauser and Trotter: some largest set agrees with it; :func:`half_integral_cover`), run
    once the other rules are done, and again after their cascades, on graphs without triangles
    (:data:`LP_NODES`). It decides crowns, independent sets with fewer neighbours than nodes, as
-   the low-degree nodes around the hubs of Barabási–Albert graphs with ``m = 3`` make.
+   the low-degree nodes around the hubs of Barabási–Albert graphs with ``m = 3`` make. In the
+   same step a component that is bipartite (grids, quad meshes, trees the other rules left) is
+   decided whole by König's theorem from the same matching: its largest set, which the LP, 1/2
+   everywhere on a lattice, cannot see.
 
 Rules 1, 2 and 4 are what the local-max decoding also applies every pass
 (:func:`graphtransfer.envs.mis.reduction_actions`); rule 3 changes the graph, which no pass of an env
@@ -41,7 +44,7 @@ import gc
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.sparse import csr_array
+from scipy.sparse import bmat, csr_array
 from scipy.sparse.csgraph import breadth_first_order, connected_components, maximum_bipartite_matching, maximum_flow
 
 from graphtransfer.envs.domination import CLOSED_WEDGES, closed_wedges, dominated
@@ -160,7 +163,8 @@ def _renumbered_edges(
 def half_integral_cover(csr: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """The nodes at 0 and at 1 of a half-integral optimum of the vertex-cover LP of the graph of
     adjacency ``csr`` (:meth:`Graph.csr`), each ``(n,)`` int64: a largest independent set holds
-    every node at 0 and none at 1 (Nemhauser and Trotter, 1975).
+    every node at 0 and none at 1 (Nemhauser and Trotter, 1975); and on every bipartite component
+    of the graph, the nodes of one of its largest independent sets at 0 and the rest at 1.
 
     The optimum comes from a minimum vertex cover of the bipartite double cover (every node a left
     and a right copy, every edge ``u - v`` joining ``u``'s left copy to ``v``'s right one), by
@@ -168,13 +172,30 @@ def half_integral_cover(csr: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray,
     by alternating paths, and the right copies those paths reach, are ``Z``; the cover is the left
     copies outside ``Z`` and the right ones in it, and a node is at 0 when neither of its copies is
     in the cover, at 1 when both are. A graph whose double cover has a perfect matching (most
-    random graphs without low-degree hubs' leaves) has every node at 1/2: nothing is decided."""
+    random graphs without low-degree hubs' leaves) has every node at 1/2. A bipartite component's
+    double cover is two copies of it, each holding one side's left copies and the other's right
+    ones, and the same matching restricted to one copy is a maximum matching of the component: its
+    largest set is that copy's complement of the cover (:func:`_bipartite_sides`), integral where
+    the LP is 1/2 (a grid: every node)."""
     indptr, indices = csr
     n = indptr.size - 1
-    right_of = _maximum_matching(csr_array((np.ones(indices.size, dtype=np.int8), indices, indptr), shape=(n, n)))
+    adjacency = csr_array((np.ones(indices.size, dtype=np.int8), indices, indptr), shape=(n, n))
+    left_reached, right_reached = _alternating_reach(indptr, indices, _maximum_matching(adjacency))
+    at_zero, at_one = left_reached & ~right_reached, ~left_reached & right_reached
+    side = _bipartite_sides(adjacency)
+    bipartite, first = side >= 0, side == 0
+    in_set = (first & left_reached) | (~first & ~right_reached)
+    at_zero = np.where(bipartite, in_set, at_zero)
+    at_one = np.where(bipartite, ~in_set, at_one)
+    return np.flatnonzero(at_zero), np.flatnonzero(at_one)
+
+
+def _alternating_reach(indptr: np.ndarray, indices: np.ndarray, right_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``Z`` of :func:`half_integral_cover` for the double cover's matching ``right_of``: which left
+    copies and which right copies alternating paths from the unmatched left copies reach, each
+    ``(n,)`` bool."""
+    n = indptr.size - 1
     unmatched = right_of < 0
-    if not unmatched.any():
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     left_of = np.full(n, -1, dtype=np.int64)
     left_of[right_of[~unmatched]] = np.flatnonzero(~unmatched)
     left_reached, right_reached = unmatched.copy(), np.zeros(n, dtype=bool)
@@ -188,7 +209,19 @@ def half_integral_cover(csr: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray,
         frontier = left_of[right]  # a right copy reached is matched, or the matching would not be maximum
         frontier = frontier[~left_reached[frontier]]
         left_reached[frontier] = True
-    return np.flatnonzero(left_reached & ~right_reached), np.flatnonzero(~left_reached & right_reached)
+    return left_reached, right_reached
+
+
+def _bipartite_sides(adjacency: csr_array) -> np.ndarray:
+    """``(n,)`` int8: each node's side, 0 or 1, where its component is bipartite, -1 where not.
+
+    A component is bipartite exactly when its double cover falls into two components (an odd cycle
+    joins a node's two copies); a node is on side 0 when its left copy's component is numbered
+    before its right copy's, which puts its neighbours on side 1."""
+    n = adjacency.shape[0]
+    _, labels = connected_components(bmat([[None, adjacency], [adjacency.T, None]], format="csr"), directed=False)
+    left, right = labels[:n], labels[n:]
+    return np.where(left == right, -1, (left > right).astype(np.int8)).astype(np.int8)
 
 
 FLOW_MATCHING_DEPTH = 32
