@@ -229,8 +229,8 @@ def _predict(model, graph_file, out, *options):
 
 
 def test_predict_auto_runs_64_rollouts_on_50_nodes_and_one_on_a_big_graph(tiny_model, tmp_path):
-    ring = np.arange(50)  # a circulant graph, each node joined to the ones 1 and 7 away: degree 4, no triangle, no kernel
-    steps = np.concatenate([np.full(50, 1), np.full(50, 7)])
+    ring = np.arange(50)  # a circulant graph, each node joined to the ones 1 and 8 away: degree 4, no triangle, odd cycles
+    steps = np.concatenate([np.full(50, 1), np.full(50, 8)])  # (so not bipartite): no kernel
     write_edge_list(from_edges(np.concatenate([ring, ring]), (np.concatenate([ring, ring]) + steps) % 50, 50)[0], tmp_path / "small.txt")
     write_edge_list(barabasi_albert(16_000, 3, 1), tmp_path / "big.txt")  # degree >= 3: no kernel, the graph itself is solved
     small = _predict(tiny_model("mis"), tmp_path / "small.txt", tmp_path / "s.csv")
