@@ -1,5 +1,6 @@
 """The best of several seeded rollouts: how many ``auto`` runs, which one wins, and the CLI's ``--rollouts``."""
 
+import math
 import re
 
 import numpy as np
@@ -11,6 +12,7 @@ from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.cli import app
 from graphtransfer.config import (
     AUTO_PATIENCE,
+    LEAVE_OUT_PATIENCE,
     LOCAL_MAX_DENSE_PATIENCE,
     LOCAL_MAX_PATIENCE,
     LOCAL_MAX_SPARSE_DEGREE,
@@ -24,7 +26,7 @@ from graphtransfer.errors import UsageError
 from graphtransfer.graphs import barabasi_albert, erdos_renyi, write_edge_list
 from graphtransfer.graphs.generators import delaunay
 from graphtransfer.graphs.graph import from_edges
-from graphtransfer.solve.inference import local_max_patience, solve
+from graphtransfer.solve.inference import leave_out_candidates, local_max_patience, solve
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.predict import predict_graph, write_solution
 from graphtransfer.solve.rollouts import (
@@ -135,6 +137,28 @@ def test_the_floor_that_follows_the_degree_leaves_patience_one_and_three_as_they
     share = LOCAL_MAX_PATIENCE * min(1.0, LOCAL_MAX_SPARSE_DEGREE / max(degree, 1e-9))
     before = max(LOCAL_MAX_DENSE_PATIENCE, share / patience)
     assert local_max_patience({"num_nodes": [1000], "num_edges": [int(degree * 1000)]}, patience) == pytest.approx(before)
+
+
+def test_mvcs_leave_out_candidates_are_patient_on_sparse_graphs_and_dense_ones_keep_the_default():
+    """MVC's candidates to stay out of the cover under the same patience, floored at its own dense
+    share (LEAVE_OUT_PATIENCE) scaled by the square of degree / 16: unchanged from degree 16 on."""
+    caro_wei = {4: 10_000 / 5, 8: 10_000 / 9, 64: 10_000 / 65}  # regular graphs of 10,000 nodes: the bound is n / (degree + 1)
+    for degree, bound in caro_wei.items():
+        src = np.repeat(np.arange(10_000), degree)
+        obs = {"num_nodes": [10_000], "num_edges": [src.size], "edge_index": np.stack([src, src])}
+        obs["edge_index"][1] = (src + np.tile(np.arange(1, degree + 1), 10_000)) % 10_000
+        default, patient = leave_out_candidates(obs, None), leave_out_candidates(obs, None, AUTO_PATIENCE)
+        assert default == math.ceil(LEAVE_OUT_PATIENCE * bound)
+        share = {4: LEAVE_OUT_PATIENCE / AUTO_PATIENCE, 8: LEAVE_OUT_PATIENCE / 4, 64: LEAVE_OUT_PATIENCE}[degree]
+        assert patient == math.ceil(share * bound)
+
+
+def test_patience_finds_a_smaller_cover_than_the_default_with_the_built_in_mvc_model_on_a_mesh():
+    graph = delaunay(3_000, 0)
+    loaded = policy_for_graphs(read_checkpoint("mvc"), [graph])
+    default = solve(loaded.policy, loaded.env, seed=0)
+    patient = solve(loaded.policy, loaded.env, seed=0, patience=AUTO_PATIENCE)
+    assert patient.feasible and patient.objective < default.objective and patient.passes > 2 * default.passes
 
 
 @pytest.mark.parametrize(

@@ -144,7 +144,7 @@ def solve(
         candidates = local_max_candidates(obs, features.head, given_fraction, patience)
         step = LOCAL_MAX_STEPS[features.head]
         if features.covers:  # MVC: decide who stays out of the cover (see leave_out_candidates)
-            candidates, step = leave_out_candidates(obs, given_fraction), _leave_out_step
+            candidates, step = leave_out_candidates(obs, given_fraction, patience), _leave_out_step
         noise = ORDER_NOISE if decoding == LOCAL_MAX_SAMPLED else 0.0
         run_pass = functools.partial(step, candidates=candidates, order_noise=noise)
         if features.head is Head.NODE_WISE:
@@ -282,11 +282,21 @@ def local_max_patience(obs: dict[str, np.ndarray], patience: float = 1.0) -> flo
     its Caro-Wei bound, so the same share decides it in fewer passes: at 0.02, 115 passes at
     average degree 8 against 211 at 64). At ``patience`` 1 or 3 the floor never binds below
     degree 16, so those shares are what they were before the floor followed the degree."""
-    num_nodes, num_edges = int(obs["num_nodes"][0]), int(obs["num_edges"][0])
-    degree = num_edges / max(num_nodes, 1)  # directed edges: both directions are stored
+    degree = observed_degree(obs)
     share = LOCAL_MAX_PATIENCE * min(1.0, LOCAL_MAX_SPARSE_DEGREE / max(degree, 1e-9))
-    floor = LOCAL_MAX_DENSE_PATIENCE * min(1.0, degree / LOCAL_MAX_SPARSE_DEGREE) ** 2
-    return max(floor, share / max(patience, 1.0))
+    return max(patience_floor(degree), share / max(patience, 1.0))
+
+
+def observed_degree(obs: dict[str, np.ndarray]) -> float:
+    """The observation's directed edges (both directions are stored) per node."""
+    return int(obs["num_edges"][0]) / max(int(obs["num_nodes"][0]), 1)
+
+
+def patience_floor(degree: float, dense_share: float = LOCAL_MAX_DENSE_PATIENCE) -> float:
+    """The least share of the Caro-Wei bound a patient local-max decoding takes as candidates per
+    pass on a graph of average ``degree``: the task's share on dense graphs, ``dense_share``, from
+    :data:`LOCAL_MAX_SPARSE_DEGREE` on, falling with the square of the degree below it."""
+    return dense_share * min(1.0, degree / LOCAL_MAX_SPARSE_DEGREE) ** 2
 
 
 def caro_wei_bound(obs: dict[str, np.ndarray]) -> float:
@@ -442,11 +452,15 @@ def _local_max_choice_step(policy, env, features, obs, deterministic, generator,
     return features.step_many(active[commits.cpu().numpy()])
 
 
-def leave_out_candidates(obs: dict[str, np.ndarray], commit_fraction: float | None) -> int:
+def leave_out_candidates(obs: dict[str, np.ndarray], commit_fraction: float | None, patience: float = 1.0) -> int:
     """How many of the lowest-scoring active nodes are candidates to stay out of the cover in every
     pass of a covering env's local-max decoding (see :func:`_leave_out_step`), from the episode's
     first observation: ``commit_fraction`` of the graph's nodes if given, else
-    :data:`LEAVE_OUT_PATIENCE` × the graph's Caro-Wei bound (:func:`caro_wei_bound`).
+    :data:`LEAVE_OUT_PATIENCE` × the graph's Caro-Wei bound (:func:`caro_wei_bound`), divided by
+    ``patience`` down to :func:`patience_floor` of :data:`LEAVE_OUT_PATIENCE`: from average degree
+    16 on the default's share whatever the patience (an MVC pass costs twice an MIS pass, and on
+    Erdős–Rényi graphs of degree 64 patience took 3x the seconds for a 0.05% smaller cover), 0.0375
+    at degree 8, 0.02 at degree 4 (bench/RESULTS.md, "Issue 30, nineteenth session").
 
     The nodes left out of a cover form an independent set, a few percent of a dense graph's nodes;
     sized by that set's expected size rather than by the cover's, the passes stay a few dozen at any
@@ -454,7 +468,8 @@ def leave_out_candidates(obs: dict[str, np.ndarray], commit_fraction: float | No
     """
     if commit_fraction is not None:
         return max(1, math.ceil(commit_fraction * int(obs["num_nodes"][0])))
-    return max(1, math.ceil(LEAVE_OUT_PATIENCE * caro_wei_bound(obs)))
+    share = max(patience_floor(observed_degree(obs), LEAVE_OUT_PATIENCE), LEAVE_OUT_PATIENCE / max(patience, 1.0))
+    return max(1, math.ceil(share * caro_wei_bound(obs)))
 
 
 def _leave_out_step(policy, env, features, obs, deterministic, generator, commit_fraction, candidates, order_noise=0.0):

@@ -30,7 +30,7 @@ from graphtransfer.config import (
 )
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
-from graphtransfer.solve.inference import LOCAL_MAX, LOCAL_MAX_SAMPLED, Solution, check_decoding, solve
+from graphtransfer.solve.inference import LOCAL_MAX, LOCAL_MAX_SAMPLED, Solution, check_decoding, observed_degree, solve
 
 DEFAULT_DECODING = Decoding()
 """every decoding setting at its default"""
@@ -162,4 +162,4 @@ def best_of_rollouts(
 def average_degree(env: gym.Env) -> float:
     """The average degree of the env's graph (directed edges per node), from its first observation."""
     obs, _ = env.reset()
-    return int(obs["num_edges"][0]) / max(int(obs["num_nodes"][0]), 1)
+    return observed_degree(obs)
