@@ -1,0 +1,95 @@
+"""The default ``predict`` (``--rollouts auto``: the kernel, the rollouts and their patience) of a
+built-in model against greedy, family x average degree x size, one graph at a time.
+
+MIS against min-degree greedy's set, MVC against max-degree greedy's cover; every solution checked
+(feasible), the seconds those of ``predict_graph`` (the kernel included, the model load not). Run
+it from two checkouts (``PYTHONPATH=<checkout>``) to compare a change, one after the other on an
+otherwise idle machine:
+
+    PYTHONPATH=. .venv/bin/python -m bench.default_quality --task mis [--graphs er-d8:10000:0,dl:10000:1] > after.jsonl
+    PYTHONPATH=. .venv/bin/python -m bench.default_quality --task mis --compare before.jsonl after.jsonl
+
+Prints one JSON line per graph; ``--compare`` prints the Markdown table of two such runs.
+Not part of the test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+
+from bench.path_matching_quality import grid
+from graphtransfer.baselines.mis import greedy_min_degree
+from graphtransfer.baselines.mvc import greedy_max_degree
+from graphtransfer.checkpoint import read_checkpoint
+from graphtransfer.graphs import Graph, barabasi_albert, delaunay, erdos_renyi, random_geometric
+from graphtransfer.solve.predict import predict_graph
+
+FAMILIES: dict[str, Callable[[int, int], Graph]] = {
+    **{f"er-d{d}": (lambda n, seed, d=d: erdos_renyi(n, float(d), seed)) for d in (4, 8, 12, 16, 64)},
+    **{f"ba-m{m}": (lambda n, seed, m=m: barabasi_albert(n, m, seed)) for m in (2, 4)},
+    **{f"rgg-d{d}": (lambda n, seed, d=d: random_geometric(n, float(d), seed)) for d in (8, 16)},
+    "dl": lambda n, seed: delaunay(n, seed),
+    "grid": lambda n, seed: grid(n, seed),
+}
+GREEDY = {"mis": greedy_min_degree, "mvc": greedy_max_degree}
+SIZES = ((1000, 0), (1000, 1), (10_000, 0), (10_000, 1), (100_000, 0))
+"""nodes and graph seed of each family's graphs by default"""
+DEFAULT_GRAPHS = [f"{family}:{n}:{seed}" for family in FAMILIES for n, seed in SIZES]
+
+
+def measure(task: str, spec: str) -> dict:
+    """One graph ``family:nodes:seed``: greedy's objective, the default predict's, its passes,
+    rollouts and seconds."""
+    family, nodes, seed = spec.split(":")
+    graph = FAMILIES[family](int(nodes), int(seed))
+    started = time.perf_counter()
+    solution, _ = predict_graph(read_checkpoint(task), graph)
+    seconds = time.perf_counter() - started
+    greedy = int(GREEDY[task](graph).sum())
+    return {
+        "graph": spec,
+        "greedy": greedy,
+        "policy": int(solution.objective),
+        "feasible": bool(solution.feasible),
+        "passes": solution.passes,
+        "rollouts": solution.rollouts,
+        "seconds": round(seconds, 2),
+    }
+
+
+def compare(before: str, after: str) -> None:
+    """The Markdown table of two runs' JSON lines, by graph."""
+    old = {row["graph"]: row for row in map(json.loads, open(before))}
+    print("| graph | greedy | before (x greedy) | passes x rollouts | s | after (x greedy) | passes x rollouts | s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for new in map(json.loads, open(after)):
+        was = old.get(new["graph"])
+        cells = [new["graph"], f"{new['greedy']:,}"]
+        for row in (was, new):
+            if row is None:
+                cells += ["not run", "", ""]
+                continue
+            mark = "" if row["feasible"] else " INFEASIBLE"
+            ratio = row["policy"] / row["greedy"]
+            cells += [f"{row['policy']:,} ({ratio:.4f}){mark}", f"{row['passes']} x {row['rollouts']}", f"{row['seconds']:.2f}"]
+        print("| " + " | ".join(cells) + " |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", choices=sorted(GREEDY), default="mis")
+    parser.add_argument("--graphs", default=",".join(DEFAULT_GRAPHS), help="family:nodes:seed, comma-separated")
+    parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="two runs' JSON lines: print their table")
+    args = parser.parse_args()
+    if args.compare:
+        compare(*args.compare)
+        return
+    for spec in args.graphs.split(","):
+        print(json.dumps(measure(args.task, spec)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
