@@ -141,15 +141,18 @@ def test_the_flow_matching_is_a_maximum_matching_of_the_double_cover(graph):
 
 
 @pytest.mark.parametrize("graph", [lattice(30), erdos_renyi(4000, 3.0, seed=1), barabasi_albert(4000, 2, seed=0)], ids=lambda g: g.name)
-def test_the_depth_by_pointer_jumping_is_the_breadth_first_distance(graph):
-    """From the node of highest degree (in the largest component on these graphs): the largest
-    unweighted distance, as scipy's shortest paths give it."""
+def test_the_levels_by_pointer_jumping_are_the_breadth_first_distances(graph):
+    """From the node of highest degree (in the largest component on these graphs): the unweighted
+    distances, as scipy's shortest paths give them; an odd cycle found on the random graphs, none
+    on the grid."""
     from scipy.sparse.csgraph import shortest_path
 
     indptr, indices = graph.csr()
     adjacency = mis_kernel_module.csr_array((np.ones(indices.size, dtype=np.int8), indices, indptr), shape=(graph.num_nodes,) * 2)
     distances = shortest_path(adjacency, directed=False, unweighted=True, indices=int(np.argmax(np.diff(indptr))))
-    assert mis_kernel_module._component_depth(adjacency) == distances[np.isfinite(distances)].max()
+    levels = mis_kernel_module._breadth_first_levels(adjacency)
+    assert np.array_equal(levels, np.where(np.isfinite(distances), distances, -1))
+    assert mis_kernel_module._closes_an_odd_cycle(levels, indptr, indices) == (graph.name != "grid-30")  # random graphs: odd cycles
 
 
 @pytest.mark.parametrize("side", [99, 100])
