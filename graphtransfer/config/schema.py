@@ -91,8 +91,8 @@ AUTO_PATIENCE = 7.5
 """where ``--rollouts auto`` decodes a graph of fewer than :data:`PATIENT_BELOW_NODES` nodes, the MIS local-max decoding
 is this many times more patient than its default: its share of the Caro-Wei bound divided by it, never below
 :data:`LOCAL_MAX_DENSE_PATIENCE`'s floor for the degree (0.02 on graphs of average degree up to 10, 0.05 from 16 on: dense
-graphs' as before). Patience found larger sets than more rollouts of the default on every sparse family measured at
-10^3-10^5 nodes (+0.5-1.2% at 10^4; bench/RESULTS.md, "Issue 30, nineteenth session")"""
+graphs' as before). Patience found larger sets than more rollouts of the default on 33 of 52 graphs of 10^3-10^5 nodes
+and smaller on none (+0.15-2% at 10^4; bench/RESULTS.md, "Issue 30, nineteenth session")"""
 PATIENT_BELOW_NODES = 150_000
 """graphs of this many nodes or more keep the default patience with ``--rollouts auto`` (``make demo``'s 250,000-node graph,
 10^6-node graphs): there a patient rollout's 2.6-2.9x the passes would cost seconds that their one rollout does not

@@ -86,9 +86,10 @@ def rollout_patience(rollouts: int | str, num_nodes: int) -> float:
     Patience before rollouts: 0.02 of the Caro-Wei bound as candidates per pass (the default's
     0.15 / 7.5 on sparse graphs; dense graphs keep their floor, see
     :func:`~graphtransfer.solve.inference.local_max_patience`) found larger sets than the default's
-    three rollouts on every sparse family at 10^4 nodes (Erdős–Rényi degree 4 and 8, Barabási–Albert
-    m = 4, Delaunay: +0.2-1.1%; random geometric graphs, decided by the kernel, level) and than its
-    one rollout at 10^5 (+0.1-0.4%), in 1.6-5x the seconds; the pass budget
+    three rollouts on every sparse family at 10^4 nodes (Erdős–Rényi degree 4-16, Barabási–Albert
+    m = 4, random geometric degree 16, Delaunay: +0.15-2%; random geometric degree 8, decided mostly
+    by the kernel, level) and than its one rollout at 10^5 (up to +0.6%), in about 3x the seconds at
+    10^4 and 1.5x at 10^5; the pass budget
     (:func:`rollouts_within_passes`) then runs fewer rollouts on small graphs (bench/RESULTS.md,
     "Issue 30, nineteenth session"). Larger graphs keep the default: on make demo's 250,000-node
     graph a third of the share added 0.1% in 2.7x the passes, and issue 31 wants the one rollout of
