@@ -150,9 +150,40 @@ def test_the_levels_by_pointer_jumping_are_the_breadth_first_distances(graph):
     indptr, indices = graph.csr()
     adjacency = mis_kernel_module.csr_array((np.ones(indices.size, dtype=np.int8), indices, indptr), shape=(graph.num_nodes,) * 2)
     distances = shortest_path(adjacency, directed=False, unweighted=True, indices=int(np.argmax(np.diff(indptr))))
-    levels = mis_kernel_module._breadth_first_levels(adjacency)
-    assert np.array_equal(levels, np.where(np.isfinite(distances), distances, -1))
-    assert mis_kernel_module._closes_an_odd_cycle(levels, indptr, indices) == (graph.name != "grid-30")  # random graphs: odd cycles
+    levels, components = mis_kernel_module._breadth_first_levels(adjacency)
+    src, dst = graph.edge_index
+    assert (levels >= 0).all() and (np.abs(levels[src] - levels[dst]) <= 1).all()  # breadth-first levels in every component
+    if components is None:  # connected: searched from that node
+        assert np.array_equal(levels, distances)
+    else:  # one start per component
+        assert np.array_equal(np.sort(components[levels == 0]), np.arange(components.max() + 1))
+    sides = mis_kernel_module._bipartite_sides(levels, components, indptr, indices)
+    hub = int(np.argmax(np.diff(indptr)))  # in the random graphs' giant component, which has odd cycles
+    assert (sides >= 0).all() if graph.name == "grid-30" else sides[hub] < 0
+    assert ((sides >= 0) == (sides[hub] >= 0)).all() or components is not None  # a connected graph is bipartite or not as a whole
+
+
+def test_a_lattice_beside_a_larger_random_part_is_matched_by_the_flow_and_decided_whole(monkeypatch):
+    """The depth of every component counts: a 60 x 60 grid beside a Barabási–Albert graph of 8,000
+    nodes (the largest component, shallow) made scipy's matching search for minutes; the flow takes
+    it, the grid's sides come from its own levels and it is decided whole, the other part not."""
+    chosen = []
+    flow = mis_kernel_module._flow_matching
+    monkeypatch.setattr(mis_kernel_module, "_flow_matching", lambda adjacency: chosen.append(adjacency.shape[0]) or flow(adjacency))
+    random_part, grid = barabasi_albert(8000, 4, seed=0), lattice(60)
+    src = np.concatenate([random_part.edge_index[0], grid.edge_index[0] + 8000])
+    dst = np.concatenate([random_part.edge_index[1], grid.edge_index[1] + 8000])
+    graph = from_edges(src, dst, 8000 + 3600)[0]
+    indptr, indices = graph.csr()
+    adjacency = mis_kernel_module.csr_array((np.ones(indices.size, dtype=np.int8), indices, indptr), shape=(graph.num_nodes,) * 2)
+    levels, components = mis_kernel_module._breadth_first_levels(adjacency)
+    assert components is not None and levels[8000:].max() >= 59  # the grid searched from a corner or beyond: deep
+    sides = mis_kernel_module._bipartite_sides(levels, components, indptr, indices)
+    assert (sides[8000:] >= 0).all() and (sides[:8000] < 0).all()
+    kernel = mis_kernel(graph)
+    assert chosen
+    lifted = kernel.lift(np.ones(kernel.graph.num_nodes, dtype=bool) & False)
+    assert lifted[8000:].sum() == 1800 and is_independent_set(graph, lifted)
 
 
 @pytest.mark.parametrize("side", [99, 100])

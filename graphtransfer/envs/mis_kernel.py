@@ -176,19 +176,14 @@ def half_integral_cover(csr: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray,
     double cover is two copies of it, each holding one side's left copies and the other's right
     ones, and the same matching restricted to one copy is a maximum matching of the component: its
     largest set is that copy's complement of the cover (:func:`_bipartite_sides`), integral where
-    the LP is 1/2 (a grid: every node). The components are looked at only where the breadth-first
-    search's component is bipartite (:func:`_closes_an_odd_cycle`): on graphs of an odd cycle
-    everywhere, dense random graphs among them, that costs one pass over the edges where the
-    components of the double cover took 0.3-1.3 s at 10^4-10^5 nodes of average degree 64."""
+    the LP is 1/2 (a grid: every node)."""
     indptr, indices = csr
     n = indptr.size - 1
     adjacency = csr_array((np.ones(indices.size, dtype=np.int8), indices, indptr), shape=(n, n))
-    levels = _breadth_first_levels(adjacency)
-    left_reached, right_reached = _alternating_reach(indptr, indices, _maximum_matching(adjacency, int(levels.max())))
+    levels, components = _breadth_first_levels(adjacency)
+    left_reached, right_reached = _alternating_reach(indptr, indices, _maximum_matching(adjacency, int(levels.max(initial=0))))
     at_zero, at_one = left_reached & ~right_reached, ~left_reached & right_reached
-    if _closes_an_odd_cycle(levels, indptr, indices):  # the searched component is not bipartite: the LP's alone
-        return np.flatnonzero(at_zero), np.flatnonzero(at_one)
-    side = _bipartite_sides(adjacency)
+    side = _bipartite_sides(levels, components, indptr, indices)
     bipartite, first = side >= 0, side == 0
     in_set = (first & left_reached) | (~first & ~right_reached)
     at_zero = np.where(bipartite, in_set, at_zero)
@@ -218,18 +213,6 @@ def _alternating_reach(indptr: np.ndarray, indices: np.ndarray, right_of: np.nda
     return left_reached, right_reached
 
 
-def _bipartite_sides(adjacency: csr_array) -> np.ndarray:
-    """``(n,)`` int8: each node's side, 0 or 1, where its component is bipartite, -1 where not.
-
-    A component is bipartite exactly when its double cover falls into two components (an odd cycle
-    joins a node's two copies); a node is on side 0 when its left copy's component is numbered
-    before its right copy's, which puts its neighbours on side 1."""
-    n = adjacency.shape[0]
-    _, labels = connected_components(bmat([[None, adjacency], [adjacency.T, None]], format="csr"), directed=False)
-    left, right = labels[:n], labels[n:]
-    return np.where(left == right, -1, (left > right).astype(np.int8)).astype(np.int8)
-
-
 FLOW_MATCHING_DEPTH = 32
 """the breadth-first depth of the largest component from which the LP rule's matching is a maximum flow (Dinic's)
 rather than scipy's bipartite matching: see :func:`_maximum_matching`"""
@@ -237,8 +220,8 @@ rather than scipy's bipartite matching: see :func:`_maximum_matching`"""
 
 def _maximum_matching(adjacency: csr_array, depth: int) -> np.ndarray:
     """``(n,)`` int64, the right copy each left copy of the bipartite double cover of ``adjacency``
-    is matched to (-1: unmatched) in a maximum matching; ``depth``, how many levels a breadth-first
-    search of its largest component took (:func:`_breadth_first_levels`).
+    is matched to (-1: unmatched) in a maximum matching; ``depth``, the most levels a breadth-first
+    search of one of its components took (:func:`_breadth_first_levels`).
 
     scipy's bipartite matching is the faster on graphs whose paths are short (Barabási–Albert and
     Erdős–Rényi graphs of 10^5 nodes: 0.15-0.19 s, a maximum flow 0.63 s) but searches for minutes
@@ -251,21 +234,24 @@ def _maximum_matching(adjacency: csr_array, depth: int) -> np.ndarray:
     return _flow_matching(adjacency)
 
 
-def _breadth_first_levels(adjacency: csr_array) -> np.ndarray:
-    """``(n,)`` int64: each node's breadth-first distance in ``adjacency``'s largest component,
-    searched from its node of highest degree, or where that node's component holds less than half
-    the nodes, from the largest component's first node; -1 outside the component searched (one
-    breadth-first search, 0.03 s at 10^5 nodes; the components another 0.03 s only then)."""
+def _breadth_first_levels(adjacency: csr_array) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(n,)`` int64, each node's breadth-first distance from one node of its component (the
+    node of highest degree where the graph is connected), and the components' labels, ``None``
+    for a connected graph. A disconnected graph is searched once from a node joined to one node of
+    each component, so that every component's depth counts (a lattice beside a larger random part
+    made scipy's matching search for minutes as a lattice alone did). One breadth-first search,
+    0.03 s at 10^5 nodes; the components another 0.03 s where there are several."""
     n = adjacency.shape[0]
     start = int(np.argmax(np.diff(adjacency.indptr)))
-    order, parent = breadth_first_order(adjacency, start, directed=True, return_predecessors=True)  # symmetric already: no transpose
-    if 2 * order.size < n:
-        _, labels = connected_components(adjacency, directed=False)
-        start = int(np.argmax(labels == np.argmax(np.bincount(labels))))
-        order, parent = breadth_first_order(adjacency, start, directed=True, return_predecessors=True)  # symmetric already: no transpose
-    levels = np.full(n, -1, dtype=np.int64)
-    levels[order] = _tree_distances(parent)[order]
-    return levels
+    order, parent = breadth_first_order(adjacency, start, directed=True, return_predecessors=True)  # symmetric: no transpose
+    if order.size == n:
+        return _tree_distances(parent), None
+    count, components = connected_components(adjacency, directed=False)
+    firsts = np.unique(components, return_index=True)[1]  # one node of each component
+    to_firsts = csr_array((np.ones(count, dtype=np.int8), (np.zeros(count, dtype=np.int64), firsts)), shape=(1, n))
+    joined = bmat([[adjacency, None], [to_firsts, csr_array((1, 1), dtype=np.int8)]], format="csr")  # node n: the search's start
+    _, parent = breadth_first_order(joined, n, directed=True, return_predecessors=True)
+    return _tree_distances(parent)[:n] - 1, components
 
 
 def _tree_distances(parent: np.ndarray) -> np.ndarray:
@@ -282,20 +268,28 @@ def _tree_distances(parent: np.ndarray) -> np.ndarray:
 
 
 ODD_CYCLE_PREFIX = 4096
-"""nodes whose edges :func:`_closes_an_odd_cycle` reads first: a graph with odd cycles everywhere shows one there"""
+"""nodes whose edges :func:`_bipartite_sides` reads first on a connected graph: one with odd cycles everywhere shows one
+there"""
 
 
-def _closes_an_odd_cycle(levels: np.ndarray, indptr: np.ndarray, indices: np.ndarray) -> bool:
-    """Whether an edge joins two nodes of the searched component at levels of the same parity
-    (breadth-first levels: an odd cycle, so the component is not bipartite). The edges of the
-    first :data:`ODD_CYCLE_PREFIX` nodes are read first, the rest only where those close none."""
-    parity = np.where(levels >= 0, levels % 2, -1).astype(np.int8)
-    for first, last in ((0, min(ODD_CYCLE_PREFIX, parity.size)), (min(ODD_CYCLE_PREFIX, parity.size), parity.size)):
-        src = parity[np.repeat(np.arange(first, last), np.diff(indptr[first : last + 1]))]
-        dst = parity[indices[indptr[first] : indptr[last]]]
-        if np.any((src == dst) & (src >= 0)):
-            return True
-    return False
+def _bipartite_sides(levels: np.ndarray, components: np.ndarray | None, indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """``(n,)`` int8: each node's side, 0 or 1 (the parity of its breadth-first level), where its
+    component is bipartite; -1 where an edge of the component joins two levels of the same parity
+    (an odd cycle). ``components``: the labels of :func:`_breadth_first_levels`, ``None`` for a
+    connected graph, whose edges of the first :data:`ODD_CYCLE_PREFIX` nodes are read first: on
+    dense random graphs that one slice decides it, where all edges (or the double cover's
+    components, the first way this was done) cost 0.3-1.3 s at 10^4-10^5 nodes of degree 64."""
+    parity = (levels % 2).astype(np.int8)
+    n = parity.size
+    odd = np.zeros(1 if components is None else int(components.max()) + 1, dtype=bool)
+    label = np.zeros(n, dtype=np.int64) if components is None else components
+    for first, last in ((0, min(ODD_CYCLE_PREFIX, n)), (min(ODD_CYCLE_PREFIX, n), n)):
+        src = np.repeat(np.arange(first, last), np.diff(indptr[first : last + 1]))
+        closing = parity[src] == parity[indices[indptr[first] : indptr[last]]]
+        odd[label[src[closing]]] = True
+        if components is None and odd[0]:
+            break
+    return np.where(odd[label], -1, parity).astype(np.int8)
 
 
 def _flow_matching(adjacency: csr_array) -> np.ndarray:
