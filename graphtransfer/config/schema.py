@@ -321,10 +321,12 @@ class Decoding:
         f"{ROLLOUT_NODE_BUDGET // MAX_AUTO_ROLLOUTS} nodes, fewer on dense graphs, 3 at 10,000, 1 from "
         f"{ROLLOUT_NODE_BUDGET // 2 + 1:,} nodes or "
         f"{ROLLOUT_EDGE_BUDGET // 2 + 1:,} directed edges on); the output says how many ran. On graphs of fewer than "
-        f"{PATIENT_BELOW_NODES:,} nodes mis's local-max decoding is also patient, unless --commit-fraction is given: "
-        f"{LOCAL_MAX_PATIENCE / AUTO_PATIENCE:.2f} of the Caro-Wei bound as candidates per pass on sparse graphs (average "
-        f"degree up to 10; the default's share / {AUTO_PATIENCE:g}, in about 5x its passes), {LOCAL_MAX_DENSE_PATIENCE} "
-        "from average degree 16 on (dense graphs take it anyway); the pass budget then runs fewer rollouts. With the "
+        f"{PATIENT_BELOW_NODES:,} nodes the local-max decodings are also patient, unless --commit-fraction is given: mis "
+        f"takes {LOCAL_MAX_PATIENCE / AUTO_PATIENCE:.2f} of the Caro-Wei bound as candidates per pass on sparse graphs "
+        f"(average degree up to 10; the default's share / {AUTO_PATIENCE:g}, in about 5x its passes), "
+        f"{LOCAL_MAX_DENSE_PATIENCE} from average degree 16 on (dense graphs take it anyway); mvc its default's share / "
+        f"{AUTO_PATIENCE:g}, not below {LEAVE_OUT_PATIENCE} x (degree / 16)^2 (its default from degree 16 on); the pass "
+        "budget then runs fewer rollouts. With the "
         "default decoding of mis and mvc every other rollout is local-max-sampled on graphs of average degree up to "
         f"{SAMPLED_ROLLOUT_DEGREE:g}, local-max on denser ones. 1: a single rollout",
         low=1,
