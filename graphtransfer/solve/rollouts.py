@@ -3,9 +3,9 @@
 On graphs of up to some ten thousand nodes one rollout is cheap and one node is a visible share of
 the objective, so ``--rollouts auto`` (the default) decodes them several times and keeps the best,
 as many times as a work budget allows (:func:`rollout_count`); graphs of 15,001 nodes or more, and
-dense ones from 2,000,001 directed edges on, get one rollout. Below a size the MIS local-max
-decoding is patient too (:func:`rollout_patience`), which on sparse graphs finds more than further
-rollouts do; its passes count against the rollouts' budget. Every
+dense ones from 2,000,001 directed edges on, get one rollout. Below a size the local-max
+decodings (MIS's and MVC's) are patient too (:func:`rollout_patience`), which on sparse graphs
+finds more than further rollouts do; their passes count against the rollouts' budget. Every
 rollout is the policy's own decisions, seeded (``seed``, ``seed + 1``, ...): no search.
 """
 
@@ -78,7 +78,9 @@ def rollouts_within_passes(count: int, first_passes: int) -> int:
 
 
 def rollout_patience(rollouts: int | str, num_nodes: int) -> float:
-    """How many times more patient than its default the MIS local-max decoding is when
+    """How many times more patient than their defaults the local-max decodings are (MIS's,
+    :func:`~graphtransfer.solve.inference.local_max_patience`; MVC's,
+    :func:`~graphtransfer.solve.inference.leave_out_candidates`) when
     ``rollouts`` (a count, or ``"auto"``) decodes a graph of ``num_nodes``: under ``auto`` on
     fewer than :data:`PATIENT_BELOW_NODES` nodes :data:`AUTO_PATIENCE`, everywhere else 1, the
     default's (``--rollouts K`` included: the default decoding, as many times as asked).
