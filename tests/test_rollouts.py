@@ -199,11 +199,11 @@ def test_predict_makes_autos_one_rollout_patient_and_a_count_or_a_commit_fractio
     default = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"])
     patient = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"], patience=AUTO_PATIENCE)
     assert patient.passes > default.passes
-    auto, _ = predict_graph(model, graph)
+    auto, _ = predict_graph(model, graph, Decoding(kernel_every=0))  # one stretch of passes, as solve runs them
     assert (auto.passes, auto.objective, auto.rollouts) == (patient.passes, patient.objective, 1)
-    assert predict_graph(model, graph, Decoding(rollouts=1))[0].passes == default.passes
+    assert predict_graph(model, graph, Decoding(rollouts=1, kernel_every=0))[0].passes == default.passes
     given = solve(loaded.policy, loaded.env, seed=0, commit_fraction=0.05, finish=FINISH["mis"])
-    assert predict_graph(model, graph, Decoding(commit_fraction=0.05))[0].passes == given.passes
+    assert predict_graph(model, graph, Decoding(commit_fraction=0.05, kernel_every=0))[0].passes == given.passes
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "8", True, 10**9])
@@ -277,7 +277,7 @@ def test_predict_writes_the_best_rollout_which_its_seed_and_decoding_repeat_alon
 def test_one_rollout_is_the_single_rollout_of_before(tiny_model, tmp_path):
     graph = delaunay(120, 4)
     write_edge_list(graph, tmp_path / "g.txt")
-    shown = _predict(tiny_model("mis"), tmp_path / "g.txt", tmp_path / "one.csv", "--rollouts", "1")
+    shown = _predict(tiny_model("mis"), tmp_path / "g.txt", tmp_path / "one.csv", "--rollouts", "1", "--kernel-every", "0")
     assert ", 1 rollout, " in shown
     loaded = policy_for_graphs(tiny_model("mis"), [graph])
     before = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"])

@@ -27,7 +27,17 @@ from graphtransfer.config import AUTO_ROLLOUTS, MAX_DRAW_NODES, SEED_LIMIT, Deco
 from graphtransfer.errors import ClusterLost, GraphTransferError, UsageError
 from graphtransfer.process import prefer_small_pages
 
-PREDICT_DECODING = ("decoding", "commit_fraction", "deterministic", "seed", "rollouts", "max_passes", "node_order", "reductions")
+PREDICT_DECODING = (
+    "decoding",
+    "commit_fraction",
+    "deterministic",
+    "seed",
+    "rollouts",
+    "max_passes",
+    "node_order",
+    "reductions",
+    "kernel_every",
+)
 """predict's decoding options, made from :class:`graphtransfer.config.Decoding`"""
 
 
@@ -286,7 +296,7 @@ def _predict_folder(
         _fail("a solution is not feasible (constraint violated); this is a bug, please report it", 1)
 
 
-EVAL_DECODING = ("decoding", "commit_fraction", "rollouts", "max_passes", "node_order", "reductions")
+EVAL_DECODING = ("decoding", "commit_fraction", "rollouts", "max_passes", "node_order", "reductions", "kernel_every")
 """eval's decoding options, made from :class:`graphtransfer.config.Decoding` (its --deterministic is its own)"""
 
 

@@ -97,6 +97,10 @@ PATIENT_BELOW_NODES = 150_000
 """graphs of this many nodes or more keep the default patience with ``--rollouts auto`` (``make demo``'s 250,000-node graph,
 10^6-node graphs): there a patient rollout's 2.6-2.9x the passes would cost seconds that their one rollout does not
 have; the patient rollouts of a 10^5-node graph take 1.6-2.3x the default's seconds"""
+KERNEL_EVERY = 4
+"""the MIS local-max passes between two kernels of the residual graph (:mod:`graphtransfer.solve.residual_kernels`): of 2, 4
+and 8, 4 found the largest sets on 4 of 5 graphs of 10^4-3 x 10^4 nodes (Erdős–Rényi degree 8 and 200, Delaunay, random
+geometric degree 16), 2 as large in up to 2x the seconds (bench/RESULTS.md, "The kernel between passes")"""
 MAX_AUTO_ROLLOUTS = 64
 """the most rollouts ``--rollouts auto`` runs (up to 468 nodes): best of 64 (local-max and local-max-sampled in turn) is
 within 2% of the optimum on all 12 graphs of 100-300 nodes in bench/RESULTS.md ("Sampled local-max"), best of 32 on 11"""
@@ -349,6 +353,16 @@ class Decoding:
         "for mis, every local-max pass also lets a node "
         "without undecided neighbours join and a node whose closed neighbourhood holds a neighbour's leave. "
         "--no-reductions: the policy alone decides",
+    )
+
+    kernel_every: int = setting(
+        KERNEL_EVERY,
+        "mis, with --reductions: every this many local-max passes, shrink the undecided nodes' graph to its kernel by the "
+        "same exact rules (folds and the LP's crowns too, which no pass applies) and go on on the kernel; the set is lifted "
+        "back at the end. Larger sets on sparse graphs (Erdos-Renyi of degree 8: +0.4-0.8% at 10^4-10^6 nodes) for a kernel "
+        "every few passes. 0: the kernel only before the first pass",
+        low=0,
+        high=MAX_PASSES,
     )
 
     def __post_init__(self) -> None:

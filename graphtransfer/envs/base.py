@@ -96,6 +96,19 @@ class GraphEnv(gym.Env):
         self.steps = 0
         self._start()
 
+    def use_graph(self, graph: Graph) -> None:
+        """Run the episodes from the next reset on ``graph`` alone, a graph that fits the env's
+        spaces (at most ``max_nodes`` nodes and ``max_edges`` directed edges): inference goes on on
+        the kernel of a graph's residual this way (:mod:`graphtransfer.solve.residual_kernels`),
+        the policy and its spaces unchanged."""
+        if graph.num_nodes > self.max_nodes or graph.edge_index.shape[1] > self.max_edges:
+            raise ValueError(
+                f"graph {graph.name} has {graph.num_nodes} nodes and {graph.edge_index.shape[1]} directed edges; "
+                f"this env fits {self.max_nodes} and {self.max_edges}"
+            )
+        self.graphs = [graph]
+        self.graph = graph
+
     def step(self, action: np.ndarray | int):
         return self._transition(self._apply(action))
 

@@ -120,6 +120,15 @@ class MISEnv(GraphEnv):
             self._triangles[key] = closes_wedges(edge_index, num_nodes)
         return self._triangles[key]
 
+    def use_graph(self, graph: Graph) -> None:
+        """:meth:`GraphEnv.use_graph`, the domination gate (:meth:`has_triangles`) kept from the
+        graph the env had where it was read: the new graph is a kernel of its residual graph,
+        whose wedges are some of its own, and sampling each kernel again would cost small dense
+        graphs, shrunk every few passes, more than their passes."""
+        gate = self._triangles.get(id(self.graph))
+        super().use_graph(graph)
+        self._triangles = {} if gate is None else {id(graph): gate}
+
     def _finished(self) -> bool:
         return not (self.status == UNDECIDED).any()
 
@@ -138,12 +147,18 @@ class MISEnv(GraphEnv):
 
 
 _BY_DESTINATION: dict[int, tuple[Graph, np.ndarray]] = {}
+BY_DESTINATION_KEPT = 4
+"""graphs whose edges by destination are kept: the graphs of an env or two (a solve goes through many kernels of one graph)"""
 
 
 def by_destination(graph: Graph) -> np.ndarray:
-    """``graph.edge_index`` ordered by destination (stably), computed once per graph: ``(2, E)``."""
+    """``graph.edge_index`` ordered by destination (stably), computed once per graph of the last
+    :data:`BY_DESTINATION_KEPT`: ``(2, E)``."""
     cached = _BY_DESTINATION.get(id(graph))
     if cached is None or cached[0] is not graph:
+        _BY_DESTINATION.pop(id(graph), None)
+        while len(_BY_DESTINATION) >= BY_DESTINATION_KEPT:  # the oldest goes, and the graph it holds with it
+            _BY_DESTINATION.pop(next(iter(_BY_DESTINATION)))
         order = stable_order(graph.edge_index[1])
         # np.take writes the rows C-contiguous at once: indexing [:, order] gave a Fortran-ordered copy that needed a
         # second one (2M edges: 0.19 s of a 250k solve's first pass, against 0.06 s)

@@ -131,11 +131,11 @@ def evaluate_policy(
         chosen = check_decoding(env, features, decoding.method)
         first = features.inference_deterministic if decoding.deterministic is None else decoding.deterministic
         drawn = chosen == DRAWN
-        best = best_of_rollouts(policy, env, count, decoding, finish, patience)
+        best = best_of_rollouts(policy, env, count, decoding, finish, patience, order.rule)
         decodings = {_draw_label(first) if drawn else chosen: order.restore(best)}
         if extras.both_draws and drawn:
             other = replace(decoding, deterministic=not first)
-            decodings[_draw_label(not first)] = order.restore(best_of_rollouts(policy, env, count, other, finish, patience))
+            decodings[_draw_label(not first)] = order.restore(best_of_rollouts(policy, env, count, other, finish, patience, order.rule))
         answers = [_run_baseline(name, _answering(fn, query), env.unwrapped, graph, polisher) for name, fn in baselines.items()]
         row = EvalRow(graph, decodings, answers, features.sense)
         if polisher and features.answering is not None:  # polish searches exist for built-in tasks, which all answer

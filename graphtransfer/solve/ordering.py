@@ -24,6 +24,7 @@ from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.ordering import better_order, renumbered
 from graphtransfer.solve.inference import Solution
+from graphtransfer.solve.residual_kernels import KernelRule
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,9 @@ class SolvingOrder:
     """the kernel solved in place of the given graph; ``None``: the given graph itself"""
     kernel_seconds: float = 0.0
     """what the kernel's rules took, of :attr:`seconds` (where they ran, also when they decided nothing)"""
+    rule: KernelRule | None = None
+    """the task's kernel rule where reductions are on (MIS, MVC), for the kernels of the residual graph between passes
+    (:mod:`graphtransfer.solve.residual_kernels`); ``None``: reductions off, or a task without one"""
 
     def restore(self, solution: Solution) -> Solution:
         """``solution`` with its per-node rows (and the finishing rule's) on the given graph, in its
@@ -92,4 +96,4 @@ def solving_order(config: RunConfig, graph: Graph, node_order: str = "auto", red
         order = better_order(solved)
     if order is not None:
         solved = renumbered(solved, order)
-    return SolvingOrder(solved, order, time.perf_counter() - started, kernel, kernel_seconds)
+    return SolvingOrder(solved, order, time.perf_counter() - started, kernel, kernel_seconds, rule)

@@ -81,7 +81,7 @@ def policy_starts(
     degree = 2 * graph.num_edges / max(graph.num_nodes, 1)
     plan = rollout_plan(Decoding(seed=seed), rollouts, check_decoding(loaded.env, features, None), degree)
     finish = finish_rule(checkpoint.config)
-    runs = [order.restore(solve_one(loaded.policy, loaded.env, one, finish)) for one in plan]
+    runs = [order.restore(solve_one(loaded.policy, loaded.env, one, finish, kernel=order.rule)) for one in plan]
     sets: dict[bytes, np.ndarray] = {}
     for run in sorted((r for r in runs if r.feasible), key=lambda r: -r.objective):
         sets.setdefault(run.solution.astype(bool).tobytes(), run.solution.astype(bool))

@@ -125,7 +125,7 @@ def predict_graph(
     count = rollout_count(decoding.rollouts, order.graph.num_nodes, order.graph.edge_index.shape[1])
     loaded = policy_for_graphs(checkpoint, [order.graph], runtime, env, decoding.max_passes, query)
     patience = rollout_patience(decoding.rollouts, order.graph.num_nodes)
-    solution = best_of_rollouts(loaded.policy, loaded.env, count, decoding, finish_rule(checkpoint.config), patience)
+    solution = best_of_rollouts(loaded.policy, loaded.env, count, decoding, finish_rule(checkpoint.config), patience, order.rule)
     return order.restore(solution), features_of(loaded.env).solution_header
 
 

@@ -31,6 +31,7 @@ from graphtransfer.config import (
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.solve.inference import LOCAL_MAX, LOCAL_MAX_SAMPLED, Solution, check_decoding, observed_degree, solve
+from graphtransfer.solve.residual_kernels import KernelRule, solve_in_kernels
 
 DEFAULT_DECODING = Decoding()
 """every decoding setting at its default"""
@@ -120,13 +121,24 @@ def rollout_plan(decoding: Decoding, count: int, default: str, degree: float = 0
     return [replace(decoding, seed=(decoding.seed + i) % SEED_LIMIT, method=method, rollouts=1) for i, method in enumerate(methods)]
 
 
-def solve_one(policy, env: gym.Env, one: Decoding, finish=None, patience: float = 1.0) -> Solution:
-    """One rollout: :func:`graphtransfer.solve.inference.solve` with ``one``'s settings and ``patience``."""
+def solve_one(policy, env: gym.Env, one: Decoding, finish=None, patience: float = 1.0, kernel: KernelRule | None = None) -> Solution:
+    """One rollout: :func:`graphtransfer.solve.inference.solve` with ``one``'s settings and
+    ``patience``; given the task's ``kernel`` rule (MIS), with reductions, ``one.kernel_every``
+    and an env whose passes apply exact rules, the residual graph shrunk to its kernel between
+    passes (:func:`~graphtransfer.solve.residual_kernels.solve_in_kernels`)."""
+    if kernel is not None and one.reductions and one.kernel_every and features_of(env).exact_actions is not None:
+        return solve_in_kernels(policy, env, one, kernel, finish, patience)
     return solve(policy, env, one.deterministic, one.seed, one.commit_fraction, finish, one.method, patience, one.reductions)
 
 
 def best_of_rollouts(
-    policy, env: gym.Env, count: int = 1, decoding: Decoding = DEFAULT_DECODING, finish=None, patience: float = 1.0
+    policy,
+    env: gym.Env,
+    count: int = 1,
+    decoding: Decoding = DEFAULT_DECODING,
+    finish=None,
+    patience: float = 1.0,
+    kernel: KernelRule | None = None,
 ) -> Solution:
     """The best of ``count`` runs of :func:`graphtransfer.solve.inference.solve` on the env's
     graph (see :func:`rollout_plan`): feasible before infeasible, then by objective, ties going
@@ -147,16 +159,17 @@ def best_of_rollouts(
             for a graph).
         finish: the task's finishing rule, as for ``solve``.
         patience: as for ``solve`` (:func:`rollout_patience` gives it for a graph).
+        kernel: the task's kernel rule, for the kernels between passes (see :func:`solve_one`).
     """
     features = features_of(env)
     plan = rollout_plan(decoding, count, check_decoding(env, features, decoding.method), average_degree(env) if count > 1 else 0.0)
     if decoding.deterministic is None and features.inference_deterministic:
         # the most likely moves repeat themselves exactly: rollout 0 takes them, the others sample (seeded)
         plan = [replace(one, deterministic=index == 0) for index, one in enumerate(plan)]
-    runs = [solve_one(policy, env, plan[0], finish, patience)]
+    runs = [solve_one(policy, env, plan[0], finish, patience, kernel)]
     if decoding.rollouts == AUTO_ROLLOUTS:
         plan = plan[: rollouts_within_passes(count, runs[0].passes)]
-    runs += [solve_one(policy, env, one, finish, patience) for one in plan[1:]]
+    runs += [solve_one(policy, env, one, finish, patience, kernel) for one in plan[1:]]
     sign = 1 if features.sense == "max" else -1
     best = max(runs, key=lambda run: (run.feasible, sign * run.objective))
     return replace(best, rollouts=len(runs), seconds=sum(run.seconds for run in runs), peak_rss_mib=runs[-1].peak_rss_mib)
