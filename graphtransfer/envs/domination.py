@@ -31,8 +31,20 @@ def closed_wedges(indptr: np.ndarray, indices: np.ndarray) -> float:
     first = rng.integers(degree[v])
     second = (first + 1 + rng.integers(degree[v] - 1)) % degree[v]  # another neighbour
     u, w = indices[starts[v] + first], indices[starts[v] + second]
-    closed = sum(int(b) in set(indices[indptr[a] : indptr[a + 1]].tolist()) for a, b in zip(u.tolist(), w.tolist(), strict=True))
-    return closed / WEDGE_SAMPLES
+    u, w = np.where(degree[u] <= degree[w], u, w), np.where(degree[u] <= degree[w], w, u)  # look in the shorter row
+    return float(np.count_nonzero(_in_rows(indptr, indices, u, w))) / WEDGE_SAMPLES
+
+
+def _in_rows(indptr: np.ndarray, indices: np.ndarray, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``(k,)`` bool: whether ``values[i]`` is among row ``rows[i]``'s entries of the CSR ``(indptr, indices)``,
+    every row read at once (a set per sampled wedge cost 3 ms a call, a kernel's rebuilds on small graphs a fifth of
+    their solve)."""
+    lengths = indptr[rows + 1] - indptr[rows]
+    owner = np.repeat(np.arange(rows.size), lengths)
+    read = np.arange(owner.size) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(indptr[rows], lengths)
+    found = np.zeros(rows.size, dtype=bool)
+    found[owner[indices[read] == values[owner]]] = True
+    return found
 
 
 def closes_wedges(edge_index: np.ndarray, num_nodes: int) -> bool:

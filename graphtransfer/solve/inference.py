@@ -151,7 +151,7 @@ def solve(
             run_pass = functools.partial(run_pass, exact=features.exact_actions if reductions else None)
     done, rewards = on_device, []
     with torch.random.fork_rng(devices=[policy.device] if policy.device.type == "cuda" else []), torch.inference_mode():
-        torch.manual_seed(seed)  # SB3's distributions sample from torch's global generator; the caller's state comes back after
+        seed_sampling(seed, policy.device)  # SB3's distributions sample from torch's global generator; the caller's state comes back after
         if on_device:  # MIS on a GPU: the whole episode there (see graphtransfer.solve.device_mis)
             rewards = device_passes(policy, env, seed, candidates, noise, generator, reductions)
         while not done:
@@ -174,6 +174,17 @@ def solve(
         solution, objective, feasible = np.column_stack([np.arange(len(rewards)), rewards]), float(np.sum(rewards)), True
     seconds = time.perf_counter() - started
     return Solution(solution, objective, feasible, passes, seconds, peak_rss_mib(), finished, seed, decoding)
+
+
+def seed_sampling(seed: int, device: torch.device) -> None:
+    """Seed torch's global generator on ``device``, the one SB3's distributions draw from there:
+    the CPU's, and on a GPU that GPU's too. ``torch.manual_seed`` seeds every GPU, and on a machine
+    where CUDA is not initialised it records a stack trace for later each call (1 ms: a fifth of a
+    rollout on small graphs, whose kernels each start a decoding)."""
+    torch.random.default_generator.manual_seed(seed)
+    if device.type == "cuda":
+        with torch.cuda.device(device):
+            torch.cuda.manual_seed(seed)
 
 
 LOCAL_MAX, DRAWN, LOCAL_MAX_SAMPLED = DECODINGS

@@ -123,10 +123,10 @@ def rollout_plan(decoding: Decoding, count: int, default: str, degree: float = 0
 
 def solve_one(policy, env: gym.Env, one: Decoding, finish=None, patience: float = 1.0, kernel: KernelRule | None = None) -> Solution:
     """One rollout: :func:`graphtransfer.solve.inference.solve` with ``one``'s settings and
-    ``patience``; given the task's ``kernel`` rule (MIS), with reductions, ``one.kernel_every``
-    and an env whose passes apply exact rules, the residual graph shrunk to its kernel between
-    passes (:func:`~graphtransfer.solve.residual_kernels.solve_in_kernels`)."""
-    if kernel is not None and one.reductions and one.kernel_every and features_of(env).exact_actions is not None:
+    ``patience``; given the task's ``kernel`` rule (MIS, MVC), with reductions and
+    ``one.kernel_every``, the residual graph shrunk to its kernel between passes
+    (:func:`~graphtransfer.solve.residual_kernels.solve_in_kernels`)."""
+    if kernel is not None and one.reductions and one.kernel_every:
         return solve_in_kernels(policy, env, one, kernel, finish, patience)
     return solve(policy, env, one.deterministic, one.seed, one.commit_fraction, finish, one.method, patience, one.reductions)
 
