@@ -357,10 +357,10 @@ class Decoding:
 
     kernel_every: int = setting(
         KERNEL_EVERY,
-        "mis, with --reductions: every this many local-max passes, shrink the undecided nodes' graph to its kernel by the "
-        "same exact rules (folds and the LP's crowns too, which no pass applies) and go on on the kernel; the set is lifted "
-        "back at the end. Larger sets on sparse graphs (Erdos-Renyi of degree 8: +0.4-0.8% at 10^4-10^6 nodes) for a kernel "
-        "every few passes. 0: the kernel only before the first pass",
+        "mis and mvc, with --reductions: every this many passes, shrink the graph still undecided to its kernel by the same "
+        "exact rules as before the first pass (folds and the LP's crowns too, which no pass applies) and go on on the "
+        "kernel; the set (cover) is lifted back at the end. Larger sets on sparse graphs (Erdos-Renyi of average degree 8: "
+        "+0.3-0.6% at 10^4-10^5 nodes, +0.8% at 10^6). 0: the kernel only before the first pass",
         low=0,
         high=MAX_PASSES,
     )
