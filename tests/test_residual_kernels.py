@@ -5,6 +5,8 @@ and leaves the env as it found it, and the setting is checked where it comes in.
 from __future__ import annotations
 
 import itertools
+import json
+import re
 
 import numpy as np
 import pytest
@@ -152,3 +154,27 @@ def test_edges_by_destination_are_kept_for_the_last_few_graphs_only():
 def test_a_bad_kernel_every_is_one_usage_error_naming_its_option(bad):
     with pytest.raises(UsageError, match=r"^Decoding.kernel_every \(--kernel-every\): "):
         Decoding(kernel_every=bad)
+
+
+def test_predict_says_how_often_it_took_the_kernel_again_and_eval_reports_it(tmp_path):
+    from typer.testing import CliRunner
+
+    from graphtransfer.cli import app
+    from graphtransfer.graphs import write_npz
+
+    write_npz(erdos_renyi(2_000, 6.0, 3), tmp_path / "g.npz")
+    runner = CliRunner()
+    common = ["--model", "mis", "--graph", str(tmp_path / "g.npz"), "--threads", "1", "--rollouts", "1"]
+    shown = runner.invoke(app, ["predict", *common, "--out", str(tmp_path / "a.csv")])
+    assert shown.exit_code == 0, shown.output
+    times = int(re.search(r"shrunk to its kernel again (\d+) times, every 4 passes", shown.output).group(1))
+    assert times >= 1
+    off = runner.invoke(app, ["predict", *common, "--out", str(tmp_path / "b.csv"), "--kernel-every", "0"])
+    assert off.exit_code == 0 and "kernel again" not in off.output
+    report = tmp_path / "report.json"
+    evaluated = runner.invoke(
+        app, ["eval", "--model", "mis", "--graphs", str(tmp_path / "g.npz"), "--rollouts", "1", "--threads", "1", "--json", str(report)]
+    )
+    assert evaluated.exit_code == 0, evaluated.output
+    decodings = json.loads(report.read_text())[0]["decodings"]
+    assert next(iter(decodings.values()))["kernels"] == times

@@ -151,6 +151,11 @@ def predict(
             f"exact reductions decided {solution.reduced:,} of {loaded.num_nodes:,} nodes in {solution.reduced_seconds:.2f} s "
             "before the policy ran (--no-reductions: off)"
         )
+    if solution.kernels:
+        typer.echo(
+            f"the undecided graph was shrunk to its kernel again {solution.kernels} times, every {decoder.kernel_every} passes "
+            "(--kernel-every 0: off)"
+        )
     if solution.renumbered:
         typer.echo("solved with the nodes renumbered for locality (--node-order auto); the CSV is in the graph's own order")
     typer.echo(

@@ -80,7 +80,7 @@ def rows_to_json(rows: list[EvalRow]) -> list[dict]:
             "decodings": {
                 label: {"objective": s.objective, "feasible": s.feasible, "passes": s.passes, "seconds": round(s.seconds, 4)}
                 | {"rollouts": s.rollouts, "best_rollout": {"seed": s.seed, "decoding": s.decoding}}
-                | {"renumbered": s.renumbered, "reduced": s.reduced, "reduced_seconds": round(s.reduced_seconds, 4)}
+                | {"renumbered": s.renumbered, "reduced": s.reduced, "reduced_seconds": round(s.reduced_seconds, 4), "kernels": s.kernels}
                 | finished_counts(s)
                 for label, s in row.decodings.items()
             },

@@ -60,6 +60,7 @@ class Solution:
     renumbered: bool = False  # solved with the nodes renumbered in locality order (graphtransfer.solve.ordering), rows put back
     reduced: int = 0  # nodes the kernel's rules decided before the policy ran (graphtransfer.envs.mis_kernel)
     reduced_seconds: float = 0.0  # what the kernel took, counted in seconds too
+    kernels: int = 0  # kernels of the undecided graph taken between passes that decided something (graphtransfer.solve.residual_kernels)
 
 
 def objective_text(value: float) -> str:

@@ -96,6 +96,7 @@ def solve_in_kernels(policy, env: gym.Env, one: Decoding, kernel: KernelRule, fi
         passes=passes,
         seconds=time.perf_counter() - started,
         finished=finished,
+        kernels=sum(level.kernel is not None for level in levels),
     )
 
 
