@@ -178,3 +178,14 @@ def test_predict_says_how_often_it_took_the_kernel_again_and_eval_reports_it(tmp
     assert evaluated.exit_code == 0, evaluated.output
     decodings = json.loads(report.read_text())[0]["decodings"]
     assert next(iter(decodings.values()))["kernels"] == times
+
+
+@pytest.mark.parametrize("task", ["mvc-weighted", "maxcut", "epidemic", "matching", "path"])
+def test_tasks_without_a_kernel_have_no_rule_and_decode_in_one_stretch(task):
+    """Only MIS and MVC declare a kernel: every other task, the weighted cover included, gets no
+    rule, so solve_one never cuts its decoding into levels."""
+    from graphtransfer.config import RunConfig
+    from graphtransfer.envs.factory import graph_kernel
+
+    assert graph_kernel(RunConfig(task=task)) is None
+    assert graph_kernel(RunConfig(task="mis")) is mis_kernel and graph_kernel(RunConfig(task="mvc")) is not None

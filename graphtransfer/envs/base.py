@@ -15,6 +15,8 @@ from graphtransfer.graphs import Graph, load_graphs
 if TYPE_CHECKING:
     from graphtransfer.envs.mis_kernel import MISKernel
 
+    KernelMethod = staticmethod[[Graph], MISKernel | None]  # how a task declares its kernel rule: staticmethod(rule)
+
 Graphs = Sequence[Graph] | str | Path
 """what an env samples from: :class:`Graph` objects, or a sample set name, graph file or folder"""
 
@@ -58,12 +60,11 @@ class GraphEnv(gym.Env):
     is one row per node, so inference may renumber the nodes for speed (:mod:`graphtransfer.graphs.ordering`) and put
     the solution back in the graph's own order"""
 
-    @staticmethod
-    def kernel(graph: Graph) -> MISKernel | None:
-        """The graph shrunk by exact rules before inference, with the way back (e.g.
-        :mod:`graphtransfer.envs.mis_kernel`; applied with the decoding's ``reductions``); None: the
-        task has none (the default), or they decide nothing on ``graph``."""
-        return None
+    kernel: ClassVar[KernelMethod | None] = None
+    """``kernel(graph)``: the graph shrunk by exact rules before inference, with the way back, or None where they decide
+    nothing (e.g. :func:`graphtransfer.envs.mis_kernel.mis_kernel`; applied with the decoding's ``reductions``, before
+    the first pass and between passes, :mod:`graphtransfer.solve.residual_kernels`); None: the task has none (the
+    default). Set it as ``staticmethod(rule)``."""
 
     def __init__(self, graphs: Graphs, horizon: int = 32):
         graphs = as_graphs(graphs)

@@ -13,6 +13,8 @@ size as a fraction of the graph and the scale does not grow with graph size.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, ClassVar
+
 import numpy as np
 from gymnasium import spaces
 
@@ -22,6 +24,9 @@ from graphtransfer.envs.mis_kernel import mis_kernel
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.graph import stable_order
+
+if TYPE_CHECKING:
+    from graphtransfer.envs.base import KernelMethod
 
 EXCLUDE, INCLUDE, DEFER = 0, 1, 2
 UNDECIDED, IN_SET, OUT = 0, 1, 2
@@ -58,7 +63,7 @@ class MISEnv(GraphEnv):
     inference_horizon = 256  # passes allowed at inference, where graphs are far larger
     commit_action, defer_action = INCLUDE, DEFER  # what a commit fraction below 1 lets the surest nodes do, and the rest
     renumberable = True
-    kernel = staticmethod(mis_kernel)
+    kernel: ClassVar[KernelMethod | None] = staticmethod(mis_kernel)
 
     def __init__(self, graphs: Graphs, horizon: int = 32):
         super().__init__(graphs, horizon)

@@ -12,14 +12,19 @@ with the weights of :func:`graphtransfer.graphs.weights.node_weights` as node fe
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, ClassVar
+
 import numpy as np
 from gymnasium import spaces
 
 from graphtransfer.envs.base import GraphEnv, Graphs, as_graphs
-from graphtransfer.envs.mis_kernel import MISKernel, mvc_kernel
+from graphtransfer.envs.mis_kernel import mvc_kernel
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.weights import MAX_WEIGHT, node_weights
+
+if TYPE_CHECKING:
+    from graphtransfer.envs.base import KernelMethod
 
 
 class MVCEnv(GraphEnv):
@@ -35,7 +40,7 @@ class MVCEnv(GraphEnv):
     sense = "min"
     objective_name = "vertex cover size"
     renumberable = True
-    kernel = staticmethod(mvc_kernel)
+    kernel: ClassVar[KernelMethod | None] = staticmethod(mvc_kernel)
     covers = True  # the local-max decoding picks who stays out of the cover (graphtransfer.solve.inference)
 
     def __init__(self, graphs: Graphs, horizon: int | None = None):
@@ -116,10 +121,7 @@ class WeightedMVCEnv(MVCEnv):
     reads_weights = ("node",)
     renumberable = False  # a node's weight follows from its number
 
-    @staticmethod
-    def kernel(graph: Graph) -> MISKernel | None:
-        """None: the kernel's rules keep the size of a smallest cover, not its weight."""
-        return None
+    kernel = None  # the kernel's rules keep the size of a smallest cover, not its weight
 
     def _start(self) -> None:
         super()._start()
