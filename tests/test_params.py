@@ -71,6 +71,9 @@ def test_the_python_api_refuses_a_bad_keyword_before_it_reads_anything(tmp_path)
         ("--commit-fraction", "nan", "error: Decoding.commit_fraction (--commit-fraction): expected a number, got 'nan'"),
         ("--commit-fraction", "0", "error: Decoding.commit_fraction (--commit-fraction): 0.0 must be above 0"),
         ("--decoding", "greedy", "error: Decoding.method (--decoding): 'greedy' is not one of local-max, drawn, local-max-sampled"),
+        ("--kernel-every", "nan", "error: Decoding.kernel_every (--kernel-every): expected an integer, got 'nan'"),
+        ("--kernel-every", "-1", "error: Decoding.kernel_every (--kernel-every): -1 must be 0 or more"),
+        ("--kernel-every", "10000000", "error: Decoding.kernel_every (--kernel-every): 10000000 must be at most 1,000,000"),
     ],
 )
 def test_the_command_line_refuses_the_same_values_with_the_same_message(tmp_path, option, value, message):

@@ -39,12 +39,12 @@ KernelRule = Callable[[Graph], MISKernel | None]
 
 @dataclass(frozen=True)
 class Level:
-    """One stretch of passes: the set it ended with and where its graph came from."""
+    """One stretch of passes: the set (MVC: the cover) it ended with and where its graph came from."""
 
     kernel: MISKernel | None
     """the kernel its graph is (of the residual graph of the level before); ``None``: that residual graph itself, or the first level"""
     chosen: np.ndarray
-    """``(n,)`` bool, the set on its graph when its passes ended"""
+    """``(n,)`` bool, the env's solution on its graph when its passes ended: the set (MVC: the cover)"""
     undecided: np.ndarray
     """``(u,)`` int64, its graph's nodes still undecided then: the next level's residual graph, in this order"""
 
@@ -82,7 +82,7 @@ def solve_in_kernels(policy, env: gym.Env, one: Decoding, kernel: KernelRule, fi
         task.use_graph(graph)
         task.horizon = horizon
     chosen, finished = lifted(levels), None
-    if finish is not None:  # as solve calls it: with the nodes left undecided, none unless the pass limit came first
+    if finish is not None:  # MIS's rule, as solve calls it: the nodes left free, none unless the pass limit came first
         free = ~chosen
         free[graph.edge_index[0][chosen[graph.edge_index[1]]]] = False
         finished = finish(graph, chosen, free)
