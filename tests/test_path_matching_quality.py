@@ -204,7 +204,21 @@ def router(tmp_path_factory):
     (folder / "train").mkdir()
     for seed in range(4):
         write_npz(random_geometric(60, 6.0, seed), folder / "train" / f"g{seed}.npz")
-    common = ["--n-envs", "4", "--n-steps", "64", "--batch-size", "64", "--width", "16", "--no-progress", "--threads", "1"]
+    common = [
+        "--n-envs",
+        "4",
+        "--n-steps",
+        "64",
+        "--batch-size",
+        "64",
+        "--width",
+        "16",
+        "--no-progress",
+        "--threads",
+        "1",
+        "--device",
+        "cpu",
+    ]
     cli("train", "--task", "path", "--graphs", folder / "train", "--steps", TINY_STEPS, *common, "--out", folder / "m")
     return folder / "m"
 
@@ -272,10 +286,25 @@ def test_only_the_path_task_takes_a_source_and_target():
 
 @pytest.mark.slow
 def test_a_tiny_trained_matching_policy_beats_greedy_by_weight_on_a_larger_graph(tmp_path):
-    """Trained for a few seconds on the sample graphs, run on a 2,000-node graph: the policy takes
+    """Trained for a few seconds on the sample graphs (on the CPU on every machine: the threshold is
+    these weights'), run on a 2,000-node graph: the policy takes
     the edges (the env joins them by gain) and does not undo that by skipping; a policy that drew
     its actions at random would give up a third of the edges every pass."""
-    common = ["--n-envs", "4", "--n-steps", "32", "--batch-size", "64", "--width", "16", "--no-progress", "--threads", "1"]
+    common = [
+        "--n-envs",
+        "4",
+        "--n-steps",
+        "32",
+        "--batch-size",
+        "64",
+        "--width",
+        "16",
+        "--no-progress",
+        "--threads",
+        "1",
+        "--device",
+        "cpu",
+    ]
     cli("train", "--task", "matching", "--graphs", "small", "--steps", "2048", *common, "--out", tmp_path / "m")
     graph = erdos_renyi(2000, 4.0, 5)
     write_npz(graph, tmp_path / "g.npz")
