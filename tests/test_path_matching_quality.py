@@ -204,11 +204,20 @@ def router(tmp_path_factory):
     (folder / "train").mkdir()
     for seed in range(4):
         write_npz(random_geometric(60, 6.0, seed), folder / "train" / f"g{seed}.npz")
-    common = [
+    cli("train", "--task", "path", "--graphs", folder / "train", "--steps", TINY_STEPS, *tiny_training(64), "--out", folder / "m")
+    return folder / "m"
+
+
+TINY_STEPS = 3072
+
+
+def tiny_training(n_steps: int) -> list[str]:
+    """The train options of a few seconds' run, on the CPU on every machine: the tests' thresholds are these weights'."""
+    return [
         "--n-envs",
         "4",
         "--n-steps",
-        "64",
+        str(n_steps),
         "--batch-size",
         "64",
         "--width",
@@ -219,11 +228,6 @@ def router(tmp_path_factory):
         "--device",
         "cpu",
     ]
-    cli("train", "--task", "path", "--graphs", folder / "train", "--steps", TINY_STEPS, *common, "--out", folder / "m")
-    return folder / "m"
-
-
-TINY_STEPS = 3072
 
 
 @pytest.mark.slow
@@ -290,22 +294,7 @@ def test_a_tiny_trained_matching_policy_beats_greedy_by_weight_on_a_larger_graph
     these weights'), run on a 2,000-node graph: the policy takes
     the edges (the env joins them by gain) and does not undo that by skipping; a policy that drew
     its actions at random would give up a third of the edges every pass."""
-    common = [
-        "--n-envs",
-        "4",
-        "--n-steps",
-        "32",
-        "--batch-size",
-        "64",
-        "--width",
-        "16",
-        "--no-progress",
-        "--threads",
-        "1",
-        "--device",
-        "cpu",
-    ]
-    cli("train", "--task", "matching", "--graphs", "small", "--steps", "2048", *common, "--out", tmp_path / "m")
+    cli("train", "--task", "matching", "--graphs", "small", "--steps", "2048", *tiny_training(32), "--out", tmp_path / "m")
     graph = erdos_renyi(2000, 4.0, 5)
     write_npz(graph, tmp_path / "g.npz")
     out = cli("predict", "--model", tmp_path / "m", "--graph", tmp_path / "g.npz", "--out", tmp_path / "mates.csv", "--deterministic")

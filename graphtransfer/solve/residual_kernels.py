@@ -32,6 +32,7 @@ from graphtransfer.config import Decoding
 from graphtransfer.envs.base import GraphEnv
 from graphtransfer.envs.mis_kernel import MISKernel
 from graphtransfer.graphs import Graph
+from graphtransfer.graphs.graph import induced_subgraph
 from graphtransfer.solve.inference import Solution, solve
 
 KernelRule = Callable[[Graph], MISKernel | None]
@@ -47,6 +48,10 @@ class Level:
     """``(n,)`` bool, the env's solution on its graph when its passes ended: the set (MVC: the cover)"""
     undecided: np.ndarray
     """``(u,)`` int64, its graph's nodes still undecided then: the next level's residual graph, in this order"""
+
+    def before_kernel(self, chosen: np.ndarray) -> np.ndarray:
+        """A set on this level's graph as a set on the residual graph it is the kernel of (itself without a kernel)."""
+        return chosen if self.kernel is None else self.kernel.lift(chosen)
 
 
 def solve_in_kernels(policy, env: gym.Env, one: Decoding, kernel: KernelRule, finish=None, patience: float = 1.0) -> Solution:
@@ -70,11 +75,10 @@ def solve_in_kernels(policy, env: gym.Env, one: Decoding, kernel: KernelRule, fi
             task.horizon = min(one.kernel_every, horizon - passes)
             run = solve(policy, env, one.deterministic, one.seed, one.commit_fraction, None, one.method, patience, one.reductions)
             passes += run.passes
-            undecided = np.flatnonzero(task.active_nodes())
+            residual, undecided = induced_subgraph(current, task.active_nodes())
             levels.append(Level(made, task.solution(), undecided))
             if not undecided.size or passes >= horizon:
                 break
-            residual = induced_subgraph(current, undecided)
             made = kernel(residual)
             current = residual if made is None else made.graph
             task.use_graph(current)
@@ -103,21 +107,9 @@ def solve_in_kernels(policy, env: gym.Env, one: Decoding, kernel: KernelRule, fi
 def lifted(levels: list[Level]) -> np.ndarray:
     """The first level's graph's set: each level's set taken into the residual graph of the level
     before (through its kernel where it has one) and added to that level's set, last level first."""
-    chosen: np.ndarray | None = None
-    for level in reversed(levels):
+    chosen = levels[-1].before_kernel(levels[-1].chosen)
+    for level in reversed(levels[:-1]):
         here = level.chosen.copy()
-        if chosen is not None:
-            here[level.undecided[chosen]] = True
-        chosen = here if level.kernel is None else level.kernel.lift(here)
-    assert chosen is not None
+        here[level.undecided[chosen]] = True
+        chosen = level.before_kernel(here)
     return chosen
-
-
-def induced_subgraph(graph: Graph, nodes: np.ndarray) -> Graph:
-    """The subgraph of ``graph`` on ``nodes`` (``(u,)`` increasing positions), node ``k`` being
-    ``nodes[k]``; its edges keep the graph's order."""
-    position = np.full(graph.num_nodes, -1, dtype=np.int64)
-    position[nodes] = np.arange(nodes.size)
-    src, dst = position[graph.edge_index]
-    kept = (src >= 0) & (dst >= 0)
-    return Graph(np.stack([src[kept], dst[kept]]), int(nodes.size), graph.name)
