@@ -14,7 +14,7 @@ from graphtransfer import Decoding
 from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.envs import mis_kernel as mis_kernel_module
 from graphtransfer.envs.mis import is_independent_set
-from graphtransfer.envs.mis_kernel import RULE_DEGREE, half_integral_cover, mis_kernel, mvc_kernel
+from graphtransfer.envs.mis_kernel import RULE_DEGREE, half_integral_cover, mis_kernel, mvc_kernel, peeled_pendants
 from graphtransfer.envs.mvc import MVCEnv, WeightedMVCEnv
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.generators import barabasi_albert, erdos_renyi, random_geometric
@@ -255,6 +255,68 @@ def test_folds_solve_cycles_and_paths_whole():
         for kernel, largest in ((cycle, n // 2), (path, (n + 1) // 2)):
             assert kernel.graph.num_nodes == 1 and kernel.graph.num_edges == 0  # one isolated node kept for the decoding
             assert kernel.lift(np.ones(1, dtype=bool)).sum() == largest
+
+
+def largest_in_tree(graph: Graph) -> int:
+    """A forest's independence number by the leaf-up recurrence (in or out at every node)."""
+    neighbours = [[] for _ in range(graph.num_nodes)]
+    for a, b in graph.edge_index.T.tolist():
+        neighbours[a].append(b)
+    seen, total = np.zeros(graph.num_nodes, dtype=bool), 0
+    for root in range(graph.num_nodes):
+        if seen[root]:
+            continue
+        order, parent, stack = [], {root: -1}, [root]
+        seen[root] = True
+        while stack:
+            v = stack.pop()
+            order.append(v)
+            for u in neighbours[v]:
+                if not seen[u]:
+                    seen[u], parent[u] = True, v
+                    stack.append(u)
+        inside, outside = {}, {}
+        for v in reversed(order):
+            children = [u for u in neighbours[v] if parent.get(u) == v]
+            inside[v] = 1 + sum(outside[u] for u in children)
+            outside[v] = sum(max(inside[u], outside[u]) for u in children)
+        total += max(inside[root], outside[root])
+    return total
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_pendant_passes_decide_a_forest_whole_with_a_largest_set(seed):
+    """A tree (Barabasi-Albert with m = 1) beside isolated nodes and a lone edge: the array passes
+    alone decide every node, and the set is independent and as large as the tree recurrence says."""
+    tree = barabasi_albert(2_000, 1, seed)
+    n = tree.num_nodes
+    lone_edge = np.array([[n + 3, n + 4], [n + 4, n + 3]])
+    graph = Graph(np.concatenate([tree.edge_index, lone_edge], axis=1), n + 5)  # n, n+1, n+2 isolated
+    left, joined = peeled_pendants(graph)
+    assert not left.any() and np.unique(joined).size == joined.size
+    chosen = np.zeros(graph.num_nodes, dtype=bool)
+    chosen[joined] = True
+    assert is_independent_set(graph, chosen) and is_maximal(graph, chosen)
+    assert chosen.sum() == largest_in_tree(graph) and chosen[[n, n + 1, n + 2, n + 3]].all() and not chosen[n + 4]
+    kernel = mis_kernel(graph)
+    assert kernel.graph.num_nodes == 1 and kernel.lift(np.ones(1, dtype=bool)).sum() == chosen.sum()
+
+
+@pytest.mark.parametrize("tail", [1, 2, 3])
+def test_the_peeled_pendants_and_the_rules_after_them_make_one_exact_kernel(tail):
+    """A 5-clique with a 7-cycle hanging off one node and a path of ``tail`` nodes off another (15
+    nodes at most): the passes peel the path, the rules fold the cycle and dominate in the clique;
+    the kernel's names are the given graph's, and its largest set lifts to a largest set."""
+    edges = list(itertools.combinations(range(5), 2)) + [(5 + i, 5 + (i + 1) % 7) for i in range(7)] + [(0, 5)]
+    edges += [(1, 12)] + [(12 + i, 13 + i) for i in range(tail - 1)]
+    graph = graph_of(edges, 12 + tail)
+    left, joined = peeled_pendants(graph)
+    assert joined.size and left.sum() < graph.num_nodes
+    kernel = mis_kernel(graph)
+    assert set(joined.tolist()) <= set(kernel.included.tolist())
+    assert kernel.nodes.max(initial=0) < graph.num_nodes and kernel.folds.max(initial=0) < graph.num_nodes
+    lifted = kernel.lift(maximum_set(kernel.graph))
+    assert is_independent_set(graph, lifted) and lifted.sum() == maximum_set(graph).sum()
 
 
 def test_graphs_without_low_degree_nodes_or_nested_neighbourhoods_have_no_kernel():

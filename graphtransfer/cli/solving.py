@@ -153,7 +153,7 @@ def predict(
         )
     if solution.kernels:
         typer.echo(
-            f"the undecided graph was shrunk to its kernel again {solution.kernels} times, every {decoder.kernel_every} passes "
+            f"the undecided graph was shrunk to its kernel again {solution.kernels} times, every {decoder.kernel_every} passes or sooner "
             "(--kernel-every 0: off)"
         )
     if solution.renumbered:

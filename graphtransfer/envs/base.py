@@ -15,7 +15,7 @@ from graphtransfer.graphs import Graph, load_graphs
 if TYPE_CHECKING:
     from graphtransfer.envs.mis_kernel import MISKernel
 
-    KernelMethod = staticmethod[[Graph], MISKernel | None]  # how a task declares its kernel rule: staticmethod(rule)
+    KernelMethod = staticmethod[..., MISKernel | None]  # how a task declares its kernel rule: staticmethod(rule), a KernelRule
 
 Graphs = Sequence[Graph] | str | Path
 """what an env samples from: :class:`Graph` objects, or a sample set name, graph file or folder"""
@@ -142,6 +142,12 @@ class GraphEnv(gym.Env):
         policy on the active nodes alone and gets the same per-node distributions.
         """
         return np.ones(self.graph.num_nodes, dtype=bool)
+
+    def residual_degree(self) -> np.ndarray:
+        """``(num_nodes,)`` int64: each node's edges in the last observation (the whole graph's
+        unless :meth:`_edges` is overridden); tasks that count them for their features return
+        that count."""
+        return np.bincount(self._edges()[0], minlength=self.graph.num_nodes)
 
     def _start(self) -> None:
         """Reset the task state for ``self.graph``."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, cast
 
 import gymnasium as gym
@@ -23,7 +23,7 @@ from graphtransfer.envs import TASKS
 from graphtransfer.envs.adapters import GraphObservationAdapter
 from graphtransfer.envs.base import GraphEnv
 from graphtransfer.envs.contract import check_contract
-from graphtransfer.envs.mis_kernel import MISKernel
+from graphtransfer.envs.mis_kernel import KernelRule
 from graphtransfer.envs.path import query_positions
 from graphtransfer.envs.protocol import SettableHorizon, features_of
 from graphtransfer.errors import UsageError
@@ -37,7 +37,7 @@ def renumberable(config: RunConfig) -> bool:
     return config.env is None and _task(config.task).renumberable
 
 
-def graph_kernel(config: RunConfig) -> Callable[[Graph], MISKernel | None] | None:
+def graph_kernel(config: RunConfig) -> KernelRule | None:
     """The run's task's :attr:`~graphtransfer.envs.base.GraphEnv.kernel` rule (a built-in task's;
     a user env has none)."""
     return _task(config.task).kernel if config.env is None else None

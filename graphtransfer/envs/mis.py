@@ -96,9 +96,13 @@ class MISEnv(GraphEnv):
     def _features(self, edges: np.ndarray) -> np.ndarray:
         # counted by destination, the order the residual edges come in (both directions are stored): the counts are
         # written in order, 0.10 s against 0.55 s by source at 10^7 nodes of degree 8
-        live_degree = np.bincount(edges[1], minlength=self.graph.num_nodes)
+        live_degree = self._live_degree = np.bincount(edges[1], minlength=self.graph.num_nodes)
         draw = self.np_random.random(self.graph.num_nodes)
         return node_features(self.status, live_degree, caro_wei_cost(edges, live_degree), draw)
+
+    def residual_degree(self) -> np.ndarray:
+        """Each node's undecided neighbours as the last observation counted them (0 for decided nodes)."""
+        return self._live_degree
 
     def _apply(self, action: np.ndarray) -> float:
         # the residual edges are all mis_step needs: clashes and exclusions happen among undecided nodes

@@ -58,6 +58,10 @@ class MVCEnv(GraphEnv):
     def active_nodes(self) -> np.ndarray:
         return self._uncovered_degree > 0
 
+    def residual_degree(self) -> np.ndarray:
+        """Each node's uncovered edges as the last observation counted them."""
+        return self._uncovered_degree
+
     def action_masks(self) -> np.ndarray:
         """``(max_nodes,)`` bool: True for the nodes that may be chosen now."""
         mask = np.zeros(self.max_nodes, dtype=bool)

@@ -18,6 +18,7 @@ import functools
 import math
 import resource
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -84,8 +85,10 @@ def solve(
     decoding: str | None = None,
     patience: float = 1.0,
     reductions: bool = True,
+    until: Callable[[], bool] | None = None,
 ) -> Solution:
-    """Run ``policy`` on the env's single graph until the episode ends (solved or horizon).
+    """Run ``policy`` on the env's single graph until the episode ends (solved or horizon), or
+    until ``until()``, asked after every pass, is true.
 
     Where actions are drawn, ``deterministic`` takes the most likely ones and ``False`` samples
     them, seeded by ``seed`` so a run repeats exactly; ``None`` (the default) is the env's
@@ -126,6 +129,10 @@ def solve(
         reductions: node-wise local-max decodings of envs that name ``exact_actions`` (MIS):
             apply them every pass beside the policy's commits (:func:`with_exact_actions`);
             ``False``: the policy alone decides.
+        until: asked after every pass, on the CPU; true ends the episode there, the set as the
+            passes left it (:mod:`graphtransfer.solve.residual_kernels` ends a stretch of passes
+            early this way when the kernel has much to decide). MIS passes on a GPU run the
+            episode whole on the device and do not ask it.
         finish: the task's finishing rule (:data:`graphtransfer.baselines.completion.FINISH`),
             called as ``finish(graph, solution, undecided)`` once the policy stops; what it
             added is reported apart, in :attr:`Solution.finished`.
@@ -157,7 +164,7 @@ def solve(
             rewards = device_passes(policy, env, seed, candidates, noise, generator, reductions)
         while not done:
             obs, reward, terminated, truncated, _ = run_pass(policy, env, features, obs, deterministic, generator, commit_fraction)
-            done = terminated or truncated
+            done = terminated or truncated or (until is not None and until())
             rewards.append(reward)
     passes = len(rewards)
     finished = None

@@ -19,12 +19,11 @@ import numpy as np
 
 from graphtransfer.config import NODE_ORDERS, RENUMBER_FROM_NODES, RunConfig
 from graphtransfer.envs.factory import graph_kernel, renumberable
-from graphtransfer.envs.mis_kernel import MISKernel
+from graphtransfer.envs.mis_kernel import KernelRule, MISKernel
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.ordering import better_order, renumbered
 from graphtransfer.solve.inference import Solution
-from graphtransfer.solve.residual_kernels import KernelRule
 
 
 @dataclass(frozen=True)
