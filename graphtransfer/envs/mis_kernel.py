@@ -143,8 +143,9 @@ def mis_kernel(graph: Graph, lp: bool = True) -> MISKernel | None:
     inner = _rules_kernel(rest, lp) if rest.num_nodes else None
     if inner is None:
         if not rest.num_nodes:  # decided whole: keep the last node to join, isolated, for the decoding to take
-            rest, nodes, joined = Graph(np.zeros((2, 0), dtype=np.int64), 1, graph.name), joined[-1:], joined[:-1]
-        return MISKernel(rest, nodes, joined, np.zeros((0, 3), dtype=np.int64), graph)
+            nodes, joined = joined[-1:], joined[:-1]
+        plain = Graph(rest.edge_index, int(nodes.size), graph.name)  # as the rules' kernels: no ids or weights of the given graph
+        return MISKernel(plain, nodes, joined, np.zeros((0, 3), dtype=np.int64), graph)
     return MISKernel(inner.graph, nodes[inner.nodes], np.concatenate([joined, nodes[inner.included]]), nodes[inner.folds], graph)
 
 
