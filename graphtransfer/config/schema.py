@@ -358,9 +358,9 @@ class Decoding:
     kernel_every: int = setting(
         KERNEL_EVERY,
         "mis and mvc, with --reductions: every this many passes (sooner once 15% of the undecided nodes have at most two "
-        "undecided neighbours), shrink the graph still undecided to its kernel by the same "
-        "exact rules as before the first pass (folds and the LP's crowns too, which no pass applies) and go on on the "
-        "kernel; the set (cover) is lifted back at the end. Larger sets on sparse graphs (Erdos-Renyi of average degree 8: "
+        "undecided neighbours), shrink the graph still undecided to its kernel by the exact rules of the kernel before "
+        "the first pass but the LP's (folds too, which no pass applies) and go on on the kernel; the set (cover) is "
+        "lifted back at the end. Larger sets on sparse graphs (Erdos-Renyi of average degree 8: "
         "+0.3-0.6% at 10^4-10^5 nodes, +0.8% at 10^6). 0: the kernel only before the first pass",
         low=0,
         high=MAX_PASSES,
