@@ -450,6 +450,25 @@ def test_mis_passes_kept_on_the_device_find_the_envs_set_pass_for_pass(order_noi
     assert max_passes == 3 and (task.status == UNDECIDED).any()  # the last graph was cut by its horizon
 
 
+def test_mis_passes_on_the_device_end_where_the_host_passes_end_when_the_kernel_is_due():
+    """The early end of a stretch of passes (graphtransfer.solve.residual_kernels.kernel_due) asked
+    of the device's passes, run here on the CPU, and of the env's steps: on a Barabasi-Albert graph
+    with m = 3, whose first pass leaves a residual graph mostly of degree <= 2, both end after the
+    same pass, before the episode would, with the same set."""
+    from graphtransfer.solve.residual_kernels import kernel_due
+
+    checkpoint = read_checkpoint("mis")
+    graph = barabasi_albert(3_000, 3, 1)
+    on_host, on_device = (policy_for_graphs(checkpoint, [graph], Runtime(device="cpu")) for _ in range(2))
+    whole = solve(on_host.policy, on_host.env, seed=5)
+    expected = solve(on_host.policy, on_host.env, seed=5, until=kernel_due)
+    candidates = local_max_candidates(whole_graph(on_device.env), Head.NODE_WISE, None)
+    with torch.inference_mode():
+        rewards = device_passes(on_device.policy, on_device.env, 5, candidates, 0.0, torch.Generator().manual_seed(5), until=kernel_due)
+    assert expected.passes < whole.passes and len(rewards) == expected.passes
+    assert np.array_equal(on_device.env.unwrapped.solution(), expected.solution)
+
+
 def test_the_devices_domination_checks_find_the_envs_dominated_nodes():
     from graphtransfer.envs.domination import pendant_dominated as pendant_dominated_on_host
     from graphtransfer.envs.mis import by_destination

@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 import pytest
+import torch
 
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.config import Decoding
@@ -21,7 +22,7 @@ from graphtransfer.graphs.graph import induced_subgraph
 from graphtransfer.solve.evaluate import finish_rule
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.predict import predict_graph
-from graphtransfer.solve.residual_kernels import EARLY_KERNEL_SHARE, Level, _kernel_due, lifted, solve_in_kernels
+from graphtransfer.solve.residual_kernels import EARLY_KERNEL_SHARE, Level, kernel_due, lifted, solve_in_kernels
 
 
 def largest_set(graph: Graph) -> np.ndarray:
@@ -119,7 +120,8 @@ def test_the_kernel_is_due_once_enough_of_the_residual_graph_has_at_most_two_nei
     env = policy_for_graphs(read_checkpoint(task), [graph]).env.unwrapped
     env.reset(seed=0)
     assert np.array_equal(env.residual_degree(), graph.degrees())
-    assert _kernel_due(env)() is due
+    assert kernel_due(env.active_nodes(), env.residual_degree()) is due
+    assert kernel_due(torch.from_numpy(env.active_nodes()), torch.from_numpy(env.residual_degree())) is due  # the device's passes ask it so
 
 
 def test_a_stretch_of_passes_ends_early_where_the_kernel_has_work():

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from graphtransfer.envs.mis import IN_SET, INCLUDE, OUT, UNDECIDED, MISEnv
-from graphtransfer.solve.local_max import LOGIT_EPS, local_max_commits, with_gumbel_noise
+from graphtransfer.solve.local_max import LOGIT_EPS, Until, local_max_commits, with_gumbel_noise
 
 
 def runs_on_device(env, policy) -> bool:
@@ -44,14 +44,24 @@ def whole_graph(env) -> dict[str, np.ndarray]:
 
 
 def device_passes(
-    policy, env, seed: int, candidates: int, order_noise: float, generator: torch.Generator, reductions: bool = True
+    policy,
+    env,
+    seed: int,
+    candidates: int,
+    order_noise: float,
+    generator: torch.Generator,
+    reductions: bool = True,
+    until: Until | None = None,
 ) -> list[float]:
     """An MIS episode of local-max passes (see :func:`graphtransfer.solve.inference.solve`), run on
     ``policy.device`` from the env's start (:meth:`~graphtransfer.envs.base.GraphEnv.begin_episode`
     with ``seed``) to its end (every node decided, or the env's horizon); returns each pass's
     reward. With ``reductions``, each pass also applies the env's exact rules
     (:func:`graphtransfer.envs.mis.reduction_actions`: isolated nodes join, dominated nodes leave,
-    see :func:`dominated`). The env is left as its own steps would leave it."""
+    see :func:`dominated`). ``until(undecided, degree)``, asked after every pass with the residual
+    graph's undecided nodes and degrees as tensors, ends the episode there when true, as
+    :func:`graphtransfer.solve.inference.solve` asks it of the env. The env is left as its own
+    steps would leave it."""
     task: MISEnv = env.unwrapped
     task.begin_episode(seed=seed)
     device, num_nodes = policy.device, task.graph.num_nodes
@@ -60,8 +70,8 @@ def device_passes(
     edges = edges[:, torch.sort(edges[1], stable=True).indices]  # by destination, as the env keeps them (by_destination)
     triangles = reductions and task.has_triangles(task.graph.edge_index, num_nodes)  # the env's own choice, from the same edges
     rewards: list[float] = []
+    degree = torch.bincount(edges[0], minlength=num_nodes)  # undecided neighbours: the features' and the rules'
     while True:
-        degree = torch.bincount(edges[0], minlength=num_nodes)  # undecided neighbours: the features' and the rules'
         x = node_features(status, edges, degree, task.np_random.random(num_nodes))
         joins = _pass_commits(policy, x, status, edges, candidates, order_noise, generator)
         leaves = None
@@ -77,7 +87,11 @@ def device_passes(
         edges = residual(edges, status)
         task.steps += 1
         rewards.append(joins.numel() / num_nodes)
-        if not bool((status == UNDECIDED).any()) or task.steps >= task.horizon:
+        undecided = status == UNDECIDED
+        if not bool(undecided.any()) or task.steps >= task.horizon:
+            break
+        degree = torch.bincount(edges[0], minlength=num_nodes)
+        if until is not None and until(undecided, degree):
             break
     task.status, task._live = status.cpu().numpy(), edges.cpu().numpy()
     return rewards

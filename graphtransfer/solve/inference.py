@@ -18,8 +18,8 @@ import functools
 import math
 import resource
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import gymnasium as gym
 import numpy as np
@@ -37,11 +37,12 @@ from graphtransfer.config import (
     LOCAL_MAX_SPARSE_DEGREE,
     ORDER_NOISE,
 )
+from graphtransfer.envs.base import GraphEnv
 from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.envs.protocol import EnvFeatures, Head, features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.solve.device_mis import device_passes, runs_on_device, whole_graph
-from graphtransfer.solve.local_max import LOGIT_EPS, local_max_commits, with_gumbel_noise
+from graphtransfer.solve.local_max import LOGIT_EPS, Until, local_max_commits, with_gumbel_noise
 
 
 @dataclass
@@ -85,7 +86,7 @@ def solve(
     decoding: str | None = None,
     patience: float = 1.0,
     reductions: bool = True,
-    until: Callable[[], bool] | None = None,
+    until: Until | None = None,
 ) -> Solution:
     """Run ``policy`` on the env's single graph until the episode ends (solved or horizon), or
     until ``until()``, asked after every pass, is true.
@@ -129,10 +130,11 @@ def solve(
         reductions: node-wise local-max decodings of envs that name ``exact_actions`` (MIS):
             apply them every pass beside the policy's commits (:func:`with_exact_actions`);
             ``False``: the policy alone decides.
-        until: asked after every pass, on the CPU; true ends the episode there, the set as the
-            passes left it (:mod:`graphtransfer.solve.residual_kernels` ends a stretch of passes
-            early this way when the kernel has much to decide). MIS passes on a GPU run the
-            episode whole on the device and do not ask it.
+        until: asked after every pass as ``until(undecided, degree)`` (:data:`~graphtransfer.solve.local_max.Until`:
+            the env's :meth:`~graphtransfer.envs.base.GraphEnv.active_nodes` and
+            ``residual_degree()``, or the device passes' own tensors); true ends the episode there,
+            the set as the passes left it (:mod:`graphtransfer.solve.residual_kernels` ends a
+            stretch of passes early this way when the kernel has much to decide).
         finish: the task's finishing rule (:data:`graphtransfer.baselines.completion.FINISH`),
             called as ``finish(graph, solution, undecided)`` once the policy stops; what it
             added is reported apart, in :attr:`Solution.finished`.
@@ -161,10 +163,10 @@ def solve(
     with torch.random.fork_rng(devices=[policy.device] if policy.device.type == "cuda" else []), torch.inference_mode():
         seed_sampling(seed, policy.device)  # SB3's distributions sample from torch's global generator; the caller's state comes back after
         if on_device:  # MIS on a GPU: the whole episode there (see graphtransfer.solve.device_mis)
-            rewards = device_passes(policy, env, seed, candidates, noise, generator, reductions)
+            rewards = device_passes(policy, env, seed, candidates, noise, generator, reductions, until)
         while not done:
             obs, reward, terminated, truncated, _ = run_pass(policy, env, features, obs, deterministic, generator, commit_fraction)
-            done = terminated or truncated or (until is not None and until())
+            done = terminated or truncated or (until is not None and _asked(until, env))
             rewards.append(reward)
     passes = len(rewards)
     finished = None
@@ -182,6 +184,12 @@ def solve(
         solution, objective, feasible = np.column_stack([np.arange(len(rewards)), rewards]), float(np.sum(rewards)), True
     seconds = time.perf_counter() - started
     return Solution(solution, objective, feasible, passes, seconds, peak_rss_mib(), finished, seed, decoding)
+
+
+def _asked(until: Until, env: gym.Env) -> bool:
+    """``until`` of the env's residual graph now: its undecided nodes and their degrees."""
+    task = cast(GraphEnv, env.unwrapped)
+    return until(task.active_nodes(), task.residual_degree())
 
 
 def seed_sampling(seed: int, device: torch.device) -> None:

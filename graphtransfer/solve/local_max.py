@@ -6,7 +6,15 @@ Used by :mod:`graphtransfer.solve.inference` (every node-wise and node-choice lo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
+
+Until = Callable[[Any, Any], bool]
+"""``until(undecided, degree)``: asked after a pass with the residual graph's undecided nodes (``(N,)`` bool) and each
+node's undecided neighbours (``(N,)`` int), numpy arrays on the host or torch tensors on the device; true ends the episode
+there (:func:`graphtransfer.solve.residual_kernels.kernel_due`)"""
 
 LOGIT_EPS = 1e-6
 """probabilities are clamped to [eps, 1 - eps] before their log-odds are taken: a sure node keeps a finite score"""

@@ -32,7 +32,6 @@ average degree 8 +0.4-0.6% at 10^4-10^5 nodes and +0.8% at 10^6 and 10^7; MVC co
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import cast
 
@@ -71,7 +70,7 @@ class Level:
 def solve_in_kernels(policy, env: gym.Env, one: Decoding, kernel: KernelRule, finish=None, patience: float = 1.0) -> Solution:
     """One rollout of :func:`~graphtransfer.solve.inference.solve` on the env's graph, the residual
     graph shrunk to its kernel by ``kernel`` every ``one.kernel_every`` passes (sooner where it is
-    due, :func:`_kernel_due`) and the env pointed at that kernel
+    due, :func:`kernel_due`) and the env pointed at that kernel
     (:meth:`~graphtransfer.envs.base.GraphEnv.use_graph`: a kernel of a residual graph never has
     more nodes or edges than the graph). The passes in all stop at the env's
     horizon; the set is lifted as the last pass left it, and ``finish`` is then called on the env's
@@ -89,7 +88,7 @@ def solve_in_kernels(policy, env: gym.Env, one: Decoding, kernel: KernelRule, fi
         while True:
             task.horizon = min(one.kernel_every, horizon - passes)
             run = solve(
-                policy, env, one.deterministic, one.seed, one.commit_fraction, None, one.method, patience, one.reductions, _kernel_due(task)
+                policy, env, one.deterministic, one.seed, one.commit_fraction, None, one.method, patience, one.reductions, kernel_due
             )
             passes += run.passes
             residual, undecided = induced_subgraph(current, task.active_nodes())
@@ -121,16 +120,12 @@ def solve_in_kernels(policy, env: gym.Env, one: Decoding, kernel: KernelRule, fi
     )
 
 
-def _kernel_due(task: GraphEnv) -> Callable[[], bool]:
-    """Whether the kernel has much to decide in the env's residual graph now: at least
-    :data:`EARLY_KERNEL_SHARE` of its nodes have at most two neighbours."""
-
-    def due() -> bool:
-        undecided = task.active_nodes()
-        left = np.count_nonzero(undecided)
-        return bool(left) and bool(np.count_nonzero(undecided & (task.residual_degree() <= 2)) >= EARLY_KERNEL_SHARE * left)
-
-    return due
+def kernel_due(undecided, degree) -> bool:
+    """Whether the kernel has much to decide in a residual graph (:data:`~graphtransfer.solve.local_max.Until`): at
+    least :data:`EARLY_KERNEL_SHARE` of its ``undecided`` nodes have a ``degree`` of at most two (numpy arrays or
+    torch tensors alike)."""
+    left = int(undecided.sum())
+    return left > 0 and int((undecided & (degree <= 2)).sum()) >= EARLY_KERNEL_SHARE * left
 
 
 def lifted(levels: list[Level]) -> np.ndarray:
