@@ -89,7 +89,7 @@ def solve(
     until: Until | None = None,
 ) -> Solution:
     """Run ``policy`` on the env's single graph until the episode ends (solved or horizon), or
-    until ``until()``, asked after every pass, is true.
+    until ``until``, asked after every pass, says to stop.
 
     Where actions are drawn, ``deterministic`` takes the most likely ones and ``False`` samples
     them, seeded by ``seed`` so a run repeats exactly; ``None`` (the default) is the env's
