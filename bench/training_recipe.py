@@ -8,7 +8,7 @@ MIS on an Erdős–Rényi graph of the same size and degree. Both time ``learn``
 rollout and update. Every measurement is a fresh process (peak RSS is its own); the three run in
 turn, ``--repeats`` times; medians.
 
-    .venv/bin/python -m bench.training_recipe [--sizes 50,1000,10000] [--timesteps 2048,1024,384] [--repeats 3]
+    .venv/bin/python -m bench.training_recipe [--sizes 50,1000,10000] [--timesteps 2048,1024,384] [--repeats 3] [--model task]
 
 Prints a Markdown table for bench/RESULTS.md. Not part of the test run.
 """
@@ -31,7 +31,8 @@ TAG = "RESULT_JSON:"
 PPO = {"n_steps": 64, "batch_size": 32, "n_epochs": 2}
 FLOOR = "plain torch kernels, bench.training_floor"
 TARGETS = {50: 2.0, 1000: 5.0, 10000: 3.0}  # steps/s over the recipe's (issue 16)
-MODELS = {
+MODELS: dict[str, dict | None] = {
+    "task": None,  # the task's own model: MIS's graphtransfer/hyperparams/mis.yml (width 32), the recipe env's the default
     "default": {},  # GraphSAGE max, 3 x 64, input projection
     "gcn2": {"conv": "gcn", "num_layers": 2, "width": 64, "project_input": False},  # the recipe's shape: GCN 2 -> 64 -> 64
 }
@@ -44,6 +45,7 @@ def ours(env: str, nodes: int, timesteps: int, model_name: str = "default", devi
     import torch
 
     from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
+    from graphtransfer.config.layers import resolve
     from graphtransfer.envs.factory import run_env
     from graphtransfer.envs.protocol import head_of
     from graphtransfer.graphs import erdos_renyi
@@ -51,7 +53,10 @@ def ours(env: str, nodes: int, timesteps: int, model_name: str = "default", devi
     from graphtransfer.training.model import make_model
 
     torch.set_num_threads(1)
-    ppo, network = PPOConfig(n_envs=1, seed=0, **PPO), ModelConfig(**MODELS[model_name])
+    chosen = MODELS[model_name]
+    ppo, network = PPOConfig(n_envs=1, seed=0, **PPO), ModelConfig(**(chosen if chosen is not None else {}))
+    if chosen is None and env != "recipe":
+        network = resolve([("bench", {"task": "mis"})]).model  # what `graphtransfer train --task mis` trains
     runtime = Runtime(device=device, mixed_precision=mixed)
     if env == "recipe":
         recipe_env = {"env": "bench.recipe_env:RecipeEnv", "env_kwargs": {"num_nodes": nodes}}
@@ -116,7 +121,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="50,1000,10000")
     parser.add_argument("--timesteps", default="2048,1024,384", help="timed env steps per size, as the recipe's driver")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--model", choices=tuple(MODELS), default="default", help="ours: the default model, or gcn2, the recipe's shape")
+    parser.add_argument(
+        "--model",
+        choices=tuple(MODELS),
+        default="task",
+        help="ours: the task's own model (MIS: 3 x 32), the schema's default (3 x 64), or gcn2, the recipe's shape",
+    )
     parser.add_argument("--worker", choices=("recipe", "mis"), help=argparse.SUPPRESS)
     parser.add_argument("--nodes", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--device", default="cpu", help=argparse.SUPPRESS)
