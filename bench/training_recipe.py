@@ -54,9 +54,11 @@ def ours(env: str, nodes: int, timesteps: int, model_name: str = "default", devi
 
     torch.set_num_threads(1)
     chosen = MODELS[model_name]
-    ppo, network = PPOConfig(n_envs=1, seed=0, **PPO), ModelConfig(**(chosen if chosen is not None else {}))
     if chosen is None and env != "recipe":
         network = resolve([("bench", {"task": "mis"})]).model  # what `graphtransfer train --task mis` trains
+    else:
+        network = ModelConfig(**(chosen or {}))
+    ppo = PPOConfig(n_envs=1, seed=0, **PPO)
     runtime = Runtime(device=device, mixed_precision=mixed)
     if env == "recipe":
         recipe_env = {"env": "bench.recipe_env:RecipeEnv", "env_kwargs": {"num_nodes": nodes}}

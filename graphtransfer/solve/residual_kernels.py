@@ -88,7 +88,7 @@ def solve_in_kernels(policy, env: gym.Env, one: Decoding, kernel: KernelRule, fi
         while True:
             task.horizon = min(one.kernel_every, horizon - passes)
             run = solve(
-                policy, env, one.deterministic, one.seed, one.commit_fraction, None, one.method, patience, one.reductions, kernel_due
+                policy, env, one.deterministic, one.seed, one.commit_fraction, None, one.method, patience, one.reductions, until=kernel_due
             )
             passes += run.passes
             residual, undecided = induced_subgraph(current, task.active_nodes())
