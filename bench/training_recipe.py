@@ -4,11 +4,15 @@ The recipe side is its own driver run as it is (``bench_naive.py --phase train -
 --timesteps T``: its env, its extractor, SB3's ``MultiInputPolicy`` and ``DictRolloutBuffer``).
 graphtransfer trains, with the recipe's PPO settings (n_steps 64, batch 32, n_epochs 2, one env,
 one torch thread), the recipe's own env through the user-env path (:mod:`bench.recipe_env`) and
-MIS on an Erdős–Rényi graph of the same size and degree. Both time ``learn`` after one warm-up
+MIS on an Erdős–Rényi graph of the same size and degree. ``--n-envs K`` runs graphtransfer's two
+sides on K envs stepped together (SB3's ``DummyVecEnv``, one batched forward a step, as ``train``
+does by default with 8) and ``n_steps`` 64 // K, so that an update still learns from 64
+transitions in minibatches of 32 for 2 epochs: the same update work per env step as the recipe's
+driver, which runs one env. Both time ``learn`` after one warm-up
 rollout and update. Every measurement is a fresh process (peak RSS is its own); the three run in
 turn, ``--repeats`` times; medians.
 
-    .venv/bin/python -m bench.training_recipe [--sizes 50,1000,10000] [--timesteps 2048,1024,384] [--repeats 3] [--model task]
+    .venv/bin/python -m bench.training_recipe [--sizes 50,1000,10000] [--timesteps 2048,1024,384] [--repeats 3] [--model task] [--n-envs 8]
 
 Prints a Markdown table for bench/RESULTS.md. Not part of the test run.
 """
@@ -38,7 +42,9 @@ MODELS: dict[str, dict | None] = {
 }
 
 
-def ours(env: str, nodes: int, timesteps: int, model_name: str = "default", device: str = "cpu", mixed: bool = False) -> dict:
+def ours(
+    env: str, nodes: int, timesteps: int, model_name: str = "default", device: str = "cpu", mixed: bool = False, n_envs: int = 1
+) -> dict:
     """One graphtransfer measurement, in this process: warm-up, then ``timesteps`` timed steps
     (:func:`measure` starts it with torch's huge pages on, as importing graphtransfer does), on
     ``device`` (bench.gpu times ``cuda``, with ``mixed`` bfloat16 message passing or without)."""
@@ -58,7 +64,7 @@ def ours(env: str, nodes: int, timesteps: int, model_name: str = "default", devi
         network = resolve([("bench", {"task": "mis"})]).model  # what `graphtransfer train --task mis` trains
     else:
         network = ModelConfig(**(chosen or {}))
-    ppo = PPOConfig(n_envs=1, seed=0, **PPO)
+    ppo = PPOConfig(seed=0, **{**PPO, "n_envs": n_envs, "n_steps": PPO["n_steps"] // n_envs})
     runtime = Runtime(device=device, mixed_precision=mixed)
     if env == "recipe":
         recipe_env = {"env": "bench.recipe_env:RecipeEnv", "env_kwargs": {"num_nodes": nodes}}
@@ -113,8 +119,8 @@ def floor(nodes: int) -> dict:
     return measure([sys.executable, "-c", code])
 
 
-def ours_process(env: str, nodes: int, timesteps: int, model: str) -> dict:
-    worker = ["--worker", env, "--nodes", str(nodes), "--timesteps", str(timesteps), "--model", model]
+def ours_process(env: str, nodes: int, timesteps: int, model: str, n_envs: int) -> dict:
+    worker = ["--worker", env, "--nodes", str(nodes), "--timesteps", str(timesteps), "--model", model, "--n-envs", str(n_envs)]
     return measure([sys.executable, "-m", "bench.training_recipe", *worker])
 
 
@@ -129,19 +135,25 @@ def main() -> None:
         default="task",
         help="ours: the task's own model (MIS: 3 x 32), the schema's default (3 x 64), or gcn2, the recipe's shape",
     )
+    parser.add_argument(
+        "--n-envs",
+        type=int,
+        choices=(1, 2, 4, 8, 16, 32, 64),
+        default=1,
+        help="ours: envs stepped together, n_steps 64 // K (the recipe's driver runs one)",
+    )
     parser.add_argument("--worker", choices=("recipe", "mis"), help=argparse.SUPPRESS)
     parser.add_argument("--nodes", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--device", default="cpu", help=argparse.SUPPRESS)
     parser.add_argument("--mixed-precision", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(
-            TAG + json.dumps(ours(args.worker, args.nodes, int(args.timesteps), args.model, args.device, args.mixed_precision)), flush=True
-        )
+        found = ours(args.worker, args.nodes, int(args.timesteps), args.model, args.device, args.mixed_precision, args.n_envs)
+        print(TAG + json.dumps(found), flush=True)
         return
     load = open("/proc/loadavg").read().split()[:3]
     command = f"python -m bench.training_recipe --sizes {args.sizes} --timesteps {args.timesteps} --repeats {args.repeats}"
-    command += f" --model {args.model}"
+    command += f" --model {args.model} --n-envs {args.n_envs}"
     print(f"`{command}`, {time.strftime('%Y-%m-%d %H:%M')}, load {' '.join(load)} before\n")
     print("| N | metric | plain recipe | ours, recipe env | ratio | ours, MIS | ratio | target |")
     print("|---:|---|---:|---:|---:|---:|---:|---|")
@@ -149,8 +161,8 @@ def main() -> None:
         runs: dict[str, list[dict]] = {"plain": [], "recipe": [], "mis": [], "floor": []}
         for _ in range(args.repeats):
             runs["plain"].append(plain(nodes, timesteps))
-            runs["recipe"].append(ours_process("recipe", nodes, timesteps, args.model))
-            runs["mis"].append(ours_process("mis", nodes, timesteps, args.model))
+            runs["recipe"].append(ours_process("recipe", nodes, timesteps, args.model, args.n_envs))
+            runs["mis"].append(ours_process("mis", nodes, timesteps, args.model, args.n_envs))
             if args.model == "gcn2":  # the floor is the recipe's model shape
                 runs["floor"].append(floor(nodes))
         rows = [

@@ -14,7 +14,7 @@ from graphtransfer import Decoding
 from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.envs import mis_kernel as mis_kernel_module
 from graphtransfer.envs.mis import is_independent_set
-from graphtransfer.envs.mis_kernel import RULE_DEGREE, half_integral_cover, mis_kernel, mvc_kernel, peeled_pendants
+from graphtransfer.envs.mis_kernel import RULE_DEGREE, half_integral_cover, low_degree_rounds, mis_kernel, mvc_kernel
 from graphtransfer.envs.mvc import MVCEnv, WeightedMVCEnv
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.generators import barabasi_albert, erdos_renyi, random_geometric
@@ -286,16 +286,16 @@ def largest_in_tree(graph: Graph) -> int:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_the_pendant_passes_decide_a_forest_whole_with_a_largest_set(seed):
-    """A tree (Barabasi-Albert with m = 1) beside isolated nodes and a lone edge: the array passes
+    """A tree (Barabasi-Albert with m = 1) beside isolated nodes and a lone edge: the array rounds
     alone decide every node, and the set is independent and as large as the tree recurrence says."""
     tree = barabasi_albert(2_000, 1, seed)
     n = tree.num_nodes
     lone_edge = np.array([[n + 3, n + 4], [n + 4, n + 3]])
     graph = Graph(np.concatenate([tree.edge_index, lone_edge], axis=1), n + 5)  # n, n+1, n+2 isolated
-    left, joined = peeled_pendants(graph)
-    assert not left.any() and np.unique(joined).size == joined.size
+    rounds = low_degree_rounds(graph)
+    assert rounds.rest.num_nodes == 0 and not rounds.folds.size and np.unique(rounds.joined).size == rounds.joined.size
     chosen = np.zeros(graph.num_nodes, dtype=bool)
-    chosen[joined] = True
+    chosen[rounds.joined] = True
     assert is_independent_set(graph, chosen) and is_maximal(graph, chosen)
     assert chosen.sum() == largest_in_tree(graph) and chosen[[n, n + 1, n + 2, n + 3]].all() and not chosen[n + 4]
     kernel = mis_kernel(graph)
@@ -305,18 +305,51 @@ def test_the_pendant_passes_decide_a_forest_whole_with_a_largest_set(seed):
 @pytest.mark.parametrize("tail", [1, 2, 3])
 def test_the_peeled_pendants_and_the_rules_after_them_make_one_exact_kernel(tail):
     """A 5-clique with a 7-cycle hanging off one node and a path of ``tail`` nodes off another (15
-    nodes at most): the passes peel the path, the rules fold the cycle and dominate in the clique;
-    the kernel's names are the given graph's, and its largest set lifts to a largest set."""
+    nodes at most): the rounds peel the path and fold in the cycle, the rules dominate in the
+    clique; the kernel's names are the given graph's, and its largest set lifts to a largest set."""
     edges = list(itertools.combinations(range(5), 2)) + [(5 + i, 5 + (i + 1) % 7) for i in range(7)] + [(0, 5)]
     edges += [(1, 12)] + [(12 + i, 13 + i) for i in range(tail - 1)]
     graph = graph_of(edges, 12 + tail)
-    left, joined = peeled_pendants(graph)
-    assert joined.size and left.sum() < graph.num_nodes
+    rounds = low_degree_rounds(graph)
+    assert rounds.joined.size and rounds.folds.size and rounds.rest.num_nodes < graph.num_nodes
     kernel = mis_kernel(graph)
-    assert set(joined.tolist()) <= set(kernel.included.tolist())
+    assert set(rounds.joined.tolist()) <= set(kernel.included.tolist())
     assert kernel.nodes.max(initial=0) < graph.num_nodes and kernel.folds.max(initial=0) < graph.num_nodes
     lifted = kernel.lift(maximum_set(kernel.graph))
     assert is_independent_set(graph, lifted) and lifted.sum() == maximum_set(graph).sum()
+
+
+def subdivided(graph: Graph, seed: int) -> Graph:
+    """``graph`` with each edge replaced by a path through 1-4 new nodes (chains of degree-2 nodes)."""
+    rng = np.random.default_rng(seed)
+    src, dst = graph.edge_index
+    edges, count = [], graph.num_nodes
+    for a, b in zip(src[src < dst].tolist(), dst[src < dst].tolist(), strict=True):
+        inner = list(range(count, count + int(rng.integers(1, 5))))
+        count += len(inner)
+        path = [a, *inner, b]
+        edges += list(zip(path[:-1], path[1:], strict=True))
+    return graph_of(edges, count)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_degree_two_rounds_decide_chains_as_the_rules_one_by_one_do(seed, monkeypatch):
+    """Chains of degree-2 nodes between the nodes of a small graph of minimum degree 3 (50-90 nodes): the
+    array rounds fold and join them, and the kernel, its largest set lifted, keeps the largest set
+    the rules node by node keep (with the rounds off)."""
+    ladder = [(i, (i + 1) % 10) for i in range(10)] + [(i, i + 5) for i in range(5)]  # the Möbius ladder: degree 3
+    extra = np.random.default_rng(seed).choice(10, size=(2, 2), replace=False).tolist()
+    graph = subdivided(graph_of(ladder + [tuple(pair) for pair in extra], 10), seed)
+    rounds = low_degree_rounds(graph)
+    assert rounds is not None and rounds.folds.size
+    kernel = mis_kernel(graph)
+    monkeypatch.setattr(mis_kernel_module, "FOLD_SHARE", float("inf"))
+    monkeypatch.setattr(mis_kernel_module, "PEEL_SHARE", float("inf"))
+    one_by_one = mis_kernel(graph)
+    assert kernel.graph.num_nodes <= 14 and one_by_one.graph.num_nodes <= 14
+    lifted = kernel.lift(maximum_set(kernel.graph))
+    assert is_independent_set(graph, lifted) and is_maximal(graph, lifted)
+    assert lifted.sum() == one_by_one.lift(maximum_set(one_by_one.graph)).sum()
 
 
 def test_graphs_without_low_degree_nodes_or_nested_neighbourhoods_have_no_kernel():

@@ -50,7 +50,6 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components, maxi
 
 from graphtransfer.envs.domination import CLOSED_WEDGES, closed_wedges, dominated
 from graphtransfer.graphs import Graph
-from graphtransfer.graphs.graph import induced_subgraph
 
 RULE_DEGREE = 8
 """rule 4 looks again at nodes of at most this degree when the other rules change their
@@ -134,58 +133,169 @@ def mis_kernel(graph: Graph, lp: bool = True) -> MISKernel | None:
     ``lp=False`` leaves rule 5 out (the kernels between a decoding's passes,
     :mod:`graphtransfer.solve.residual_kernels`).
 
-    Isolated nodes and pendants are first peeled off in array passes (:func:`peeled_pendants`),
-    then the rules run node by node on the graph left, and the two kernels are made one."""
-    left, joined = peeled_pendants(graph)
-    if not joined.size:
+    Isolated nodes, pendants and nodes of degree 2 are first decided in array rounds
+    (:func:`low_degree_rounds`), then the rules run node by node on the graph left, and the two
+    kernels are made one."""
+    rounds = low_degree_rounds(graph)
+    if rounds is None:
         return _rules_kernel(graph, lp)
-    rest, nodes = induced_subgraph(graph, left)
+    rest, nodes, joined, folds = rounds.rest, rounds.nodes, rounds.joined, rounds.folds
     inner = _rules_kernel(rest, lp) if rest.num_nodes else None
     if inner is None:
         if not rest.num_nodes:  # decided whole: keep the last node to join, isolated, for the decoding to take
             nodes, joined = joined[-1:], joined[:-1]
-        plain = Graph(rest.edge_index, int(nodes.size), graph.name)  # as the rules' kernels: no ids or weights of the given graph
-        return MISKernel(plain, nodes, joined, np.zeros((0, 3), dtype=np.int64), graph)
-    return MISKernel(inner.graph, nodes[inner.nodes], np.concatenate([joined, nodes[inner.included]]), nodes[inner.folds], graph)
+            rest = Graph(np.zeros((2, 0), dtype=np.int64), 1, graph.name)
+        return MISKernel(rest, nodes, joined, folds, graph)
+    included = np.concatenate([joined, nodes[inner.included]])
+    return MISKernel(inner.graph, nodes[inner.nodes], included, np.concatenate([folds, nodes[inner.folds]]), graph)
 
 
 PEEL_SHARE = 0.01
-"""the array passes of :func:`peeled_pendants` go on while each takes at least this share of the nodes left: the
+"""a round of pendants (:func:`low_degree_rounds`) is made while it decides at least this share of the nodes left: the
 cascades of a few nodes that follow cost a pass over every edge each, the rules node by node a few microseconds a node"""
+FOLD_SHARE = 0.01
+"""a round of degree-2 nodes is made while the graph left has at least this many of them per directed edge, and it
+decides as many nodes: on an Erdős–Rényi graph of degree 8 (1% of its nodes of degree 2) the rules node by node fold them
+in less time than a round's passes over the edges take"""
 
 
-def peeled_pendants(graph: Graph) -> tuple[np.ndarray, np.ndarray]:
-    """Rules 1 and 2's pendants, in array passes: every isolated node joins, every node of one
-    neighbour joins and that neighbour leaves (of two pendants joined to each other, the lower id
-    joins), again on what is left, while a pass takes :data:`PEEL_SHARE` of the nodes. Pendants
-    of one neighbour are never adjacent, and a node that joins is never another's neighbour
-    unless both are pendants of each other, so the joins of a pass are independent and every one
-    is a rule's; they cascade as the rules do. On the residual graph two passes of an MIS
-    decoding leave of a Barabási–Albert graph (``m = 3``, 10^6 nodes; 9.3 x 10^5 left) they decide
-    every node in 54 passes, 0.3 s, where the rules node by node took 6.2 s (and folded 3.3 x 10^5
-    degree-2 nodes on the way).
+@dataclass(frozen=True)
+class Rounds:
+    """What :func:`low_degree_rounds` decided: the graph left and how to lift a set of it."""
 
-    Returns:
-        ``(num_nodes,)`` bool, the nodes left, and ``(j,)`` int64, those that joined, in order.
+    rest: Graph
+    """the graph left, its nodes numbered ``0..k-1`` in the given graph's order (no ids or weights)"""
+    nodes: np.ndarray
+    """``(k,)`` int64, each node's position in the given graph (a folded node is named by the neighbour it kept)"""
+    joined: np.ndarray
+    """``(j,)`` int64, the nodes that joined the set"""
+    folds: np.ndarray
+    """``(f, 3)`` int64, the folds' ``(v, kept, merged)``, in :class:`MISKernel`'s order"""
+
+
+def low_degree_rounds(graph: Graph) -> Rounds | None:
+    """Rules 1-3 in array rounds, each a few passes over the edges: every isolated node joins, every
+    node of one neighbour joins and that neighbour leaves (of two pendants joined to each other,
+    the lower id joins), again on what is left, while a round decides :data:`PEEL_SHARE` of the
+    nodes; then, while enough nodes have degree 2 (:data:`FOLD_SHARE`), one round of degree-2 nodes
+    that share no node: a node whose two neighbours are adjacent joins and they leave, any other
+    is folded with its two neighbours (:func:`_degree_two_round`), and the pendants again.
+
+    The joins of a pendant round are independent and every one is a rule's: pendants of one
+    neighbour are never adjacent, and a node that joins is never another's neighbour unless both
+    are pendants of each other. A degree-2 round's nodes and their neighbours are disjoint, so no
+    rule of the round changes what another reads (a node's two neighbours, whether they are
+    adjacent): the round is the rules applied one after another. On the residual graph two passes
+    of an MIS decoding leave of a Barabási–Albert graph (``m = 3``, 10^6 nodes; 9.3 x 10^5 left)
+    the pendant rounds decide every node in 0.3 s, where the rules node by node took 6.2 s; on the
+    residual graphs of the demo's 250k graph and of an Erdős–Rényi graph of 10^6 nodes the degree-2
+    rounds decide the same number of nodes as the rules in a third of their seconds
+    (bench/RESULTS.md, "Degree-2 nodes in array rounds").
+
+    Returns ``None`` where no round decided anything.
     """
+    n = graph.num_nodes
     src, dst = graph.edge_index
-    left = np.ones(graph.num_nodes, dtype=bool)
+    alive = np.ones(n, dtype=bool)
     joined: list[np.ndarray] = []
+    folds: list[np.ndarray] = []
     while True:
-        degree = np.bincount(dst, minlength=graph.num_nodes)  # edges between nodes left only
-        pendant = left & (degree == 1)
-        edge = np.flatnonzero(pendant[src])
-        v, u = src[edge], dst[edge]
-        first = ~pendant[u] | (v < u)
-        joins = np.concatenate([np.flatnonzero(left & (degree == 0)), v[first]])
-        if not joins.size or joins.size < PEEL_SHARE * np.count_nonzero(left):
+        degree = np.bincount(dst, minlength=n)  # edges between nodes left only
+        joins, leaving = _pendant_round(src, dst, alive, degree)
+        if joins.size and joins.size >= PEEL_SHARE * np.count_nonzero(alive):
+            joined.append(joins)
+            alive[joins] = alive[leaving] = False
+            kept = alive[src] & alive[dst]
+            src, dst = src[kept], dst[kept]
+            continue
+        if np.count_nonzero(alive & (degree == 2)) < FOLD_SHARE * src.size:
+            break
+        joins, made, leaving = _degree_two_round(src, dst, degree)
+        decided = joins.size + 2 * len(made) + leaving.size
+        if not decided or decided < FOLD_SHARE * src.size:
             break
         joined.append(joins)
-        left[joins] = False
-        left[u[first]] = False
-        kept = left[src] & left[dst]
-        src, dst = src[kept], dst[kept]
-    return left, np.concatenate(joined) if joined else np.zeros(0, dtype=np.int64)
+        folds.append(made)
+        alive[joins] = alive[leaving] = alive[made[:, 0]] = alive[made[:, 2]] = False
+        src, dst = _folded_edges(src, dst, alive, made)
+    if alive.all():
+        return None
+    nodes = np.flatnonzero(alive)
+    position = np.full(n, -1, dtype=np.int64)
+    position[nodes] = np.arange(nodes.size)
+    rest = Graph(np.stack([position[src], position[dst]]), int(nodes.size), graph.name)
+    no_folds = np.zeros((0, 3), dtype=np.int64)
+    return Rounds(rest, nodes, np.concatenate(joined), np.concatenate(folds) if folds else no_folds)
+
+
+def _pendant_round(src: np.ndarray, dst: np.ndarray, alive: np.ndarray, degree: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rules 1 and 2's isolated nodes and pendants: ``(joining, leaving)`` node arrays."""
+    pendant = alive & (degree == 1)
+    edge = np.flatnonzero(pendant[src])
+    v, u = src[edge], dst[edge]
+    first = ~pendant[u] | (v < u)
+    return np.concatenate([np.flatnonzero(alive & (degree == 0)), v[first]]), u[first]
+
+
+def _degree_two_round(src: np.ndarray, dst: np.ndarray, degree: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One round of degree-2 nodes ``v`` with neighbours ``u, w``, no node in two of them (each
+    node goes to the lowest ``v`` that claims it): ``v`` joins where ``u`` and ``w`` are adjacent
+    (rule 2), else the three are folded into the neighbour of the higher degree (rule 3).
+
+    Returns ``(joining, folds, leaving)``: the nodes that join, the folds' ``(v, kept, merged)``
+    and the neighbours of the joining nodes, which leave.
+    """
+    n = degree.size
+    edge = np.flatnonzero((degree == 2)[src])
+    edge = edge[np.argsort(src[edge], kind="stable")]  # each node's two edges side by side
+    v, u, w = src[edge[0::2]], dst[edge[0::2]], dst[edge[1::2]]
+    claim = np.full(n, n, dtype=np.int64)
+    for part in (v, u, w):
+        np.minimum.at(claim, part, v)
+    first = (claim[v] == v) & (claim[u] == v) & (claim[w] == v)
+    v, u, w = v[first], u[first], w[first]
+    adjacent = _has_edges(src, dst, u, w, n)
+    larger = degree[u] >= degree[w]
+    kept, merged = np.where(larger, u, w)[~adjacent], np.where(larger, w, u)[~adjacent]
+    folds = np.stack([v[~adjacent], kept, merged], axis=1)
+    return v[adjacent], folds, np.concatenate([u[adjacent], w[adjacent]])
+
+
+def _has_edges(src: np.ndarray, dst: np.ndarray, a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
+    """Whether each ``(a[i], b[i])`` is an edge: a binary search among the sorted edges out of the nodes of ``a``."""
+    among = np.zeros(n, dtype=bool)
+    among[a] = True
+    edge = np.flatnonzero(among[src])
+    keys = np.sort(src[edge] * n + dst[edge])
+    probe = a * n + b
+    if not keys.size:
+        return np.zeros(probe.size, dtype=bool)
+    found = np.minimum(np.searchsorted(keys, probe), keys.size - 1)
+    return keys[found] == probe
+
+
+def _folded_edges(src: np.ndarray, dst: np.ndarray, alive: np.ndarray, folds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The edges after a degree-2 round (``alive`` already marks the nodes gone: joined, left, merged): those between
+    nodes left, and each merged node's edges to nodes left renamed to its kept node, once, where
+    the kept node has no such edge yet."""
+    n = alive.size
+    _, kept, merged = folds.T
+    renamed = np.arange(n)
+    renamed[merged] = kept
+    moving = np.zeros(n, dtype=bool)
+    moving[merged] = True
+    edge = np.flatnonzero(moving[src] | moving[dst])
+    new_src, new_dst = renamed[src[edge]], renamed[dst[edge]]
+    both = alive[new_src] & alive[new_dst]
+    pairs = np.unique(new_src[both] * n + new_dst[both])
+    new_src, new_dst = pairs // n, pairs % n
+    stay = alive[src] & alive[dst]
+    src, dst = src[stay], dst[stay]
+    is_kept = np.zeros(n, dtype=bool)
+    is_kept[kept] = True
+    outer, inner = np.where(is_kept[new_src], new_src, new_dst), np.where(is_kept[new_src], new_dst, new_src)
+    new = ~_has_edges(src, dst, outer, inner, n)  # the graph is symmetric: test each pair from its kept end
+    return np.concatenate([src, new_src[new]]), np.concatenate([dst, new_dst[new]])
 
 
 def _rules_kernel(graph: Graph, lp: bool) -> MISKernel | None:
