@@ -99,6 +99,38 @@ def test_a_decoding_in_kernels_gives_an_independent_maximal_set_and_leaves_the_e
     assert np.array_equal(again.solution, run.solution)  # seeded: the same set every time
 
 
+def test_a_solve_reads_unpadded_observations_the_same_set_and_the_env_padded_again(monkeypatch):
+    """A node-wise local-max solve turns the env's padding off while it runs: its observations are
+    the padded ones' real rows and columns, the set is the one padded observations give, and the
+    env pads again afterwards (SB3 needs the spaces' shapes)."""
+    from graphtransfer.envs.base import GraphEnv
+
+    graph = erdos_renyi(1_500, 5.0, 3)
+    run, env = decoded(graph, kernel_every=3)
+    task = env.unwrapped
+    assert task.padded
+    padded = task.reset(seed=0)[0]
+    task.padded = False
+    unpadded = task.reset(seed=0)[0]
+    task.padded = True
+    nodes, edges = int(padded["num_nodes"][0]), int(padded["num_edges"][0])
+    assert unpadded["x"].shape == (nodes, task.num_features) and unpadded["edge_index"].shape == (2, edges)
+    assert np.array_equal(unpadded["x"], padded["x"][:nodes]) and np.array_equal(unpadded["edge_index"], padded["edge_index"][:, :edges])
+    assert padded["edge_index"].shape[1] == task.max_edges and padded["x"].shape[0] == task.max_nodes
+    monkeypatch.setattr(GraphEnv, "_unpadded_observation", padded_observation)
+    again, _ = decoded(graph, kernel_every=3)
+    assert np.array_equal(again.solution, run.solution) and again.passes == run.passes
+
+
+def padded_observation(task, edges):
+    """In place of :meth:`GraphEnv._unpadded_observation`: the observation as it is with padding on."""
+    task.padded = True
+    try:
+        return task._observation()
+    finally:
+        task.padded = False
+
+
 def star_beside_clique(leaves: int, clique: int) -> Graph:
     """A star of ``leaves`` leaves (degree 1) beside a clique of ``clique`` nodes (degree ``clique - 1``)."""
     edges = [(0, leaf) for leaf in range(1, leaves + 1)]

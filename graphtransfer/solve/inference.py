@@ -139,13 +139,27 @@ def solve(
             called as ``finish(graph, solution, undecided)`` once the policy stops; what it
             added is reported apart, in :attr:`Solution.finished`.
     """
-    started = time.perf_counter()
     policy.set_training_mode(False)
-    generator = torch.Generator(device=policy.device).manual_seed(seed)
     features = features_of(env)
     deterministic = features.inference_deterministic if deterministic is None else deterministic
     decoding = check_decoding(env, features, decoding)
     on_device = decoding in LOCAL_MAX_DECODINGS and runs_on_device(env, policy)
+    task_env = env.unwrapped if isinstance(env.unwrapped, GraphEnv) else None
+    if task_env is not None and not on_device and features.head is Head.NODE_WISE and decoding in LOCAL_MAX_DECODINGS:
+        task_env.padded = False  # the passes read the real rows and columns only (GraphEnv.padded)
+    try:
+        return _solve(policy, env, features, decoding, on_device, seed, deterministic, commit_fraction, finish, patience, reductions, until)
+    finally:
+        if task_env is not None:
+            task_env.padded = True
+
+
+def _solve(
+    policy, env, features, decoding, on_device, seed, deterministic, commit_fraction, finish, patience, reductions, until
+) -> Solution:
+    """The body of :func:`solve`, its arguments checked."""
+    started = time.perf_counter()
+    generator = torch.Generator(device=policy.device).manual_seed(seed)
     obs = whole_graph(env) if on_device else env.reset(seed=seed)[0]
     given_fraction = commit_fraction
     commit_fraction = check_commit_fraction(env, features, commit_fraction, decoding)
