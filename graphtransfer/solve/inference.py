@@ -18,6 +18,8 @@ import functools
 import math
 import resource
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import cast
 
@@ -139,49 +141,38 @@ def solve(
             called as ``finish(graph, solution, undecided)`` once the policy stops; what it
             added is reported apart, in :attr:`Solution.finished`.
     """
+    started = time.perf_counter()
     policy.set_training_mode(False)
+    generator = torch.Generator(device=policy.device).manual_seed(seed)
     features = features_of(env)
     deterministic = features.inference_deterministic if deterministic is None else deterministic
     decoding = check_decoding(env, features, decoding)
     on_device = decoding in LOCAL_MAX_DECODINGS and runs_on_device(env, policy)
-    task_env = env.unwrapped if isinstance(env.unwrapped, GraphEnv) else None
-    if task_env is not None and not on_device and features.head is Head.NODE_WISE and decoding in LOCAL_MAX_DECODINGS:
-        task_env.padded = False  # the passes read the real rows and columns only (GraphEnv.padded)
-    try:
-        return _solve(policy, env, features, decoding, on_device, seed, deterministic, commit_fraction, finish, patience, reductions, until)
-    finally:
-        if task_env is not None:
-            task_env.padded = True
-
-
-def _solve(
-    policy, env, features, decoding, on_device, seed, deterministic, commit_fraction, finish, patience, reductions, until
-) -> Solution:
-    """The body of :func:`solve`, its arguments checked."""
-    started = time.perf_counter()
-    generator = torch.Generator(device=policy.device).manual_seed(seed)
-    obs = whole_graph(env) if on_device else env.reset(seed=seed)[0]
-    given_fraction = commit_fraction
-    commit_fraction = check_commit_fraction(env, features, commit_fraction, decoding)
-    run_pass = STEPS[features.head]
-    if decoding in LOCAL_MAX_DECODINGS:
-        candidates = local_max_candidates(obs, features.head, given_fraction, patience)
-        step = LOCAL_MAX_STEPS[features.head]
-        if features.covers:  # MVC: decide who stays out of the cover (see leave_out_candidates)
-            candidates, step = leave_out_candidates(obs, given_fraction, patience), _leave_out_step
-        noise = ORDER_NOISE if decoding == LOCAL_MAX_SAMPLED else 0.0
-        run_pass = functools.partial(step, candidates=candidates, order_noise=noise)
-        if features.head is Head.NODE_WISE:
-            run_pass = functools.partial(run_pass, exact=features.exact_actions if reductions else None)
-    done, rewards = on_device, []
-    with torch.random.fork_rng(devices=[policy.device] if policy.device.type == "cuda" else []), torch.inference_mode():
-        seed_sampling(seed, policy.device)  # SB3's distributions sample from torch's global generator; the caller's state comes back after
-        if on_device:  # MIS on a GPU: the whole episode there (see graphtransfer.solve.device_mis)
-            rewards = device_passes(policy, env, seed, candidates, noise, generator, reductions, until)
-        while not done:
-            obs, reward, terminated, truncated, _ = run_pass(policy, env, features, obs, deterministic, generator, commit_fraction)
-            done = terminated or truncated or (until is not None and _asked(until, env))
-            rewards.append(reward)
+    reads_real_rows = not on_device and features.head is Head.NODE_WISE and decoding in LOCAL_MAX_DECODINGS
+    with unpadded(env, reads_real_rows):  # the passes read the real rows and columns only (GraphEnv.padded)
+        obs = whole_graph(env) if on_device else env.reset(seed=seed)[0]
+        given_fraction = commit_fraction
+        commit_fraction = check_commit_fraction(env, features, commit_fraction, decoding)
+        run_pass = STEPS[features.head]
+        if decoding in LOCAL_MAX_DECODINGS:
+            candidates = local_max_candidates(obs, features.head, given_fraction, patience)
+            step = LOCAL_MAX_STEPS[features.head]
+            if features.covers:  # MVC: decide who stays out of the cover (see leave_out_candidates)
+                candidates, step = leave_out_candidates(obs, given_fraction, patience), _leave_out_step
+            noise = ORDER_NOISE if decoding == LOCAL_MAX_SAMPLED else 0.0
+            run_pass = functools.partial(step, candidates=candidates, order_noise=noise)
+            if features.head is Head.NODE_WISE:
+                run_pass = functools.partial(run_pass, exact=features.exact_actions if reductions else None)
+        done, rewards = on_device, []
+        with torch.random.fork_rng(devices=[policy.device] if policy.device.type == "cuda" else []), torch.inference_mode():
+            # SB3's distributions sample from torch's global generator; the caller's state comes back after
+            seed_sampling(seed, policy.device)
+            if on_device:  # MIS on a GPU: the whole episode there (see graphtransfer.solve.device_mis)
+                rewards = device_passes(policy, env, seed, candidates, noise, generator, reductions, until)
+            while not done:
+                obs, reward, terminated, truncated, _ = run_pass(policy, env, features, obs, deterministic, generator, commit_fraction)
+                done = terminated or truncated or (until is not None and _asked(until, env))
+                rewards.append(reward)
     passes = len(rewards)
     finished = None
     task = features.answering
@@ -198,6 +189,21 @@ def _solve(
         solution, objective, feasible = np.column_stack([np.arange(len(rewards)), rewards]), float(np.sum(rewards)), True
     seconds = time.perf_counter() - started
     return Solution(solution, objective, feasible, passes, seconds, peak_rss_mib(), finished, seed, decoding)
+
+
+@contextmanager
+def unpadded(env: gym.Env, wanted: bool) -> Iterator[None]:
+    """The env's observations without padding (:attr:`~graphtransfer.envs.base.GraphEnv.padded` off) inside the
+    block, where ``wanted`` and the env is a :class:`~graphtransfer.envs.base.GraphEnv`; padded again after it."""
+    task = env.unwrapped
+    if not (wanted and isinstance(task, GraphEnv)):
+        yield
+        return
+    task.padded = False
+    try:
+        yield
+    finally:
+        task.padded = True
 
 
 def _asked(until: Until, env: gym.Env) -> bool:
