@@ -13,6 +13,7 @@ import torch
 
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.config import Decoding
+from graphtransfer.envs.base import GraphEnv
 from graphtransfer.envs.mis import _BY_DESTINATION, BY_DESTINATION_KEPT, by_destination, is_independent_set
 from graphtransfer.envs.mis_kernel import mis_kernel
 from graphtransfer.errors import UsageError
@@ -103,8 +104,6 @@ def test_a_solve_reads_unpadded_observations_the_same_set_and_the_env_padded_aga
     """A node-wise local-max solve turns the env's padding off while it runs: its observations are
     the padded ones' real rows and columns, the set is the one padded observations give, and the
     env pads again afterwards (SB3 needs the spaces' shapes)."""
-    from graphtransfer.envs.base import GraphEnv
-
     graph = erdos_renyi(1_500, 5.0, 3)
     run, env = decoded(graph, kernel_every=3)
     task = env.unwrapped
