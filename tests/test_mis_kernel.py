@@ -352,6 +352,28 @@ def test_the_degree_two_rounds_decide_chains_as_the_rules_one_by_one_do(seed, mo
     assert lifted.sum() == one_by_one.lift(maximum_set(one_by_one.graph)).sum()
 
 
+@pytest.mark.parametrize(
+    ("graph", "refolded"),
+    [(erdos_renyi(400, 3.0, 0), True), (erdos_renyi(400, 4.0, 1), True), (barabasi_albert(400, 2, 3), True), (random_geometric(400, 5.0, 2), False)],
+    ids=lambda value: value.name if isinstance(value, Graph) else None,
+)
+def test_the_rules_count_and_read_each_nodes_neighbours_as_the_kernels_edges_have_them(graph, refolded):
+    """The rules make a node's set of neighbours only when they read it (a merged neighbour read
+    as the node it was folded into, through folds of folds) and count every node's neighbours
+    meanwhile: on graphs of many folds (``refolded``: some folded node folded again; the geometric
+    graph's triangles turn rule 4 on) both agree with the kernel's edges, node by node."""
+    rules = mis_kernel_module._Rules(graph, lp=False)
+    rules.run()
+    assert len(rules.folds) >= 10
+    assert any(kept in rules.merged_into for _, kept, _ in rules.folds) == refolded
+    nodes, edges = rules.current()
+    kernel = Graph(edges, int(nodes.size))
+    indptr, indices = kernel.csr()
+    for position, node in enumerate(nodes.tolist()):
+        around = set(nodes[indices[indptr[position] : indptr[position + 1]]].tolist())
+        assert rules.neighbours(node) == around and rules.degree[node] == len(around)
+
+
 def test_graphs_without_low_degree_nodes_or_nested_neighbourhoods_have_no_kernel():
     outer, spokes = [(i, (i + 1) % 5) for i in range(5)], [(i, i + 5) for i in range(5)]
     inner = [(5 + i, 5 + (i + 2) % 5) for i in range(5)]

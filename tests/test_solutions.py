@@ -1,11 +1,15 @@
 """Solutions a user can join back to their data and trust: the graph's own node ids in the CSV,
 every MIS solution complete and maximal, and a warning when the policy ran out of passes."""
 
+import csv
+import io
+
 import numpy as np
 from typer.testing import CliRunner
 
 from graphtransfer.cli import app
 from graphtransfer.graphs import read_graph
+from graphtransfer.solve.predict import solution_rows
 from tests.brute_force import is_maximal_independent
 
 runner = CliRunner()
@@ -80,3 +84,13 @@ def test_a_matching_names_every_mate_by_the_graphs_own_ids(tiny_model, tmp_path)
             assert mates[mate] == node and frozenset((node, mate)) in edges, (graph, node, mate)
         assert len(matched) < len(mates)  # the odd node out has an empty cell
         assert "-1" not in mates.values()
+
+
+def test_solution_rows_quote_names_that_need_it_and_write_numbers_plainly():
+    """Names with a comma or a quote are quoted as the csv module quotes them; integer ids and
+    positions, which never need it, are written without looking at each cell."""
+    solution = np.array([1, 0, 1], dtype=bool)
+    named = solution_rows(solution, "node,in_set", np.array(["a,b", 'say "x"', "c"]))
+    assert list(csv.reader(io.StringIO(named))) == [["a,b", "1"], ['say "x"', "0"], ["c", "1"]]
+    assert solution_rows(solution, "node,in_set", np.array([10, 20, 30])) == "10,1\n20,0\n30,1\n"
+    assert solution_rows(solution, "node,in_set") == "0,1\n1,0\n2,1\n"

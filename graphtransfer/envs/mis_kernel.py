@@ -34,13 +34,14 @@ graphs with ``m = 2`` and ``m = 3`` they leave nothing: the kernel's set is the 
 A smallest vertex cover is the complement of a largest independent set, so the same kernel serves
 MVC (:func:`mvc_kernel`): the kernel's cover is complemented, lifted and complemented back.
 
-Only the nodes the rules read or change get a Python set of neighbours; the rest stay in the CSR,
-so the cost follows the work the rules do, not the graph's size.
+Only the nodes the rules read get a Python set of neighbours; the rest stay in the CSR, with a
+count of their neighbours now, so the cost follows the work the rules do, not the graph's size.
 """
 
 from __future__ import annotations
 
 import gc
+from array import array
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -494,31 +495,52 @@ def mvc_kernel(graph: Graph, lp: bool = True) -> MISKernel | None:
 
 
 class _Rules:
-    """The rules' state: the nodes still in the graph and the neighbourhoods read or changed."""
+    """The rules' state: the nodes still in the graph, every node's degree now, and the
+    neighbourhoods the rules read.
+
+    A node's neighbours become a Python set only when a rule reads them (:meth:`neighbours`);
+    removing or merging a node updates the sets already made and every neighbour's degree, not
+    the neighbours' neighbourhoods (an Erdős–Rényi graph of degree 8 made a set for 1.6 million of
+    its 10^7 nodes when each removal made one for every neighbour; bench/RESULTS.md, "Neighbour sets
+    made when read")."""
 
     def __init__(self, graph: Graph, lp: bool = True):
         self.graph = graph
         self.lp = lp
         indptr, self.indices = graph.csr()
-        self.degree = np.diff(indptr)
-        self.indptr: list[int] = indptr.tolist()  # Python ints: read once per node, faster than numpy scalars
+        degree = np.diff(indptr)
+        self.indptr = array("q", indptr.tobytes())  # read once per node: Python ints, as fast as a list's, in 8 bytes each
+        self.degree = array("q", degree.tobytes())
+        """each node's number of neighbours now"""
         self.alive = bytearray(b"\x01") * graph.num_nodes
         self.sets: list[set[int] | None] = [None] * graph.num_nodes
-        """each node's neighbours now, once asked for (:meth:`neighbours`); None: as in the graph"""
+        """each node's neighbours now, once read (:meth:`neighbours`); None: not read yet"""
+        self.merged_into: dict[int, int] = {}
+        """each merged node's folded node: a set made later reads the folded node for the merged one"""
         self.added: list[int] = []
         """the edges folds added, flat ``kept, y, kept, y, ...``; the rules remove no edge between
         nodes that stay, so the graph left is the given edges and these between the nodes left"""
-        self.queue: list[int] = np.flatnonzero(self.degree <= 2)[::-1].tolist()  # lowest ids first
+        self.queue: list[int] = np.flatnonzero(degree <= 2)[::-1].tolist()  # lowest ids first
         self.included: list[int] = []
         self.folds: list[tuple[int, int, int]] = []
         self.limit = RULE_DEGREE if closed_wedges(indptr, self.indices) >= CLOSED_WEDGES else 2
         """the largest degree the rules look at: above 2 where rule 4 runs"""
+        self.dominated = np.flatnonzero(dominated(graph.edge_index, degree)) if self.limit > 2 else None
 
     def neighbours(self, x: int) -> set[int]:
-        """``x``'s neighbours now, made a set of its own the first time asked."""
+        """``x``'s neighbours now, made a set of its own the first time asked: its neighbours in the
+        graph that are still in it, a merged one read as the node it was folded into."""
         found = self.sets[x]
         if found is None:
-            found = self.sets[x] = set(self.indices[self.indptr[x] : self.indptr[x + 1]].tolist())
+            alive, merged_into = self.alive, self.merged_into
+            found = self.sets[x] = set()
+            for y in self.indices[self.indptr[x] : self.indptr[x + 1]].tolist():
+                while not alive[y]:
+                    y = merged_into.get(y, -1)
+                    if y < 0:
+                        break
+                else:
+                    found.add(y)
         return found
 
     def run(self) -> None:
@@ -526,8 +548,8 @@ class _Rules:
         the rules node by node to the nodes of degree <= 2 and to those whose neighbourhood the
         rules change, then rule 5 to the graph left, and the others again after each time it
         decides something."""
-        if self.limit > 2:
-            for u in np.flatnonzero(dominated(self.graph.edge_index, self.degree)).tolist():
+        if self.dominated is not None:
+            for u in self.dominated.tolist():
                 self.remove(u)
         self.cascade()
         while self.relax():
@@ -535,14 +557,12 @@ class _Rules:
 
     def cascade(self) -> None:
         """Rules 1-4 node by node, from the queue, until it is empty."""
-        queue, alive, neighbours, limit = self.queue, self.alive, self.neighbours, self.limit
+        queue, alive, degree, neighbours, limit = self.queue, self.alive, self.degree, self.neighbours, self.limit
         while queue:
             v = queue.pop()
-            if not alive[v]:
+            if not alive[v] or degree[v] > limit:
                 continue
             around = neighbours(v)
-            if len(around) > limit:
-                continue
             if len(around) < 2:
                 self.join(v, around)
             elif len(around) > 2:
@@ -583,49 +603,52 @@ class _Rules:
         """The first neighbour of ``v`` whose closed neighbourhood holds ``v``'s leaves; ``v`` is
         looked at again (its degree fell)."""
         for u in around:
-            inside = self.neighbours(u)
-            if len(inside) >= len(around) and len(around - inside) == 1:  # u itself, never its own neighbour
+            if self.degree[u] >= len(around) and len(around - self.neighbours(u)) == 1:  # u itself, never its own neighbour
                 self.remove(u)
                 self.queue.append(v)
                 return
 
     def remove(self, x: int) -> None:
-        sets, neighbours, queue = self.sets, self.neighbours, self.queue
+        sets, degree, queue, limit = self.sets, self.degree, self.queue, self.limit
         self.alive[x] = 0
-        for y in neighbours(x):
-            around = sets[y]  # neighbours(y), inlined: the rules' hottest line
-            if around is None:
-                around = neighbours(y)
-            around.discard(x)
-            if len(around) <= self.limit:
+        for y in self.neighbours(x):
+            around = sets[y]
+            if around is not None:
+                around.discard(x)
+            degree[y] -= 1
+            if degree[y] <= limit:
                 queue.append(y)
         sets[x] = set()
 
     def fold(self, v: int, u: int, w: int) -> None:
         """``v``, ``u`` and ``w`` become one node, named by the neighbour of the larger neighbourhood."""
-        sets, neighbours, queue = self.sets, self.neighbours, self.queue
-        kept, merged = (u, w) if len(neighbours(u)) >= len(neighbours(w)) else (w, u)
+        sets, degree, queue, limit = self.sets, self.degree, self.queue, self.limit
+        kept, merged = (u, w) if degree[u] >= degree[w] else (w, u)
         self.folds.append((v, kept, merged))
         self.alive[v] = self.alive[merged] = 0
+        self.merged_into[merged] = kept
         sets[v] = set()
-        into = neighbours(kept)
+        into = self.neighbours(kept)
         into.discard(v)
         added = self.added
-        for y in neighbours(merged):
+        for y in self.neighbours(merged):
             if y == v:
                 continue
             around = sets[y]
-            if around is None:
-                around = neighbours(y)
-            around.discard(merged)
-            if kept not in around:
-                around.add(kept)
+            if around is not None:
+                around.discard(merged)
+            if y in into:  # y loses merged, already a neighbour of kept
+                degree[y] -= 1
+            else:  # merged's place goes to kept
+                if around is not None:
+                    around.add(kept)
                 into.add(y)
                 added += (kept, y)
-            if len(around) <= self.limit:
+            if degree[y] <= limit:
                 queue.append(y)
         sets[merged] = set()
-        if len(into) <= self.limit:
+        degree[kept] = len(into)
+        if degree[kept] <= limit:
             queue.append(kept)
 
     def kernel(self) -> MISKernel | None:

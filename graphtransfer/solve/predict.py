@@ -181,7 +181,8 @@ def solution_rows(solution: np.ndarray, header: str, node_ids: np.ndarray | None
         formats.insert(0, "%s")
     table = np.stack(columns, axis=1)
     named = [i for i, form in enumerate(formats) if form == "%s"]
-    if any(isinstance(v, str) and any(ch in v for ch in ',"\n\r') for v in table[:, named].ravel().tolist()):
+    names_are_text = node_ids is not None and node_ids.dtype.kind in "UOS"  # else every named cell is a number or empty
+    if names_are_text and any(isinstance(v, str) and any(ch in v for ch in ',"\n\r') for v in table[:, named].ravel().tolist()):
         text = io.StringIO()  # ids that need quoting: the csv module quotes them
         csv.writer(text, lineterminator="\n").writerows(table.tolist())
         return text.getvalue()
