@@ -354,7 +354,12 @@ def test_the_degree_two_rounds_decide_chains_as_the_rules_one_by_one_do(seed, mo
 
 @pytest.mark.parametrize(
     ("graph", "refolded"),
-    [(erdos_renyi(400, 3.0, 0), True), (erdos_renyi(400, 4.0, 1), True), (barabasi_albert(400, 2, 3), True), (random_geometric(400, 5.0, 2), False)],
+    [
+        (erdos_renyi(400, 3.0, 0), True),
+        (erdos_renyi(400, 4.0, 1), True),
+        (barabasi_albert(400, 2, 3), True),
+        (random_geometric(400, 5.0, 2), False),
+    ],
     ids=lambda value: value.name if isinstance(value, Graph) else None,
 )
 def test_the_rules_count_and_read_each_nodes_neighbours_as_the_kernels_edges_have_them(graph, refolded):
