@@ -82,7 +82,8 @@ class GraphEnv(gym.Env):
         """observations padded to the spaces (``max_nodes`` rows of ``x``, ``max_edges`` columns of ``edge_index``), as SB3
         needs them; off, only the real rows and columns: a node-wise local-max solve reads no more and turns it off while
         it runs (:func:`graphtransfer.solve.inference.solve`): at 10^6 nodes of degree 8 the padding was 128 MiB written
-        per pass, most of it zeros once the residual graph shrinks"""
+        per pass, most of it zeros once the residual graph shrinks. Unpadded observations may hold the env's own arrays
+        (its residual edges): the solve reads them and never writes into them"""
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         """Start an episode on a random graph of the set, or on ``options["graph_index"]``."""
@@ -127,7 +128,7 @@ class GraphEnv(gym.Env):
         return obs, float(reward), terminated, truncated, {}
 
     def _observation(self) -> dict[str, np.ndarray]:
-        # Fresh arrays every call: callers may keep or modify what they are handed.
+        # Fresh arrays every call when padded (as SB3 reads them): callers may keep or modify what they are handed.
         edges = self._edges()
         if not self.padded:
             return self._unpadded_observation(edges)
@@ -139,15 +140,17 @@ class GraphEnv(gym.Env):
         return obs
 
     def _unpadded_observation(self, edges: np.ndarray) -> dict[str, np.ndarray]:
-        """The observation's real rows and columns only (:attr:`padded` off)."""
+        """The observation's real rows and columns only (:attr:`padded` off), the edges and features
+        as the task made them, not copied (a copy of the edges per pass was 6% of an MIS solve at 10^6
+        nodes; bench/RESULTS.md, "Observations not copied")."""
         obs: dict[str, np.ndarray] = {
-            "x": np.array(self._features(edges), dtype=np.float32),
-            "edge_index": np.array(edges, dtype=np.int64),
+            "x": np.asarray(self._features(edges), dtype=np.float32),
+            "edge_index": np.asarray(edges, dtype=np.int64),
             "num_nodes": np.array([self.graph.num_nodes], dtype=np.int64),
             "num_edges": np.array([edges.shape[1]], dtype=np.int64),
         }
         if self.num_edge_features:
-            obs[EDGE_ATTR] = np.array(self._edge_features(edges), dtype=np.float32)
+            obs[EDGE_ATTR] = np.asarray(self._edge_features(edges), dtype=np.float32)
         return obs
 
     def _edges(self) -> np.ndarray:

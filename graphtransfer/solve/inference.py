@@ -348,9 +348,10 @@ def patience_floor(degree: float, dense_share: float = LOCAL_MAX_DENSE_PATIENCE)
 
 def caro_wei_bound(obs: dict[str, np.ndarray]) -> float:
     """The sum over the observation's nodes of ``1 / (degree + 1)``, degrees counted on its edges:
-    a lower bound on the largest independent set (Caro 1979, Wei 1981)."""
+    a lower bound on the largest independent set (Caro 1979, Wei 1981). Counted by destination (both
+    directions are stored), the order the env's residual edges come in."""
     num_nodes, num_edges = int(obs["num_nodes"][0]), int(obs["num_edges"][0])
-    degree = np.bincount(obs["edge_index"][0, :num_edges], minlength=num_nodes)
+    degree = np.bincount(obs["edge_index"][1, :num_edges], minlength=num_nodes)
     return float(np.sum(1.0 / (degree + 1.0)))
 
 
