@@ -6,6 +6,7 @@ import pytest
 
 from graphtransfer.errors import GraphInputError, GraphInputWarning
 from graphtransfer.graphs import (
+    Graph,
     barabasi_albert,
     delaunay,
     erdos_renyi,
@@ -170,3 +171,18 @@ def test_edges_given_once_sorted_build_the_graph_that_any_order_with_repeats_bui
     assert np.array_equal(fast.edge_index, slow.edge_index) and np.array_equal(fast.edge_index, graph.edge_index)
     looped, loops, _ = from_edges(np.append(lo, 9), np.append(hi, 9), 500)  # sorted but for a self-loop at the end
     assert loops == 1 and np.array_equal(looped.edge_index, graph.edge_index)
+
+
+@pytest.mark.parametrize("order", ["as generated", "by source", "by destination"])
+def test_the_adjacency_names_each_nodes_neighbours_whatever_the_edges_order(order):
+    """Edges already ordered by source or by destination are read without a sort (both directions
+    are stored, so the edges into a node name its neighbours); any order gives the same neighbours."""
+    graph = erdos_renyi(300, 6.0, 4)
+    rows = {"as generated": None, "by source": 0, "by destination": 1}[order]
+    edges = graph.edge_index if rows is None else graph.edge_index[:, np.argsort(graph.edge_index[rows], kind="stable")]
+    indptr, indices = Graph(edges, graph.num_nodes).csr()
+    expected = [set() for _ in range(graph.num_nodes)]
+    for a, b in graph.edge_index.T.tolist():
+        expected[a].add(b)
+    assert np.array_equal(np.diff(indptr), graph.degrees())
+    assert [set(indices[indptr[v] : indptr[v + 1]].tolist()) for v in range(graph.num_nodes)] == expected

@@ -21,9 +21,10 @@ from graphtransfer.graphs import Graph
 from graphtransfer.graphs.generators import barabasi_albert, delaunay, erdos_renyi
 from graphtransfer.graphs.graph import induced_subgraph
 from graphtransfer.solve.evaluate import finish_rule
+from graphtransfer.solve.inference import solve
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.predict import predict_graph
-from graphtransfer.solve.residual_kernels import EARLY_KERNEL_SHARE, Level, kernel_due, lifted, solve_in_kernels
+from graphtransfer.solve.residual_kernels import EARLY_KERNEL_SHARE, Level, kernel_due, lifted, residual_graph, solve_in_kernels
 
 
 def largest_set(graph: Graph) -> np.ndarray:
@@ -119,6 +120,33 @@ def test_a_solve_reads_unpadded_observations_the_same_set_and_the_env_padded_aga
     monkeypatch.setattr(GraphEnv, "_unpadded_observation", padded_observation)
     again, _ = decoded(graph, kernel_every=3)
     assert np.array_equal(again.solution, run.solution) and again.passes == run.passes
+
+
+@pytest.mark.parametrize("task", ["mis", "mvc"])
+def test_the_residual_graph_is_the_undecided_part_read_from_the_observed_edges(task):
+    """Between stretches of passes the graph left is read from the edges the env last showed: the
+    active nodes' induced graph, the same edges as cut from the whole graph; MIS's come ordered by
+    destination, so its adjacency is read without a sort, the same as with one."""
+    graph = erdos_renyi(3_000, 6.0, 5)
+    loaded = policy_for_graphs(read_checkpoint(task), [graph])
+    env, one = loaded.env, Decoding(rollouts=1)
+    env.unwrapped.horizon = 2
+    solve(loaded.policy, env, one.deterministic, one.seed, one.commit_fraction, None, one.method, 1.0, one.reductions)
+    residual, nodes = residual_graph(env.unwrapped)
+    expected, expected_nodes = induced_subgraph(graph, env.unwrapped.active_nodes())
+    assert 0 < nodes.size < graph.num_nodes and np.array_equal(nodes, expected_nodes)
+    assert edge_set(residual) == edge_set(expected) and residual.edge_index.shape == expected.edge_index.shape
+    if task == "mis":
+        assert (np.diff(residual.edge_index[1]) >= 0).all()
+        indptr, indices = residual.csr()
+        shuffled = residual.edge_index[:, np.random.default_rng(0).permutation(residual.edge_index.shape[1])]
+        sorted_indptr, sorted_indices = Graph(shuffled, residual.num_nodes).csr()
+        assert np.array_equal(indptr, sorted_indptr)
+        assert all(set(indices[a:b].tolist()) == set(sorted_indices[a:b].tolist()) for a, b in zip(indptr[:-1], indptr[1:], strict=True))
+
+
+def edge_set(graph: Graph) -> set[tuple[int, int]]:
+    return set(map(tuple, graph.edge_index.T.tolist()))
 
 
 def padded_observation(task, edges):

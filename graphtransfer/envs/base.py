@@ -157,6 +157,11 @@ class GraphEnv(gym.Env):
         """The edges the observation shows, ``(2, E)``: the whole graph unless overridden."""
         return self.graph.edge_index
 
+    def observed_edges(self) -> np.ndarray:
+        """The edges the observations show now, ``(2, E)`` (:meth:`_edges`): the residual graph's
+        where the task shrinks it (MIS, MVC), read-only."""
+        return self._edges()
+
     def active_nodes(self) -> np.ndarray:
         """``(num_nodes,)`` bool: nodes whose action can still change the episode.
 

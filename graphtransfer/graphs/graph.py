@@ -60,11 +60,17 @@ class Graph:
 
     def csr(self) -> tuple[np.ndarray, np.ndarray]:
         """Adjacency as ``(indptr (N+1,), indices (2|E|,))``, neighbours of ``v`` in
-        ``indices[indptr[v]:indptr[v+1]]``."""
-        order = stable_order(self.edge_index[0])
+        ``indices[indptr[v]:indptr[v+1]]``. Edges already ordered by source or by destination (the
+        residual graphs of a solve come by destination) are read as they are, without a sort:
+        both directions are stored, so the edges into a node name its neighbours too."""
+        src, dst = self.edge_index
         indptr = np.zeros(self.num_nodes + 1, dtype=np.int64)
+        for by, other in ((src, dst), (dst, src)):
+            if non_decreasing(by):
+                np.cumsum(np.bincount(by, minlength=self.num_nodes), out=indptr[1:])
+                return indptr, other
         np.cumsum(self.degrees(), out=indptr[1:])
-        return indptr, self.edge_index[1, order]
+        return indptr, dst[stable_order(src)]
 
     def ids(self) -> np.ndarray:
         """``(num_nodes,)``: the graph's own id of every node (``0..N-1`` when it has none)."""
@@ -177,6 +183,11 @@ def from_edges(
 def increasing(values: np.ndarray) -> bool:
     """Whether ``values`` are strictly increasing (sorted, no repeats): one pass, no copy of a sort."""
     return bool(np.all(values[1:] > values[:-1]))
+
+
+def non_decreasing(values: np.ndarray) -> bool:
+    """Whether ``values`` are sorted (repeats allowed): one pass, no sort."""
+    return bool(np.all(values[1:] >= values[:-1]))
 
 
 def sorted_unique(values: np.ndarray) -> np.ndarray:

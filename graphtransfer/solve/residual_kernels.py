@@ -41,6 +41,7 @@ import numpy as np
 from graphtransfer.config import Decoding
 from graphtransfer.envs.base import GraphEnv
 from graphtransfer.envs.mis_kernel import KernelRule, MISKernel
+from graphtransfer.graphs import Graph
 from graphtransfer.graphs.graph import induced_subgraph
 from graphtransfer.solve.inference import Solution, solve
 
@@ -83,7 +84,7 @@ def solve_in_kernels(policy, env: gym.Env, one: Decoding, kernel: KernelRule, fi
     task = cast(GraphEnv, env.unwrapped)
     graph, horizon = task.graph, task.horizon
     levels: list[Level] = []
-    current, made, passes = graph, None, 0
+    made, passes = None, 0
     try:
         while True:
             task.horizon = min(one.kernel_every, horizon - passes)
@@ -91,13 +92,12 @@ def solve_in_kernels(policy, env: gym.Env, one: Decoding, kernel: KernelRule, fi
                 policy, env, one.deterministic, one.seed, one.commit_fraction, None, one.method, patience, one.reductions, until=kernel_due
             )
             passes += run.passes
-            residual, undecided = induced_subgraph(current, task.active_nodes())
+            residual, undecided = residual_graph(task)
             levels.append(Level(made, task.solution(), undecided))
             if not undecided.size or passes >= horizon:
                 break
             made = kernel(residual, lp=False)  # the LP's rule decided no node between passes where measured (module docstring)
-            current = residual if made is None else made.graph
-            task.use_graph(current)
+            task.use_graph(residual if made is None else made.graph)
     finally:
         task.use_graph(graph)
         task.horizon = horizon
@@ -118,6 +118,27 @@ def solve_in_kernels(policy, env: gym.Env, one: Decoding, kernel: KernelRule, fi
         finished=finished,
         kernels=sum(level.kernel is not None for level in levels),
     )
+
+
+def residual_graph(task: GraphEnv) -> tuple[Graph, np.ndarray]:
+    """The graph still undecided in the env: its active nodes, renumbered in order, and the edges
+    its last observation showed between them, in that order; and those nodes' positions ``(u,)``.
+    Read from the observed edges, the residual graph's own, rather than from every edge of the env's
+    graph; and MIS's come ordered by destination, which the kernel's adjacency and the next level's
+    env then read without a sort (:meth:`~graphtransfer.graphs.Graph.csr`). A graph with edge
+    weights is cut from the env's graph, weights kept."""
+    active = task.active_nodes()
+    if task.graph.edge_weight is not None:
+        return induced_subgraph(task.graph, active)
+    nodes = np.flatnonzero(active)
+    edges = task.observed_edges()
+    inside = active[edges[0]] & active[edges[1]]
+    if not inside.all():
+        edges = np.compress(inside, edges, axis=1)
+    position = np.full(active.size, -1, dtype=np.int64)
+    position[nodes] = np.arange(nodes.size)
+    ids = None if task.graph.node_ids is None else task.graph.node_ids[nodes]
+    return Graph(position[edges], int(nodes.size), task.graph.name, ids), nodes
 
 
 def kernel_due(undecided, degree) -> bool:
