@@ -147,6 +147,20 @@ def test_stable_order_is_numpys_stable_argsort(size, high):
     np.testing.assert_array_equal(stable_order(values), np.argsort(values, kind="stable"))
 
 
+@pytest.mark.parametrize("in_order", [1.0, 0.9, 0.75, 0.5])
+@pytest.mark.parametrize("size", [0, 1, 5_000, TORCH_SORT_FROM + 10])
+def test_stable_order_of_values_partly_in_order_is_numpys_stable_argsort(in_order, size):
+    """Values in order for their first ``in_order`` share (a kernel's edges by destination, then those
+    its folds added): their own order, a merge with the rest sorted, or a sort; ties across the
+    prefix and the rest keep their positions' order. With torch loaded, as in a solve."""
+    import torch  # noqa: F401 (loaded: the rest's sort may be torch's)
+
+    rng = np.random.default_rng(size)
+    prefix = int(in_order * size)
+    values = np.concatenate([np.sort(rng.integers(0, 1_000, prefix)), rng.integers(0, 1_000, size - prefix)])
+    np.testing.assert_array_equal(stable_order(values), np.argsort(values, kind="stable"))
+
+
 def test_stable_order_by_torchs_sort_is_numpys_stable_argsort():
     import torch  # loaded, as in a solve: stable_order takes torch's sort from TORCH_SORT_FROM values
 

@@ -187,7 +187,7 @@ def increasing(values: np.ndarray) -> bool:
 
 def non_decreasing(values: np.ndarray) -> bool:
     """Whether ``values`` are sorted (repeats allowed): one pass, no sort."""
-    return bool(np.all(values[1:] >= values[:-1]))
+    return sorted_prefix(values) == values.size
 
 
 def sorted_unique(values: np.ndarray) -> np.ndarray:
@@ -204,8 +204,46 @@ TORCH_SORT_FROM = 1 << 21
 """values from which :func:`stable_order` takes torch's stable sort, where torch is loaded"""
 
 
+SORTED_PREFIX_SHARE = 0.85
+"""values whose first this share are in order already are ordered by :func:`stable_order` as a merge: the rest sorted,
+then each placed after the equal values of that prefix. The destinations of the kernels of three residual graphs of an
+ER graph of 10^6 nodes, 97% / 89% / 75% in order: 0.021 / 0.013 / 0.007 s merged against 0.062 / 0.029 / 0.006 s
+sorted (bench/RESULTS.md, "Observations not copied, and residual graphs from the observed edges")"""
+
+
 def stable_order(values: np.ndarray) -> np.ndarray:
     """``np.argsort(values, kind="stable")`` for node ids (integers in ``0..MAX_NODES``).
+
+    Values in order are their own order; values in order for their first :data:`SORTED_PREFIX_SHARE` and more (a
+    kernel's edges: a residual graph's, ordered by destination, then the few a fold added) are a merge of that prefix
+    with the rest sorted; any others are sorted whole (:func:`_sorted_order`).
+    """
+    prefix = sorted_prefix(values)
+    if prefix == values.size:
+        return np.arange(values.size)
+    if prefix < SORTED_PREFIX_SHARE * values.size:
+        return _sorted_order(values)
+    rest = prefix + _sorted_order(values[prefix:])
+    at = np.searchsorted(values[:prefix], values[rest], side="right") + np.arange(rest.size)  # after the equal ones: stable
+    order = np.empty(values.size, dtype=np.int64)
+    order[at] = rest
+    kept = np.ones(values.size, dtype=bool)
+    kept[at] = False
+    order[kept] = np.arange(prefix)
+    return order
+
+
+def sorted_prefix(values: np.ndarray) -> int:
+    """How many of ``values`` from the first on are in order (non-decreasing): one pass."""
+    if values.size < 2:
+        return values.size
+    descents = values[1:] < values[:-1]
+    first = int(descents.argmax())
+    return first + 1 if descents[first] else values.size
+
+
+def _sorted_order(values: np.ndarray) -> np.ndarray:
+    """:func:`stable_order` by a sort of them all.
 
     From :data:`TORCH_SORT_FROM` values, where torch is already loaded (a solve, training), torch's
     stable sort of the ids as int32, on torch's threads (the process's choice of cores: see
