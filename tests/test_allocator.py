@@ -86,6 +86,6 @@ KEEP = (
 
 @pytest.mark.skipif(not has_mallinfo2(), reason="glibc 2.33 or later only")
 def test_a_solve_with_room_keeps_its_freed_memory_and_one_without_does_not():
-    # the guard's estimate for 10^5 nodes of degree 8 and the default model: about 174 MiB
+    # the guard's estimate for 10^5 nodes of degree 8 and the default model: about 150 MiB
     assert allocation_probe(KEEP, GRAPHTRANSFER_MEMORY_LIMIT_MB="100000") == "True\nFalse False"  # every block from the heap
     assert allocation_probe(KEEP, GRAPHTRANSFER_MEMORY_LIMIT_MB="150") == "False\nFalse True"  # not 1.5x the estimate: as tuned

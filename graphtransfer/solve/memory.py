@@ -8,17 +8,21 @@ float32 value per edge); per node, about one float32 ``(N, width)`` activation a
 hidden layer ``(N, head_width)`` (layers write their output in row blocks and free their input),
 and the env's per-node arrays (features, degrees, draws: :data:`_ENV_BYTES_PER_NODE`). The layers
 aggregate over the structure, so no ``(E, width)`` message tensor is ever built. Measured peaks above the process's resident size
-before predicting (``predict``, the make-demo MIS policy: sage, width 32, head width 64;
-Erdős–Rényi graphs), against :func:`estimate_peak_bytes`:
+before predicting (``predict_graph``, 6 passes, the built-in MIS policy: sage, width 32, head width 64;
+Erdős–Rényi graphs; 2026-11-27, after the solve stopped copying the edges into each observation and
+sorting each residual graph), against :func:`estimate_peak_bytes`:
 
     nodes       directed edges  measured MiB  estimate MiB
-    1,000,000      8,000,000        1026          1040
-    2,000,000     16,000,000        2008          2016
-      500,000      8,000,000         803           796
-      200,000      1,600,000         262           259
-    1,000,000      2,000,000         550           674   (average degree 2: fewer passes, a faster-shrinking graph)
+    1,000,000      8,000,000        1002          1092
+    2,000,000     16,000,000        1921          2153
+      500,000      8,000,000         936           906
+      200,000      1,600,000         249           244
+    1,000,000      2,000,000         473           578   (average degree 2, the kernel off: with it on, the kernel
+                                                          decides nearly the whole graph and the passes take 23 MiB)
 
-and the width-64 policy of ``tests/test_memory.py`` at 200,000 nodes: 255 MiB, estimate 284.
+and the width-64 policy of ``tests/test_memory.py`` at 200,000 nodes: 230 MiB, estimate 269. The peak
+now follows the edges more than the nodes (the kernel's and the residual graph's copies of them):
+halving the nodes at 8M edges took 66 MiB off, doubling the policy's width added none.
 
 Edge heads (edge-wise, edge choice) add about three ``(E, head_width)`` float32 tensors per pass
 (the gathered endpoint projections, their sum, the hidden layer): the edge-wise matching policy
@@ -47,9 +51,10 @@ ROOM_TO_KEEP = 1.5
 """how many times the estimate the memory available must be for a solve to keep its freed memory
 (:func:`graphtransfer.process.keep_freed_memory`): kept, the peak rose by 28-31% of the estimate
 (10^6 and 10^7 nodes)"""
-_FIXED = 64 * MIB  # allocator slack and the model's own buffers, measured on small graphs
-_BYTES_PER_EDGE = 64  # fitted (table above): the int64 copies of the edges a pass holds at once, the structure's included
-_ENV_BYTES_PER_NODE = 128  # fitted with the table above and a width-64 policy (tests/test_memory.py): doubling the width added little
+_FIXED = 32 * MIB  # allocator slack and the model's own buffers, fitted with the table above
+_BYTES_PER_EDGE = 90  # fitted (table above): the int64 copies of the edges a pass or a kernel holds at once, the structure's included
+_ENV_BYTES_PER_NODE = 8  # fitted with the table above and a width-64 policy (tests/test_memory.py): at the peak the env's per-node arrays
+# are mostly freed or not yet made
 # (limit, usage) files of cgroup v2 and v1: inside a container /proc/meminfo describes the host
 _CGROUP_FILES = (
     ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
