@@ -145,6 +145,18 @@ def test_the_residual_graph_is_the_undecided_part_read_from_the_observed_edges(t
         assert all(set(indices[a:b].tolist()) == set(sorted_indices[a:b].tolist()) for a, b in zip(indptr[:-1], indptr[1:], strict=True))
 
 
+def test_a_weighted_graphs_residual_is_cut_from_the_graph_with_its_weights():
+    graph = erdos_renyi(2_000, 6.0, 6)
+    weighted = Graph(graph.edge_index, graph.num_nodes, node_weight=np.arange(graph.num_nodes, dtype=np.float64))
+    loaded = policy_for_graphs(read_checkpoint("mis"), [weighted])
+    env, one = loaded.env, Decoding(rollouts=1)
+    env.unwrapped.horizon = 2
+    solve(loaded.policy, env, one.deterministic, one.seed, one.commit_fraction, None, one.method, 1.0, one.reductions)
+    residual, nodes = residual_graph(env.unwrapped)
+    assert 0 < nodes.size < graph.num_nodes and np.array_equal(residual.node_weight, nodes.astype(np.float64))
+    assert edge_set(residual) == edge_set(induced_subgraph(weighted, env.unwrapped.active_nodes())[0])
+
+
 def edge_set(graph: Graph) -> set[tuple[int, int]]:
     return set(map(tuple, graph.edge_index.T.tolist()))
 

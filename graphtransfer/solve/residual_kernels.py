@@ -125,10 +125,10 @@ def residual_graph(task: GraphEnv) -> tuple[Graph, np.ndarray]:
     its last observation showed between them, in that order; and those nodes' positions ``(u,)``.
     Read from the observed edges, the residual graph's own, rather than from every edge of the env's
     graph; and MIS's come ordered by destination, which the kernel's adjacency and the next level's
-    env then read without a sort (:meth:`~graphtransfer.graphs.Graph.csr`). A graph with edge
-    weights is cut from the env's graph, weights kept."""
+    env then read without a sort (:meth:`~graphtransfer.graphs.Graph.csr`). A graph with edge or
+    node weights is cut from the env's graph, weights kept."""
     active = task.active_nodes()
-    if task.graph.edge_weight is not None:
+    if task.graph.edge_weight is not None or task.graph.node_weight is not None:
         return induced_subgraph(task.graph, active)
     nodes = np.flatnonzero(active)
     edges = task.observed_edges()
