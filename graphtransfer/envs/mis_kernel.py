@@ -51,6 +51,7 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components, maxi
 
 from graphtransfer.envs.domination import CLOSED_WEDGES, closed_wedges, dominated
 from graphtransfer.graphs import Graph
+from graphtransfer.graphs.graph import stable_order
 
 RULE_DEGREE = 8
 """rule 4 looks again at nodes of at most this degree when the other rules change their
@@ -248,7 +249,7 @@ def _degree_two_round(src: np.ndarray, dst: np.ndarray, degree: np.ndarray) -> t
     """
     n = degree.size
     edge = np.flatnonzero((degree == 2)[src])
-    edge = edge[np.argsort(src[edge], kind="stable")]  # each node's two edges side by side
+    edge = edge[stable_order(src[edge])]  # each node's two edges side by side
     v, u, w = src[edge[0::2]], dst[edge[0::2]], dst[edge[1::2]]
     claim = np.full(n, n, dtype=np.int64)
     for part in (v, u, w):
@@ -525,7 +526,6 @@ class _Rules:
         self.folds: list[tuple[int, int, int]] = []
         self.limit = RULE_DEGREE if closed_wedges(indptr, self.indices) >= CLOSED_WEDGES else 2
         """the largest degree the rules look at: above 2 where rule 4 runs"""
-        self.dominated = np.flatnonzero(dominated(graph.edge_index, degree)) if self.limit > 2 else None
 
     def neighbours(self, x: int) -> set[int]:
         """``x``'s neighbours now, made a set of its own the first time asked: its neighbours in the
@@ -548,8 +548,9 @@ class _Rules:
         the rules node by node to the nodes of degree <= 2 and to those whose neighbourhood the
         rules change, then rule 5 to the graph left, and the others again after each time it
         decides something."""
-        if self.dominated is not None:
-            for u in self.dominated.tolist():
+        if self.limit > 2:
+            degree = np.frombuffer(self.degree, dtype=np.int64)  # the degrees as given: no rule has run yet
+            for u in np.flatnonzero(dominated(self.graph.edge_index, degree)).tolist():
                 self.remove(u)
         self.cascade()
         while self.relax():

@@ -60,15 +60,14 @@ class Graph:
 
     def csr(self) -> tuple[np.ndarray, np.ndarray]:
         """Adjacency as ``(indptr (N+1,), indices (2|E|,))``, neighbours of ``v`` in
-        ``indices[indptr[v]:indptr[v+1]]``. Edges already ordered by source or by destination (the
-        residual graphs of a solve come by destination) are read as they are, without a sort:
-        both directions are stored, so the edges into a node name its neighbours too."""
+        ``indices[indptr[v]:indptr[v+1]]``. Edges already ordered by destination (the residual
+        graphs of a solve) are read as they are, without a sort or a copy: both directions are
+        stored, so the edges into a node name its neighbours too."""
         src, dst = self.edge_index
         indptr = np.zeros(self.num_nodes + 1, dtype=np.int64)
-        for by, other in ((src, dst), (dst, src)):
-            if non_decreasing(by):
-                np.cumsum(np.bincount(by, minlength=self.num_nodes), out=indptr[1:])
-                return indptr, other
+        if non_decreasing(dst):
+            np.cumsum(np.bincount(dst, minlength=self.num_nodes), out=indptr[1:])
+            return indptr, src
         np.cumsum(self.degrees(), out=indptr[1:])
         return indptr, dst[stable_order(src)]
 
