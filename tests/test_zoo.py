@@ -17,6 +17,7 @@ from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.baselines.mvc import greedy_max_degree
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.cli import app
+from graphtransfer.config import PPOConfig
 from graphtransfer.envs import is_independent_set, is_vertex_cover
 from graphtransfer.graphs import erdos_renyi, read_graph, write_edge_list
 from graphtransfer.solve.predict import predict_graph
@@ -53,6 +54,15 @@ def test_zoo_json_names_the_candidate_its_own_rule_chooses():
         scores = {seed: tuple(score(name, entry["ratios"])) for seed, entry in record["candidates"].items()}
         assert max(scores, key=scores.get) == str(record["chosen_seed"])
         assert f"--task {name} " in record["command"] and f"--seed {record['chosen_seed']}" in record["command"]
+
+
+@pytest.mark.parametrize("name", ["mis", "mvc"])
+def test_zoo_json_names_the_steps_the_model_was_trained_for(name):
+    """The record's command repeats the run: its --steps (train's default where it names none) is
+    the budget the shipped weights were trained with."""
+    command = json.loads((ZOO / name / PROVENANCE).read_text())["command"].split()
+    steps = int(command[command.index("--steps") + 1]) if "--steps" in command else PPOConfig().total_timesteps
+    assert read_checkpoint(name).meta["training"]["budget"] == steps
 
 
 def test_predict_with_the_built_in_model_from_any_folder(tmp_path, monkeypatch):
