@@ -8,8 +8,9 @@ trained once: each seed is trained exactly as ``graphtransfer train --task TASK 
 --seed S --steps STEPS`` trains it (the CLI itself, in a subprocess), then every candidate runs
 ``predict``'s default decoding on the validation graphs (Erdős–Rényi, Barabási–Albert and random
 geometric graphs of 10^3 and 10^4 nodes at average degree 4, 64 and 200, three sparse ones of 10^5
-nodes and a Barabási–Albert graph of 3 x 10^5, drawn with ``VALIDATION_SEED``, a seed no benchmark table reports), and the winner is the candidate with the fewest graphs below
-greedy, then the highest mean ratio to greedy. Its folder is copied into the package with
+nodes and a Barabási–Albert graph of 3 x 10^5, drawn with ``VALIDATION_SEED``, a seed no
+benchmark table reports), and the winner is the candidate with the fewest graphs below greedy,
+then the highest mean ratio to greedy. Its folder is copied into the package with
 ``zoo.json``: the command, every candidate's ratios and the choice.
 
     .venv/bin/python -m bench.build_zoo --task mis --seeds 0,1,2,3,4,5,6 [--steps 60000] [--work runs/zoo] [--reuse] [--no-install]
