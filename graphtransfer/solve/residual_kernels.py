@@ -123,22 +123,15 @@ def solve_in_kernels(policy, env: gym.Env, one: Decoding, kernel: KernelRule, fi
 def residual_graph(task: GraphEnv) -> tuple[Graph, np.ndarray]:
     """The graph still undecided in the env: its active nodes, renumbered in order, and the edges
     its last observation showed between them, in that order; and those nodes' positions ``(u,)``.
-    Read from the observed edges, the residual graph's own, rather than from every edge of the env's
-    graph; and MIS's come ordered by destination, which the kernel's adjacency and the next level's
-    env then read without a sort (:meth:`~graphtransfer.graphs.Graph.csr`). A graph with edge or
-    node weights is cut from the env's graph, weights kept."""
-    active = task.active_nodes()
-    if task.graph.edge_weight is not None or task.graph.node_weight is not None:
-        return induced_subgraph(task.graph, active)
-    nodes = np.flatnonzero(active)
-    edges = task.observed_edges()
-    inside = active[edges[0]] & active[edges[1]]
-    if not inside.all():
-        edges = np.compress(inside, edges, axis=1)
-    position = np.full(active.size, -1, dtype=np.int64)
-    position[nodes] = np.arange(nodes.size)
-    ids = None if task.graph.node_ids is None else task.graph.node_ids[nodes]
-    return Graph(position[edges], int(nodes.size), task.graph.name, ids), nodes
+    Cut (:func:`~graphtransfer.graphs.graph.induced_subgraph`) from the observed edges, the residual
+    graph's own, rather than from every edge of the env's graph; and MIS's come ordered by
+    destination, which the kernel's adjacency and the next level's env then read without a sort
+    (:meth:`~graphtransfer.graphs.Graph.csr`). A graph with edge or node weights is cut from the
+    env's graph, weights kept."""
+    graph = task.graph
+    if graph.edge_weight is None and graph.node_weight is None:
+        graph = replace(graph, edge_index=task.observed_edges())
+    return induced_subgraph(graph, task.active_nodes())
 
 
 def kernel_due(undecided, degree) -> bool:
