@@ -55,3 +55,35 @@ def test_a_busy_process_is_counted_and_leaves_at_least_one_core():
     finally:
         busy.kill()
         busy.wait()
+
+
+FREEZE_PROBE = """
+import gc, sys
+from graphtransfer.cli import main
+import graphtransfer.solve.predict as predict
+solve = predict.predict_with
+def recorded(*args, **kwargs):
+    print("frozen before the solve:", gc.get_freeze_count() > 0)
+    return solve(*args, **kwargs)
+predict.predict_with = recorded
+sys.argv = ["graphtransfer", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as exit:
+    print("exit", exit.code, "frozen at the end:", gc.get_freeze_count() > 0)
+"""
+
+
+def test_the_cli_leaves_what_it_loaded_out_of_the_collectors_passes(tmp_path):
+    """gc.freeze before the solve (its full passes would visit every imported object) and again as
+    the command line exits; before any command nothing is frozen, and the solution is whole."""
+    graph = os.path.join(os.path.dirname(__file__), "..", "sample_graphs", "small", "ba-20.txt")
+    out = tmp_path / "set.csv"
+    command = [sys.executable, "-c", "import gc; assert gc.get_freeze_count() == 0" + "\n" + FREEZE_PROBE]
+    command += ["predict", "--model", "mis", "--graph", graph, "--out", str(out)]
+    printed = subprocess.run(command, capture_output=True, text=True, check=True).stdout.splitlines()
+    assert "frozen before the solve: True" in printed
+    assert printed[-1] == "exit 0 frozen at the end: True"
+    assert len(out.read_text().splitlines()) == 1 + 20  # a header and a row per node, flushed before the exit
+    listed = subprocess.run(command[:3] + ["tasks"], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert listed[-1] == "exit 0 frozen at the end: True"  # a command with no solve: frozen only as it exits

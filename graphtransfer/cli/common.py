@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from graphtransfer.errors import GraphInputWarning, GraphTransferError, UsageError
-from graphtransfer.process import free_cores
+from graphtransfer.process import free_cores, freeze_loaded_objects
 
 
 def fail(message: str, code: int) -> None:
@@ -135,6 +135,14 @@ def use_threads(threads: int | None, nodes: int | None = None) -> None:
     if threads is None:
         threads = 1 if nodes is not None and nodes < ONE_THREAD_BELOW else free_cores()
     torch.set_num_threads(threads)
+
+
+def start_work(threads: int | None, nodes: int | None = None) -> None:
+    """What a solving command does once its options are checked and its model and graphs are at
+    hand: its torch threads (:func:`use_threads`), and the objects loaded so far left out of the
+    garbage collector's passes (:func:`graphtransfer.process.freeze_loaded_objects`)."""
+    use_threads(threads, nodes)
+    freeze_loaded_objects()
 
 
 WEEK_SECONDS = 7 * 24 * 3600

@@ -23,7 +23,7 @@ from typer.core import TyperGroup
 from graphtransfer.cli.models import export, plot, tasks, transfer
 from graphtransfer.cli.solving import evaluate, predict
 from graphtransfer.cli.training import train, tune
-from graphtransfer.process import tune_process
+from graphtransfer.process import freeze_loaded_objects, tune_process
 
 app = typer.Typer(
     add_completion=False,
@@ -81,4 +81,7 @@ def main() -> None:
     warnings.filterwarnings("ignore", module="stable_baselines3")
     if not sys.stdout.isatty():
         os.environ.setdefault("COLUMNS", HELP_COLUMNS_IN_A_PIPE)
-    app()
+    try:
+        app()
+    finally:  # the exit's collection would visit every object; the commands close their files and envs themselves
+        freeze_loaded_objects()

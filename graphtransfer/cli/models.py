@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from graphtransfer.cli.common import SOLVE_RUNTIME, EnvOption, friendly_errors, seconds_option, use_threads
+from graphtransfer.cli.common import SOLVE_RUNTIME, EnvOption, friendly_errors, seconds_option, start_work
 from graphtransfer.cli.options import takes_params
 from graphtransfer.config import Decoding, Runtime, check_setting
 from graphtransfer.errors import UsageError
@@ -90,7 +90,7 @@ def transfer(
         raise UsageError(f"--finetune-steps {finetune_steps} must be 0 (no fine-tuning) or more")
     if seed is not None:
         check_setting("ppo.seed (--seed)", "ppo.seed", seed)
-    use_threads(runtime.threads)
+    start_work(runtime.threads)
     result = run_transfer(
         src,
         dst,

@@ -19,7 +19,7 @@ from graphtransfer.cli.common import (
     check_positive,
     friendly_errors,
     seconds_option,
-    use_threads,
+    start_work,
 )
 from graphtransfer.cli.common import fail as _fail
 from graphtransfer.cli.options import takes_params
@@ -125,7 +125,7 @@ def predict(
             raise UsageError("--source and --target name nodes of one graph; --graph names a folder")
         if seconds is not None:
             raise UsageError("--polish searches one graph's solution; name a single graph file with --graph, not a folder")
-        use_threads(runtime.threads)
+        start_work(runtime.threads)
         return _predict_folder(model, graph, out, draw, workers, env, force, decoder, runtime)
     if workers is not None or ray_address is not None:
         raise UsageError("--workers and --ray-address spread a folder of graphs over workers; --graph names a single graph")
@@ -141,7 +141,7 @@ def predict(
         check_drawable(loaded)  # before the policy runs, not after
         check_output_file(draw, [resolve(graph)], force, "--draw", FIGURE_SUFFIXES)
     check_output_file(out, [resolve(graph)], force)  # predict gets the graph already read, so the input file is guarded here
-    use_threads(runtime.threads, loaded.num_nodes)
+    start_work(runtime.threads, loaded.num_nodes)
     keep_freed_memory_where_room(config, loaded)
     loaded, solution = predict_with(model, loaded, out, decoder, runtime, env, force, source, target)
     typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges; node ids {loaded.describe_ids()}")
@@ -240,7 +240,7 @@ def _predict_polished(
     check_polish_task(read_checkpoint(model, env).config)  # before the graph is read
     loaded = load_graph(graph)
     check_output_file(out, [resolve(graph)], force)  # the graph goes down already read: guard its file here
-    use_threads(runtime.threads, loaded.num_nodes)
+    start_work(runtime.threads, loaded.num_nodes)
     loaded, solution, polished = predict_polished(model, loaded, out, seconds, decoding, runtime, env, force)
     typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges; node ids {loaded.describe_ids()}")
     rollouts = _rollouts_run(solution, decoding.seed)
@@ -354,7 +354,7 @@ def evaluate(
     runtime = replace(runtime, ray_address=ray_address, device=resolve_device(device))
     extras = EvalExtras(deterministic, polish, chils, source, target)
     _check_eval_outputs(graphs, json_out, plot, force)
-    use_threads(runtime.threads)  # after the options are checked: bad input changes nothing in the process
+    start_work(runtime.threads)  # after the options are checked: bad input changes nothing in the process
     try:
         config, rows = evaluate_with(model, graphs, decoder, runtime, workers, env, extras)
     except ClusterLost as lost:

@@ -12,6 +12,7 @@ from graphtransfer.cli.common import friendly_errors
 from graphtransfer.cli.options import takes_params, takes_settings
 from graphtransfer.config import RunConfig, Search
 from graphtransfer.errors import UsageError
+from graphtransfer.process import freeze_loaded_objects
 
 if TYPE_CHECKING:
     from graphtransfer.training.loop import TrainResult
@@ -97,6 +98,7 @@ def train(
         from graphtransfer.training.loop import resume as resume_training
 
         _refuse_settings_beside_resume(ctx)
+        freeze_loaded_objects()
         runtime = {name: settings.get(f"runtime.{name}") for name in ("max_nodes_per_batch", "mixed_precision")}  # None: the run's
         result = resume_training(resume, progress=progress and sys.stderr.isatty(), log=typer.echo, env=settings.get("env"), **runtime)
         return _report_training(result, settings.get("env"))
@@ -108,6 +110,7 @@ def train(
     from graphtransfer.training.tracking import tracking_summary
 
     tracking = _tracking(track, track_uri)
+    freeze_loaded_objects()
     result = run_training(config, out, progress=progress and sys.stderr.isatty(), log=typer.echo, tracking=tracking)
     _report_training(result, config.env)
     if tracking is not None:
