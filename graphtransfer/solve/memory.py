@@ -20,7 +20,9 @@ sorting each residual graph), against :func:`estimate_peak_bytes`:
     1,000,000      2,000,000         473           578   (average degree 2, the kernel off: with it on, the kernel
                                                           decides nearly the whole graph and the passes take 23 MiB)
 
-and the width-64 policy of ``tests/test_memory.py`` at 200,000 nodes: 230 MiB, estimate 269. The peak
+and the width-64 policy of ``tests/test_memory.py`` at 200,000 nodes: 195-257 MiB in an untuned process (glibc's
+allocation thresholds move with each free), 166 or 193 MiB in one tuned as predict tunes it
+(:func:`graphtransfer.process.tune_process`), estimate 269. The peak
 now follows the edges more than the nodes (the kernel's and the residual graph's copies of them):
 halving the nodes at 8M edges took 66 MiB off, doubling the policy's width added none.
 
