@@ -12,6 +12,8 @@ from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.cli import app
 from graphtransfer.config import (
     AUTO_PATIENCE,
+    HASTY_FROM_NODES,
+    HASTY_PATIENCE,
     LEAVE_OUT_PATIENCE,
     LOCAL_MAX_DENSE_PATIENCE,
     LOCAL_MAX_PATIENCE,
@@ -169,10 +171,44 @@ def test_patience_finds_a_smaller_cover_than_the_default_with_the_built_in_mvc_m
         ("auto", PATIENT_BELOW_NODES, 1.0),
         (1, 20_000, 1.0),  # a count given: the default decoding, as many times as asked
         (4, 20_000, 1.0),
+        ("auto", HASTY_FROM_NODES - 1, 1.0),
+        ("auto", HASTY_FROM_NODES, HASTY_PATIENCE),  # from here on hasty, whatever --rollouts says
+        (1, HASTY_FROM_NODES, HASTY_PATIENCE),
+        ("auto", 10_000_000, HASTY_PATIENCE),
     ],
 )
-def test_only_auto_below_a_size_is_patient(rollouts, nodes, patience):
+def test_only_auto_below_a_size_is_patient_and_the_largest_graphs_are_hasty(rollouts, nodes, patience):
     assert rollout_patience(rollouts, nodes) == patience
+
+
+@pytest.mark.parametrize("degree", [4.0, 8.0, 16.0, 64.0, 200.0])
+def test_haste_takes_more_candidates_for_mis_and_leaves_mvc_at_its_default(degree):
+    """Below a patience of 1, MIS's share of the Caro-Wei bound is the degree's share divided by it
+    (1.6x at HASTY_PATIENCE), not below the floor for the degree, so never below the default's; MVC's
+    candidates to stay out keep the default's."""
+    obs = {"num_nodes": [3_000_000], "num_edges": [int(degree * 3_000_000)]}
+    share = LOCAL_MAX_PATIENCE * min(1.0, LOCAL_MAX_SPARSE_DEGREE / degree)
+    floor = LOCAL_MAX_DENSE_PATIENCE * min(1.0, degree / LOCAL_MAX_SPARSE_DEGREE) ** 2
+    assert HASTY_PATIENCE < 1
+    assert local_max_patience(obs, HASTY_PATIENCE) == pytest.approx(max(floor, share / HASTY_PATIENCE))
+    assert local_max_patience(obs, HASTY_PATIENCE) > local_max_patience(obs) or degree >= 48  # the floor binds there
+    src = np.repeat(np.arange(1_000), int(degree) % 999)
+    edges = {"num_nodes": [1_000], "num_edges": [src.size], "edge_index": np.stack([src, (src + 1) % 1_000])}
+    assert leave_out_candidates(edges, None, HASTY_PATIENCE) == leave_out_candidates(edges, None)
+
+
+def test_a_hasty_rollout_decides_a_graph_in_fewer_passes_and_stays_a_maximal_set():
+    """The trade HASTY_PATIENCE makes on the largest graphs, on a small one (ER, 20,000 nodes of degree
+    8; the built-in MIS model): fewer passes, a maximal independent set."""
+    graph = erdos_renyi(20_000, 8.0, 0)
+    loaded = policy_for_graphs(read_checkpoint("mis"), [graph])
+    default = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"])
+    hasty = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"], patience=HASTY_PATIENCE)
+    assert hasty.feasible and hasty.passes < default.passes
+    chosen, (src, dst) = hasty.solution.astype(bool), graph.edge_index
+    near = np.zeros(graph.num_nodes, dtype=bool)
+    near[dst[chosen[src]]] = True
+    assert (chosen | near).all()
 
 
 def test_patience_finds_a_larger_set_than_the_default_with_the_built_in_model_on_a_mesh():

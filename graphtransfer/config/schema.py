@@ -97,6 +97,16 @@ PATIENT_BELOW_NODES = 150_000
 """graphs of this many nodes or more keep the default patience with ``--rollouts auto`` (``make demo``'s 250,000-node graph,
 10^6-node graphs): there a patient rollout's 2.6-2.9x the passes would cost seconds that their one rollout does not
 have; the patient rollouts of a 10^5-node graph take 1.6-2.3x the default's seconds"""
+HASTY_FROM_NODES = 2_000_000
+"""graphs of this many nodes or more (the kernel the policy solves, after the exact rules) are decoded with
+:data:`HASTY_PATIENCE`, whatever ``--rollouts`` says: each pass over such a graph costs seconds, and the early passes,
+over most of it, are most of a solve's time; the 10^3-10^6-node graphs of bench/RESULTS.md's quality tables keep the
+default's patience"""
+HASTY_PATIENCE = 0.625
+"""the MIS local-max decoding's patience on graphs of :data:`HASTY_FROM_NODES` nodes or more: below 1, its share of the
+Caro-Wei bound per pass is the degree's share times 1.6, not below the floor for the degree (on Erdős–Rényi graphs of
+average degree 8: about 3% of the nodes as candidates per pass instead of 1.9%; from degree 48 on the dense floor binds as
+before). MVC's decoding keeps its default."""
 KERNEL_EVERY = 4
 """the MIS local-max passes between two kernels of the residual graph (:mod:`graphtransfer.solve.residual_kernels`): of 2, 4
 and 8, 4 found the largest sets on 4 of 5 graphs of 10^4-3 x 10^4 nodes (Erdős–Rényi degree 8 and 200, Delaunay, random
@@ -330,7 +340,9 @@ class Decoding:
         f"(average degree up to 10; the default's share / {AUTO_PATIENCE:g}, in about 5x its passes), "
         f"{LOCAL_MAX_DENSE_PATIENCE} from average degree 16 on (dense graphs take it anyway); mvc its default's share / "
         f"{AUTO_PATIENCE:g}, not below {LEAVE_OUT_PATIENCE} x (degree / 16)^2 (its default from degree 16 on); the pass "
-        "budget then runs fewer rollouts. With the "
+        f"budget then runs fewer rollouts. From {HASTY_FROM_NODES:,} nodes on (after the exact reductions) mis takes "
+        f"{1 / HASTY_PATIENCE:g}x its default's share per pass, whatever --rollouts says (10^7 nodes: 0.2% smaller sets "
+        "in three quarters of the time). With the "
         "default decoding of mis and mvc every other rollout is local-max-sampled on graphs of average degree up to "
         f"{SAMPLED_ROLLOUT_DEGREE:g}, local-max on denser ones. 1: a single rollout",
         low=1,

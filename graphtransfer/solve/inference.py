@@ -126,7 +126,7 @@ def solve(
             nodes with the highest probability of the commit action may take it, everyone else
             defers (default 1.0: every node acts as drawn).
         patience: node-wise local-max without a ``commit_fraction`` (MIS): how many times more
-            patient than the default to be, at least 1 (see :func:`local_max_patience`);
+            patient than the default to be, below 1 hastier (see :func:`local_max_patience`);
             ``--rollouts auto`` raises it where one rollout runs
             (:func:`graphtransfer.solve.rollouts.rollout_patience`).
         reductions: node-wise local-max decodings of envs that name ``exact_actions`` (MIS):
@@ -323,7 +323,8 @@ def local_max_patience(obs: dict[str, np.ndarray], patience: float = 1.0) -> flo
     :data:`LOCAL_MAX_DENSE_PATIENCE`. Dense graphs' sets are the ones that patience helps (a third
     of the share added 1.5-1.6% on Erdős–Rényi graphs of 10^4 nodes and average degree 64-200, in
     three times the passes); sparse graphs keep their candidates and passes (bench/RESULTS.md,
-    "Dense graphs' patience"). A ``patience`` above 1 divides that share, down to a floor that
+    "Dense graphs' patience"). A ``patience`` above 1 divides that share (one below 1, the haste of
+    the largest graphs, multiplies it), down to a floor that
     follows the degree: :data:`LOCAL_MAX_DENSE_PATIENCE` from :data:`LOCAL_MAX_SPARSE_DEGREE` on,
     falling with the square of the degree below it (a sparse graph's set is a smaller multiple of
     its Caro-Wei bound, so the same share decides it in fewer passes: at 0.02, 115 passes at
@@ -331,7 +332,7 @@ def local_max_patience(obs: dict[str, np.ndarray], patience: float = 1.0) -> flo
     degree 16, so those shares are what they were before the floor followed the degree."""
     degree = observed_degree(obs)
     share = LOCAL_MAX_PATIENCE * min(1.0, LOCAL_MAX_SPARSE_DEGREE / max(degree, 1e-9))
-    return max(patience_floor(degree), share / max(patience, 1.0))
+    return max(patience_floor(degree), share / patience)
 
 
 def observed_degree(obs: dict[str, np.ndarray]) -> float:
