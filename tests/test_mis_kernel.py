@@ -204,6 +204,83 @@ def test_a_lattice_is_decided_whole_by_a_flow_matching(side, monkeypatch):
     assert mis_kernel(barabasi_albert(3000, 3, seed=5)).decided > 2900 and not chosen
 
 
+def random_bipartite(left: int, right: int, edges: int, seed: int) -> Graph:
+    rng = np.random.default_rng(seed)
+    return from_edges(rng.integers(0, left, edges), left + rng.integers(0, right, edges), left + right, "bipartite")[0]
+
+
+def test_the_ball_finds_odd_cycles_and_only_among_the_nodes_left():
+    def near(graph: Graph, alive: np.ndarray | None = None) -> bool:
+        indptr, indices = graph.csr()
+        alive = np.ones(graph.num_nodes, dtype=bool) if alive is None else alive
+        return mis_kernel_module.odd_cycle_near((indptr, indices), alive, np.diff(indptr))
+
+    five, six = (graph_of([(i, (i + 1) % n) for i in range(n)], n) for n in (5, 6))
+    assert near(five) and not near(six)
+    assert not near(five, np.arange(5) != 3)  # a 5-cycle less one node is a path
+    assert not near(lattice(40)) and not near(random_bipartite(300, 500, 2400, seed=1))
+    assert near(erdos_renyi(20_000, 4.0, seed=1)) and near(barabasi_albert(20_000, 3, seed=1))
+
+
+def test_the_ball_answers_for_itself_only(monkeypatch):
+    """A grid with one diagonal far from the search's start: an odd cycle the ball does not reach."""
+    grid = lattice(60)
+    src, dst = grid.edge_index
+    graph = from_edges(np.append(src, 0), np.append(dst, 61), grid.num_nodes)[0]  # a triangle at one corner
+    indptr, indices = graph.csr()
+    degree = np.diff(indptr).copy()
+    degree[60 * 60 - 1] = 99  # the search starts at the far corner
+    alive = np.ones(graph.num_nodes, dtype=bool)
+    assert mis_kernel_module.odd_cycle_near((indptr, indices), alive, degree)
+    monkeypatch.setattr(mis_kernel_module, "ODD_CYCLE_BALL", 100)
+    assert not mis_kernel_module.odd_cycle_near((indptr, indices), alive, degree)
+
+
+@pytest.mark.parametrize("graph", [lattice(41), random_bipartite(700, 900, 4000, seed=2)], ids=["grid-41", "bipartite"])
+def test_bipartite_graphs_above_the_lp_limit_are_decided_whole_with_a_largest_set(graph, monkeypatch):
+    """Above :data:`LP_NODES` the LP's step runs where the ball finds no odd cycle: a bipartite graph is then
+    decided whole, its largest set (König: the nodes less a maximum matching, counted here by scipy on the
+    bipartite graph itself, not on the double cover the kernel matches)."""
+    monkeypatch.setattr(mis_kernel_module, "LP_NODES", 100)
+    kernel = mis_kernel(graph)
+    assert kernel.decided == graph.num_nodes - 1
+    lifted = kernel.lift(np.ones(1, dtype=bool))
+    indptr, indices = graph.csr()
+    adjacency = mis_kernel_module.csr_array((np.ones(indices.size, dtype=np.int8), indices, indptr), shape=(graph.num_nodes,) * 2)
+    levels, _ = mis_kernel_module._breadth_first_levels(adjacency)
+    matched = mis_kernel_module.maximum_bipartite_matching(adjacency[levels % 2 == 0][:, levels % 2 == 1], perm_type="column")
+    assert is_independent_set(graph, lifted) and is_maximal(graph, lifted)
+    assert lifted.sum() == graph.num_nodes - np.count_nonzero(matched >= 0)
+
+
+def test_graphs_with_odd_cycles_above_the_lp_limit_skip_the_lp(monkeypatch):
+    calls = []
+    cover = mis_kernel_module.half_integral_cover
+    monkeypatch.setattr(mis_kernel_module, "half_integral_cover", lambda csr: calls.append(csr[0].size) or cover(csr))
+    graph = erdos_renyi(3000, 3.0, seed=4)  # triangle-free enough for the LP's step, not bipartite
+    mis_kernel(graph)
+    assert calls  # below the limit the LP runs
+    calls.clear()
+    monkeypatch.setattr(mis_kernel_module, "LP_NODES", 100)
+    kernel = mis_kernel(graph)
+    assert not calls and 0 < kernel.decided < graph.num_nodes - 1
+
+
+def test_predict_decides_a_grid_above_the_lp_limit_whole(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from graphtransfer.cli import app
+    from graphtransfer.graphs import write_edge_list
+
+    monkeypatch.setattr(mis_kernel_module, "LP_NODES", 100)
+    write_edge_list(lattice(45), tmp_path / "grid.txt")
+    out = tmp_path / "s.csv"
+    result = CliRunner().invoke(app, ["predict", "--model", BUILT_IN, "--graph", str(tmp_path / "grid.txt"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"objective 1013 in 1 passes", result.output), result.output  # (45 * 45 + 1) / 2
+    assert "exact reductions decided 2,024 of 2,025 nodes" in result.output
+
+
 def bipartite_tiny_graphs() -> list[Graph]:
     """Tiny bipartite graphs without a node of degree 1 everywhere: random ones between two sides,
     even cycles, small grids, and one with an isolated node."""
