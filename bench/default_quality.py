@@ -20,11 +20,14 @@ import json
 import time
 from collections.abc import Callable
 
+import numpy as np
+
 from bench.path_matching_quality import grid
 from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.baselines.mvc import greedy_max_degree
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.graphs import Graph, barabasi_albert, delaunay, erdos_renyi, random_geometric
+from graphtransfer.graphs.graph import from_edges
 from graphtransfer.solve.predict import predict_graph
 
 FAMILIES: dict[str, Callable[[int, int], Graph]] = {
@@ -33,7 +36,21 @@ FAMILIES: dict[str, Callable[[int, int], Graph]] = {
     **{f"rgg-d{d}": (lambda n, seed, d=d: random_geometric(n, float(d), seed)) for d in (8, 16)},
     "dl": lambda n, seed: delaunay(n, seed),
     "grid": lambda n, seed: grid(n, seed),
+    "bip-d8": lambda n, seed: bipartite(n, 8.0, 0.0, seed),
+    "nbip-d8": lambda n, seed: bipartite(n, 8.0, 0.002, seed),
 }
+def bipartite(num_nodes: int, degree: float, odd_share: float, seed: int) -> Graph:
+    """A random bipartite graph of two equal sides and average ``degree`` (a user-item graph's
+    shape), with ``odd_share`` of its edge count added inside the first side (odd cycles: nearly
+    bipartite)."""
+    rng = np.random.default_rng(seed)
+    half, edges = num_nodes // 2, round(num_nodes * degree / 2)
+    inside = round(odd_share * edges)
+    src = np.concatenate([rng.integers(0, half, edges), rng.integers(0, half, inside)])
+    dst = np.concatenate([rng.integers(half, num_nodes, edges), rng.integers(0, half, inside)])
+    return from_edges(src, dst, num_nodes, f"bipartite-{num_nodes}-{odd_share:g}")[0]
+
+
 GREEDY = {"mis": greedy_min_degree, "mvc": greedy_max_degree}
 SIZES = ((1000, 0), (1000, 1), (10_000, 0), (10_000, 1), (100_000, 0))
 """nodes and graph seed of each family's graphs by default"""

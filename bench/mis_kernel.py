@@ -50,8 +50,8 @@ def solve(checkpoint, graph: Graph, kernel: bool, without: str = "kernel") -> tu
     if kernel:
         solution, _ = predict_graph(checkpoint, graph)
     elif without == "lp":
-        with mock.patch.object(mis_kernel_module, "LP_NODES", 0):
-            solution, _ = predict_graph(checkpoint, graph)
+        with mock.patch.object(mis_kernel_module, "LP_NODES", 0), mock.patch.object(mis_kernel_module, "odd_cycle_near", lambda *_: True):
+            solution, _ = predict_graph(checkpoint, graph)  # the LP's step nowhere, bipartite graphs included
     else:
         with mock.patch.object(MISEnv, "kernel", staticmethod(lambda graph: None)):
             solution, _ = predict_graph(checkpoint, graph)

@@ -22,7 +22,8 @@ a maximum independent set, less what it decides):
    the low-degree nodes around the hubs of Barabási–Albert graphs with ``m = 3`` make. In the
    same step a component that is bipartite (grids, quad meshes, trees the other rules left) is
    decided whole by König's theorem from the same matching: its largest set, which the LP, 1/2
-   everywhere on a lattice, cannot see.
+   everywhere on a lattice, cannot see. Above :data:`LP_NODES` it runs only where the graph may
+   be bipartite (:func:`odd_cycle_near`), so bipartite graphs of any size are decided whole.
 
 Rules 1, 2 and 4 are what the local-max decoding also applies every pass
 (:func:`graphtransfer.envs.mis.reduction_actions`); rule 3 changes the graph, which no pass of an env
@@ -608,8 +609,9 @@ class _Rules:
                     self.fold(v, u, w)
 
     def relax(self) -> bool:
-        """Rule 5 on the graph left, where it runs (:data:`LP_NODES`): the nodes of a half-integral
-        optimum of the LP relaxation at 0 join, those at 1 leave. Whether it decided any."""
+        """Rule 5 on the graph left, where it runs (:data:`LP_NODES`; above it where a ball finds no
+        odd cycle): the nodes of a half-integral optimum of the LP relaxation at 0 join, those at 1
+        leave. Whether it decided any."""
         alive = np.frombuffer(self.alive, dtype=np.uint8)
         left = int(np.count_nonzero(alive))
         if not self.lp or self.limit > 2 or not left:
