@@ -403,7 +403,9 @@ def odd_cycle_near(csr: tuple[np.ndarray, np.ndarray], alive: np.ndarray, degree
     """Whether a breadth-first search among the ``alive`` nodes of the graph of adjacency ``csr``,
     from the node of highest ``degree``, finds an edge between two nodes of one level (an odd
     cycle, so the graph is not bipartite) before it has reached :data:`ODD_CYCLE_BALL` nodes or its
-    component. ``False`` says only that the ball is bipartite.
+    component. ``False`` says only that the ball is bipartite. One ball, from one node: a bipartite
+    component beside a non-bipartite one that holds the node of highest degree is left to the
+    policy, as every graph above :data:`LP_NODES` was before.
 
     Shapes:
         csr: :meth:`Graph.csr`'s ``(indptr, indices)``; alive, degree: ``(n,)``.
