@@ -140,6 +140,21 @@ def test_the_flow_matching_is_a_maximum_matching_of_the_double_cover(graph):
     assert matched.size == double_cover_matching(graph)
 
 
+@pytest.mark.parametrize("shape", [(300, 500), (500, 300)])
+def test_the_flow_matching_matches_rows_into_columns_as_scipy_does(shape):
+    """The two sides of a bipartite graph, of different sizes (the kernel matches a bipartite graph's
+    sides directly, not its double cover)."""
+    rng = np.random.default_rng(shape[0])
+    rows, cols = rng.integers(0, shape[0], 900), rng.integers(0, shape[1], 900)
+    between = mis_kernel_module.csr_array((np.ones(rows.size, dtype=np.int8), (rows, cols)), shape=shape)
+    between.sum_duplicates()
+    right_of = mis_kernel_module._flow_matching(between)
+    matched = np.flatnonzero(right_of >= 0)
+    assert np.unique(right_of[matched]).size == matched.size
+    assert all(right_of[u] in between.indices[between.indptr[u] : between.indptr[u + 1]] for u in matched)
+    assert matched.size == np.count_nonzero(mis_kernel_module.maximum_bipartite_matching(between, perm_type="column") >= 0)
+
+
 @pytest.mark.parametrize("graph", [lattice(30), erdos_renyi(4000, 3.0, seed=1), barabasi_albert(4000, 2, seed=0)], ids=lambda g: g.name)
 def test_the_levels_by_pointer_jumping_are_the_breadth_first_distances(graph):
     """From the node of highest degree (in the largest component on these graphs): the unweighted
