@@ -140,6 +140,31 @@ def test_the_flow_matching_is_a_maximum_matching_of_the_double_cover(graph):
     assert matched.size == double_cover_matching(graph)
 
 
+@pytest.mark.parametrize("shape", [(40, 40), (30, 55), (55, 30)])
+def test_the_alternating_paths_reach_what_a_search_step_by_step_reaches(shape):
+    """Z of König's construction: from the unmatched rows, any edge to a column, a column's matched
+    edge back; against a plain breadth-first search in Python."""
+    rng = np.random.default_rng(sum(shape))
+    rows, cols = rng.integers(0, shape[0], 70), rng.integers(0, shape[1], 70)
+    between = mis_kernel_module.csr_array((np.ones(rows.size, dtype=np.int8), (rows, cols)), shape=shape)
+    between.sum_duplicates()
+    right_of = mis_kernel_module.maximum_bipartite_matching(between, perm_type="column").astype(np.int64)
+    left_reached, right_reached = mis_kernel_module._alternating_reach(between.indptr, between.indices, right_of, shape[1])
+    partner = {int(r): u for u, r in enumerate(right_of) if r >= 0}
+    seen_left, seen_right = {u for u in range(shape[0]) if right_of[u] < 0}, set()
+    queue = list(seen_left)
+    while queue:
+        u = queue.pop()
+        for r in between.indices[between.indptr[u] : between.indptr[u + 1]].tolist():
+            if r not in seen_right:
+                seen_right.add(r)
+                if r in partner and partner[r] not in seen_left:
+                    seen_left.add(partner[r])
+                    queue.append(partner[r])
+    assert set(np.flatnonzero(left_reached).tolist()) == seen_left and set(np.flatnonzero(right_reached).tolist()) == seen_right
+    assert 0 < len(seen_right) < shape[1]
+
+
 @pytest.mark.parametrize("shape", [(300, 500), (500, 300)])
 def test_the_flow_matching_matches_rows_into_columns_as_scipy_does(shape):
     """The two sides of a bipartite graph, of different sizes (the kernel matches a bipartite graph's
