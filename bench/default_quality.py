@@ -39,6 +39,8 @@ FAMILIES: dict[str, Callable[[int, int], Graph]] = {
     "bip-d8": lambda n, seed: bipartite(n, 8.0, 0.0, seed),
     "nbip-d8": lambda n, seed: bipartite(n, 8.0, 0.002, seed),
 }
+
+
 def bipartite(num_nodes: int, degree: float, odd_share: float, seed: int) -> Graph:
     """A random bipartite graph of two equal sides and average ``degree`` (a user-item graph's
     shape), with ``odd_share`` of its edge count added inside the first side (odd cycles: nearly
