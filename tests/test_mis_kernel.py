@@ -293,6 +293,25 @@ def test_bipartite_graphs_above_the_lp_limit_are_decided_whole_with_a_largest_se
     assert lifted.sum() == graph.num_nodes - np.count_nonzero(matched >= 0)
 
 
+def test_above_the_lp_limit_the_matching_is_the_flow_even_where_a_hub_makes_a_lattice_shallow(monkeypatch):
+    """A grid with one node joined to every tenth node of one side: 6 levels deep from the hub,
+    where scipy's matching took minutes at 10^6 nodes; above the limit the flow matches it."""
+    chosen = []
+    flow = mis_kernel_module._flow_matching
+    monkeypatch.setattr(mis_kernel_module, "_flow_matching", lambda adjacency: chosen.append(adjacency.shape[0]) or flow(adjacency))
+    grid = lattice(40)
+    cells = np.arange(1600)
+    spokes = cells[((cells // 40 + cells % 40) % 2 == 0)][::10]
+    graph = from_edges(np.append(grid.edge_index[0], np.full(spokes.size, 1600)), np.append(grid.edge_index[1], spokes), 1601)[0]
+    mis_kernel(graph)
+    assert not chosen  # below the limit the depth decides: shallow, so scipy's matching
+    monkeypatch.setattr(mis_kernel_module, "LP_NODES", 100)
+    kernel = mis_kernel(graph)
+    assert chosen and kernel.decided == graph.num_nodes - 1
+    lifted = kernel.lift(np.ones(1, dtype=bool))
+    assert is_independent_set(graph, lifted) and lifted.sum() == 801  # the side the hub misses, and the hub
+
+
 def test_graphs_with_odd_cycles_above_the_lp_limit_skip_the_lp(monkeypatch):
     calls = []
     cover = mis_kernel_module.half_integral_cover
