@@ -383,8 +383,8 @@ def half_integral_cover(csr: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray,
 def _largest_bipartite_set(adjacency: csr_array, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`half_integral_cover` of a graph whose every component is bipartite, ``first`` ``(n,)``
     bool marking one side: König's theorem on the graph itself rather than on its double cover,
-    which holds it twice (half the edges to match: a random bipartite graph of 10^6 nodes and degree
-    8, 1.5 s for its sides' matching against 4.1 s for its double cover's). A maximum matching of
+    which holds it twice (half the edges to match: the 1000 x 1000 grid's flow 0.16 s against 0.89 s
+    for its double cover's). A maximum matching of
     the first side into the other, the alternating paths from the first side's unmatched nodes
     reaching ``Z``: the smallest cover is the first side outside ``Z`` and the other inside it, the
     largest set the rest, at 0; the cover at 1.
