@@ -190,7 +190,7 @@ def test_the_levels_by_pointer_jumping_are_the_breadth_first_distances(graph):
     indptr, indices = graph.csr()
     adjacency = mis_kernel_module.csr_array((np.ones(indices.size, dtype=np.int8), indices, indptr), shape=(graph.num_nodes,) * 2)
     distances = shortest_path(adjacency, directed=False, unweighted=True, indices=int(np.argmax(np.diff(indptr))))
-    levels, components = mis_kernel_module._breadth_first_levels(adjacency)
+    levels, components = mis_kernel_module.breadth_first_levels(adjacency)
     src, dst = graph.edge_index
     assert (levels >= 0).all() and (np.abs(levels[src] - levels[dst]) <= 1).all()  # breadth-first levels in every component
     if components is None:  # connected: searched from that node
@@ -216,7 +216,7 @@ def test_a_lattice_beside_a_larger_random_part_is_matched_by_the_flow_and_decide
     graph = from_edges(src, dst, 8000 + 3600)[0]
     indptr, indices = graph.csr()
     adjacency = mis_kernel_module.csr_array((np.ones(indices.size, dtype=np.int8), indices, indptr), shape=(graph.num_nodes,) * 2)
-    levels, components = mis_kernel_module._breadth_first_levels(adjacency)
+    levels, components = mis_kernel_module.breadth_first_levels(adjacency)
     assert components is not None and levels[8000:].max() >= 59  # the grid searched from a corner or beyond: deep
     sides = mis_kernel_module._bipartite_sides(levels, components, indptr, indices)
     assert (sides[8000:] >= 0).all() and (sides[:8000] < 0).all()
@@ -287,7 +287,7 @@ def test_bipartite_graphs_above_the_lp_limit_are_decided_whole_with_a_largest_se
     lifted = kernel.lift(np.ones(1, dtype=bool))
     indptr, indices = graph.csr()
     adjacency = mis_kernel_module.csr_array((np.ones(indices.size, dtype=np.int8), indices, indptr), shape=(graph.num_nodes,) * 2)
-    levels, _ = mis_kernel_module._breadth_first_levels(adjacency)
+    levels, _ = mis_kernel_module.breadth_first_levels(adjacency)
     matched = mis_kernel_module.maximum_bipartite_matching(adjacency[levels % 2 == 0][:, levels % 2 == 1], perm_type="column")
     assert is_independent_set(graph, lifted) and is_maximal(graph, lifted)
     assert lifted.sum() == graph.num_nodes - np.count_nonzero(matched >= 0)
@@ -356,7 +356,7 @@ def bipartite_tiny_graphs() -> list[Graph]:
 
 @pytest.mark.parametrize("graph", bipartite_tiny_graphs(), ids=lambda g: f"{g.num_nodes}n{g.num_edges}e")
 def test_the_lp_step_decides_a_bipartite_graph_whole_with_a_largest_set(graph):
-    """Matched side to side by the flow, whatever the depth (:func:`_largest_bipartite_set`)."""
+    """Matched side to side by the flow, whatever the depth (:func:`largest_bipartite_set`)."""
     joining, leaving = half_integral_cover(graph.csr())
     assert joining.size + leaving.size == graph.num_nodes
     chosen = np.zeros(graph.num_nodes, dtype=bool)

@@ -158,6 +158,7 @@ def predict(
         )
     if solution.renumbered:
         typer.echo("solved with the nodes renumbered for locality (--node-order auto); the CSV is in the graph's own order")
+    _report_rival(solution)
     typer.echo(
         f"objective {objective_text(solution.objective)} in {solution.passes} passes, {_rollouts_run(solution, decoder.seed)}, "
         f"{solution.seconds:.2f} s, peak memory {solution.peak_rss_mib:.0f} MiB (process RSS)"
@@ -244,7 +245,9 @@ def _predict_polished(
     loaded, solution, polished = predict_polished(model, loaded, out, seconds, decoding, runtime, env, force)
     typer.echo(f"graph {loaded.name}: {loaded.num_nodes} nodes, {loaded.num_edges} edges; node ids {loaded.describe_ids()}")
     rollouts = _rollouts_run(solution, decoding.seed)
-    typer.echo(f"policy: objective {objective_text(solution.objective)} in {solution.passes} passes, {rollouts}, {solution.seconds:.2f} s")
+    _report_rival(solution)
+    label = "before search" if solution.rival is not None and solution.rival.taken else "policy"
+    typer.echo(f"{label}: objective {objective_text(solution.objective)} in {solution.passes} passes, {rollouts}, {solution.seconds:.2f} s")
     searched = f"after {polished.seconds:.1f} s of local search ({polished.iterations:,} perturbations)"
     typer.echo(f"{searched}: objective {objective_text(polished.objective)}")
     typer.echo(f"valid solution: yes; wrote {out}")
@@ -256,6 +259,23 @@ def _rollouts_run(solution, seed: int) -> str:
         return "1 rollout"
     last = (seed + solution.rollouts - 1) % SEED_LIMIT
     return f"best of {solution.rollouts} rollouts (seeds {seed}-{last}; best: seed {solution.seed}, {solution.decoding})"
+
+
+def _report_rival(solution) -> None:
+    """The contest on a nearly bipartite graph between the policy's solution and König's theorem
+    on the graph less its odd edges (:func:`graphtransfer.solve.predict.against_near_bipartite`)."""
+    from graphtransfer.solve.inference import objective_text
+
+    rival = solution.rival
+    if rival is None:
+        return
+    odd = f"{rival.odd_edges:,} of the {rival.edges:,} edges solved inside a side ({rival.odd_edges / rival.edges:.2%})"
+    better = "better" if rival.margin >= 0 else "worse"
+    answer = "its solution is the answer" if rival.taken else "the policy's is the answer"
+    typer.echo(
+        f"nearly bipartite, {odd}: König's theorem on the rest found a solution {better} than the policy's by "
+        f"{objective_text(abs(rival.margin))} in {rival.seconds:.2f} s; {answer} (--no-reductions: off)"
+    )
 
 
 def _report_finished(solution) -> None:

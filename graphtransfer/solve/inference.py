@@ -47,6 +47,27 @@ from graphtransfer.solve.device_mis import device_passes, runs_on_device, whole_
 from graphtransfer.solve.local_max import LOGIT_EPS, Until, local_max_commits, with_gumbel_noise
 
 
+@dataclass(frozen=True)
+class NearBipartiteRival:
+    """A set found without the policy that competed with the policy's own on a nearly bipartite
+    graph (:mod:`graphtransfer.baselines.near_bipartite`, :func:`graphtransfer.solve.predict.predict_graph`).
+
+    Attributes:
+        odd_edges: the edges inside a colour of its two-colouring, of ``edges``.
+        edges: the edges of the graph solved.
+        margin: how much better its objective was than the policy's (negative: worse; nodes, for
+            MVC nodes fewer in the cover).
+        taken: whether it is the answer (it was better).
+        seconds: what finding it took.
+    """
+
+    odd_edges: int
+    edges: int
+    margin: float
+    taken: bool
+    seconds: float
+
+
 @dataclass
 class Solution:
     """A policy's answer on one graph."""
@@ -65,6 +86,7 @@ class Solution:
     reduced: int = 0  # nodes the kernel's rules decided before the policy ran (graphtransfer.envs.mis_kernel)
     reduced_seconds: float = 0.0  # what the kernel took, counted in seconds too
     kernels: int = 0  # kernels of the undecided graph taken between passes that decided something (graphtransfer.solve.residual_kernels)
+    rival: NearBipartiteRival | None = None  # a nearly bipartite graph's set found without the policy, where one was sought
 
 
 def objective_text(value: float) -> str:

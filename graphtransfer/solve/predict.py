@@ -5,11 +5,13 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
+from graphtransfer.baselines.near_bipartite import near_bipartite_set
 from graphtransfer.checkpoint import Checkpoint, read_checkpoint
 from graphtransfer.config import AUTO_ROLLOUTS, Decoding, Runtime
 from graphtransfer.config.schema import DecodingName, Device, NodeOrder
@@ -18,7 +20,7 @@ from graphtransfer.envs.protocol import features_of
 from graphtransfer.graphs import Graph, load_graph, resolve
 from graphtransfer.io import atomic_write, check_output_file, write_atomically
 from graphtransfer.solve.evaluate import finish_rule
-from graphtransfer.solve.inference import Solution
+from graphtransfer.solve.inference import NearBipartiteRival, Solution
 from graphtransfer.solve.loading import DEFAULT_RUNTIME, policy_for_graphs
 from graphtransfer.solve.ordering import SolvingOrder, solving_order
 from graphtransfer.solve.rollouts import DEFAULT_DECODING, best_of_rollouts, rollout_count, rollout_patience
@@ -126,7 +128,34 @@ def predict_graph(
     loaded = policy_for_graphs(checkpoint, [order.graph], runtime, env, decoding.max_passes, query)
     patience = rollout_patience(decoding.rollouts, order.graph.num_nodes)
     solution = best_of_rollouts(loaded.policy, loaded.env, count, decoding, finish_rule(checkpoint.config), patience, order.rule)
+    if order.rule is not None:
+        solution = against_near_bipartite(solution, order.graph, features_of(loaded.env).sense)
     return order.restore(solution), features_of(loaded.env).solution_header
+
+
+def against_near_bipartite(solution: Solution, graph: Graph, sense: str) -> Solution:
+    """The policy's ``solution`` of an MIS (``sense`` ``max``) or MVC (``min``: covers, the
+    complements of the sets) ``graph``, or where the graph is nearly bipartite and König's theorem
+    on it less a cover of its odd edges finds a better one
+    (:func:`~graphtransfer.baselines.near_bipartite.near_bipartite_set`), that one; either way with
+    the contest in :attr:`Solution.rival` and its seconds counted. The policy still runs first:
+    up to :data:`~graphtransfer.baselines.near_bipartite.ODD_EDGE_SHARE` odd edges it can be the
+    better of the two (a grid with 10% diagonals: 1.051x greedy against 1.047x), so the answer is
+    never worse than the policy's; predict runs this where its reductions are on, as the kernel's
+    LP decides graphs bipartite throughout."""
+    found = near_bipartite_set(graph)
+    if found is None:
+        return solution
+    rows = found.solution if sense == "max" else ~found.solution
+    objective = float(np.count_nonzero(rows))
+    margin = objective - solution.objective if sense == "max" else solution.objective - objective
+    taken = margin > 0 or not solution.feasible
+    rival = NearBipartiteRival(found.odd_edges, found.edges, margin, taken, found.seconds)
+    seconds = solution.seconds + found.seconds
+    if not taken:
+        return replace(solution, rival=rival, seconds=seconds)
+    rows = rows.astype(solution.solution.dtype)
+    return replace(solution, solution=rows, objective=objective, feasible=True, finished=None, rival=rival, seconds=seconds)
 
 
 NODE_COLUMNS = ("node", "mate")
