@@ -38,19 +38,35 @@ FAMILIES: dict[str, Callable[[int, int], Graph]] = {
     "grid": lambda n, seed: grid(n, seed),
     "bip-d8": lambda n, seed: bipartite(n, 8.0, 0.0, seed),
     "nbip-d8": lambda n, seed: bipartite(n, 8.0, 0.002, seed),
+    "nbip2-d8": lambda n, seed: bipartite(n, 8.0, 0.004, seed, both_sides=True),
+    "gdiag": lambda n, seed: grid_with_diagonals(n, 0.01, seed),
 }
 
 
-def bipartite(num_nodes: int, degree: float, odd_share: float, seed: int) -> Graph:
+def bipartite(num_nodes: int, degree: float, odd_share: float, seed: int, both_sides: bool = False) -> Graph:
     """A random bipartite graph of two equal sides and average ``degree`` (a user-item graph's
-    shape), with ``odd_share`` of its edge count added inside the first side (odd cycles: nearly
-    bipartite)."""
+    shape), with ``odd_share`` of its edge count added inside the first side, or half inside each
+    with ``both_sides`` (odd cycles: nearly bipartite)."""
     rng = np.random.default_rng(seed)
     half, edges = num_nodes // 2, round(num_nodes * degree / 2)
     inside = round(odd_share * edges)
-    src = np.concatenate([rng.integers(0, half, edges), rng.integers(0, half, inside)])
-    dst = np.concatenate([rng.integers(half, num_nodes, edges), rng.integers(0, half, inside)])
-    return from_edges(src, dst, num_nodes, f"bipartite-{num_nodes}-{odd_share:g}")[0]
+    first, second = (inside // 2, inside - inside // 2) if both_sides else (inside, 0)
+    src = np.concatenate([rng.integers(0, half, edges), rng.integers(0, half, first), rng.integers(half, num_nodes, second)])
+    dst = np.concatenate([rng.integers(half, num_nodes, edges), rng.integers(0, half, first), rng.integers(half, num_nodes, second)])
+    return from_edges(src, dst, num_nodes, f"bipartite-{num_nodes}-{odd_share:g}{'-both' if both_sides else ''}")[0]
+
+
+def grid_with_diagonals(num_nodes: int, share: float, seed: int) -> Graph:
+    """The square grid of about ``num_nodes`` nodes with ``share`` of its edge count added as random
+    diagonals (each closes two triangles: a lattice nearly bipartite)."""
+    rng = np.random.default_rng(seed)
+    side = round(num_nodes**0.5)
+    ids = np.arange(side * side).reshape(side, side)
+    count = round(share * 2 * side * side)
+    row, column = rng.integers(0, side - 1, count), rng.integers(0, side - 1, count)
+    src = np.concatenate([ids[:, :-1].ravel(), ids[:-1, :].ravel(), ids[row, column]])
+    dst = np.concatenate([ids[:, 1:].ravel(), ids[1:, :].ravel(), ids[row + 1, column + 1]])
+    return from_edges(src, dst, side * side, f"grid-{side}x{side}-diagonals-{share:g}")[0]
 
 
 GREEDY = {"mis": greedy_min_degree, "mvc": greedy_max_degree}
@@ -61,14 +77,15 @@ DEFAULT_GRAPHS = [f"{family}:{n}:{seed}" for family in FAMILIES for n, seed in S
 
 def measure(task: str, spec: str) -> dict:
     """One graph ``family:nodes:seed``: greedy's objective, the default predict's, its passes,
-    rollouts and seconds."""
+    rollouts and seconds; on a nearly bipartite graph also the policy's own objective (``own``)
+    and whether König's set (:mod:`graphtransfer.baselines.near_bipartite`) was the answer."""
     family, nodes, seed = spec.split(":")
     graph = FAMILIES[family](int(nodes), int(seed))
     started = time.perf_counter()
     solution, _ = predict_graph(read_checkpoint(task), graph)
     seconds = time.perf_counter() - started
     greedy = int(GREEDY[task](graph).sum())
-    return {
+    row = {
         "graph": spec,
         "greedy": greedy,
         "policy": int(solution.objective),
@@ -77,6 +94,11 @@ def measure(task: str, spec: str) -> dict:
         "rollouts": solution.rollouts,
         "seconds": round(seconds, 2),
     }
+    rival = solution.rival
+    if rival is not None:
+        own = solution.objective - rival.margin if task == "mis" else solution.objective + rival.margin
+        row |= {"own": int(own if rival.taken else solution.objective), "koenig": rival.taken, "koenig_seconds": round(rival.seconds, 2)}
+    return row
 
 
 def compare(before: str, after: str) -> None:
