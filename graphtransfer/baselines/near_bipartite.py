@@ -1,27 +1,32 @@
-"""Independent sets of nearly bipartite graphs: König's theorem on the graph less a cover of its
-few odd edges.
+"""Independent sets of nearly bipartite graphs: the graph less a cover of its few odd edges is
+bipartite, and its largest set is found by König's theorem or, on large graphs, stood in for by the
+better side.
 
 A graph bipartite but for a small share of its edges (a user-item graph with some item-item links,
 a lattice with some diagonals) is decided neither by the kernel's LP step, which needs it bipartite
 throughout (:func:`graphtransfer.envs.mis_kernel.largest_bipartite_set`), nor well by a policy
 that decides in parallel: its passes start the two sides' sets in many places and the walls
-between them cost nodes (the built-in MIS model: 0.89-0.98x min-degree greedy on such graphs of
+between them cost nodes (the built-in MIS model: 0.82-0.98x min-degree greedy on such graphs of
 10^4-10^6 nodes; bench/RESULTS.md, "Nearly bipartite graphs"). Here:
 
 1. **A two-colouring with few edges inside a colour** (the odd edges): the parity of breadth-first
-   levels over the graph less its edges in triangles (a lattice's diagonal closes two triangles; a
-   search tree through one would give a whole region the wrong colours), then rounds of flips of
-   the nodes with more neighbours of their own colour than of the other (the graph's own odd
-   edges put a random graph's levels wrong where the search crossed one).
+   levels, then rounds of flips of the nodes with more neighbours of their own colour than of the
+   other, then of whole domains between walls (where a search tree crossed an odd edge); where the
+   graph has triangles, again over its edges in no triangle (a lattice's diagonal closes two; a
+   search tree through one would give a whole region the wrong colours), the better kept.
 2. **A cover of the odd edges** (the node with the most odd edges first) leaves the graph; the rest
-   is bipartite, and König's theorem gives a largest independent set of it exactly.
+   is bipartite. Up to :data:`EXACT_NODES` nodes a largest independent set of it comes from
+   König's theorem (the flow matching); above, the colour with more nodes outside the cover
+   stands in for it: on random bipartite graphs with odd edges and grids with diagonals of 10^4-10^6
+   nodes the two gave sets of the same size in the end, and the matching of a grid with holes took
+   7 s at 10^6 nodes where the side took 2.6 s in all.
 3. **That set made maximal** in the whole graph: nodes of the cover join where no neighbour is in it.
 
-No independent set of the graph is larger than step 2's set plus the cover (every one is, less the
-cover, an independent set of the rest), so :attr:`NearBipartiteSet.bound` bounds the graph's
-largest set. Graphs with more than :data:`ODD_EDGE_SHARE` of their edges odd (random, geometric and
-scale-free graphs: 20-36%) are refused after a sample: a ball of :data:`SAMPLE_NODES` nodes
-coloured the same way.
+No independent set of the graph is larger than König's set of the rest plus the cover (every one
+is, less the cover, an independent set of the rest): :attr:`NearBipartiteSet.bound`, where König's
+theorem ran. Graphs with more than :data:`ODD_EDGE_SHARE` of their edges odd (random, geometric and
+scale-free graphs: 20-36%) are refused, larger ones after a sample first: a ball of
+:data:`SAMPLE_NODES` nodes coloured the same way.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from graphtransfer.baselines.completion import make_maximal
 from graphtransfer.envs.domination import closed_wedges
-from graphtransfer.envs.mis_kernel import _tree_distances, largest_bipartite_set
+from graphtransfer.envs.mis_kernel import LP_NODES, _tree_distances, largest_bipartite_set
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.graph import induced_subgraph
 
@@ -44,6 +49,9 @@ ODD_EDGE_SHARE = 0.10
 it: up to about this share its set was at or above the built-in MIS policy's on random bipartite
 graphs with odd edges and grids with diagonals of 10^4 nodes (bench/RESULTS.md, "Nearly bipartite
 graphs"), and random graphs, the least bipartite, have 20% and more"""
+EXACT_NODES = LP_NODES
+"""the most nodes on which the rest's largest set comes from König's theorem (the kernel's LP limit); above, the
+colour with more nodes outside the cover"""
 SAMPLE_NODES = 1 << 14
 """nodes of the breadth-first ball, from the node of highest degree, whose colouring decides whether the whole
 graph is coloured"""
@@ -71,14 +79,15 @@ class NearBipartiteSet:
         solution: ``(num_nodes,)`` bool, a maximal independent set of the graph.
         odd_edges: the graph's edges inside a colour of the two-colouring.
         edges: the graph's edges.
-        bound: no independent set of the graph is larger (step 2's set plus the cover).
+        bound: no independent set of the graph is larger (König's set of the rest plus the cover;
+            ``None`` above :data:`EXACT_NODES` nodes, where the better side stood in for it).
         seconds: what finding it took.
     """
 
     solution: np.ndarray
     odd_edges: int
     edges: int
-    bound: int
+    bound: int | None
     seconds: float
 
     @property
@@ -103,12 +112,17 @@ def near_bipartite_set(graph: Graph) -> NearBipartiteSet | None:
     src = np.repeat(np.arange(graph.num_nodes), np.diff(indptr))
     odd = colour[src] == colour[indices]
     cover = _odd_edge_cover(src[odd], indices[odd], graph.num_nodes)
-    kept = ~odd & ~cover[src] & ~cover[indices]
-    rest = _adjacency(src[kept], indices[kept], graph.num_nodes)
-    in_set = np.zeros(graph.num_nodes, dtype=bool)
-    in_set[largest_bipartite_set(rest, colour)[0]] = True
-    in_set &= ~cover  # the cover's nodes, isolated in the rest, are in its largest set; they join below where they can
-    bound = int(np.count_nonzero(in_set) + np.count_nonzero(cover))
+    bound = None
+    if graph.num_nodes <= EXACT_NODES:
+        kept = ~odd & ~cover[src] & ~cover[indices]
+        in_set = np.zeros(graph.num_nodes, dtype=bool)
+        in_set[largest_bipartite_set(_adjacency(src[kept], indices[kept], graph.num_nodes), colour)[0]] = True
+        in_set &= ~cover  # the cover's nodes, isolated in the rest, are in its largest set; they join below where they can
+        bound = int(np.count_nonzero(in_set) + np.count_nonzero(cover))
+    else:
+        in_set = colour & ~cover
+        if np.count_nonzero(in_set) < np.count_nonzero(~colour & ~cover):
+            in_set = ~colour & ~cover
     solution, _ = make_maximal(graph, in_set)
     return NearBipartiteSet(solution, int(np.count_nonzero(odd)) // 2, graph.num_edges, bound, time.perf_counter() - started)
 

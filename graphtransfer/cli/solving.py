@@ -262,8 +262,8 @@ def _rollouts_run(solution, seed: int) -> str:
 
 
 def _report_rival(solution) -> None:
-    """The contest on a nearly bipartite graph between the policy's solution and König's theorem
-    on the graph less its odd edges (:func:`graphtransfer.solve.predict.against_near_bipartite`)."""
+    """The contest on a nearly bipartite graph between the policy's solution and the graph less a
+    cover of its odd edges solved as bipartite (:func:`graphtransfer.solve.predict.against_near_bipartite`)."""
     from graphtransfer.solve.inference import objective_text
 
     rival = solution.rival
@@ -273,8 +273,8 @@ def _report_rival(solution) -> None:
     better = "better" if rival.margin >= 0 else "worse"
     answer = "its solution is the answer" if rival.taken else "the policy's is the answer"
     typer.echo(
-        f"nearly bipartite, {odd}: König's theorem on the rest found a solution {better} than the policy's by "
-        f"{objective_text(abs(rival.margin))} in {rival.seconds:.2f} s; {answer} (--no-reductions: off)"
+        f"nearly bipartite, {odd}: the graph less a cover of those, solved as bipartite, gave a solution {better} than the "
+        f"policy's by {objective_text(abs(rival.margin))} in {rival.seconds:.2f} s; {answer} (--no-reductions: off)"
     )
 
 

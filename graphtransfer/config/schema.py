@@ -363,7 +363,9 @@ class Decoding:
         "folded with its two neighbours, on graphs with triangles dominated nodes leave, on graphs without them the "
         "nodes the LP relaxation sets to 0 or 1 join or leave; the solution is lifted back); "
         "for mis, every local-max pass also lets a node "
-        "without undecided neighbours join and a node whose closed neighbourhood holds a neighbour's leave. "
+        "without undecided neighbours join and a node whose closed neighbourhood holds a neighbour's leave; "
+        "on a nearly bipartite graph (at most 10% of its edges inside a side of a two-colouring) predict also solves it "
+        "less a cover of those edges as bipartite and answers with the better of that and the policy's solution. "
         "--no-reductions: the policy alone decides",
     )
 

@@ -135,8 +135,8 @@ def predict_graph(
 
 def against_near_bipartite(solution: Solution, graph: Graph, sense: str) -> Solution:
     """The policy's ``solution`` of an MIS (``sense`` ``max``) or MVC (``min``: covers, the
-    complements of the sets) ``graph``, or where the graph is nearly bipartite and König's theorem
-    on it less a cover of its odd edges finds a better one
+    complements of the sets) ``graph``, or where the graph is nearly bipartite and the graph less a
+    cover of its odd edges, solved as bipartite, gives a better one
     (:func:`~graphtransfer.baselines.near_bipartite.near_bipartite_set`), that one; either way with
     the contest in :attr:`Solution.rival` and its seconds counted. The policy still runs first:
     up to :data:`~graphtransfer.baselines.near_bipartite.ODD_EDGE_SHARE` odd edges it can be the
