@@ -211,3 +211,13 @@ def test_above_the_exact_limit_the_better_side_stands_in_for_koenig(monkeypatch)
     assert exact is not None and side is not None and exact.bound is not None and side.bound is None
     assert is_independent_set(graph, side.solution) and is_maximal(graph, side.solution)
     assert side.solution.sum() >= 0.995 * exact.solution.sum()
+
+
+def test_predict_skips_the_contest_on_kernels_where_the_decoding_hurries(monkeypatch):
+    """From HASTY_FROM_NODES nodes (lowered here) predict answers with the policy's set alone: the
+    refusal of a random graph costs seconds there (16-20 s at 10^7 nodes)."""
+    monkeypatch.setattr("graphtransfer.solve.predict.HASTY_FROM_NODES", 2000)
+    monkeypatch.setattr("graphtransfer.solve.predict.near_bipartite_set", lambda graph: pytest.fail("contest above the limit"))
+    graph = nearly_bipartite(4000, 8.0, 0.004, 3, both_sides=True)
+    solution, _ = predict_graph(read_checkpoint("mis"), graph, Decoding(rollouts=1))
+    assert solution.rival is None and solution.finished is not None

@@ -59,10 +59,11 @@ FLIP_ROUNDS = 50
 """the most rounds of flips of :func:`_fewer_odd_edges`; each flips an independent set of the nodes that gain"""
 WALL_ROUNDS = 8
 """the most rounds of domains' flips of :func:`_fewer_walls`"""
-HOPELESS_ROUNDS, HOPELESS_SHARE = 3, 0.25
-"""flips stop where more than this share of the edges are odd after this many rounds: random graphs of degree 8, random
-geometric graphs and Delaunay meshes (30-36% then, 28-36% once settled); a random bipartite graph with 10% of its edges
-inside its sides had 21% (9% once settled)"""
+HOPELESS = ((0, 0.4), (3, 0.25))
+"""(round, share): flips stop where more than the share of the edges are odd at that round: random graphs of degree 8
+(42% from the levels, 30% after three rounds, 28% once settled), random geometric graphs and Delaunay meshes (38-43%,
+then 35-36%); a random bipartite graph with 10% of its edges inside its sides had 39%, then 21% (9% once settled). The
+first check saves a random graph of degree 8 and 10^6 nodes the three rounds (0.25 s)"""
 RETRY_SHARE = 0.18
 """odd edges after the levels over every edge above which the colouring does not retry them over the edges in no
 triangle (grids of 10^4-10^5 nodes with 1% or 3% diagonals: 5-16% odd, then 1% or 3%; random and scale-free graphs of
@@ -231,8 +232,8 @@ def _fewer_odd_edges(
     nodes with more neighbours of their own colour than of the other whose gain beats every such
     neighbour's (ties by a seeded draw, so no two neighbours flip together and every round lowers
     the odd edges); with ``weight`` (one per entry of the CSR), the edges' weights counted instead.
-    The graphs measured settled within 15 rounds; an unweighted one with more than
-    :data:`HOPELESS_SHARE` of its edges odd after :data:`HOPELESS_ROUNDS` rounds is given up."""
+    The graphs measured settled within 15 rounds; an unweighted one with more of its edges odd than
+    a :data:`HOPELESS` share at that round is given up."""
     n = colour.size
     degree = np.diff(indptr) if weight is None else np.bincount(src, weights=weight, minlength=n)
     rows = np.flatnonzero(np.diff(indptr))
@@ -243,7 +244,7 @@ def _fewer_odd_edges(
         share = float(np.count_nonzero(odd)) / max(indices.size, 1)
         gain = 2 * np.bincount(src[odd], None if weight is None else weight[odd], minlength=n) - degree
         gaining = gain > 0
-        hopeless = weight is None and round_ == HOPELESS_ROUNDS and share > HOPELESS_SHARE
+        hopeless = weight is None and any(round_ == at and share > most for at, most in HOPELESS)
         if round_ == FLIP_ROUNDS or not gaining.any() or hopeless:
             break
         score = np.where(gaining, gain + tie, -1.0)
