@@ -74,7 +74,7 @@ TRIANGLE_ROWS = 1 << 16
 
 @dataclass(frozen=True)
 class NearBipartiteSet:
-    """An independent set found by König's theorem on the graph less a cover of its odd edges.
+    """An independent set of the graph less a cover of its odd edges, solved as bipartite.
 
     Attributes:
         solution: ``(num_nodes,)`` bool, a maximal independent set of the graph.
@@ -90,11 +90,6 @@ class NearBipartiteSet:
     edges: int
     bound: int | None
     seconds: float
-
-    @property
-    def odd_share(self) -> float:
-        """The share of the graph's edges inside a colour."""
-        return self.odd_edges / max(self.edges, 1)
 
 
 def near_bipartite_set(graph: Graph) -> NearBipartiteSet | None:
