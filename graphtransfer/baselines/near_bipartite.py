@@ -61,9 +61,11 @@ WALL_ROUNDS = 8
 """the most rounds of domains' flips of :func:`_fewer_walls`"""
 HOPELESS = ((0, 0.4), (3, 0.25))
 """(round, share): flips stop where more than the share of the edges are odd at that round: random graphs of degree 8
-(42% from the levels, 30% after three rounds, 28% once settled), random geometric graphs and Delaunay meshes (38-43%,
-then 35-36%); a random bipartite graph with 10% of its edges inside its sides had 39%, then 21% (9% once settled). The
-first check saves a random graph of degree 8 and 10^6 nodes the three rounds (0.25 s)"""
+(40-44% from the levels, 30% after three rounds, 28% once settled), random geometric graphs and Delaunay meshes (38-43%,
+then 35-36%). The first check saves a random graph of degree 8 and 10^6 nodes the three rounds (0.25 s), and costs the
+graphs near :data:`ODD_EDGE_SHARE`: a random bipartite graph of 10^4 nodes with 10% of its edges inside its sides has
+36% from the levels over the whole graph (9% once settled) but 42% over its kernel, which is refused at once (the
+bipartite solve had beaten the policy there by 3%)"""
 RETRY_SHARE = 0.18
 """odd edges after the levels over every edge above which the colouring does not retry them over the edges in no
 triangle (grids of 10^4-10^5 nodes with 1% or 3% diagonals: 5-16% odd, then 1% or 3%; random and scale-free graphs of
