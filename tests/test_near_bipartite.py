@@ -215,7 +215,7 @@ def test_above_the_exact_limit_the_better_side_stands_in_for_koenig(monkeypatch)
 
 def test_predict_skips_the_contest_on_kernels_where_the_decoding_hurries(monkeypatch):
     """From HASTY_FROM_NODES nodes (lowered here) predict answers with the policy's set alone: the
-    refusal of a random graph costs seconds there (16-20 s at 10^7 nodes)."""
+    refusal of a random graph costs seconds there (8-11 s at 10^7 nodes)."""
     monkeypatch.setattr("graphtransfer.solve.predict.HASTY_FROM_NODES", 2000)
     monkeypatch.setattr("graphtransfer.solve.predict.near_bipartite_set", lambda graph: pytest.fail("contest above the limit"))
     graph = nearly_bipartite(4000, 8.0, 0.004, 3, both_sides=True)

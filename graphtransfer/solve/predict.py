@@ -145,7 +145,7 @@ def against_near_bipartite(solution: Solution, graph: Graph, sense: str) -> Solu
     LP decides graphs bipartite throughout, and on kernels of fewer than
     :data:`~graphtransfer.config.HASTY_FROM_NODES` nodes, where its decoding does not hurry either:
     refusing a random graph costs a pass over its edges and a few rounds of flips (0.95 s on an
-    Erdős–Rényi kernel of 972,824 nodes, 16-20 s on one of 9,723,836)."""
+    Erdős–Rényi kernel of 972,824 nodes, 8-11 s on one of 9,723,836)."""
     found = near_bipartite_set(graph)
     if found is None:
         return solution
