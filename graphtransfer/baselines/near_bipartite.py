@@ -6,7 +6,7 @@ A graph bipartite but for a small share of its edges (a user-item graph with som
 a lattice with some diagonals) is decided neither by the kernel's LP step, which needs it bipartite
 throughout (:func:`graphtransfer.envs.mis_kernel.largest_bipartite_set`), nor well by a policy
 that decides in parallel: its passes start the two sides' sets in many places and the walls
-between them cost nodes (the built-in MIS model: 0.82-0.98x min-degree greedy on such graphs of
+between them cost nodes (the built-in MIS model: 0.80-1.00x min-degree greedy on such graphs of
 10^4-10^6 nodes; bench/RESULTS.md, "Nearly bipartite graphs"). Here:
 
 1. **A two-colouring with few edges inside a colour** (the odd edges): the parity of breadth-first
