@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from bench.default_quality import bipartite, grid_with_diagonals
 from graphtransfer.baselines import near_bipartite as near_bipartite_module
 from graphtransfer.baselines.mis import exact_milp, greedy_min_degree
 from graphtransfer.baselines.near_bipartite import near_bipartite_set
@@ -21,28 +22,13 @@ from graphtransfer.solve.predict import predict_graph
 
 
 def nearly_bipartite(num_nodes: int, degree: float, odd_share: float, seed: int, both_sides: bool = False, shuffled: bool = True) -> Graph:
-    """A random bipartite graph of two equal sides and average ``degree``, with ``odd_share`` of its
-    edge count added inside the first side (or, ``both_sides``, half inside each), numbered at
-    random (else the first side first)."""
-    rng = np.random.default_rng(seed)
-    half, edges = num_nodes // 2, round(num_nodes * degree / 2)
-    inside = round(odd_share * edges)
-    first, second = (inside // 2, inside - inside // 2) if both_sides else (inside, 0)
-    src = np.concatenate([rng.integers(0, half, edges), rng.integers(0, half, first), rng.integers(half, num_nodes, second)])
-    dst = np.concatenate([rng.integers(half, num_nodes, edges), rng.integers(0, half, first), rng.integers(half, num_nodes, second)])
-    shuffle = rng.permutation(num_nodes) if shuffled else np.arange(num_nodes)
-    return from_edges(shuffle[src], shuffle[dst], num_nodes, f"nearly-bipartite-{num_nodes}-{odd_share:g}-{both_sides}")[0]
-
-
-def grid_with_diagonals(side: int, share: float, seed: int) -> Graph:
-    """A ``side`` x ``side`` grid with ``share`` of its edge count added as random diagonals (each closes two triangles)."""
-    rng = np.random.default_rng(seed)
-    ids = np.arange(side * side).reshape(side, side)
-    count = round(share * 2 * side * side)
-    row, column = rng.integers(0, side - 1, count), rng.integers(0, side - 1, count)
-    src = np.concatenate([ids[:, :-1].ravel(), ids[:-1, :].ravel(), ids[row, column]])
-    dst = np.concatenate([ids[:, 1:].ravel(), ids[1:, :].ravel(), ids[row + 1, column + 1]])
-    return from_edges(src, dst, side * side, f"grid-{side}-diagonals-{share:g}")[0]
+    """:func:`bench.default_quality.bipartite` (the first side first), its nodes numbered at random
+    unless not ``shuffled``."""
+    graph = bipartite(num_nodes, degree, odd_share, seed, both_sides)
+    if not shuffled:
+        return graph
+    shuffle = np.random.default_rng(seed).permutation(num_nodes)
+    return from_edges(shuffle[graph.edge_index[0]], shuffle[graph.edge_index[1]], num_nodes, graph.name)[0]
 
 
 def is_maximal(graph: Graph, chosen: np.ndarray) -> bool:
@@ -109,7 +95,7 @@ def test_nearly_bipartite_graphs_get_a_set_larger_than_greedy(both_sides):
 def test_a_grid_with_diagonals_is_coloured_without_the_triangles(monkeypatch):
     """The levels over every edge leave walls across a grid with 1% diagonals (more odd edges than
     diagonals); over the edges in no triangle they leave the diagonals alone odd."""
-    graph = grid_with_diagonals(100, 0.01, 0)
+    graph = grid_with_diagonals(10_000, 0.01, 0)
     found = near_bipartite_set(graph)
     assert found is not None and found.odd_edges <= 200
     assert found.solution.sum() >= 1.01 * greedy_min_degree(graph).sum()
@@ -141,9 +127,8 @@ def test_a_large_graph_is_refused_by_its_sampled_ball_before_it_is_coloured(monk
     coloured = []
     colouring = near_bipartite_module._colouring
     monkeypatch.setattr(near_bipartite_module, "SAMPLE_NODES", 2000)
-    monkeypatch.setattr(
-        near_bipartite_module, "_colouring", lambda indptr, indices: coloured.append(indptr.size - 1) or colouring(indptr, indices)
-    )
+    counted = lambda indptr, indices, src: coloured.append(indptr.size - 1) or colouring(indptr, indices, src)  # noqa: E731
+    monkeypatch.setattr(near_bipartite_module, "_colouring", counted)
     assert near_bipartite_set(random_geometric(20_000, 8.0, seed=0)) is None
     assert coloured == [2000]
 

@@ -40,7 +40,7 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from graphtransfer.baselines.completion import make_maximal
 from graphtransfer.envs.domination import closed_wedges
-from graphtransfer.envs.mis_kernel import LP_NODES, _tree_distances, largest_bipartite_set
+from graphtransfer.envs.mis_kernel import LP_NODES, _tree_distances, largest_bipartite_set, neighbours_of
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.graph import induced_subgraph
 
@@ -102,12 +102,14 @@ def near_bipartite_set(graph: Graph) -> NearBipartiteSet | None:
     if graph.num_edges == 0:
         return None
     indptr, indices = graph.csr()
-    if graph.num_nodes > SAMPLE_NODES and _colouring(*_ball(graph, indptr, indices).csr()) is None:
-        return None
-    colour = _colouring(indptr, indices)
+    if graph.num_nodes > SAMPLE_NODES:
+        ball_indptr, ball_indices = _ball(graph, indptr, indices).csr()
+        if _colouring(ball_indptr, ball_indices, _sources(ball_indptr)) is None:
+            return None
+    src = _sources(indptr)
+    colour = _colouring(indptr, indices, src)
     if colour is None:
         return None
-    src = np.repeat(np.arange(graph.num_nodes), np.diff(indptr))
     odd = colour[src] == colour[indices]
     cover = _odd_edge_cover(src[odd], indices[odd], graph.num_nodes)
     bound = None
@@ -133,24 +135,27 @@ def _ball(graph: Graph, indptr: np.ndarray, indices: np.ndarray) -> Graph:
     reached[frontier] = True
     count = 1
     while frontier.size and count < SAMPLE_NODES:
-        counts = indptr[frontier + 1] - indptr[frontier]
-        steps = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-        around = np.unique(indices[np.repeat(indptr[frontier], counts) + steps])
+        around = np.unique(neighbours_of(indptr, indices, frontier))
         frontier = around[~reached[around]][: SAMPLE_NODES - count]
         reached[frontier] = True
         count += frontier.size
     return induced_subgraph(graph, reached)[0]
 
 
-def _colouring(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray | None:
+def _sources(indptr: np.ndarray) -> np.ndarray:
+    """``(E,)`` int64, the row (source node) of each entry of a CSR adjacency."""
+    return np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
+
+
+def _colouring(indptr: np.ndarray, indices: np.ndarray, src: np.ndarray) -> np.ndarray | None:
     """``(n,)`` bool, step 1 of the module docstring for the graph of CSR adjacency ``(indptr,
-    indices)``, or ``None`` where more than :data:`ODD_EDGE_SHARE` of its edges stay odd. The levels
-    are first taken over every edge; where that leaves some odd edges, but at most :data:`RETRY_SHARE`,
+    indices)`` (``src``: :func:`_sources` of it), or ``None`` where more than
+    :data:`ODD_EDGE_SHARE` of its edges stay odd. The levels are first taken over every edge; where
+    that leaves some odd edges, but at most :data:`RETRY_SHARE`,
     and sampled wedges close (:func:`~graphtransfer.envs.domination.closed_wedges`), again over the
     edges in no triangle, the colouring with fewer odd edges kept (the product that finds those edges
     costs the graph's wedges: random and scale-free graphs, refused after the first, never pay it)."""
     n = indptr.size - 1
-    src = np.repeat(np.arange(n), np.diff(indptr))
     every = csr_array((np.ones(indices.size, dtype=np.int8), indices, indptr), shape=(n, n))
     colour, share = _settled(_level_parity(every), indptr, indices, src)
     if 0 < share <= RETRY_SHARE and closed_wedges(indptr, indices) > 0:
@@ -199,8 +204,7 @@ def _fewer_walls(colour: np.ndarray, share: float, indptr: np.ndarray, indices: 
             break
         walls = csr_array((np.ones(int(np.count_nonzero(across))), (first[across], second[across])), shape=(count, count))
         walls.sum_duplicates()
-        wall_src = np.repeat(np.arange(count), np.diff(walls.indptr))
-        flip, _ = _fewer_odd_edges(_level_parity(walls), walls.indptr, walls.indices, wall_src, walls.data)
+        flip, _ = _fewer_odd_edges(_level_parity(walls), walls.indptr, walls.indices, _sources(walls.indptr), walls.data)
         colour, share = _fewer_odd_edges(colour ^ flip[domain], indptr, indices, src)
     return colour, share
 

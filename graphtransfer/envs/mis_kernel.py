@@ -445,9 +445,7 @@ def odd_cycle_near(csr: tuple[np.ndarray, np.ndarray], alive: np.ndarray, degree
     level[start] = 0
     frontier, reached, depth = np.array([start]), 1, 0
     while frontier.size and reached < ODD_CYCLE_BALL:
-        starts, counts = indptr[frontier], indptr[frontier + 1] - indptr[frontier]
-        steps = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-        around = indices[np.repeat(starts, counts) + steps]
+        around = neighbours_of(indptr, indices, frontier)
         if (level[around] == depth).any():
             return True
         frontier = np.unique(around[level[around] == -1])
@@ -455,6 +453,15 @@ def odd_cycle_near(csr: tuple[np.ndarray, np.ndarray], alive: np.ndarray, degree
         level[frontier] = depth
         reached += frontier.size
     return False
+
+
+def neighbours_of(indptr: np.ndarray, indices: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """The entries of the rows ``nodes`` of the CSR adjacency ``(indptr, indices)``, one after the
+    other: every neighbour of each of them, in one gather (a breadth-first search's next level,
+    before duplicates and nodes already reached are dropped)."""
+    counts = indptr[nodes + 1] - indptr[nodes]
+    steps = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    return indices[np.repeat(indptr[nodes], counts) + steps]
 
 
 FLOW_MATCHING_DEPTH = 32

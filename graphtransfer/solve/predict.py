@@ -128,9 +128,10 @@ def predict_graph(
     loaded = policy_for_graphs(checkpoint, [order.graph], runtime, env, decoding.max_passes, query)
     patience = rollout_patience(decoding.rollouts, order.graph.num_nodes)
     solution = best_of_rollouts(loaded.policy, loaded.env, count, decoding, finish_rule(checkpoint.config), patience, order.rule)
+    features = features_of(loaded.env)
     if order.rule is not None and order.graph.num_nodes < HASTY_FROM_NODES:
-        solution = against_near_bipartite(solution, order.graph, features_of(loaded.env).sense)
-    return order.restore(solution), features_of(loaded.env).solution_header
+        solution = against_near_bipartite(solution, order.graph, features.sense)
+    return order.restore(solution), features.solution_header
 
 
 def against_near_bipartite(solution: Solution, graph: Graph, sense: str) -> Solution:
