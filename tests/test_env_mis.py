@@ -270,6 +270,71 @@ def test_a_nodes_mask_is_the_or_of_its_closed_neighbourhoods_bits_in_blocks_as_w
     assert np.array_equal(whole, expected) and np.array_equal(neighbourhood_masks(src, degree, words), expected)
 
 
+def residual(edge_index: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """The edges among the nodes ``keep`` marks, renumbered ``0..k-1`` in order, by destination (as the env shows them)."""
+    src, dst = edge_index
+    new_id = np.cumsum(keep) - 1
+    kept = keep[src] & keep[dst]
+    edges = np.stack([new_id[src[kept]], new_id[dst[kept]]])
+    return edges[:, np.argsort(edges[1], kind="stable")]
+
+
+@pytest.mark.parametrize("family", ["rgg", "delaunay", "er"])
+def test_domination_around_the_touched_nodes_is_the_whole_graphs(family, monkeypatch):
+    """A graph less its dominated nodes and some others: the pairs around the nodes that lost a
+    neighbour find what a check of every pair finds, in one block of masks or several."""
+    rng = np.random.default_rng(7)
+    make = {"rgg": lambda s: random_geometric(400, 24.0, s), "delaunay": lambda s: delaunay(400, s), "er": lambda s: erdos_renyi(60, 20.0, s)}
+    checked = 0
+    for seed in range(12):
+        graph = make[family](seed)
+        edges = by_destination(graph)
+        while edges.shape[1]:
+            n = int(edges.max()) + 1
+            degree = np.bincount(edges[1], minlength=n)
+            before = dominated(edges, degree)
+            gone = before | (rng.random(n) < 0.05)  # the dominated nodes leave, and a few others, as after a pass
+            keep = ~gone
+            edges = residual(edges, keep)
+            if not keep.any():
+                break
+            left = np.bincount(edges[1], minlength=int(keep.sum()))
+            touched = left < degree[keep]
+            if seed % 2:
+                monkeypatch.setattr("graphtransfer.envs.domination.MASK_BLOCK_NODES", 5)
+            full = dominated(edges, left)
+            assert np.array_equal(dominated(edges, left, touched=touched), full), (family, seed)
+            monkeypatch.undo()
+            checked += int(full.any())
+    assert checked >= 5
+
+
+def test_the_envs_domination_checks_after_the_first_read_only_the_touched_nodes_and_agree():
+    """An episode of passes: each pass's exact actions equal a check of the whole residual graph,
+    also where a caller did not apply the last check's exclusions (the env checks everything then)."""
+    rng = np.random.default_rng(3)
+    graph = random_geometric(600, 30.0, 1)
+    env = MISEnv([graph], horizon=400)
+    env.reset(seed=0)
+    partial = 0
+    while (env.status == UNDECIDED).any():
+        undecided = env.status == UNDECIDED
+        edges = residual(by_destination(graph), undecided)
+        n = int(undecided.sum())
+        before = env._last_check
+        actions = env.exact_actions(edges, n)
+        assert np.array_equal(actions, reduction_actions(edges, n)), env.steps
+        partial += before is not None and not (env.status[before.leaving] == UNDECIDED).any()
+        if env.steps % 5 == 4:  # a caller that ignores the exclusions: the next check must not trust this one
+            actions[actions == EXCLUDE] = DEFER
+        commit = rng.random(n) < 0.02
+        actions[(actions == DEFER) & commit] = INCLUDE
+        step = np.full(graph.num_nodes, DEFER, dtype=np.int64)
+        step[np.flatnonzero(undecided)] = actions
+        env.step(step)
+    assert partial >= 5
+
+
 def test_the_reductions_never_lose_the_largest_set():
     """On tiny graphs (brute force): the nodes the rules include, plus the largest set of what is
     left once they and their neighbours and the excluded nodes are gone, is a largest set."""

@@ -16,6 +16,9 @@ than this share of sampled wedges (paths ``u - v - w``) close (random graphs, Ba
 the kernel's rule 4 and the passes' check take the pendants' neighbours alone
 (:func:`pendant_dominated`); random geometric graphs close 0.61, Delaunay meshes 0.43"""
 WEDGE_SAMPLES = 2048
+TOUCHED_SHARE = 0.25
+""":func:`dominated` checks the pairs around the ``touched`` nodes alone while their edges are at most this share of the
+graph's; above it, the whole graph (the same answer: a check of every pair reads each edge once, faster per pair)"""
 
 
 def closed_wedges(indptr: np.ndarray, indices: np.ndarray) -> float:
@@ -79,9 +82,9 @@ def pendant_dominated(edge_index: np.ndarray, degree: np.ndarray) -> np.ndarray:
     return out
 
 
-def dominated(edge_index: np.ndarray, degree: np.ndarray, words: int | None = None) -> np.ndarray:
+def dominated(edge_index: np.ndarray, degree: np.ndarray, words: int | None = None, touched: np.ndarray | None = None) -> np.ndarray:
     """The nodes ``u`` with a neighbour ``v`` whose closed neighbourhood ``N[v]`` is inside
-    ``N[u]`` (for equal ones, ``v`` the lower id): some maximum independent set leaves every
+    ``N[u]`` (for equal ones, the higher id of the two): some maximum independent set leaves every
     such ``u`` out at once, since following dominators from any of them ends at one that stays.
 
     Each node's closed neighbourhood is first hashed into a bit mask of ``words`` 64-bit words
@@ -90,8 +93,16 @@ def dominated(edge_index: np.ndarray, degree: np.ndarray, words: int | None = No
     pairs left are checked neighbour by neighbour, so the cost is ``O(E × words)`` plus the
     neighbours of the pairs that pass the filter.
 
+    ``touched``, ``(N,)`` bool: check only the pairs whose ``v`` it marks, for a graph that is an
+    earlier one less some nodes, checked then with every node it found removed since, and
+    ``touched`` the nodes that lost a neighbour in between. No other pair can have come to nest:
+    ``N[v] ⊆ N[u]`` after a removal and not before means that a neighbour of ``v`` outside
+    ``N[u]`` was removed. The answer is then the whole graph's, at the cost of the touched nodes'
+    neighbourhoods (a decoding's later passes on dense geometric graphs, where a pass removes a few
+    hundred nodes of 10^5: :meth:`graphtransfer.envs.mis.MISEnv.exact_actions`).
+
     Shapes:
-        edge_index: ``(2, E)`` directed edges (both directions); degree: ``(N,)``; returns ``(N,)`` bool.
+        edge_index: ``(2, E)`` directed edges (both directions); degree, touched: ``(N,)``; returns ``(N,)`` bool.
     """
     num_nodes = degree.size
     out = np.zeros(num_nodes, dtype=bool)
@@ -102,21 +113,47 @@ def dominated(edge_index: np.ndarray, degree: np.ndarray, words: int | None = No
         src, dst = np.take(edge_index, stable_order(dst), axis=1)
     if words is None:
         words = int(np.clip(np.ceil(4 * (src.size / max(num_nodes, 1) + 1) / 64), 1, 16))
-    masks = neighbourhood_masks(src, degree, words)  # (N, words)
+    starts = np.cumsum(degree) - degree
+    if touched is not None:
+        touched = np.flatnonzero(touched)
+        if degree[touched].sum() > TOUCHED_SHARE * src.size:
+            touched = None
+    if touched is None:
+        pairs = [src, dst]  # u, v: every edge
+        masks = neighbourhood_masks(src, degree, words)  # (N, words), a row per node
+    else:
+        u, v = src[_runs(starts, degree, touched)], np.repeat(touched, degree[touched])  # every edge into a touched node
+        row = np.zeros(num_nodes, dtype=np.int64)
+        row[u] = row[v] = 1
+        needed = np.flatnonzero(row)
+        row[needed] = np.arange(needed.size)
+        masks = neighbourhood_masks(src, degree, words, needed)  # a row per needed node
+        pairs = [u, v, row[u], row[v]]  # and each pair's rows
+    u, v = pairs[0], pairs[1]
+    mu, mv = pairs[-2], pairs[-1]
     first = np.ascontiguousarray(masks[:, 0])
-    # v = dst can be inside u = src only if its mask is; the first word, over every edge, leaves few pairs (1-7% on
-    # random and geometric graphs), so the degrees are compared on those only: 1.1-1.9x faster than the other way round
-    keep = np.flatnonzero((first[dst] & ~first[src]) == 0)
-    u, v = src[keep], dst[keep]
-    fits = degree[v] <= degree[u]  # and only with no more neighbours
-    u, v = u[fits], v[fits]
+    # v can be inside u only if its mask is; the first word, over every pair, leaves few (1-7% on random and geometric
+    # graphs), so the degrees are compared on those only: 1.1-1.9x faster than the other way round
+    keep = np.flatnonzero((first[mv] & ~first[mu]) == 0)
+    pairs = [part[keep] for part in pairs]
+    fits = degree[pairs[1]] <= degree[pairs[0]]  # and only with no more neighbours
+    pairs = [part[fits] for part in pairs]
     for word in range(1, words):  # one word at a time: each leaves few pairs for the next
-        fits = (masks[v, word] & ~masks[u, word]) == 0
-        u, v = u[fits], v[fits]
+        fits = (masks[pairs[-1], word] & ~masks[pairs[-2], word]) == 0
+        pairs = [part[fits] for part in pairs]
+    u, v = pairs[0], pairs[1]
     nested = nested_neighbourhoods(src, dst, degree, u, v)
     u, v = u[nested], v[nested]
-    out[u[(degree[v] < degree[u]) | (v < u)]] = True
+    out[np.where(degree[v] < degree[u], u, np.maximum(u, v))] = True
     return out
+
+
+def _runs(starts: np.ndarray, degree: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """The positions of ``nodes``' runs of edges, one run after another, in edges ordered by
+    destination (``starts``: where each node's run starts)."""
+    count = degree[nodes]
+    offset = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    return np.repeat(starts[nodes], count) + offset
 
 
 MASK_BLOCK_NODES = 1 << 16
@@ -124,28 +161,33 @@ MASK_BLOCK_NODES = 1 << 16
 most 64 MiB at 16 words)"""
 
 
-def neighbourhood_masks(src: np.ndarray, degree: np.ndarray, words: int) -> np.ndarray:
+def neighbourhood_masks(src: np.ndarray, degree: np.ndarray, words: int, nodes: np.ndarray | None = None) -> np.ndarray:
     """A bit mask per node of its closed neighbourhood, each member hashed to one of ``64 ×
-    words`` bits, from the sources ``src`` of edges ordered by destination: ``(N, words)`` uint64."""
+    words`` bits, from the sources ``src`` of edges ordered by destination: ``(N, words)`` uint64,
+    or ``(len(nodes), words)``, the masks of ``nodes`` alone in their order."""
     num_nodes = degree.size
     bit = (np.arange(num_nodes, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)  # Fibonacci hashing
     bit %= np.uint64(64 * words)
-    if words == 1:  # a reduction over each node's run of edges, 3x faster than the flags below
+    starts = np.cumsum(degree) - degree
+    if nodes is None and words == 1:  # a reduction over each node's run of edges, 3x faster than the flags below
         value = np.left_shift(np.uint64(1), bit)
         masks = value.reshape(num_nodes, 1).copy()
         has_edges = degree > 0
-        masks[has_edges, 0] |= np.bitwise_or.reduceat(value[src], (np.cumsum(degree) - degree)[has_edges])
+        masks[has_edges, 0] |= np.bitwise_or.reduceat(value[src], starts[has_edges])
         return masks
     bit = bit.astype(np.int64)
-    starts = np.zeros(num_nodes + 1, dtype=np.int64)
-    np.cumsum(degree, out=starts[1:])
-    masks = np.empty((num_nodes, words), dtype=np.uint64)
-    for first in range(0, num_nodes, MASK_BLOCK_NODES):  # a flag per bit, packed: 1.5-2.5x faster than a scattered or
-        last = min(first + MASK_BLOCK_NODES, num_nodes)
-        flags = np.zeros((last - first, 64 * words), dtype=bool)
-        flags[np.arange(last - first), bit[first:last]] = True
-        edges = slice(starts[first], starts[last])
-        flags[np.repeat(np.arange(last - first), degree[first:last]), bit[src[edges]]] = True
+    count = num_nodes if nodes is None else nodes.size
+    masks = np.empty((count, words), dtype=np.uint64)
+    for first in range(0, count, MASK_BLOCK_NODES):  # a flag per bit, packed: 1.5-2.5x faster than a scattered or
+        last = min(first + MASK_BLOCK_NODES, count)
+        if nodes is None:  # a block of consecutive nodes: their edges are one slice
+            block, edges = np.arange(first, last), slice(starts[first], starts[last - 1] + degree[last - 1])
+        else:
+            block = nodes[first:last]
+            edges = _runs(starts, degree, block)
+        flags = np.zeros((block.size, 64 * words), dtype=bool)
+        flags[np.arange(block.size), bit[block]] = True
+        flags[np.repeat(np.arange(block.size), degree[block]), bit[src[edges]]] = True
         packed = np.packbits(flags, axis=1, bitorder="little")  # bit b of a row in byte b // 8
         masks[first:last] = packed.view("<u8")  # ... and in word b // 64, as bit b % 64
     return masks
@@ -154,15 +196,23 @@ def neighbourhood_masks(src: np.ndarray, degree: np.ndarray, words: int) -> np.n
 def nested_neighbourhoods(src: np.ndarray, dst: np.ndarray, degree: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     """For adjacent pairs ``(u, v)``, whether every neighbour of ``v`` other than ``u`` is a
     neighbour of ``u``, so that ``N[v] ⊆ N[u]``: ``(P,)`` bool, by one sorted lookup of the pairs'
-    ``sum deg(v)`` (pair, neighbour) edges. The edges ``(src, dst)`` come ordered by destination."""
+    ``sum deg(v)`` (pair, neighbour) edges among the edges of the pairs' ``u``. The edges ``(src,
+    dst)`` come ordered by destination; the ``u``'s edges are read as runs where they are few
+    (:data:`TOUCHED_SHARE`), else picked out of all of them in one pass."""
     num_nodes = degree.size
+    starts = np.cumsum(degree) - degree
     count = degree[v]
     pair = np.repeat(np.arange(u.size), count)
-    offset = np.arange(pair.size) - np.repeat(np.cumsum(count) - count, count)
-    w = src[(np.cumsum(degree) - degree)[v][pair] + offset]  # v's neighbours
-    of_u = np.zeros(num_nodes, dtype=bool)
-    of_u[u] = True
-    keys = np.sort(dst[of_u[dst]].astype(np.int64) * num_nodes + src[of_u[dst]])  # the edges of the pairs' u
+    w = src[_runs(starts, degree, v)]  # v's neighbours, pair by pair
+    rows = np.unique(u)
+    if degree[rows].sum() <= TOUCHED_SHARE * src.size:
+        keys = np.repeat(rows, degree[rows]) * num_nodes + src[_runs(starts, degree, rows)]
+    else:
+        of_u = np.zeros(num_nodes, dtype=bool)
+        of_u[rows] = True
+        mine = of_u[dst]
+        keys = dst[mine].astype(np.int64) * num_nodes + src[mine]
+    keys.sort()  # the edges of the pairs' u
     wanted = u[pair].astype(np.int64) * num_nodes + w
     found = keys[np.minimum(np.searchsorted(keys, wanted), max(keys.size - 1, 0))] == wanted if keys.size else w < 0
     hits = np.bincount(pair, weights=found | (w == u[pair]), minlength=u.size)
