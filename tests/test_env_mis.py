@@ -284,7 +284,11 @@ def test_domination_around_the_touched_nodes_is_the_whole_graphs(family, monkeyp
     """A graph less its dominated nodes and some others: the pairs around the nodes that lost a
     neighbour find what a check of every pair finds, in one block of masks or several."""
     rng = np.random.default_rng(7)
-    make = {"rgg": lambda s: random_geometric(400, 24.0, s), "delaunay": lambda s: delaunay(400, s), "er": lambda s: erdos_renyi(60, 20.0, s)}
+    make = {
+        "rgg": lambda s: random_geometric(400, 24.0, s),
+        "delaunay": lambda s: delaunay(400, s),
+        "er": lambda s: erdos_renyi(60, 20.0, s),
+    }
     checked = 0
     for seed in range(12):
         graph = make[family](seed)
