@@ -180,6 +180,7 @@ def neighbourhood_masks(src: np.ndarray, degree: np.ndarray, words: int, nodes: 
     masks = np.empty((count, words), dtype=np.uint64)
     for first in range(0, count, MASK_BLOCK_NODES):  # a flag per bit, packed: 1.5-2.5x faster than a scattered or
         last = min(first + MASK_BLOCK_NODES, count)
+        edges: slice | np.ndarray
         if nodes is None:  # a block of consecutive nodes: their edges are one slice
             block, edges = np.arange(first, last), slice(starts[first], starts[last - 1] + degree[last - 1])
         else:
