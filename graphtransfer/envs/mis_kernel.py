@@ -128,7 +128,9 @@ class MISKernel:
         lifted = np.zeros(self.given.num_nodes, dtype=bool)
         lifted[self.nodes[chosen]] = True
         lifted[self.included] = True
-        for v, kept, merged in self.folds[::-1].tolist():  # a later fold may have merged an earlier folded node
+        # a later fold may have merged an earlier folded node: last first. Read as three lists of ints, not a list per
+        # fold: 38,000 folds' lists made the collector's full pass run inside a solve (0.22 s of the 250k graph's 1.2 s)
+        for v, kept, merged in zip(*self.folds[::-1].T.tolist(), strict=True):
             if lifted[kept]:
                 lifted[merged] = True
             else:
