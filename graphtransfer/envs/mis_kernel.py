@@ -424,7 +424,7 @@ def _alternating_reach(
     source = n + num_right
     steps_indptr = np.concatenate([indptr, indptr[-1] + np.cumsum(partnered), [indptr[-1] + np.count_nonzero(partnered) + starts.size]])
     steps_indices = np.concatenate([n + indices, left_of[partnered], starts])
-    steps = csr_array((np.ones(steps_indices.size, dtype=np.int8), steps_indices, steps_indptr), shape=(source + 1, source + 1))
+    steps = searchable(steps_indptr, steps_indices)
     reached = np.zeros(source + 1, dtype=bool)
     reached[breadth_first_order(steps, source, directed=True, return_predecessors=False)] = True
     return reached[:n], reached[n:source]
@@ -491,6 +491,15 @@ def _maximum_matching(adjacency: csr_array, flow: bool) -> np.ndarray:
     return _flow_matching(adjacency)
 
 
+def searchable(indptr: np.ndarray, indices: np.ndarray) -> csr_array:
+    """The square CSR matrix ``(indptr, indices)`` as scipy's graph searches read it without a copy: float64 ones,
+    32-bit indices where they fit (a breadth-first search of 8M entries: 0.08 s, against 0.19 s from int8 data and
+    int64 indices, which the search first converts)."""
+    n = indptr.size - 1
+    narrow = np.int32 if indices.size < np.iinfo(np.int32).max and n < np.iinfo(np.int32).max else np.int64
+    return csr_array((np.ones(indices.size), indices.astype(narrow, copy=False), indptr.astype(narrow, copy=False)), shape=(n, n))
+
+
 def breadth_first_levels(adjacency: csr_array) -> tuple[np.ndarray, np.ndarray | None]:
     """``(n,)`` int64, each node's breadth-first distance from one node of its component (the
     node of highest degree where the graph is connected), and the components' labels, ``None``
@@ -515,7 +524,7 @@ def breadth_first_levels(adjacency: csr_array) -> tuple[np.ndarray, np.ndarray |
     firsts = np.concatenate([[start], rest[np.unique(labels, return_index=True)[1]]])  # one node of each component
     joined_indices = np.concatenate([indices, firsts])
     joined_indptr = np.concatenate([indptr, [indptr[-1] + firsts.size]])  # node n, the search's start: to each first
-    joined = csr_array((np.ones(joined_indices.size, dtype=np.int8), joined_indices, joined_indptr), shape=(n + 1, n + 1))
+    joined = searchable(joined_indptr, joined_indices)
     _, parent = breadth_first_order(joined, n, directed=True, return_predecessors=True)
     return _tree_distances(parent)[:n] - 1, components
 
