@@ -128,15 +128,12 @@ def predict_graph(
     count = rollout_count(decoding.rollouts, order.graph.num_nodes, order.graph.edge_index.shape[1])
     loaded = policy_for_graphs(checkpoint, [order.graph], runtime, env, decoding.max_passes, query)
     patience = rollout_patience(decoding.rollouts, order.graph.num_nodes)
-    contest = order.rule is not None and order.graph.num_nodes < HASTY_FROM_NODES
-    # the contest's set is found first: it sorts the kernel's edges by destination, which the env's first pass then reads
-    started = time.perf_counter()
-    rival = near_bipartite_set(order.graph) if contest else None
-    contest_seconds = time.perf_counter() - started
     solution = best_of_rollouts(loaded.policy, loaded.env, count, decoding, finish_rule(checkpoint.config), patience, order.rule)
     features = features_of(loaded.env)
-    if contest:
-        solution = against_near_bipartite(solution, rival, contest_seconds, features.sense)
+    if order.rule is not None and order.graph.num_nodes < HASTY_FROM_NODES:
+        started = time.perf_counter()
+        rival = near_bipartite_set(order.graph)
+        solution = against_near_bipartite(solution, rival, time.perf_counter() - started, features.sense)
     return order.restore(solution), features.solution_header
 
 
