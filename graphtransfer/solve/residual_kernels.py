@@ -40,7 +40,7 @@ import numpy as np
 
 from graphtransfer.config import Decoding
 from graphtransfer.envs.base import GraphEnv
-from graphtransfer.envs.mis_kernel import KernelRule, MISKernel
+from graphtransfer.envs.mis_kernel import KernelLift, KernelRule
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.graph import induced_subgraph
 from graphtransfer.solve.inference import Solution, solve
@@ -56,8 +56,9 @@ after 2 passes instead of 4 (bench/RESULTS.md, "A stretch of passes that ends wh
 class Level:
     """One stretch of passes: the set (MVC: the cover) it ended with and where its graph came from."""
 
-    kernel: MISKernel | None
-    """the kernel its graph is (of the residual graph of the level before); ``None``: that residual graph itself, or the first level"""
+    kernel: KernelLift | None
+    """how its graph, a kernel of the residual graph of the level before, lifts to that graph (the kernel's edges are not
+    kept: :class:`~graphtransfer.envs.mis_kernel.KernelLift`); ``None``: that residual graph itself, or the first level"""
     chosen: np.ndarray
     """``(n,)`` bool, the env's solution on its graph when its passes ended: the set (MVC: the cover)"""
     undecided: np.ndarray
@@ -93,7 +94,7 @@ def solve_in_kernels(policy, env: gym.Env, one: Decoding, kernel: KernelRule, fi
             )
             passes += run.passes
             residual, undecided = residual_graph(task)
-            levels.append(Level(made, task.solution(), undecided))
+            levels.append(Level(None if made is None else made.lifting, task.solution(), undecided))
             if not undecided.size or passes >= horizon:
                 break
             made = kernel(residual, lp=False)  # the LP's rule decided no node between passes where measured (module docstring)
