@@ -258,12 +258,18 @@ def test_an_env_refuses_a_graph_larger_than_its_spaces_and_mis_keeps_its_dominat
     assert env.graph is part and env._triangles == {id(part): gate}
 
 
-def test_edges_by_destination_are_kept_for_the_last_few_graphs_only():
+def test_edges_by_destination_are_kept_for_the_last_few_graphs_only_and_go_with_their_graph():
     graphs = [erdos_renyi(30, 3.0, seed) for seed in range(BY_DESTINATION_KEPT + 3)]
     for graph in graphs:
         by_destination(graph)
     assert len(_BY_DESTINATION) <= BY_DESTINATION_KEPT
-    assert _BY_DESTINATION[id(graphs[-1])][0] is graphs[-1]
+    last = graphs[-1]
+    assert np.array_equal(_BY_DESTINATION[id(last)], by_destination(last))
+    src, dst = by_destination(last)
+    assert (np.diff(dst) >= 0).all() and sorted(zip(src, dst, strict=True)) == sorted(zip(*last.edge_index, strict=True))
+    key = id(last)
+    del graphs, graph, last
+    assert key not in _BY_DESTINATION  # a graph gone takes its entry: no kernel of a finished solve stays in memory
 
 
 @pytest.mark.parametrize("bad", [-1, 2.5, "often", True, 10**7])

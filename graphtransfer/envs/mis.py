@@ -13,6 +13,7 @@ size as a fraction of the graph and the scale does not grow with graph size.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -186,26 +187,29 @@ class MISEnv(GraphEnv):
         return is_independent_set(graph, solution)
 
 
-_BY_DESTINATION: dict[int, tuple[Graph, np.ndarray]] = {}
+_BY_DESTINATION: dict[int, np.ndarray] = {}
 BY_DESTINATION_KEPT = 4
 """graphs whose edges by destination are kept: the graphs of an env or two (a solve goes through many kernels of one graph)"""
 
 
 def by_destination(graph: Graph) -> np.ndarray:
     """``graph.edge_index`` ordered by destination (stably), computed once per graph of the last
-    :data:`BY_DESTINATION_KEPT`: ``(2, E)``."""
-    cached = _BY_DESTINATION.get(id(graph))
-    if cached is None or cached[0] is not graph:
-        _BY_DESTINATION.pop(id(graph), None)
-        while len(_BY_DESTINATION) >= BY_DESTINATION_KEPT:  # the oldest goes, and the graph it holds with it
+    :data:`BY_DESTINATION_KEPT` still alive: ``(2, E)``. An entry goes with its graph (a weak
+    reference's callback): a decoding's residual kernels, each a graph of its own and dropped once
+    the next is made, would otherwise stay in memory with their edges until pushed out."""
+    key = id(graph)
+    edges = _BY_DESTINATION.get(key)
+    if edges is None:
+        while len(_BY_DESTINATION) >= BY_DESTINATION_KEPT:  # the oldest goes
             _BY_DESTINATION.pop(next(iter(_BY_DESTINATION)))
         edges = graph.edge_index
         if not non_decreasing(edges[1]):  # a residual graph of a solve comes in this order already
             # np.take writes the rows C-contiguous at once: indexing [:, order] gave a Fortran-ordered copy that needed a
             # second one (2M edges: 0.19 s of a 250k solve's first pass, against 0.06 s)
             edges = np.take(edges, stable_order(edges[1]), axis=1)
-        cached = _BY_DESTINATION[id(graph)] = (graph, edges)
-    return cached[1]
+        _BY_DESTINATION[key] = edges
+        weakref.finalize(graph, _BY_DESTINATION.pop, key, None)  # before another object can take its id
+    return edges
 
 
 def node_features(status: np.ndarray, live_degree: np.ndarray, cost: np.ndarray, draw: np.ndarray) -> np.ndarray:
