@@ -85,7 +85,8 @@ def solve_in_kernels(policy, env: gym.Env, one: Decoding, kernel: KernelRule, fi
     task = cast(GraphEnv, env.unwrapped)
     graph, horizon = task.graph, task.horizon
     levels: list[Level] = []
-    made, passes = None, 0
+    lift: KernelLift | None = None
+    passes = 0
     try:
         while True:
             task.horizon = min(one.kernel_every, horizon - passes)
@@ -94,11 +95,13 @@ def solve_in_kernels(policy, env: gym.Env, one: Decoding, kernel: KernelRule, fi
             )
             passes += run.passes
             residual, undecided = residual_graph(task)
-            levels.append(Level(None if made is None else made.lifting, task.solution(), undecided))
+            levels.append(Level(lift, task.solution(), undecided))
             if not undecided.size or passes >= horizon:
                 break
             made = kernel(residual, lp=False)  # the LP's rule decided no node between passes where measured (module docstring)
             task.use_graph(residual if made is None else made.graph)
+            lift = None if made is None else made.lifting
+            del residual, made  # the env holds the graph it runs on; the residual graph a kernel came from goes now
     finally:
         task.use_graph(graph)
         task.horizon = horizon
