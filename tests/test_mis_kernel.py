@@ -635,3 +635,19 @@ def test_the_kernels_edges_are_renumbered_block_by_block_as_all_at_once(block, m
     edges = mis_kernel_module._renumbered_edges(edge_index, kept, new_src, new_dst, position)
     expected = position[np.concatenate([edge_index[:, kept], np.stack([new_src, new_dst])], axis=1)]
     assert edges.dtype == np.int64 and np.array_equal(edges, expected)
+
+
+@pytest.mark.parametrize("make", [lambda: erdos_renyi(3_000, 3.0, 5), lambda: random_geometric(2_000, 12.0, 5)])
+def test_a_kernels_edges_come_by_destination_and_the_env_reads_them_without_a_copy(make):
+    """Rounds only (sparse ER) or the rules too (geometric): the kernel's graph lists its edges by
+    destination, every edge once each way, so the env's ``by_destination`` hands back its own array."""
+    from graphtransfer.envs.mis import by_destination
+
+    graph = make()
+    shuffled = graph.edge_index[:, np.random.default_rng(0).permutation(graph.edge_index.shape[1])]
+    kernel = mis_kernel(type(graph)(shuffled, graph.num_nodes, graph.name))
+    assert kernel is not None and kernel.graph.edge_index.shape[1]
+    src, dst = kernel.graph.edge_index
+    assert (np.diff(dst) >= 0).all()
+    assert sorted(zip(src.tolist(), dst.tolist(), strict=True)) == sorted(zip(dst.tolist(), src.tolist(), strict=True))
+    assert by_destination(kernel.graph) is kernel.graph.edge_index
