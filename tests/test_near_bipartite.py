@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -163,7 +165,7 @@ def test_predict_keeps_the_policys_set_where_it_is_the_better(monkeypatch):
             return None
         solution = result.solution.copy()
         solution[np.flatnonzero(solution)[: solution.sum() // 2]] = False
-        return near_bipartite_module.NearBipartiteSet(solution, result.odd_edges, result.edges, result.bound, result.seconds)
+        return dataclasses.replace(result, solution=solution)
 
     monkeypatch.setattr("graphtransfer.solve.predict.near_bipartite_set", smaller)
     graph = nearly_bipartite(3000, 8.0, 0.004, 4, both_sides=True)

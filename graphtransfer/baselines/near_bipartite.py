@@ -31,7 +31,6 @@ scale-free graphs: 20-36%) are refused, larger ones after a sample first: a ball
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,21 +83,18 @@ class NearBipartiteSet:
         edges: the graph's edges.
         bound: no independent set of the graph is larger (König's set of the rest plus the cover;
             ``None`` above :data:`EXACT_NODES` nodes, where the better side stood in for it).
-        seconds: what finding it took.
     """
 
     solution: np.ndarray
     odd_edges: int
     edges: int
     bound: int | None
-    seconds: float
 
 
 def near_bipartite_set(graph: Graph) -> NearBipartiteSet | None:
     """A maximal independent set of ``graph`` by the steps of the module docstring, or ``None``
     where more than :data:`ODD_EDGE_SHARE` of its edges (or of a sampled ball's) are odd, or it has
     no edges."""
-    started = time.perf_counter()
     if graph.num_edges == 0:
         return None
     indptr, indices = graph.csr()
@@ -124,7 +120,7 @@ def near_bipartite_set(graph: Graph) -> NearBipartiteSet | None:
         if np.count_nonzero(in_set) < np.count_nonzero(~colour & ~cover):
             in_set = ~colour & ~cover
     solution, _ = make_maximal(graph, in_set)
-    return NearBipartiteSet(solution, int(np.count_nonzero(odd)) // 2, graph.num_edges, bound, time.perf_counter() - started)
+    return NearBipartiteSet(solution, int(np.count_nonzero(odd)) // 2, graph.num_edges, bound)
 
 
 def _ball(graph: Graph, indptr: np.ndarray, indices: np.ndarray) -> Graph:

@@ -44,7 +44,7 @@ def _in_rows(indptr: np.ndarray, indices: np.ndarray, rows: np.ndarray, values: 
     their solve)."""
     lengths = indptr[rows + 1] - indptr[rows]
     owner = np.repeat(np.arange(rows.size), lengths)
-    read = np.arange(owner.size) - np.repeat(np.cumsum(lengths) - lengths, lengths) + np.repeat(indptr[rows], lengths)
+    read = run_positions(indptr[rows], lengths)
     found = np.zeros(rows.size, dtype=bool)
     found[owner[indices[read] == values[owner]]] = True
     return found
@@ -122,7 +122,7 @@ def dominated(edge_index: np.ndarray, degree: np.ndarray, words: int | None = No
         pairs = [src, dst]  # u, v: every edge
         masks = neighbourhood_masks(src, degree, words)  # (N, words), a row per node
     else:
-        u, v = src[_runs(starts, degree, touched)], np.repeat(touched, degree[touched])  # every edge into a touched node
+        u, v = src[run_positions(starts[touched], degree[touched])], np.repeat(touched, degree[touched])  # every edge into a touched node
         row = np.zeros(num_nodes, dtype=np.int64)
         row[u] = row[v] = 1
         needed = np.flatnonzero(row)
@@ -148,12 +148,11 @@ def dominated(edge_index: np.ndarray, degree: np.ndarray, words: int | None = No
     return out
 
 
-def _runs(starts: np.ndarray, degree: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-    """The positions of ``nodes``' runs of edges, one run after another, in edges ordered by
-    destination (``starts``: where each node's run starts)."""
-    count = degree[nodes]
-    offset = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
-    return np.repeat(starts[nodes], count) + offset
+def run_positions(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The positions of runs laid one after another: ``counts[i]`` positions from ``starts[i]`` each
+    (the entries of some rows of a CSR adjacency, the edges of some nodes ordered by destination)."""
+    offset = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    return np.repeat(starts, counts) + offset
 
 
 MASK_BLOCK_NODES = 1 << 16
@@ -185,7 +184,7 @@ def neighbourhood_masks(src: np.ndarray, degree: np.ndarray, words: int, nodes: 
             block, edges = np.arange(first, last), slice(starts[first], starts[last - 1] + degree[last - 1])
         else:
             block = nodes[first:last]
-            edges = _runs(starts, degree, block)
+            edges = run_positions(starts[block], degree[block])
         flags = np.zeros((block.size, 64 * words), dtype=bool)
         flags[np.arange(block.size), bit[block]] = True
         flags[np.repeat(np.arange(block.size), degree[block]), bit[src[edges]]] = True
@@ -204,10 +203,10 @@ def nested_neighbourhoods(src: np.ndarray, dst: np.ndarray, degree: np.ndarray, 
     starts = np.cumsum(degree) - degree
     count = degree[v]
     pair = np.repeat(np.arange(u.size), count)
-    w = src[_runs(starts, degree, v)]  # v's neighbours, pair by pair
+    w = src[run_positions(starts[v], degree[v])]  # v's neighbours, pair by pair
     rows = np.unique(u)
     if degree[rows].sum() <= TOUCHED_SHARE * src.size:
-        keys = np.repeat(rows, degree[rows]) * num_nodes + src[_runs(starts, degree, rows)]
+        keys = np.repeat(rows, degree[rows]) * num_nodes + src[run_positions(starts[rows], degree[rows])]
     else:
         of_u = np.zeros(num_nodes, dtype=bool)
         of_u[rows] = True

@@ -50,7 +50,7 @@ import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import breadth_first_order, connected_components, maximum_bipartite_matching, maximum_flow
 
-from graphtransfer.envs.domination import CLOSED_WEDGES, closed_wedges, dominated
+from graphtransfer.envs.domination import CLOSED_WEDGES, closed_wedges, dominated, run_positions
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.graph import non_decreasing, stable_order
 
@@ -496,9 +496,7 @@ def neighbours_of(indptr: np.ndarray, indices: np.ndarray, nodes: np.ndarray) ->
     """The entries of the rows ``nodes`` of the CSR adjacency ``(indptr, indices)``, one after the
     other: every neighbour of each of them, in one gather (a breadth-first search's next level,
     before duplicates and nodes already reached are dropped)."""
-    counts = indptr[nodes + 1] - indptr[nodes]
-    steps = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    return indices[np.repeat(indptr[nodes], counts) + steps]
+    return indices[run_positions(indptr[nodes], indptr[nodes + 1] - indptr[nodes])]
 
 
 FLOW_MATCHING_DEPTH = 32
