@@ -236,17 +236,20 @@ def test_default_predict_finds_at_least_greedys_set_on_a_small_dense_graph(brief
 
 
 @pytest.mark.slow
-def test_dense_graphs_patience_finds_more_than_the_sparse_graphs_share(briefly_trained_mis):
-    """Three Erdős–Rényi graphs of 1,500 nodes and average degree 64: the default decoding, a
-    third of the sparse share of the Caro-Wei bound per pass (two candidates there), finds more
-    nodes in all than the same policy at the sparse graphs' 0.15 of the bound (five) and than
-    greedy minimum degree."""
+def test_dense_graphs_patience_finds_more_than_the_sparse_graphs_share():
+    """Three Erdős–Rényi graphs of 1,500 nodes and average degree 64: with the built-in model,
+    the default decoding, a third of the sparse share of the Caro-Wei bound per pass (two
+    candidates there), finds more nodes in all than the same policy at the sparse graphs' 0.15
+    of the bound (five) and than greedy minimum degree. (A policy trained for 4,096 steps here
+    came out either side of the sparse share, by 12 nodes of 1,040 and by 1, as float rounding
+    in training changed; the built-in model is the one a default predict runs.)"""
     from graphtransfer.solve.loading import policy_for_graphs
+    from graphtransfer.zoo import zoo_folder
 
     found, sparse_share, greedy = 0, 0, 0
     for seed in range(3):
         graph = erdos_renyi(1500, 64.0, seed)
-        loaded = policy_for_graphs(briefly_trained_mis, [graph])
+        loaded = policy_for_graphs(zoo_folder("mis"), [graph])
         obs, _ = loaded.env.reset(seed=0)
         assert local_max_patience(obs) == LOCAL_MAX_DENSE_PATIENCE
         default = solve(loaded.policy, loaded.env, finish=FINISH["mis"])

@@ -119,22 +119,26 @@ class NodeHeads(BasePolicy):
     def _get_constructor_parameters(self) -> dict[str, Any]:
         return {**super()._get_constructor_parameters(), "head_width": self.head_width}
 
-    def node_outputs(self, obs: PyTorchObs, with_values: bool = True) -> tuple[torch.Tensor, DisjointGraph, torch.Tensor | None]:
+    def node_outputs(self, obs: PyTorchObs, with_values: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """Per-node outputs in the padded layout ``(B, max_nodes, outputs_per_node)`` (zeros in
-        padding), the disjoint graph, and values ``(B, 1)``; ``None`` for values when
-        ``with_values`` is off (acting needs none, and pooling 250k nodes is not free)."""
-        h, graph = self.features_extractor.node_embeddings(obs)
+        padding), which slots are real nodes ``(B, max_nodes)``, and values ``(B, 1)``; ``None``
+        for values when ``with_values`` is off (acting needs none, and pooling 250k nodes is not
+        free). Equal isolated nodes are embedded once (graphtransfer.nn.compaction)."""
+        h, graph, compaction = self.features_extractor.compacted_embeddings(obs)
         outputs = run_mlp(self.node_head, h)
         if graph.unpadded:  # nothing padded: the rows are already in the padded layout
             padded = outputs.view(*graph.node_mask.shape, self.outputs_per_node)
         else:
             padded = h.new_zeros((*graph.node_mask.shape, self.outputs_per_node))
             padded[graph.node_mask] = outputs
-        return padded, graph, self.value_head(self.features_extractor.pool(h, graph)) if with_values else None
+        values = self.value_head(self.features_extractor.pool(h, graph, compaction)) if with_values else None
+        if compaction is None:
+            return padded, graph.node_mask, values
+        return compaction.expand(padded), compaction.node_mask, values
 
     def predict_values(self, obs: PyTorchObs) -> torch.Tensor:
-        h, graph = self.features_extractor.node_embeddings(obs)
-        return self.value_head(self.features_extractor.pool(h, graph))
+        h, graph, compaction = self.features_extractor.compacted_embeddings(obs)
+        return self.value_head(self.features_extractor.pool(h, graph, compaction))
 
 
 class NodePolicy(NodeHeads, ActorCriticPolicy):
@@ -159,8 +163,8 @@ class NodePolicy(NodeHeads, ActorCriticPolicy):
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)
 
     def _distribution(self, obs: PyTorchObs, with_values: bool = True) -> tuple[NodeWiseCategorical, torch.Tensor | None]:
-        logits, graph, values = self.node_outputs(obs, with_values)
-        return NodeWiseCategorical(logits, graph.node_mask), values
+        logits, node_mask, values = self.node_outputs(obs, with_values)
+        return NodeWiseCategorical(logits, node_mask), values
 
     def forward(self, obs: PyTorchObs, deterministic: bool = False):
         distribution, values = self._distribution(obs)
@@ -199,8 +203,8 @@ class NodeChoicePolicy(NodeHeads, MaskableActorCriticPolicy):
     def node_scores(self, obs: PyTorchObs, with_values: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Scores ``(B, max_nodes)`` with padding at :data:`PADDING_LOGIT`, and values (``None``
         without ``with_values``)."""
-        scores, graph, values = self.node_outputs(obs, with_values)
-        return scores[..., 0].masked_fill(~graph.node_mask, PADDING_LOGIT), values
+        scores, node_mask, values = self.node_outputs(obs, with_values)
+        return scores[..., 0].masked_fill(~node_mask, PADDING_LOGIT), values
 
     def _distribution(self, obs, action_masks=None, with_values: bool = True):
         scores, values = self.node_scores(obs, with_values)
@@ -269,12 +273,14 @@ class EdgeHeads(NodeHeads):
 
     def edge_outputs(self, obs: PyTorchObs, with_values: bool = True) -> tuple[torch.Tensor, DisjointGraph, torch.Tensor | None]:
         """Per-edge outputs in the padded layout ``(B, max_edges, outputs_per_node)`` (zeros in
-        padding), the disjoint graph, and values ``(B, 1)`` (``None`` without ``with_values``)."""
-        h, graph = self.features_extractor.node_embeddings(obs)
+        padding), the disjoint graph, and values ``(B, 1)`` (``None`` without ``with_values``).
+        Equal isolated nodes are embedded once (graphtransfer.nn.compaction): no edge reads them,
+        and the edges keep their slots."""
+        h, graph, compaction = self.features_extractor.compacted_embeddings(obs)
         outputs = edge_mlp(self.edge_head, h, graph.edge_index, graph.edge_attr)  # (total_edges, outputs_per_node)
         padded = h.new_zeros((*graph.edge_mask.shape, self.outputs_per_node))
         padded[graph.edge_mask] = outputs
-        return padded, graph, self.value_head(self.features_extractor.pool(h, graph)) if with_values else None
+        return padded, graph, self.value_head(self.features_extractor.pool(h, graph, compaction)) if with_values else None
 
 
 class EdgePolicy(EdgeHeads, NodePolicy):

@@ -61,7 +61,8 @@ def policy_for_graphs(
     built = inference_env(config, graphs[0], max_passes, query) if len(graphs) == 1 else run_env(config, graphs)
     policy, report = load_policy_into_env(checkpoint, built)
     policy.to(resolve_device(runtime.device))
-    configure_runtime(policy, runtime.max_nodes_per_batch, runtime.mixed_precision)
+    # a solve's observations hold the undecided nodes only: nothing isolated to merge, and the check costs a pass over the edges
+    configure_runtime(policy, runtime.max_nodes_per_batch, runtime.mixed_precision, compact_isolated=False)
     return LoadedPolicy(checkpoint, policy, built, report)
 
 

@@ -1,0 +1,126 @@
+"""Equal isolated nodes embedded once: the same outputs, values and gradients as every node embedded."""
+
+import numpy as np
+import pytest
+import torch
+
+from graphtransfer.config import ModelConfig
+from graphtransfer.envs import EpidemicEnv, MatchingEnv, MISEnv, MVCEnv
+from graphtransfer.graphs import erdos_renyi
+from graphtransfer.nn import build_policy, configure_runtime, compaction
+from graphtransfer.nn.compaction import compact_isolated
+
+from .conftest import graph_from_pairs
+
+
+def stack(observations):
+    return {k: torch.as_tensor(np.stack([o[k] for o in observations])) for k in observations[0]}
+
+
+def mis_batch(sizes=(300, 450, 220)):
+    """MIS observations a few random steps into their episodes: the decided nodes are isolated,
+    one feature row for those in the set and one for those left out."""
+    env = MISEnv([erdos_renyi(n, 4.0, n) for n in sizes])
+    rng = np.random.default_rng(0)
+    observations = []
+    for i in range(len(sizes)):
+        obs, _ = env.reset(seed=i, options={"graph_index": i})
+        for _ in range(i + 1):
+            obs, *_ = env.step(rng.integers(0, 3, env.action_space.shape[0]))
+        observations.append(obs)
+    return env, stack(observations)
+
+
+def with_isolated_batch(env_class):
+    """Observations of graphs whose last nodes have no edges, in two groups of equal rows."""
+    graphs = []
+    for connected, isolated in ((40, 60), (25, 40)):
+        core = erdos_renyi(connected, 3.0, connected)
+        graphs.append(graph_from_pairs(core.edge_index.T, connected + isolated, f"isolated-{connected}"))
+    env = env_class(graphs)
+    observations = [env.reset(seed=i, options={"graph_index": i})[0] for i in range(len(graphs))]
+    for obs, graph in zip(observations, graphs, strict=True):
+        first = graph.num_nodes - (60 if graph.num_nodes == 100 else 40)
+        half = (first + graph.num_nodes) // 2
+        obs["x"][first:half] = obs["x"][first]
+        obs["x"][half : graph.num_nodes] = obs["x"][half] + 0.5
+    return env, stack(observations)
+
+
+def outputs_and_gradients(policy, obs, head):
+    """What an update reads (values, log-probabilities, entropies; the pooled features of a
+    graph-level policy) and the gradients of their sum, with merging off then on."""
+    torch.manual_seed(0)
+    actions = policy.get_distribution(obs).sample() if head != "graph-level" else None
+    results = []
+    for merged in (False, True):
+        configure_runtime(policy, compact_isolated=merged)
+        policy.zero_grad()
+        if head == "graph-level":
+            outputs = (policy.features_extractor(obs),)
+        else:
+            outputs = policy.evaluate_actions(obs, actions)
+        sum(output.sum() for output in outputs).backward()
+        results.append(([output.detach() for output in outputs], [p.grad.clone() for p in policy.parameters() if p.grad is not None]))
+    return results
+
+
+def assert_same(results):
+    (outputs, gradients), (merged_outputs, merged_gradients) = results
+    for whole, merged in zip(outputs, merged_outputs, strict=True):
+        torch.testing.assert_close(merged, whole, atol=2e-5, rtol=1e-5)
+    scale = max(float(whole.abs().max()) for whole in gradients)  # float rounding follows the largest gradient
+    for whole, merged in zip(gradients, merged_gradients, strict=True):
+        torch.testing.assert_close(merged, whole, atol=1e-5 * scale, rtol=1e-4)
+
+
+@pytest.mark.parametrize("rows", [slice(None), slice(0, 1), slice(2, 3)])
+def test_mis_steps_give_the_same_numbers_merged(rows):
+    env, obs = mis_batch()
+    obs = {k: v[rows] for k, v in obs.items()}
+    merged = compact_isolated(obs)
+    assert merged is not None and int(merged.obs["num_nodes"].sum()) < 0.75 * int(obs["num_nodes"].sum())
+    policy = build_policy("node-wise", ModelConfig(), env.observation_space, env.action_space)
+    assert_same(outputs_and_gradients(policy, obs, "node-wise"))
+
+
+@pytest.mark.parametrize(("env_class", "head"), [(MVCEnv, "node-choice"), (MatchingEnv, "edge-wise"), (EpidemicEnv, "graph-level")])
+@pytest.mark.parametrize("rows", [slice(None), slice(1, 2)])
+def test_every_head_gives_the_same_numbers_merged(env_class, head, rows):
+    env, obs = with_isolated_batch(env_class)
+    obs = {k: v[rows] for k, v in obs.items()}
+    assert compact_isolated(obs) is not None
+    policy = build_policy(head, ModelConfig(width=16, head_width=16), env.observation_space, env.action_space)
+    assert_same(outputs_and_gradients(policy, obs, head))
+
+
+def test_a_hand_built_batch_keeps_connected_nodes_and_one_node_per_equal_row():
+    """Nodes 0-1-2 connected; 3, 4 and 5 isolated, 3 and 5 with equal rows: 3 stands for 5."""
+    graph = graph_from_pairs([(0, 1), (1, 2)], 6)
+    env = MISEnv([graph])
+    obs, _ = env.reset(seed=0)
+    obs["x"][5] = obs["x"][3]
+    obs["x"][4] = obs["x"][3] + 1
+    batch = stack([obs])
+    assert compact_isolated(batch) is None  # 1 of 6 nodes would go: below the saving worth its indexing
+    merged = compact_isolated(batch, min_saving=0.1)
+    assert merged is not None
+    assert int(merged.obs["num_nodes"][0, 0]) == 5
+    torch.testing.assert_close(merged.obs["x"][0], batch["x"][0, :5])
+    assert merged.slots.tolist() == [[0, 1, 2, 3, 4, 3]]
+    assert merged.counts.tolist() == [[1, 1, 1, 2, 1]]
+    edges = int(batch["num_edges"][0, 0])
+    assert torch.equal(merged.obs["edge_index"][0, :, :edges], batch["edge_index"][0, :, :edges])
+
+
+def test_unequal_rows_under_one_key_are_never_merged(monkeypatch):
+    """Rows are grouped by a hash and then compared: a collision means no merging, not a wrong one."""
+    env, obs = mis_batch()
+    monkeypatch.setattr(compaction, "_row_keys", lambda rows, sample: sample.clone())  # every row of a sample collides
+    assert compact_isolated(obs) is None
+
+
+def test_a_fresh_episode_is_not_merged():
+    """At an episode's start an Erdős–Rényi graph of average degree 4 has few isolated nodes."""
+    env = MISEnv([erdos_renyi(300, 4.0, 0)])
+    assert compact_isolated(stack([env.reset(seed=0)[0]])) is None
