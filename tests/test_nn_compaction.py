@@ -7,7 +7,7 @@ import torch
 from graphtransfer.config import ModelConfig
 from graphtransfer.envs import EpidemicEnv, MatchingEnv, MISEnv, MVCEnv
 from graphtransfer.graphs import erdos_renyi
-from graphtransfer.nn import build_policy, configure_runtime, compaction
+from graphtransfer.nn import build_policy, compaction, configure_runtime
 from graphtransfer.nn.compaction import compact_isolated
 
 from .conftest import graph_from_pairs
