@@ -33,7 +33,8 @@ class Compaction(NamedTuple):
 
     Shapes:
         obs: the compacted batch in the padded layout, ``(B, K, F)`` features with ``K`` the
-            most rows kept in a sample; the edges renumbered, everything else as it was.
+            most rows kept in a sample; the edges renumbered (int64, padding slots at node 0),
+            everything else as it was.
         slots: ``(B, max_nodes)`` int64, each original slot's row in the compacted batch's
             ``(B * K)`` flattened rows (padding slots: a row of their own sample, masked by the reader).
         node_mask: ``(B, max_nodes)`` bool, the original batch's real nodes.
@@ -72,10 +73,12 @@ def compact_isolated(obs: dict[str, torch.Tensor], min_saving: float = MIN_SAVIN
     batch_size, max_nodes, num_features = x.shape
     device = x.device
     num_nodes = obs["num_nodes"].reshape(batch_size).long()
-    edge_index = obs["edge_index"].long()
+    num_edges = obs["num_edges"].reshape(batch_size, 1).long()
+    edge_index = obs["edge_index"][:, :, : int(num_edges.max())].long()  # the slots past every sample's edges: zeros
     real = torch.arange(max_nodes, device=device) < num_nodes[:, None]  # (B, max_nodes)
-    real_edges = torch.arange(edge_index.shape[2], device=device) < obs["num_edges"].reshape(batch_size, 1).long()
-    edge_index = edge_index * real_edges[:, None]  # padding edges at node 0: every index in range
+    real_edges = torch.arange(edge_index.shape[2], device=device) < num_edges
+    if not bool(real_edges.all()):
+        edge_index = edge_index * real_edges[:, None]  # padding edges at node 0: every index in range
     isolated = real & ~_with_edges(edge_index, real_edges, max_nodes)
     total = int(num_nodes.sum())
     if int(isolated.sum()) < min_saving * total:
@@ -142,6 +145,9 @@ def _compacted(
     renumbered = position.gather(1, edge_index.reshape(batch_size, -1)).clamp(min=0).view_as(edge_index)
     counts = x.new_zeros(batch_size * width, dtype=torch.float32)
     counts.index_add_(0, slots[real], torch.ones(int(real.sum()), device=x.device))
-    compacted = {**obs, "x": compact_x, "edge_index": renumbered.to(obs["edge_index"].dtype)}
+    slots_kept = obs["edge_index"].shape[2]  # edge heads write their outputs into every slot
+    if renumbered.shape[2] < slots_kept:
+        renumbered = torch.cat([renumbered, renumbered.new_zeros((batch_size, 2, slots_kept - renumbered.shape[2]))], dim=2)
+    compacted = {**obs, "x": compact_x, "edge_index": renumbered}
     compacted["num_nodes"] = kept.to(obs["num_nodes"].dtype).view_as(obs["num_nodes"])
     return Compaction(compacted, slots, real, counts.view(batch_size, width))

@@ -438,8 +438,10 @@ class CompactStorage(DictRolloutBuffer):
             }
         edge_index_np, edge_attr_np = self.edge_store.rebuild_with_attr(steps, envs)
         on_host = {EDGE_KEY: edge_index_np} | ({} if edge_attr_np is None else {EDGE_ATTR: edge_attr_np})
+        # each array is rebuilt fresh for this minibatch: the tensors may share its memory (a copy of a
+        # minibatch's edges at 148,640 nodes took 70 ms, 1.1 s of an update)
         return {
-            key: self.to_torch(on_host[key] if key in on_host else self.stores[key].rebuild(steps, envs))
+            key: self.to_torch(on_host[key] if key in on_host else self.stores[key].rebuild(steps, envs), copy=False)
             for key in self.observation_space.spaces
         }
 
