@@ -124,10 +124,14 @@ def ours_process(env: str, nodes: int, timesteps: int, model: str, n_envs: int) 
     return measure([sys.executable, "-m", "bench.training_recipe", *worker])
 
 
+DEFAULT_TIMESTEPS = {50: 2048, 1000: 1024, 10000: 384}
+"""timed env steps at the issue's sizes, as the recipe's driver takes them"""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="50,1000,10000")
-    parser.add_argument("--timesteps", default="2048,1024,384", help="timed env steps per size, as the recipe's driver")
+    parser.add_argument("--timesteps", help="timed env steps per size, as the recipe's driver (default: DEFAULT_TIMESTEPS, else 384)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
         "--model",
@@ -147,17 +151,22 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", help=argparse.SUPPRESS)
     parser.add_argument("--mixed-precision", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.worker:
+    if args.worker:  # the parent passes --timesteps
         found = ours(args.worker, args.nodes, int(args.timesteps), args.model, args.device, args.mixed_precision, args.n_envs)
         print(TAG + json.dumps(found), flush=True)
         return
+    sizes = [int(n) for n in args.sizes.split(",")]
+    args.timesteps = args.timesteps or ",".join(str(DEFAULT_TIMESTEPS.get(n, 384)) for n in sizes)
+    steps = [int(t) for t in args.timesteps.split(",")]
+    if len(steps) != len(sizes):
+        parser.error(f"--timesteps gives {len(steps)} counts for {len(sizes)} sizes; give one per size")
     load = open("/proc/loadavg").read().split()[:3]
     command = f"python -m bench.training_recipe --sizes {args.sizes} --timesteps {args.timesteps} --repeats {args.repeats}"
     command += f" --model {args.model} --n-envs {args.n_envs}"
     print(f"`{command}`, {time.strftime('%Y-%m-%d %H:%M')}, load {' '.join(load)} before\n")
     print("| N | metric | plain recipe | ours, recipe env | ratio | ours, MIS | ratio | target |")
     print("|---:|---|---:|---:|---:|---:|---:|---|")
-    for nodes, timesteps in zip((int(n) for n in args.sizes.split(",")), (int(t) for t in args.timesteps.split(",")), strict=True):
+    for nodes, timesteps in zip(sizes, steps, strict=True):
         runs: dict[str, list[dict]] = {"plain": [], "recipe": [], "mis": [], "floor": []}
         for _ in range(args.repeats):
             runs["plain"].append(plain(nodes, timesteps))
