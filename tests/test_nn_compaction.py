@@ -13,6 +13,12 @@ from graphtransfer.nn.compaction import compact_isolated
 from .conftest import graph_from_pairs
 
 
+@pytest.fixture(autouse=True)
+def small_batches_merged(monkeypatch):
+    """These batches are small, below the size where merging pays: merge them anyway."""
+    monkeypatch.setattr(compaction, "MIN_NODES", 0)
+
+
 def stack(observations):
     return {k: torch.as_tensor(np.stack([o[k] for o in observations])) for k in observations[0]}
 
@@ -124,3 +130,11 @@ def test_a_fresh_episode_is_not_merged():
     """At an episode's start an Erdős–Rényi graph of average degree 4 has few isolated nodes."""
     env = MISEnv([erdos_renyi(300, 4.0, 0)])
     assert compact_isolated(stack([env.reset(seed=0)[0]])) is None
+
+
+def test_a_small_batch_is_not_merged(monkeypatch):
+    """Below MIN_NODES real nodes the merging's own ops cost more than the rows it saves."""
+    _, obs = mis_batch()
+    assert compact_isolated(obs) is not None
+    monkeypatch.setattr(compaction, "MIN_NODES", int(obs["num_nodes"].sum()) + 1)
+    assert compact_isolated(obs) is None
