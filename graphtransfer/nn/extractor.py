@@ -93,8 +93,8 @@ class GNNExtractor(BaseFeaturesExtractor):
     - ``mixed_precision``: on CUDA, message passing runs under bfloat16 autocast; embeddings come
       back as float32. Ignored on the CPU.
     - ``compact_isolated``: the heads and :meth:`forward` embed each sample's isolated nodes of
-      equal features once (:mod:`graphtransfer.nn.compaction`); on by default, off in a solve,
-      whose observations hold undecided nodes only.
+      equal features once (:mod:`graphtransfer.nn.compaction`), on the CPU; on by default, off in
+      a solve, whose observations hold undecided nodes only.
 
     Args:
         observation_space: a ``Dict`` space following the observation contract.
@@ -178,8 +178,12 @@ class GNNExtractor(BaseFeaturesExtractor):
         return h, graph, compaction
 
     def _compaction(self, obs: PyTorchObs) -> Compaction | None:
-        """The batch with equal isolated nodes merged, with ``compact_isolated`` on and where it pays."""
-        return compact_isolated(obs) if self.compact_isolated and isinstance(obs, dict) else None
+        """The batch with equal isolated nodes merged, with ``compact_isolated`` on and where it
+        pays; on the CPU only for now: its half-dozen reads of counts would each make the host
+        wait for a GPU, and it has not been measured on one."""
+        if not (self.compact_isolated and isinstance(obs, dict)) or obs["x"].device.type != "cpu":
+            return None
+        return compact_isolated(obs)
 
     def embed_gathered(self, x: torch.Tensor, edge_index: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
         """Node embeddings over gathered edge tensors, PyG's layers as they are: the path on a GPU
@@ -416,14 +420,14 @@ class GNNExtractor(BaseFeaturesExtractor):
         there, 1/n here). Forward and backward of 32 samples of a 10,000-node graph: 0.29 s
         instead of 0.44 s (process time, ``tests/test_nn.py`` checks the values)."""
         size = graph.num_graphs
-        weights = None if compaction is None else compaction.real_counts()
         if graph.unpadded:
             blocks = h.view(size, -1, h.shape[-1])
-            return mean_max_pool(blocks, dim=1, weights=None if weights is None else weights.view(blocks.shape[:2]))
-        if weights is None:
+            weights = None if compaction is None else compaction.real_counts().view(blocks.shape[:2])
+            return mean_max_pool(blocks, dim=1, weights=weights)
+        if compaction is None:
             mean = global_mean_pool(h, graph.batch, size)
         else:
-            mean = global_add_pool(h * weights[:, None], graph.batch, size) / compaction.counts.sum(1, keepdim=True)
+            mean = global_add_pool(h * compaction.real_counts()[:, None], graph.batch, size) / compaction.counts.sum(1, keepdim=True)
         return torch.cat([mean, global_max_pool(h, graph.batch, size)], dim=1)
 
     def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
