@@ -158,3 +158,23 @@ def test_the_observation_space_of_ten_million_nodes_holds_no_arrays_of_their_siz
     small = observation_space(5, 12, 6)
     assert small["edge_index"] == spaces.Box(0, 4, (2, 12), np.int64) and small["x"] == spaces.Box(-np.inf, np.inf, (5, 6), np.float32)
     assert small.contains(small.sample()) and not small["edge_index"].contains(np.full((2, 12), 5))
+
+
+def test_a_solve_is_refused_before_its_kernel_and_renumbered_copy_are_made(monkeypatch):
+    """MIS's kernel and a renumbered copy of the graph stay resident through the passes: the guard
+    counts them before they are made, so a graph that fits only without them is refused first."""
+    from graphtransfer.config import RunConfig
+    from graphtransfer.graphs import random_geometric
+    from graphtransfer.solve import ordering
+
+    graph = random_geometric(60_000, 8.0, 0)
+    edges = graph.edge_index.shape[1]
+    config = RunConfig(task="mis", model=DEMO)
+    without, with_copies = (estimate_peak_bytes(graph.num_nodes, edges, DEMO, prepared=p) for p in (False, True))
+    assert with_copies - without == 32 * edges
+    monkeypatch.setattr(memory, "available_bytes", lambda: ((without + with_copies) // 2, "MemAvailable in /proc/meminfo"))
+    monkeypatch.setattr(ordering, "graph_kernel", lambda config: lambda graph: pytest.fail("the kernel was made before the guard refused"))
+    with pytest.raises(UsageError, match=rf"graph {graph.name}: running the policy needs about {with_copies // MIB} MiB"):
+        ordering.solving_order(config, graph)
+    monkeypatch.undo()
+    assert ordering.solving_order(config, graph).kernel is not None  # where it fits, the kernel is made as before

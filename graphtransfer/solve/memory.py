@@ -34,6 +34,13 @@ Edge heads (edge-wise, edge choice) add about three ``(E, head_width)`` float32 
 (sage, width 64) on the 250k sample graph (1,999,644 directed edges) peaked at about 2,040 MiB
 above its start.
 
+MIS and MVC solves first build the graph's kernel and, at 50,000 nodes or more, a copy renumbered
+in locality order: both stay resident through the passes. :func:`check_memory` runs once before
+they are made (``prepared``: two more int64 copies of the edges, :data:`_PREPARED_BYTES_PER_EDGE`)
+and again before the policy is loaded, on the graph it will solve. A random geometric graph of
+10^5 nodes and average degree 200 (19,580,092 directed edges) peaked 2,273 MiB above its start,
+1,560 MiB above the second check (estimates 2,278 and 1,630 MiB; `/tmp/t/peak.py`, 2026-11-28).
+
 A node budget (``--max-nodes-per-batch``) saves no host memory here: with no message tensor to
 split, its chunks peaked higher than the whole layers (1,776 against 1,614 MiB RSS at 10^6 nodes,
 the same set), so the estimate ignores it and the fix a refusal names is a smaller graph or a
@@ -58,6 +65,7 @@ ROOM_TO_KEEP = 1.5
 (10^6 and 10^7 nodes)"""
 _FIXED = 32 * MIB  # allocator slack and the model's own buffers, fitted with the table above
 _BYTES_PER_EDGE = 90  # fitted (table above): the int64 copies of the edges a pass or a kernel holds at once, the structure's included
+_PREPARED_BYTES_PER_EDGE = 32  # the kernel's copy of the edges and its renumbered copy, both int64 pairs
 _ENV_BYTES_PER_NODE = 8  # fitted with the table above and a width-64 policy (tests/test_memory.py): at the peak the env's per-node arrays
 # are mostly freed or not yet made
 # (limit, usage) files of cgroup v2 and v1: inside a container /proc/meminfo describes the host
@@ -67,7 +75,7 @@ _CGROUP_FILES = (
 )
 
 
-def estimate_peak_bytes(num_nodes: int, num_edges: int, model: ModelConfig, edge_head: bool = False) -> int:
+def estimate_peak_bytes(num_nodes: int, num_edges: int, model: ModelConfig, edge_head: bool = False, prepared: bool = False) -> int:
     """Peak memory, in bytes, of a solve's policy passes over a whole graph, beyond what is
     resident before (the graph itself, read).
 
@@ -76,10 +84,13 @@ def estimate_peak_bytes(num_nodes: int, num_edges: int, model: ModelConfig, edge
         num_edges: E, directed edges (both directions of each undirected edge).
         model: the policy's architecture; ``width`` and ``head_width`` matter.
         edge_head: the policy scores edges (edge-wise or edge choice), every edge at once.
+        prepared: the solve also makes the graph's kernel and a renumbered copy first, which stay
+            resident (MIS and MVC; counted whether or not the rules decide anything).
     """
     per_node = 4 * (model.width + model.head_width) + _ENV_BYTES_PER_NODE
     head_bytes = num_edges * 3 * 4 * model.head_width if edge_head else 0
-    return _FIXED + num_edges * _BYTES_PER_EDGE + num_nodes * per_node + head_bytes
+    per_edge = _BYTES_PER_EDGE + (_PREPARED_BYTES_PER_EDGE if prepared else 0)
+    return _FIXED + num_edges * per_edge + num_nodes * per_node + head_bytes
 
 
 def available_bytes() -> tuple[int, str] | None:
@@ -116,12 +127,13 @@ def check_memory(
     what: str,
     edge_head: bool = False,
     fix: str = "use a smaller graph or a machine with more memory",
+    prepared: bool = False,
 ) -> None:
     """Refuse, with the estimate, the memory available and ``fix``, a graph whose inference would
-    not fit in memory. ``num_edges``: directed edges; ``edge_head``: the policy scores every edge
-    (see :func:`estimate_peak_bytes`)."""
+    not fit in memory. ``num_edges``: directed edges; ``edge_head``: the policy scores every edge;
+    ``prepared``: its kernel and renumbered copy are still to be made (see :func:`estimate_peak_bytes`)."""
     available = available_bytes()
-    needed = estimate_peak_bytes(num_nodes, num_edges, model, edge_head)
+    needed = estimate_peak_bytes(num_nodes, num_edges, model, edge_head, prepared)
     if available is None or needed <= available[0]:
         return
     raise UsageError(

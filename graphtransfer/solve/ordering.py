@@ -24,6 +24,7 @@ from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.ordering import better_order, renumbered
 from graphtransfer.solve.inference import Solution
+from graphtransfer.solve.memory import check_memory
 
 
 @dataclass(frozen=True)
@@ -82,16 +83,20 @@ def solving_order(config: RunConfig, graph: Graph, node_order: str = "auto", red
     numbered, under ``auto``, where the task allows it and the graph solved has at least
     :data:`RENUMBER_FROM_NODES` nodes, in the locality order of
     :func:`~graphtransfer.graphs.ordering.better_order` when that shortens its edges enough (meshes,
-    geometric graphs in random order), else as given."""
+    geometric graphs in random order), else as given. The memory guard checks first that the solve,
+    these copies included, fits (:func:`~graphtransfer.solve.memory.check_memory`)."""
     if node_order not in NODE_ORDERS:
         raise UsageError(f"node order {node_order!r}; choose one of {', '.join(NODE_ORDERS)}")
-    started = time.perf_counter()
     rule = graph_kernel(config) if reductions else None
+    may_renumber = node_order == "auto" and graph.num_nodes >= RENUMBER_FROM_NODES and renumberable(config)
+    if rule is not None or may_renumber:  # refused before its copies are made, not only once they are
+        check_memory(graph.num_nodes, graph.edge_index.shape[1], config.model, f"graph {graph.name}", prepared=True)
+    started = time.perf_counter()
     kernel = rule(graph) if rule is not None else None
     kernel_seconds = time.perf_counter() - started if rule is not None else 0.0
     solved = graph if kernel is None else kernel.graph
     order = None
-    if node_order == "auto" and solved.num_nodes >= RENUMBER_FROM_NODES and renumberable(config):
+    if may_renumber and solved.num_nodes >= RENUMBER_FROM_NODES:
         order = better_order(solved)
     if order is not None:
         solved = renumbered(solved, order)
