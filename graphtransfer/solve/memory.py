@@ -23,9 +23,9 @@ sorting each residual graph), against :func:`estimate_peak_bytes`:
 and the width-64 policy of ``tests/test_memory.py`` at 200,000 nodes: 195-257 MiB in an untuned process (glibc's
 allocation thresholds move with each free), 166 or 193 MiB in one tuned as predict tunes it
 (:func:`graphtransfer.process.tune_process`), estimate 269; 125-196 MiB since a kernel's edges come by destination
-(2026-11-27, twenty-eighth session: no sorted copy beside them). On dense graphs with triangles the estimate is low:
-a random geometric graph of 10^5 nodes and average degree 200 peaked about 2.2 GiB above its start against 1.79 GB
-estimated (bench/RESULTS.md, "Dense graphs with triangles"). The peak
+(2026-11-27, twenty-eighth session: no sorted copy beside them). On dense graphs with triangles the peak
+above the graph (2.2 GiB on a random geometric graph of 10^5 nodes and average degree 200) includes the kernel and
+its renumbered copy, counted by the first check (below). The peak
 now follows the edges more than the nodes (the kernel's and the residual graph's copies of them):
 halving the nodes at 8M edges took 66 MiB off, doubling the policy's width added none.
 
