@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 import torch
 
+from examples.line_upgrade import LineUpgradeEnv
 from graphtransfer.config import ModelConfig
 from graphtransfer.envs import EpidemicEnv, MatchingEnv, MISEnv, MVCEnv
 from graphtransfer.graphs import erdos_renyi
-from graphtransfer.nn import build_policy, compaction, configure_runtime
+from graphtransfer.nn import build_policy, build_q_policy, compaction, configure_runtime
 from graphtransfer.nn.compaction import compact_isolated
 
 from .conftest import graph_from_pairs
@@ -98,6 +99,24 @@ def test_every_head_gives_the_same_numbers_merged(env_class, head, rows):
     assert compact_isolated(obs) is not None
     policy = build_policy(head, ModelConfig(width=16, head_width=16), env.observation_space, env.action_space)
     assert_same(outputs_and_gradients(policy, obs, head))
+
+
+@pytest.mark.parametrize(("env_class", "head"), [(MVCEnv, "node-choice"), (LineUpgradeEnv, "edge-choice")])
+@pytest.mark.parametrize("rows", [slice(None), slice(1, 2)])
+def test_dqn_q_values_are_the_same_merged(env_class, head, rows):
+    env, obs = with_isolated_batch(env_class)
+    obs = {k: v[rows] for k, v in obs.items()}
+    assert compact_isolated(obs) is not None
+    policy = build_q_policy(head, ModelConfig(width=16, head_width=16), env.observation_space, env.action_space)
+    results = []
+    for merged in (False, True):
+        configure_runtime(policy, compact_isolated=merged)
+        policy.zero_grad()
+        q = policy.q_values(obs)
+        scores, _ = policy.node_scores(obs)
+        q.masked_fill(q <= -1e7, 0).sum().backward()
+        results.append(([q.detach(), scores.detach()], [p.grad.clone() for p in policy.parameters() if p.grad is not None]))
+    assert_same(results)
 
 
 def test_a_hand_built_batch_keeps_connected_nodes_and_one_node_per_equal_row():

@@ -30,6 +30,7 @@ from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 from graphtransfer.config import ModelConfig
 from graphtransfer.envs.protocol import Head
 from graphtransfer.nn.batching import DisjointGraph
+from graphtransfer.nn.compaction import Compaction
 from graphtransfer.nn.extractor import GNNExtractor
 from graphtransfer.nn.policy import PADDING_LOGIT, ActorCritic, edge_inputs, edge_mlp, mlp, policy_kwargs, run_mlp
 
@@ -86,28 +87,30 @@ class ActionQPolicy(BasePolicy):
         """Input width of the scoring MLP: a node embedding here; a head may widen it."""
         return self.features_extractor.width
 
-    def action_scores(self, h: torch.Tensor, graph: DisjointGraph) -> tuple[torch.Tensor, torch.Tensor]:
+    def action_scores(
+        self, h: torch.Tensor, graph: DisjointGraph, compaction: Compaction | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The advantages ``A`` ``(B, max_actions)`` from the node embeddings ``h``
-        ``(total_nodes, width)`` (padding at :data:`PADDING_LOGIT`), and which actions are real
-        ``(B, max_actions)`` bool. The step every head defines."""
+        ``(total_nodes, width)`` of ``graph`` (padding at :data:`PADDING_LOGIT` or 0), and which
+        actions are real ``(B, max_actions)`` bool; where ``h`` embeds a ``compaction``'s batch,
+        for the actions of the batch it came from. The step every head defines."""
         raise NotImplementedError
 
     def node_scores(self, obs: PyTorchObs, with_values: bool = True) -> tuple[torch.Tensor, None]:
         """Advantages over :data:`SAMPLING_TEMPERATURE` ``(B, max_actions)`` as a choice
         policy's scores (padding at :data:`PADDING_LOGIT`; the inference path asks every choice
         head by this name); no values."""
-        h, graph = self.features_extractor.node_embeddings(obs)
-        advantages, real = self.action_scores(h, graph)
+        advantages, real = self.action_scores(*self.features_extractor.compacted_embeddings(obs))
         return (advantages / SAMPLING_TEMPERATURE).masked_fill(~real, PADDING_LOGIT), None
 
     def q_values(self, obs: PyTorchObs) -> torch.Tensor:
         """``(B, num_actions)`` Q-values ``V + A - mean A`` (the mean over real actions), padding
-        at :data:`PADDING_LOGIT`."""
-        h, graph = self.features_extractor.node_embeddings(obs)
-        advantages, real = self.action_scores(h, graph)
+        at :data:`PADDING_LOGIT`. Equal isolated nodes are embedded once (graphtransfer.nn.compaction)."""
+        h, graph, compaction = self.features_extractor.compacted_embeddings(obs)
+        advantages, real = self.action_scores(h, graph, compaction)
         centred = advantages.masked_fill(~real, 0.0)
         centred = centred - centred.sum(dim=1, keepdim=True) / real.sum(dim=1, keepdim=True).clamp(min=1)
-        value = run_mlp(self.value_head, self.features_extractor.pool(h, graph))  # (B, 1)
+        value = run_mlp(self.value_head, self.features_extractor.pool(h, graph, compaction))  # (B, 1)
         return (value + centred).masked_fill(~real, PADDING_LOGIT)
 
     def masked_q_values(self, obs: PyTorchObs, action_masks: torch.Tensor | np.ndarray | None) -> torch.Tensor:
@@ -156,11 +159,15 @@ class NodeQPolicy(ActionQPolicy):
     (deterministic), or draw them from a softmax of those scores (sampled, the default).
     """
 
-    def action_scores(self, h: torch.Tensor, graph: DisjointGraph) -> tuple[torch.Tensor, torch.Tensor]:
+    def action_scores(
+        self, h: torch.Tensor, graph: DisjointGraph, compaction: Compaction | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         scores = run_mlp(self.q_head, h)[:, 0]  # (total_nodes,)
         padded = scores.new_full(graph.node_mask.shape, PADDING_LOGIT)
         padded[graph.node_mask] = scores
-        return padded, graph.node_mask
+        if compaction is None:
+            return padded, graph.node_mask
+        return compaction.expand(padded[..., None])[..., 0], compaction.node_mask  # each node's row's score
 
 
 class EdgeQPolicy(ActionQPolicy):
@@ -172,7 +179,10 @@ class EdgeQPolicy(ActionQPolicy):
     def _action_inputs(self) -> int:
         return edge_inputs(self.observation_space, self.features_extractor.width)
 
-    def action_scores(self, h: torch.Tensor, graph: DisjointGraph) -> tuple[torch.Tensor, torch.Tensor]:
+    def action_scores(
+        self, h: torch.Tensor, graph: DisjointGraph, compaction: Compaction | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        # a compaction keeps every edge in its slot, renumbered with the embeddings: nothing to expand
         scores = edge_mlp(self.q_head, h, graph.edge_index, graph.edge_attr)[:, 0]  # (total_edges,)
         padded = scores.new_full(graph.edge_mask.shape, PADDING_LOGIT)
         padded[graph.edge_mask] = scores
