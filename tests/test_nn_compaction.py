@@ -145,6 +145,17 @@ def test_unequal_rows_under_one_key_are_never_merged(monkeypatch):
     assert compact_isolated(obs) is None
 
 
+def test_a_batch_without_isolated_nodes_or_without_edges():
+    """Nothing isolated: nothing merged, even when any saving would do; no edges at all: every node
+    is isolated, and equal rows merge."""
+    env = MISEnv([graph_from_pairs([(0, 1), (1, 2), (2, 3)], 4), graph_from_pairs([], 4)])
+    connected, empty = (stack([env.reset(seed=0, options={"graph_index": i})[0]]) for i in range(2))
+    assert compact_isolated(connected, min_saving=0.0) is None
+    empty["x"][0] = empty["x"][0, :1]
+    merged = compact_isolated(empty, min_saving=0.0)
+    assert merged is not None and merged.counts.tolist() == [[4.0]] and merged.slots.tolist() == [[0, 0, 0, 0]]
+
+
 def test_a_fresh_episode_is_not_merged():
     """At an episode's start an Erdős–Rényi graph of average degree 4 has few isolated nodes."""
     env = MISEnv([erdos_renyi(300, 4.0, 0)])

@@ -88,7 +88,8 @@ def compact_isolated(obs: dict[str, torch.Tensor], min_saving: float = MIN_SAVIN
     if not bool(real_edges.all()):
         edge_index = edge_index * real_edges[:, None]  # padding edges at node 0: every index in range
     isolated = real & ~_with_edges(edge_index, real_edges, max_nodes)
-    if int(isolated.sum()) < min_saving * total:
+    found = int(isolated.sum())
+    if found == 0 or found < min_saving * total:
         return None
     members = isolated.reshape(-1).nonzero().squeeze(1)  # flat ids b * max_nodes + node, ascending
     flat_x = x.reshape(-1, num_features)
@@ -152,9 +153,9 @@ def _compacted(
     renumbered = position.gather(1, edge_index.reshape(batch_size, -1)).clamp(min=0).view_as(edge_index)
     counts = x.new_zeros(batch_size * width, dtype=torch.float32)
     counts.index_add_(0, slots[real], torch.ones(int(real.sum()), device=x.device))
-    slots_kept = obs["edge_index"].shape[2]  # edge heads write their outputs into every slot
-    if renumbered.shape[2] < slots_kept:
-        renumbered = torch.cat([renumbered, renumbered.new_zeros((batch_size, 2, slots_kept - renumbered.shape[2]))], dim=2)
+    edge_slots = obs["edge_index"].shape[2]  # all of them: edge heads write their outputs into every slot
+    if renumbered.shape[2] < edge_slots:
+        renumbered = torch.cat([renumbered, renumbered.new_zeros((batch_size, 2, edge_slots - renumbered.shape[2]))], dim=2)
     compacted = {**obs, "x": compact_x, "edge_index": renumbered}
     compacted["num_nodes"] = kept.to(obs["num_nodes"].dtype).view_as(obs["num_nodes"])
     return Compaction(compacted, slots, real, counts.view(batch_size, width))
