@@ -113,9 +113,12 @@ def compact_isolated(obs: dict[str, torch.Tensor], min_saving: float = MIN_SAVIN
 def _with_edges(edge_index: torch.Tensor, real_edges: torch.Tensor, max_nodes: int) -> torch.Tensor:
     """``(B, max_nodes)`` bool, the nodes a real edge (``real_edges`` ``(B, max_edges)``) of their sample starts or ends at."""
     batch_size = edge_index.shape[0]
-    shifted = edge_index + (torch.arange(batch_size, device=edge_index.device) * max_nodes)[:, None, None]
+    shifted = (
+        edge_index if batch_size == 1 else edge_index + (torch.arange(batch_size, device=edge_index.device) * max_nodes)[:, None, None]
+    )
+    ends = shifted.reshape(-1) if bool(real_edges.all()) else shifted.transpose(0, 1)[:, real_edges].reshape(-1)
     touched = torch.zeros(batch_size * max_nodes, dtype=torch.bool, device=edge_index.device)
-    touched[shifted.transpose(0, 1)[:, real_edges].reshape(-1)] = True
+    touched[ends] = True
     return touched.view(batch_size, max_nodes)
 
 
@@ -147,15 +150,15 @@ def _compacted(
     source[members] = representative  # each node's row is its representative's
     sample = source // max_nodes
     slots = (sample * width + position.reshape(-1)[source].clamp(min=0)).view(batch_size, max_nodes)
-    compact_x = x.new_zeros((batch_size, width, num_features))
-    compact_x[keep.nonzero(as_tuple=True)[0], position[keep]] = x[keep]
+    kept_ids = keep.reshape(-1).nonzero().squeeze(1)  # flat ids, ascending
+    compact_x = x.new_zeros((batch_size * width, num_features))
+    compact_x[kept_ids // max_nodes * width + position.reshape(-1)[kept_ids]] = x.reshape(-1, num_features)[kept_ids]
     # real edges join kept nodes only; padding edges (at node 0 now) are never read
-    renumbered = position.gather(1, edge_index.reshape(batch_size, -1)).clamp(min=0).view_as(edge_index)
+    renumbered = edge_index.new_zeros((batch_size, 2, obs["edge_index"].shape[2]))  # every slot: edge heads write into each
+    renumbered[:, :, : edge_index.shape[2]] = position.gather(1, edge_index.reshape(batch_size, -1)).clamp_(min=0).view_as(edge_index)
     counts = x.new_zeros(batch_size * width, dtype=torch.float32)
-    counts.index_add_(0, slots[real], torch.ones(int(real.sum()), device=x.device))
-    edge_slots = obs["edge_index"].shape[2]  # all of them: edge heads write their outputs into every slot
-    if renumbered.shape[2] < edge_slots:
-        renumbered = torch.cat([renumbered, renumbered.new_zeros((batch_size, 2, edge_slots - renumbered.shape[2]))], dim=2)
-    compacted = {**obs, "x": compact_x, "edge_index": renumbered}
+    every = bool(real.all())
+    counts.index_add_(0, slots.reshape(-1) if every else slots[real], torch.ones(int(real.sum()), device=x.device))
+    compacted = {**obs, "x": compact_x.view(batch_size, width, num_features), "edge_index": renumbered}
     compacted["num_nodes"] = kept.to(obs["num_nodes"].dtype).view_as(obs["num_nodes"])
     return Compaction(compacted, slots, real, counts.view(batch_size, width))
