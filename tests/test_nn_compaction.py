@@ -168,3 +168,17 @@ def test_a_small_batch_is_not_merged(monkeypatch):
     assert compact_isolated(obs) is not None
     monkeypatch.setattr(compaction, "MIN_NODES", int(obs["num_nodes"].sum()) + 1)
     assert compact_isolated(obs) is None
+
+
+def test_merged_batches_run_in_chunks_under_a_node_budget():
+    """A node budget splits the merged batch's layers into chunks: the same numbers again."""
+    env, obs = mis_batch()
+    policy = build_policy("node-wise", ModelConfig(), env.observation_space, env.action_space)
+    actions = policy.get_distribution(obs).sample()
+    results = []
+    for merged, budget in ((False, None), (True, 50)):
+        configure_runtime(policy, max_nodes_per_batch=budget, compact_isolated=merged)
+        with torch.no_grad():
+            results.append(policy.evaluate_actions(obs, actions))
+    for whole, chunked in zip(*results, strict=True):
+        torch.testing.assert_close(chunked, whole, atol=2e-5, rtol=1e-5)
