@@ -54,22 +54,35 @@ def with_isolated_batch(env_class):
     return env, stack(observations)
 
 
-def outputs_and_gradients(policy, obs, head):
-    """What an update reads (values, log-probabilities, entropies; the pooled features of a
-    graph-level policy) and the gradients of their sum, with merging off then on."""
-    torch.manual_seed(0)
-    actions = policy.get_distribution(obs).sample() if head != "graph-level" else None
+def merging_off_then_on(policy, outputs, loss=lambda found: sum(output.sum() for output in found)):
+    """``outputs(policy)`` (a tuple of tensors) and the gradients of ``loss`` of them, with merging
+    off then on."""
     results = []
     for merged in (False, True):
         configure_runtime(policy, compact_isolated=merged)
         policy.zero_grad()
-        if head == "graph-level":
-            outputs = (policy.features_extractor(obs),)
-        else:
-            outputs = policy.evaluate_actions(obs, actions)
-        sum(output.sum() for output in outputs).backward()
-        results.append(([output.detach() for output in outputs], [p.grad.clone() for p in policy.parameters() if p.grad is not None]))
+        found = outputs(policy)
+        loss(found).backward()
+        results.append(([output.detach() for output in found], [p.grad.clone() for p in policy.parameters() if p.grad is not None]))
     return results
+
+
+def outputs_and_gradients(policy, obs, head):
+    """What an update reads (values, log-probabilities, entropies; the pooled features of a
+    graph-level policy) and the gradients of their sum, with merging off then on."""
+    torch.manual_seed(0)
+    if head == "graph-level":
+        return merging_off_then_on(policy, lambda p: (p.features_extractor(obs),))
+    actions = policy.get_distribution(obs).sample()
+    return merging_off_then_on(policy, lambda p: p.evaluate_actions(obs, actions))
+
+
+def merged_batch(env_class, rows):
+    """Rows ``rows`` of :func:`with_isolated_batch`, a batch that merging does shrink."""
+    env, obs = with_isolated_batch(env_class)
+    obs = {k: v[rows] for k, v in obs.items()}
+    assert compact_isolated(obs) is not None
+    return env, obs
 
 
 def assert_same(results):
@@ -94,9 +107,7 @@ def test_mis_steps_give_the_same_numbers_merged(rows):
 @pytest.mark.parametrize(("env_class", "head"), [(MVCEnv, "node-choice"), (MatchingEnv, "edge-wise"), (EpidemicEnv, "graph-level")])
 @pytest.mark.parametrize("rows", [slice(None), slice(1, 2)])
 def test_every_head_gives_the_same_numbers_merged(env_class, head, rows):
-    env, obs = with_isolated_batch(env_class)
-    obs = {k: v[rows] for k, v in obs.items()}
-    assert compact_isolated(obs) is not None
+    env, obs = merged_batch(env_class, rows)
     policy = build_policy(head, ModelConfig(width=16, head_width=16), env.observation_space, env.action_space)
     assert_same(outputs_and_gradients(policy, obs, head))
 
@@ -104,18 +115,13 @@ def test_every_head_gives_the_same_numbers_merged(env_class, head, rows):
 @pytest.mark.parametrize(("env_class", "head"), [(MVCEnv, "node-choice"), (LineUpgradeEnv, "edge-choice")])
 @pytest.mark.parametrize("rows", [slice(None), slice(1, 2)])
 def test_dqn_q_values_are_the_same_merged(env_class, head, rows):
-    env, obs = with_isolated_batch(env_class)
-    obs = {k: v[rows] for k, v in obs.items()}
-    assert compact_isolated(obs) is not None
+    env, obs = merged_batch(env_class, rows)
     policy = build_q_policy(head, ModelConfig(width=16, head_width=16), env.observation_space, env.action_space)
-    results = []
-    for merged in (False, True):
-        configure_runtime(policy, compact_isolated=merged)
-        policy.zero_grad()
-        q = policy.q_values(obs)
-        scores, _ = policy.node_scores(obs)
-        q.masked_fill(q <= -1e7, 0).sum().backward()
-        results.append(([q.detach(), scores.detach()], [p.grad.clone() for p in policy.parameters() if p.grad is not None]))
+    results = merging_off_then_on(
+        policy,
+        lambda p: (p.q_values(obs), p.node_scores(obs)[0]),
+        loss=lambda found: found[0].masked_fill(found[0] <= -1e7, 0).sum(),  # the Q-values of real actions
+    )
     assert_same(results)
 
 
