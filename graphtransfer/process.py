@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import importlib
+import importlib.machinery
 import os
 import sys
+import threading
 import time
+import types
 
 MALLOC_MMAP_THRESHOLD = 64 * 2**20  # bytes: smaller blocks come from the heap and are reused
 MALLOC_TRIM_THRESHOLD = 256 * 2**20  # bytes of free heap top kept for the next allocations
@@ -29,12 +33,52 @@ def tune_process(solving: bool = False) -> None:
       neighbour process costs a multi-threaded solve no more than it costs one thread;
     - torch's large CPU tensors on huge pages for training, ordinary ones for a solve
       (:func:`prefer_small_pages`);
-    - glibc's allocation thresholds fixed (:func:`reuse_freed_memory`).
+    - glibc's allocation thresholds fixed (:func:`reuse_freed_memory`);
+    - torch's compiler loaded only when something uses it (:func:`defer_compiler_import`).
     """
     wait_passively()
     if not _PAGES_SET_BY_USER:
         os.environ["THP_MEM_ALLOC_ENABLE"] = "0" if solving else "1"
     reuse_freed_memory()
+    defer_compiler_import()
+
+
+COMPILER = "torch._dynamo"
+"""torch's compiler front end: torch itself imports it only when used, but PyG imports it with its own modules (for one
+``isinstance`` check against compiled modules), 1.3-1.5 s of every command's start-up on this project's machines"""
+_loading_compiler = threading.Lock()
+
+
+class _DeferredModule(types.ModuleType):
+    """Stands in ``sys.modules`` for a module until an attribute of it is read: then imports the
+    module itself (once, under a lock) and reads the attribute there. The import system's own
+    check of a module found in ``sys.modules`` reads only ``__spec__``, which this holds; importing
+    a submodule or ``from ... import`` reads ``__path__``, which loads the module first. Other
+    special names are missing (no load): ``inspect.getmodule`` asks every module in
+    ``sys.modules`` for its ``__file__``, and torch does so while it imports itself, when its
+    compiler cannot load yet."""
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") and name.endswith("__") and name != "__path__":
+            raise AttributeError(name)
+        with _loading_compiler:
+            if sys.modules.get(self.__name__) is self:
+                del sys.modules[self.__name__]
+            module = importlib.import_module(self.__name__)
+        return getattr(module, name)
+
+
+def defer_compiler_import() -> None:
+    """Keep torch's compiler (:data:`COMPILER`) out of this process until something uses it: a
+    stand-in module (:class:`_DeferredModule`) answers the ``import`` of it in PyG's
+    ``torch_geometric.isinstance``, and the compiler loads the first time anything reads an
+    attribute of it (``torch.compile``, an optimizer's first step, PyG's check on a model). A
+    solve never does: predict, eval and transfer without fine-tuning skip the import (whole
+    ``predict`` on the 250k sample graph: bench/RESULTS.md, "torch's compiler loaded when used").
+    Nothing changes where it is already imported or this was called before."""
+    if COMPILER not in sys.modules:
+        stand_in = sys.modules[COMPILER] = _DeferredModule(COMPILER)
+        stand_in.__spec__ = importlib.machinery.ModuleSpec(COMPILER, None)
 
 
 def wait_passively() -> None:

@@ -87,3 +87,48 @@ def test_the_cli_leaves_what_it_loaded_out_of_the_collectors_passes(tmp_path):
     assert len(out.read_text().splitlines()) == 1 + 20  # a header and a row per node, flushed before the exit
     listed = subprocess.run(command[:3] + ["tasks"], capture_output=True, text=True, check=True).stdout.splitlines()
     assert listed[-1] == "exit 0 frozen at the end: True"  # a command with no solve: frozen only as it exits
+
+
+COMPILER_PROBE = """
+import sys
+from graphtransfer.cli import main
+sys.argv = ["graphtransfer", "predict", "--model", "mis", "--graph", {graph!r}, "--out", {out!r}]
+try:
+    main()
+except SystemExit as stop:
+    assert not stop.code, stop.code
+print("after predict:", type(sys.modules["torch._dynamo"]).__name__)
+import inspect
+import torch
+assert inspect.getmodule(torch.nn.Linear) is torch.nn.modules.linear  # reads every module's __file__
+compiled = torch.compile(torch.nn.Linear(2, 2))
+import torch._dynamo.config
+from torch_geometric.isinstance import is_torch_instance
+print("after compile:", type(sys.modules["torch._dynamo"]).__name__, isinstance(compiled, torch._dynamo.OptimizedModule),
+      is_torch_instance(compiled, torch.nn.Linear), torch._dynamo.config is sys.modules["torch._dynamo.config"])
+"""
+
+
+def test_predict_never_loads_torchs_compiler_and_it_loads_whole_when_used(tmp_path):
+    graph, out = "sample_graphs/small/ba-20.txt", str(tmp_path / "set.csv")
+    probe = COMPILER_PROBE.format(graph=graph, out=out)
+    lines = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert "after predict: _DeferredModule" in lines
+    assert lines[-1] == "after compile: module True True True"
+    assert (tmp_path / "set.csv").is_file()
+
+
+def test_importing_the_package_and_pyg_defers_nothing():
+    probe = "import sys, graphtransfer, graphtransfer.process, torch_geometric; print(type(sys.modules['torch._dynamo']).__name__)"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip() == "module"
+
+
+def test_a_loaded_policy_builds_no_optimizer():
+    """The weights of a loaded policy are for solving (its optimizer would have run at learning rate 0); fine-tuning and
+    adaptation build an algorithm of their own, optimizer included (tests/test_transfer*.py train through it)."""
+    from graphtransfer.nn.policy import NoOptimizer
+    from graphtransfer.solve.loading import load_policy
+
+    policy, env = load_policy("mis", "sample_graphs/small/ba-20.txt")
+    env.close()
+    assert isinstance(policy.optimizer, NoOptimizer)

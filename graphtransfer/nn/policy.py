@@ -372,11 +372,24 @@ def policy_kwargs(head: str, model: ModelConfig) -> dict[str, Any]:
     return {**kwargs, "head_width": model.head_width}
 
 
+class NoOptimizer:
+    """The optimizer of a policy built to load weights into and solve with (:func:`build_policy`,
+    :func:`~graphtransfer.nn.qnetwork.build_q_policy`): none. SB3's policies build theirs as they
+    are made, and torch's Adam, adding its first parameters, imports torch's compiler: 1.3 s of
+    every predict's start-up (bench/RESULTS.md, "torch's compiler loaded when used"). Training
+    and adaptation build their own policies, with their own optimizers."""
+
+    def __init__(self, params: Any, **settings: Any) -> None:
+        del params, settings  # SB3 passes the parameters and the learning rate; nothing trains here
+
+
 def build_policy(
     head: str, model: ModelConfig, observation_space: spaces.Dict, action_space: spaces.Space, device: str = "cpu"
 ) -> ActorCritic:
-    """A fresh policy for the given spaces, for loading weights into."""
+    """A fresh policy for the given spaces, for loading weights into and solving with (no optimizer:
+    :class:`NoOptimizer`)."""
     if head not in POLICIES:
         raise ValueError(f"head {head!r} is not known; choose one of {HEADS}")
-    policy = POLICIES[Head(head)](observation_space, action_space, lambda _: 0.0, **policy_kwargs(head, model))
+    kwargs = {**policy_kwargs(head, model), "optimizer_class": NoOptimizer}
+    policy = POLICIES[Head(head)](observation_space, action_space, lambda _: 0.0, **kwargs)
     return policy.to(device)

@@ -32,7 +32,7 @@ from graphtransfer.envs.protocol import Head
 from graphtransfer.nn.batching import DisjointGraph
 from graphtransfer.nn.compaction import Compaction
 from graphtransfer.nn.extractor import GNNExtractor
-from graphtransfer.nn.policy import PADDING_LOGIT, ActorCritic, edge_inputs, edge_mlp, mlp, policy_kwargs, run_mlp
+from graphtransfer.nn.policy import PADDING_LOGIT, ActorCritic, NoOptimizer, edge_inputs, edge_mlp, mlp, policy_kwargs, run_mlp
 
 
 class ActionQPolicy(BasePolicy):
@@ -206,10 +206,12 @@ def q_policy_kwargs(model: ModelConfig) -> dict[str, Any]:
 def build_q_policy(
     head: str, model: ModelConfig, observation_space: spaces.Dict, action_space: spaces.Space, device: str = "cpu"
 ) -> ActionQPolicy:
-    """A fresh Q-network for the given spaces, for loading weights into."""
+    """A fresh Q-network for the given spaces, for loading weights into and solving with (no
+    optimizer: :class:`~graphtransfer.nn.policy.NoOptimizer`)."""
     if head not in Q_POLICIES:
         raise ValueError(f"DQN has no Q-network for the {head} head; it supports {', '.join(map(str, Q_POLICIES))}")
     if not isinstance(action_space, spaces.Discrete):
         raise ValueError(f"a Q-network scores the actions of a Discrete space; got {action_space}")
-    policy = Q_POLICIES[Head(head)](observation_space, action_space, lambda _: 0.0, **q_policy_kwargs(model))
+    kwargs = {**q_policy_kwargs(model), "optimizer_class": NoOptimizer}
+    policy = Q_POLICIES[Head(head)](observation_space, action_space, lambda _: 0.0, **kwargs)
     return policy.to(device)
