@@ -46,7 +46,7 @@ def tune_process(solving: bool = False) -> None:
 COMPILER = "torch._dynamo"
 """torch's compiler front end: torch itself imports it only when used, but PyG imports it with its own modules (for one
 ``isinstance`` check against compiled modules), 1.3-1.5 s of every command's start-up on this project's machines"""
-_loading_compiler = threading.Lock()
+_loading_compiler = threading.RLock()  # re-entrant: a read of the stand-in while the real module loads must not wait on itself
 
 
 class _DeferredModule(types.ModuleType):

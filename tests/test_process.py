@@ -132,3 +132,34 @@ def test_a_loaded_policy_builds_no_optimizer():
     policy, env = load_policy("mis", "sample_graphs/small/ba-20.txt")
     env.close()
     assert isinstance(policy.optimizer, NoOptimizer)
+
+
+THREADS_PROBE = """
+import sys, threading
+from graphtransfer.process import defer_compiler_import, COMPILER
+defer_compiler_import()
+defer_compiler_import()  # twice: the same stand-in
+import torch_geometric, torch
+stand_in = sys.modules[COMPILER]
+found = []
+readers = [threading.Thread(target=lambda: found.append(stand_in.OptimizedModule)) for _ in range(4)]
+for reader in readers:
+    reader.start()
+for reader in readers:
+    reader.join()
+real = sys.modules[COMPILER]
+print(type(stand_in).__name__, type(real).__name__, len(found), len({id(cls) for cls in found}), found[0] is real.OptimizedModule)
+"""
+
+
+def test_readers_in_several_threads_load_the_compiler_once():
+    lines = subprocess.run([sys.executable, "-c", THREADS_PROBE], capture_output=True, text=True, check=True).stdout.split()
+    assert lines == ["_DeferredModule", "module", "4", "1", "True"]
+
+
+def test_a_process_that_imported_the_compiler_keeps_it():
+    probe = (
+        "import sys, torch._dynamo; real = sys.modules['torch._dynamo']; "
+        "from graphtransfer.process import tune_process; tune_process(); print(sys.modules['torch._dynamo'] is real)"
+    )
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip() == "True"
