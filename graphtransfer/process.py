@@ -75,7 +75,10 @@ def defer_compiler_import() -> None:
     attribute of it (``torch.compile``, an optimizer's first step, PyG's check on a model). A
     solve never does: predict, eval and transfer without fine-tuning skip the import (whole
     ``predict`` on the 250k sample graph: bench/RESULTS.md, "torch's compiler loaded when used").
-    Nothing changes where it is already imported or this was called before."""
+    Nothing changes where it is already imported or this was called before. A name read through
+    the stand-in (``import torch._dynamo as dynamo`` binds it) comes from the real module; a name
+    set on it stays on the stand-in, so set torch's compiler settings on ``torch._dynamo.config``.
+    ``train`` still loads the compiler: torch's optimizers read it at every step."""
     if COMPILER not in sys.modules:
         stand_in = sys.modules[COMPILER] = _DeferredModule(COMPILER)
         stand_in.__spec__ = importlib.machinery.ModuleSpec(COMPILER, None)

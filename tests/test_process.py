@@ -102,6 +102,8 @@ print("after predict:", type(sys.modules["torch._dynamo"]).__name__)
 import inspect
 import torch
 assert inspect.getmodule(torch.nn.Linear) is torch.nn.modules.linear  # reads every module's __file__
+import torch._dynamo as dynamo  # the stand-in itself: its names come from the real module
+assert dynamo.OptimizedModule is sys.modules["torch._dynamo"].OptimizedModule
 compiled = torch.compile(torch.nn.Linear(2, 2))
 import torch._dynamo.config
 from torch_geometric.isinstance import is_torch_instance
