@@ -85,7 +85,9 @@ def load_policy(model: str | Path, graph: str | Path | Graph, env: str | None = 
     ``obs_to_tensors`` turns into what :func:`graphtransfer.act` takes. ``env`` names the user env
     of a model trained on one.
 
-    The weights do not depend on the graph; the graph only sizes the env's spaces.
+    The weights do not depend on the graph; the graph only sizes the env's spaces. The policy is
+    for acting: it has no optimizer (:class:`~graphtransfer.nn.policy.NoOptimizer`); to train
+    further, fine-tune with ``transfer`` (``finetune_steps`` or ``adapt_seconds``).
     """
     loaded = policy_for_graphs(model, [graph if isinstance(graph, Graph) else load_graph(graph)], env=env)
     return loaded.policy, loaded.env
