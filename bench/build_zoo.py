@@ -144,7 +144,9 @@ def imitate_installed(work: Path) -> None:
     well as the model it came from."""
     installed = read_checkpoint(ZOO / "mis")
     record = json.loads((ZOO / "mis" / PROVENANCE).read_text())
-    before = record.get("imitation", {}).get("before") or record["candidates"][str(record["chosen_seed"])]
+    if "imitation" in record:  # a second pass would start from weights that already learned: not what zoo.json says
+        raise SystemExit(f"{ZOO / 'mis'} has learned from a search already ({record['imitation']['built']}); `make zoo` rebuilds it from training")
+    before = record["candidates"][str(record["chosen_seed"])]
     started = time.perf_counter()
     graphs = imitation.imitation_graphs()
     tuned = imitation.imitate_search(installed, graphs, imitation.search_sets(graphs))
