@@ -145,7 +145,8 @@ def imitate_installed(work: Path) -> None:
     installed = read_checkpoint(ZOO / "mis")
     record = json.loads((ZOO / "mis" / PROVENANCE).read_text())
     if "imitation" in record:  # a second pass would start from weights that already learned: not what zoo.json says
-        raise SystemExit(f"{ZOO / 'mis'} has learned from a search already ({record['imitation']['built']}); `make zoo` rebuilds it from training")
+        built = record["imitation"]["built"]
+        raise SystemExit(f"{ZOO / 'mis'} has learned from a search already ({built}); `make zoo` rebuilds it from training")
     before = record["candidates"][str(record["chosen_seed"])]
     started = time.perf_counter()
     graphs = imitation.imitation_graphs()
