@@ -18,9 +18,10 @@ then the highest mean ratio to greedy. Its folder is copied into the package wit
 ``make zoo`` runs this. MIS at 60,000 steps: 95-150 s a seed on 2 cores, training and validation.
 
 MIS then learns from a search (``--imitate``, :mod:`graphtransfer.training.imitation`): the
-installed model is fine-tuned towards an iterated local search's sets on eight Erdős–Rényi graphs
-of 10^3-2 x 10^3 nodes, scored on the validation graphs, and installed in its place where it
-scores at least as well (``zoo.json`` records both scores and the settings). About 3 minutes.
+installed model is fine-tuned towards an iterated local search's sets on twelve dense
+Erdős–Rényi and random geometric graphs of 10^3-2 x 10^3 nodes, scored on the validation graphs,
+and installed in its place where it scores at least as well (``zoo.json`` records both scores and
+the settings). About 4 minutes.
 
     .venv/bin/python -m bench.build_zoo --task mis --imitate
 """
@@ -167,7 +168,7 @@ def imitate_installed(work: Path) -> None:
         return
     record["imitation"] = {
         "command": "python -m bench.build_zoo --task mis --imitate",
-        "graphs": [f"er-n{nodes}-d{degree:g}-s{100 + index}" for index, (nodes, degree) in enumerate(imitation.IMITATION_GRAPHS)],
+        "graphs": [graph.name for graph in graphs],
         "search_iterations_per_node": imitation.SEARCH_ITERATIONS_PER_NODE,
         "search_sizes": tuned.search_sizes,
         "steps": imitation.STEPS,

@@ -3,7 +3,7 @@ to join the set (the local-max decoding's ranking) follows the sets an iterated 
 
 PPO on graphs of 20-60 nodes teaches the policy to beat greedy, but on dense random graphs its
 sets stay 5-8% below what a search finds in seconds (bench/RESULTS.md, "Learning from a search").
-Here a search runs once on each of a few small graphs (:func:`search_sets`); then, many times, a
+Here a search runs once on each of a few dense graphs of 10^3-2 x 10^3 nodes (:func:`search_sets`); then, many times, a
 random part of a search's set is taken as decided (those nodes in, their neighbours out) and the
 policy sees the residual graph as the decoding would show it (the env's own observation of the
 undecided nodes); the loss is the binary cross-entropy between each node's commit probability and
@@ -29,18 +29,24 @@ from graphtransfer.checkpoint import Checkpoint, state_tensors
 from graphtransfer.envs.factory import inference_env
 from graphtransfer.envs.mis import INCLUDE
 from graphtransfer.errors import UsageError
-from graphtransfer.graphs import Graph, erdos_renyi
+from graphtransfer.graphs import Graph, erdos_renyi, random_geometric
 from graphtransfer.graphs.graph import induced_subgraph
 from graphtransfer.solve.inference import obs_to_tensors
 from graphtransfer.solve.loading import policy_for_graphs
 
-IMITATION_GRAPHS = [(nodes, degree) for nodes in (1_000, 2_000) for degree in (16.0, 64.0, 128.0, 200.0)]
-"""(nodes, average degree) of the Erdős–Rényi graphs the built-in MIS model learns from (seeds 100 on): dense graphs,
-where its sets trailed a search's most; graphs of 10^3 nodes and more, whose neighbourhoods are like a large graph's"""
+IMITATION_GRAPHS = [("er", nodes, degree) for nodes in (1_000, 2_000) for degree in (16.0, 64.0, 128.0, 200.0)] + [
+    ("rgg", nodes, degree) for nodes in (1_000, 2_000) for degree in (64.0, 200.0)
+]
+"""(family, nodes, average degree) of the graphs the built-in MIS model learns from: Erdős–Rényi (seeds 100 on) and
+random geometric (seeds 200 on), dense, where its sets trailed a search's most; of 10^3 nodes and more, whose
+neighbourhoods are like a large graph's. Without the geometric ones the dense Erdős–Rényi graphs gained 0.6% more and
+a random geometric graph of 10^5 nodes at degree 196 stayed below greedy (bench/RESULTS.md, "Learning from a search")"""
 SEARCH_ITERATIONS_PER_NODE = 20
-"""the search's perturbations per node of a graph: on these graphs sets as large as 3 s of the search on the kernel
-(and 50 per node found 0-2 nodes more), 31 s for the eight graphs on one core"""
-STEPS = 1_500
+"""the search's perturbations per node of a graph: on the Erdős–Rényi graphs sets as large as 3 s of the search on the
+kernel (and 50 per node found 0-2 nodes more); 144 s for the twelve graphs on one core"""
+FIRST_SEED = {"er": 100, "rgg": 200}
+GENERATORS = {"er": erdos_renyi, "rgg": random_geometric}
+STEPS = 2_000
 """gradient steps, one residual graph each"""
 LEARNING_RATE = 3e-4
 DECIDED_SHARE_MAX = 0.8
@@ -63,9 +69,13 @@ class Imitation:
     seconds: float
 
 
-def imitation_graphs(seed: int = 100) -> list[Graph]:
-    """The Erdős–Rényi graphs of :data:`IMITATION_GRAPHS`, seeds ``seed``, ``seed + 1``, ..."""
-    return [erdos_renyi(nodes, degree, seed + index) for index, (nodes, degree) in enumerate(IMITATION_GRAPHS)]
+def imitation_graphs() -> list[Graph]:
+    """The graphs of :data:`IMITATION_GRAPHS`, each family's seeds counted from its :data:`FIRST_SEED`."""
+    made, drawn = [], dict.fromkeys(FIRST_SEED, 0)
+    for family, nodes, degree in IMITATION_GRAPHS:
+        made.append(GENERATORS[family](nodes, degree, FIRST_SEED[family] + drawn[family]))
+        drawn[family] += 1
+    return made
 
 
 def search_sets(graphs: list[Graph], iterations_per_node: int = SEARCH_ITERATIONS_PER_NODE, seed: int = 0) -> list[np.ndarray]:
