@@ -151,7 +151,8 @@ def imitate_installed(work: Path) -> None:
     before = record["candidates"][str(record["chosen_seed"])]
     started = time.perf_counter()
     graphs = imitation.imitation_graphs()
-    tuned = imitation.imitate_search(installed, graphs, imitation.search_sets(graphs))
+    found = imitation.search_sets(graphs)
+    tuned = imitation.imitate_search(installed, graphs, found)
     folder = work / "mis-imitated"
     shutil.rmtree(folder, ignore_errors=True)
     policy = policy_for_graphs(replace(installed, tensors=tuned.tensors), graphs[:1]).policy
@@ -170,7 +171,7 @@ def imitate_installed(work: Path) -> None:
         "command": "python -m bench.build_zoo --task mis --imitate",
         "graphs": [graph.name for graph in graphs],
         "search_iterations_per_node": imitation.SEARCH_ITERATIONS_PER_NODE,
-        "search_sizes": tuned.search_sizes,
+        "search_sizes": [int(chosen.sum()) for chosen in found],
         "steps": imitation.STEPS,
         "learning_rate": imitation.LEARNING_RATE,
         "loss": [round(tuned.first_loss, 4), round(tuned.last_loss, 4)],

@@ -60,8 +60,6 @@ class Imitation:
 
     tensors: dict[str, torch.Tensor]
     """the policy's tensors after fine-tuning, named as the checkpoint's"""
-    search_sizes: list[int]
-    """the search's set size on each graph"""
     first_loss: float
     """the mean loss over the first tenth of the steps"""
     last_loss: float
@@ -148,7 +146,6 @@ def imitate_search(
     tenth = max(1, len(losses) // 10)
     return Imitation(
         tensors,
-        [int(found.sum()) for found in chosen],
         float(np.mean(losses[:tenth])),
         float(np.mean(losses[-tenth:])),
         time.perf_counter() - started,
