@@ -139,7 +139,7 @@ def install(task: str, folder: Path, record: dict) -> Path:
     return target
 
 
-def imitate_installed(work: Path) -> None:
+def imitate_installed(work: Path, install_it: bool = True) -> None:
     """The installed MIS model fine-tuned towards a search's sets (:mod:`graphtransfer.training.imitation`),
     scored on the validation graphs, and installed in its place (``zoo.json`` extended) where it scores at least as
     well as the model it came from."""
@@ -166,6 +166,9 @@ def imitate_installed(work: Path) -> None:
     )
     if tuple(after["score"]) < tuple(before["score"]):
         print("kept the installed model: the fine-tuned one scores lower")
+        return
+    if not install_it:
+        print(f"would install {folder}")
         return
     record["imitation"] = {
         "command": "python -m bench.build_zoo --task mis --imitate",
@@ -196,7 +199,7 @@ def main() -> None:
     if args.imitate:
         if args.task != "mis":
             parser.error("--imitate fine-tunes the MIS model")
-        imitate_installed(args.work)
+        imitate_installed(args.work, install_it=not args.no_install)
         return
     seeds = [int(seed) for seed in args.seeds.split(",")]
     candidates = {}

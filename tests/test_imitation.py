@@ -65,3 +65,17 @@ def test_only_mis_models_and_real_budgets(dense):
         imitate_search(read_checkpoint("mis"), graphs, found, steps=0)
     with pytest.raises(UsageError, match="one set per graph"):
         imitate_search(read_checkpoint("mis"), graphs, found[:1], steps=1)
+
+
+@pytest.mark.parametrize("rate", [0.0, -1e-3, float("nan"), float("inf")])
+def test_a_learning_rate_that_is_no_positive_number_is_refused(dense, rate):
+    graphs, found = dense
+    with pytest.raises(UsageError, match="learning_rate must be a positive number"):
+        imitate_search(read_checkpoint("mis"), graphs, found, steps=1, learning_rate=rate)
+
+
+def test_sets_of_the_wrong_shape_or_type_are_refused(dense):
+    graphs, found = dense
+    for wrong in (found[0][:-1], found[0].astype(np.int64)):
+        with pytest.raises(UsageError, match=r"must be \(150,\) bool"):
+            imitate_search(read_checkpoint("mis"), graphs[:1], [wrong], steps=1)

@@ -17,6 +17,7 @@ torch runs one thread, so a fine-tuning is reproducible on a machine (``bench/bu
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -116,6 +117,11 @@ def imitate_search(
         raise UsageError(
             f"imitate_search needs at least one step and one set per graph; got {steps} steps, {len(graphs)} graphs, {len(chosen)} sets"
         )
+    if not math.isfinite(learning_rate) or learning_rate <= 0:
+        raise UsageError(f"imitate_search: learning_rate must be a positive number; got {learning_rate}")
+    for graph, found in zip(graphs, chosen, strict=True):
+        if found.shape != (graph.num_nodes,) or found.dtype != np.bool_:
+            raise UsageError(f"imitate_search: the set for {graph.name} must be ({graph.num_nodes},) bool; got {found.shape} {found.dtype}")
     started, threads = time.perf_counter(), torch.get_num_threads()
     torch.set_num_threads(1)
     torch.manual_seed(seed)
