@@ -9,6 +9,7 @@ import json
 import math
 import random
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -208,6 +209,39 @@ def defer_interrupts() -> None:
         _interrupt_pending = True
 
     signal.signal(signal.SIGINT, request)
+
+
+@contextmanager
+def remembered_interrupts() -> Iterator[None]:
+    """Inside, Ctrl-C (SIGINT) raises KeyboardInterrupt at once, as Python's own handler does, and is
+    also remembered (:func:`interrupt_pending`), so that one Python drops still stops the work: an
+    exception raised while a weakref callback or a ``__del__`` runs is printed as "Exception ignored"
+    and lost, and the process would go on (a ``tune`` that trained on). A training run started later
+    then stops at its first step (:class:`StopOnInterrupt`), and the caller's safe points see it;
+    Python's report of the dropped exception (a traceback) is not printed, other such reports are.
+    Forgotten on the way out; outside the main thread (which alone may set handlers) nothing changes."""
+    global _interrupt_pending
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def request(signum, frame) -> None:
+        global _interrupt_pending
+        _interrupt_pending = True
+        raise KeyboardInterrupt
+
+    def unraisable(report) -> None:
+        if not (_interrupt_pending and report.exc_type is KeyboardInterrupt):
+            reporting(report)
+
+    previous, reporting = signal.signal(signal.SIGINT, request), sys.unraisablehook
+    sys.unraisablehook = unraisable
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        sys.unraisablehook = reporting
+        _interrupt_pending = False
 
 
 def interrupt_pending() -> bool:

@@ -41,7 +41,7 @@ from graphtransfer.process import allowed_cores
 from graphtransfer.solve.evaluate import evaluate_policy
 from graphtransfer.solve.parallel import answered, check_cluster, get_answered, import_ray, init_ray
 from graphtransfer.solve.rollouts import ONE_ROLLOUT
-from graphtransfer.training.callbacks import Periodic, defer_interrupts, eval_score, interrupt_pending, rng_kept
+from graphtransfer.training.callbacks import Periodic, defer_interrupts, eval_score, interrupt_pending, remembered_interrupts, rng_kept
 from graphtransfer.training.loop import train
 
 if TYPE_CHECKING:  # ForkContext does not exist on Windows
@@ -150,7 +150,8 @@ def tune(config: RunConfig, folder: str | Path, search: Search | None = None, lo
             others = f" ({running} running in other processes)" if running else ""
             log(f"study {_shown(folder, search)}: {done} trials done, running up to {remaining} more{_where(search)}{others}")
             if search.n_jobs == 1 and search.ray_address is None:
-                _run_trials(study, optuna, config, folder, search, graphs, every, log)
+                with remembered_interrupts():  # a Ctrl-C that Python drops still stops the trial (tests/test_bad_runs.py)
+                    _run_trials(study, optuna, config, folder, search, graphs, every, log)
             else:
                 storage.engine.dispose()  # workers open their own connections; none of this process's may be shared
                 run = _run_workers if search.ray_address is None else _run_on_ray
