@@ -219,7 +219,8 @@ def remembered_interrupts() -> Iterator[None]:
     and lost, and the process would go on (a ``tune`` that trained on). A training run started later
     then stops at its first step (:class:`StopOnInterrupt`), and the caller's safe points see it;
     Python's report of the dropped exception (a traceback) is not printed, other such reports are.
-    Forgotten on the way out; outside the main thread (which alone may set handlers) nothing changes."""
+    Also where the process started with SIGINT ignored (a background job of a shell without job
+    control). Forgotten on the way out; outside the main thread (which alone may set handlers) nothing changes."""
     global _interrupt_pending
     if threading.current_thread() is not threading.main_thread():
         yield

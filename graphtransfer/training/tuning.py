@@ -22,7 +22,6 @@ import os
 import re
 import signal
 import sys
-import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -150,7 +149,7 @@ def tune(config: RunConfig, folder: str | Path, search: Search | None = None, lo
             others = f" ({running} running in other processes)" if running else ""
             log(f"study {_shown(folder, search)}: {done} trials done, running up to {remaining} more{_where(search)}{others}")
             if search.n_jobs == 1 and search.ray_address is None:
-                with remembered_interrupts():  # a Ctrl-C that Python drops still stops the trial (tests/test_bad_runs.py)
+                with remembered_interrupts():
                     _run_trials(study, optuna, config, folder, search, graphs, every, log)
             else:
                 storage.engine.dispose()  # workers open their own connections; none of this process's may be shared
@@ -417,7 +416,7 @@ def _run_workers(config: RunConfig, folder: Path, search: Search, graphs: list[G
     worker that fails stops the others; its error is raised here."""
     context = _worker_context(config.runtime.threads or 1)
     workers, ends = [], []
-    with _interruptible():
+    with remembered_interrupts():
         try:
             for _ in range(search.n_jobs):
                 receiving, sending = context.Pipe(duplex=False)
@@ -435,21 +434,6 @@ def _run_workers(config: RunConfig, folder: Path, search: Search, graphs: list[G
             raise (UsageError if worker.exitcode == 2 else GraphTransferError)(errors.get(index) or _ended(worker.exitcode))
     if any(worker.exitcode == 130 for worker in workers):
         raise KeyboardInterrupt  # a worker stopped by a signal of its own
-
-
-@contextlib.contextmanager
-def _interruptible() -> Iterator[None]:
-    """Inside, Ctrl-C (SIGINT) raises KeyboardInterrupt, as it stops a training run, also where this
-    process started with SIGINT ignored (a background job of a shell without job control); a
-    search run outside the main thread keeps the handler it has (only that thread may set one)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _worker_context(threads: int) -> ForkContext | SpawnContext:
@@ -539,7 +523,7 @@ def _run_on_ray(config: RunConfig, folder: Path, search: Search, graphs: list[Gr
         task = ray.remote(num_cpus=config.runtime.threads or 1, max_retries=0)(_work_on_ray)
         shared = ray.put(graphs)
         running = [task.remote(lines, config, folder.resolve(), search, shared, every) for _ in range(search.n_jobs)]
-        with _interruptible():
+        with remembered_interrupts():
             _follow(ray, running, lines, log)
     finally:
         if started_here:
