@@ -44,7 +44,7 @@ bench: install  ## ratios against ../shared/plain-recipe, run as it is (about 65
 	$(BIN)/python -m bench.predict_scale --model runs/mis/small
 	$(BIN)/python -m bench.node_order --model runs/mis/small
 
-zoo: install  ## rebuild the built-in models (graphtransfer/zoo/mis, mvc): 7 training seeds each, the best on validation graphs, MIS then fine-tuned towards a search's sets (MIS about 20 minutes on 2 cores)
+zoo: install  ## rebuild the built-in models (graphtransfer/zoo/mis, mvc): 7 training seeds each, the best on validation graphs, MIS then fine-tuned towards a search's sets, with a dense expert (MIS about 22 minutes on 2 cores)
 	$(BIN)/python -m bench.build_zoo --task mis --seeds 0,1,2,3,4,5,6
 	$(BIN)/python -m bench.build_zoo --task mis --imitate
 	$(BIN)/python -m bench.build_zoo --task mvc --seeds 0,1,2,3,4,5,6 --steps 30000

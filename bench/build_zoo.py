@@ -19,11 +19,15 @@ then the highest mean ratio to greedy. Its folder is copied into the package wit
 
 MIS then learns from a search (``--imitate``, :mod:`graphtransfer.training.imitation`): the
 installed model is fine-tuned towards an iterated local search's sets on twelve dense
-Erdős–Rényi and random geometric graphs of 10^3-2 x 10^3 nodes, scored on the validation graphs,
-and installed in its place where it scores at least as well (``zoo.json`` records both scores and
-the settings). About 4 minutes.
+Erdős–Rényi and random geometric graphs of 10^3-2 x 10^3 nodes; a dense expert learns the same
+from the same start on those and six denser Barabási–Albert and larger random geometric graphs, for
+three times the steps (:data:`DENSE_EXPERT_GRAPHS`), and is saved beside the weights
+(``expert-<sha>.safetensors``: the rollouts take turns between the two); scored on the validation
+graphs, and installed in its place where it scores at least as well (``zoo.json`` records both
+scores and the settings). About 6 minutes; ``--start FOLDER`` starts from the model as trained kept
+elsewhere, where the installed one has learned already.
 
-    .venv/bin/python -m bench.build_zoo --task mis --imitate
+    .venv/bin/python -m bench.build_zoo --task mis --imitate [--start FOLDER]
 """
 
 from __future__ import annotations
@@ -41,8 +45,9 @@ from pathlib import Path
 
 import torch
 
+from bench.imitation_variants import cached_set, extra_graphs
 from bench.transfer_quality import DENSE_FAMILIES, DENSITY_BASELINE, checked, density_graphs
-from graphtransfer.checkpoint import CONFIG, CONFIG_YAML, Checkpoint, read_checkpoint, save_checkpoint
+from graphtransfer.checkpoint import CONFIG, CONFIG_YAML, EXPERT_ROLE, Checkpoint, read_checkpoint, save_checkpoint
 from graphtransfer.graphs import Graph
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.predict import predict_graph
@@ -85,7 +90,10 @@ def validated(task: str, folder: Path) -> dict[str, float]:
     candidate (``<folder>.validation.json``, for the same weights), so that a build can be split,
     resumed, or given more validation graphs without measuring the others again."""
     checkpoint = read_checkpoint(folder)
-    key = {"weights": checkpoint.meta["files"]["weights"]["sha256"], "seed": VALIDATION_SEED}
+    files = checkpoint.meta["files"]
+    key = {"weights": files["weights"]["sha256"], "seed": VALIDATION_SEED}
+    if checkpoint.experts:
+        key["experts"] = [entry["sha256"] for role, entry in sorted(files.items()) if role.startswith(EXPERT_ROLE)]
     cache = folder.with_name(folder.name + ".validation.json")
     kept = json.loads(cache.read_text()) if cache.is_file() else {}
     known = kept.get("ratios", {}) if kept.get("key") == key else {}
@@ -139,25 +147,39 @@ def install(task: str, folder: Path, record: dict) -> Path:
     return target
 
 
-def imitate_installed(work: Path, install_it: bool = True) -> None:
-    """The installed MIS model fine-tuned towards a search's sets (:mod:`graphtransfer.training.imitation`),
-    scored on the validation graphs, and installed in its place (``zoo.json`` extended) where it scores at least as
-    well as the model it came from."""
-    installed = read_checkpoint(ZOO / "mis")
+DENSE_EXPERT_GRAPHS = "ba:1000:64,ba:1000:200,ba:2000:64,ba:2000:200,rgg:5000:64,rgg:5000:200"
+"""the graphs the dense expert learns from beside :func:`imitation.imitation_graphs` (``family:nodes:degree``, seeds 300
+on: :func:`bench.imitation_variants.extra_graphs`)"""
+DENSE_EXPERT_STEPS = 6_000
+"""its gradient steps: three times the model's own. The thirty-first session's v4, which reached 1.05x greedy on all six
+dense Erdős–Rényi cells of 10^4 nodes but put dense random geometric graphs below greedy on its own; as the model's
+expert, taking turns in the rollouts, neither (bench/RESULTS.md, "A dense expert")"""
+
+
+def imitate_installed(work: Path, install_it: bool = True, start: Path | None = None) -> None:
+    """The MIS model as trained (the installed one, or ``start``: the same model kept elsewhere, e.g. ``git archive
+    8d470a1 graphtransfer/zoo/mis``) fine-tuned towards a search's sets (:mod:`graphtransfer.training.imitation`), with
+    a dense expert (:data:`DENSE_EXPERT_GRAPHS`, :data:`DENSE_EXPERT_STEPS`: the same from the same start, on more and
+    denser graphs, for longer) that takes turns with it in the rollouts (:attr:`Checkpoint.experts`); scored on the
+    validation graphs, and installed in its place (``zoo.json`` extended) where it scores at least as well as the model
+    it came from. The searches' sets are kept in ``work/imitation-cache``."""
+    trained = read_checkpoint(start or ZOO / "mis")
     record = json.loads((ZOO / "mis" / PROVENANCE).read_text())
-    if "imitation" in record:  # a second pass would start from weights that already learned: not what zoo.json says
+    if start is None and "imitation" in record:  # a second pass would start from weights that already learned: not what zoo.json says
         built = record["imitation"]["built"]
-        raise SystemExit(f"{ZOO / 'mis'} has learned from a search already ({built}); `make zoo` rebuilds it from training")
+        raise SystemExit(f"{ZOO / 'mis'} has learned from a search already ({built}); pass --start with the model as trained")
     before = record["candidates"][str(record["chosen_seed"])]
     started = time.perf_counter()
     graphs = imitation.imitation_graphs()
-    found = imitation.search_sets(graphs)
-    tuned = imitation.imitate_search(installed, graphs, found)
+    expert_graphs = graphs + extra_graphs(DENSE_EXPERT_GRAPHS)
+    found = [cached_set(graph, work / "imitation-cache") for graph in expert_graphs]
+    tuned = imitation.imitate_search(trained, graphs, found[: len(graphs)])
+    expert = imitation.imitate_search(trained, expert_graphs, found, steps=DENSE_EXPERT_STEPS)
     folder = work / "mis-imitated"
     shutil.rmtree(folder, ignore_errors=True)
-    policy = policy_for_graphs(replace(installed, tensors=tuned.tensors), graphs[:1]).policy
-    kept_meta = {key: installed.meta[key] for key in ("trained_on", "training") if key in installed.meta}
-    save_checkpoint(folder, policy, installed.config, kept_meta)
+    policy = policy_for_graphs(replace(trained, tensors=tuned.tensors), graphs[:1]).policy
+    kept_meta = {key: trained.meta[key] for key in ("trained_on", "training") if key in trained.meta}
+    save_checkpoint(folder, policy, trained.config, kept_meta, experts=[expert.tensors])
     ratios = validated("mis", folder)
     after = {"ratios": ratios, "score": score("mis", ratios)}
     print(
@@ -174,10 +196,16 @@ def imitate_installed(work: Path, install_it: bool = True) -> None:
         "command": "python -m bench.build_zoo --task mis --imitate",
         "graphs": [graph.name for graph in graphs],
         "search_iterations_per_node": imitation.SEARCH_ITERATIONS_PER_NODE,
-        "search_sizes": [int(chosen.sum()) for chosen in found],
+        "search_sizes": [int(chosen.sum()) for chosen in found[: len(graphs)]],
         "steps": imitation.STEPS,
         "learning_rate": imitation.LEARNING_RATE,
         "loss": [round(tuned.first_loss, 4), round(tuned.last_loss, 4)],
+        "dense_expert": {
+            "graphs": [graph.name for graph in expert_graphs],
+            "search_sizes": [int(chosen.sum()) for chosen in found],
+            "steps": DENSE_EXPERT_STEPS,
+            "loss": [round(expert.first_loss, 4), round(expert.last_loss, 4)],
+        },
         "before": before,
         "after": after,
         "built": time.strftime("%Y-%m-%d"),
@@ -194,12 +222,13 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="keep candidates already trained (and validated) in --work")
     parser.add_argument("--no-install", action="store_true", help="report the choice without installing it (a build split in parts)")
     parser.add_argument("--imitate", action="store_true", help="mis: fine-tune the installed model towards a search's sets (no training)")
+    parser.add_argument("--start", type=Path, help="with --imitate: the MIS model as trained, where the installed one has learned already")
     args = parser.parse_args()
     torch.set_num_threads(1)  # the same sets on any thread count; one thread is never slowed by other processes
     if args.imitate:
         if args.task != "mis":
             parser.error("--imitate fine-tunes the MIS model")
-        imitate_installed(args.work, install_it=not args.no_install)
+        imitate_installed(args.work, install_it=not args.no_install, start=args.start)
         return
     seeds = [int(seed) for seed in args.seeds.split(",")]
     candidates = {}

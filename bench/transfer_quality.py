@@ -117,7 +117,8 @@ def transferred_rows(folder: Path, graphs: list[Graph], patience: float) -> list
             count = rollout_count(AUTO_ROLLOUTS, graph.num_nodes, graph.edge_index.shape[1])
             patience = rollout_patience(AUTO_ROLLOUTS, graph.num_nodes)
             env = inference_env(config, graph)
-            row.decodings[AUTO] = best_of_rollouts(loaded.policy, env, count, finish=finish_rule(config), patience=patience)
+            rule = finish_rule(config)
+            row.decodings[AUTO] = best_of_rollouts(loaded.policy, env, count, finish=rule, patience=patience, experts=checkpoint.experts)
         rows.append(row)
     return rows
 

@@ -2,8 +2,10 @@
 
 A folder holds ``config.json`` (the :class:`RunConfig`, provenance, library versions, and the name
 and sha256 of every tensor file) and the tensor files it names: ``model-<sha>.safetensors`` (the
-policy) and, for a training run stopped before its budget, ``optimizer-<sha>.safetensors`` (Adam's
-moments, for ``train --resume``). Loading reads JSON and safetensors only; nothing is unpickled.
+policy), for a training run stopped before its budget ``optimizer-<sha>.safetensors`` (Adam's
+moments, for ``train --resume``), and for a model with experts ``expert-<sha>.safetensors``, one per
+further weight set of the same network (roles ``expert-1``, ``expert-2``, ...: see
+:attr:`Checkpoint.experts`). Loading reads JSON and safetensors only; nothing is unpickled.
 ``config.yaml`` repeats the config for people and ``train --config``; it is written just before
 the commit, and config.json stays the record that loading reads.
 
@@ -65,7 +67,7 @@ or the first layer's of a model without one (``model.project_input: false``); it
 the node feature count an env must provide"""
 # what a save owns and may delete once config.json no longer names it: tensor files (version 1's
 # fixed name included) and the temporary files of saves that were killed
-_TENSOR_FILE = r"(?:model|optimizer)-[0-9a-f]{16}\.safetensors"
+_TENSOR_FILE = r"(?:model|optimizer|expert)-[0-9a-f]{16}\.safetensors"
 _MANAGED = re.compile(rf"^(?:model\.safetensors|{_TENSOR_FILE}|\.(?:config\.json|config\.yaml|{_TENSOR_FILE})\..+\.tmp)$")
 _ZIP_MAGIC, _PICKLE_PROTOCOLS = b"PK\x03\x04", range(2, 6)
 
@@ -78,6 +80,11 @@ class Checkpoint:
     folder: Path
     optimizer: dict[str, torch.Tensor] | None = None
     """the optimizer's state tensors, only in checkpoints of interrupted training runs"""
+    experts: list[dict[str, torch.Tensor]] = field(default_factory=list)
+    """further weight sets of the same network (the names and shapes of ``tensors``): a model with
+    experts decodes its rollouts taking turns with them (:func:`graphtransfer.solve.rollouts.best_of_rollouts`).
+    Only ``tensors`` are trained, fine-tuned or exported; the built-in MIS model has one expert
+    (:mod:`graphtransfer.zoo`)."""
 
     def interrupted_at(self) -> tuple[int, int] | None:
         """``(steps, budget)`` when the folder holds a training run stopped before its budget
@@ -128,14 +135,19 @@ def save_checkpoint(
     config: RunConfig,
     info: dict[str, Any] | None = None,
     optimizer: torch.optim.Optimizer | None = None,
+    experts: list[dict[str, torch.Tensor]] | None = None,
 ) -> Path:
-    """Write the module's weights (and the optimizer's state), then commit them with one rename of
+    """Write the module's weights (and the optimizer's state, and ``experts``: weight sets of the
+    same network, see :attr:`Checkpoint.experts`), then commit them with one rename of
     ``config.json``; see the module docstring for why a killed save cannot break the folder.
     Saves into one folder take its lock (:func:`graphtransfer.io.folder_lock`) one at a time, so
     one never deletes the files another has just committed."""
     folder = Path(folder)
+    weights = state_tensors(module)
+    for number, tensors in enumerate(experts or [], 1):
+        check_expert(tensors, weights, f"{folder}: expert {number}")
     with folder_lock(folder):
-        return _save_locked(folder, module, config, info, optimizer)
+        return _save_locked(folder, module, config, info, optimizer, experts or [])
 
 
 class SaveFailed(GraphTransferError):
@@ -154,15 +166,16 @@ def save_or_keep(
     optimizer: torch.optim.Optimizer | None = None,
     what: str = "trained model",
     then: Callable[[Path], str] = lambda kept: "",
+    experts: list[dict[str, torch.Tensor]] | None = None,
 ) -> Path:
     """:func:`save_checkpoint`, or, where the folder cannot take it (full disk, read-only), the same
     model saved into a new temporary folder and :class:`SaveFailed` saying where (``then(kept)``: what
     else the caller has to say, e.g. its logs' place), so that hours of training are never lost at their last step."""
     try:
-        return save_checkpoint(folder, module, config, info, optimizer=optimizer)
+        return save_checkpoint(folder, module, config, info, optimizer=optimizer, experts=experts)
     except OSError as err:
         try:
-            kept = save_checkpoint(tempfile.mkdtemp(prefix=UNSAVED_PREFIX), module, config, info, optimizer=optimizer)
+            kept = save_checkpoint(tempfile.mkdtemp(prefix=UNSAVED_PREFIX), module, config, info, optimizer=optimizer, experts=experts)
         except OSError as second:
             raise SaveFailed(
                 f"{folder}: the {what} could not be saved ({err.strerror or err}), nor kept in a temporary folder "
@@ -175,9 +188,16 @@ def save_or_keep(
 
 
 def _save_locked(
-    folder: Path, module: torch.nn.Module, config: RunConfig, info: dict[str, Any] | None, optimizer: torch.optim.Optimizer | None
+    folder: Path,
+    module: torch.nn.Module,
+    config: RunConfig,
+    info: dict[str, Any] | None,
+    optimizer: torch.optim.Optimizer | None,
+    experts: list[dict[str, torch.Tensor]],
 ) -> Path:
     files = {"weights": _write_tensors(folder, "model", state_tensors(module))}
+    for number, expert in enumerate(experts, 1):
+        files[f"{EXPERT_ROLE}{number}"] = _write_tensors(folder, "expert", expert)
     meta: dict[str, Any] = {"format": FORMAT, "format_version": FORMAT_VERSION, "config": config.to_dict()}
     if optimizer is not None:
         tensors, groups = optimizer_state(optimizer, module)
@@ -228,11 +248,42 @@ def read_checkpoint(folder: str | Path, env: str | None = None) -> Checkpoint:
             if attempt == _READ_ATTEMPTS - 1:
                 raise CheckpointError(f"{folder}: is being rewritten by another process over and over; try again once it is done") from None
             continue
-        return Checkpoint(config, tensors["weights"], meta, folder, tensors.get("optimizer"))
+        return Checkpoint(config, tensors["weights"], meta, folder, tensors.get("optimizer"), _experts(folder, tensors))
     raise AssertionError("unreachable")
 
 
 _READ_ATTEMPTS = 20
+EXPERT_ROLE = "expert-"
+"""the roles of a model's experts among config.json's files: ``expert-1``, ``expert-2``, ..."""
+
+
+def _experts(folder: Path, tensors: dict[str, dict[str, torch.Tensor]]) -> list[dict[str, torch.Tensor]]:
+    """The expert weight sets among the files read (roles ``expert-1``, ``expert-2``, ... in that
+    order, none missing), each checked to fit the weights."""
+    count = sum(1 for role in tensors if role.startswith(EXPERT_ROLE))
+    experts = []
+    for number in range(1, count + 1):
+        role = f"{EXPERT_ROLE}{number}"
+        if role not in tensors:
+            raise CheckpointError(f"{folder / CONFIG}: names {count} experts but no {role!r}; the folder is damaged, restore it")
+        experts.append(check_expert(tensors[role], tensors["weights"], f"{folder}: {role}"))
+    return experts
+
+
+def check_expert(expert: dict[str, torch.Tensor], weights: dict[str, torch.Tensor], where: str) -> dict[str, torch.Tensor]:
+    """``expert``, where it holds the very tensor names and shapes of ``weights`` (an expert is another
+    weight set of the same network); else :class:`CheckpointError` naming the first difference."""
+    names = sorted(set(expert) ^ set(weights))
+    if names:
+        which = "lacks" if names[0] in weights else "has an extra tensor"
+        raise CheckpointError(f"{where}: {which} {names[0]}; an expert holds the same tensors as the model's weights, restore the folder")
+    for name, tensor in weights.items():
+        if expert[name].shape != tensor.shape:
+            raise CheckpointError(
+                f"{where}: {name} is {tuple(expert[name].shape)}, the weights' {tuple(tensor.shape)}; "
+                "an expert holds the same tensors as the model's weights, restore the folder"
+            )
+    return expert
 
 
 class _Replaced(Exception):

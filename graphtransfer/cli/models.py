@@ -123,6 +123,8 @@ def transfer(
         if not done.steps:
             why = ": the budget ended before the first update; raise --adapt"
         typer.echo(f"kept the {result.kept} model{why}")
+    if result.experts:
+        typer.echo(f"the source's experts (weight sets taking turns in the rollouts): {result.experts}")
     typer.echo(f"saved {result.folder}")
 
 
@@ -209,7 +211,14 @@ def export(
             f"{' and '.join(f'{n:,}' for n in written.checked_nodes)} nodes: largest difference from the policy "
             f"{written.max_difference:.1e}"
         )
-    stopped = read_checkpoint(model, env).interrupted_at()
+    checkpoint = read_checkpoint(model, env)
+    if checkpoint.experts:
+        typer.echo(
+            f"note: {model} has {len(checkpoint.experts)} expert(s), weight sets that take turns in predict's rollouts; the export "
+            "holds the model's own weights only (what predict --rollouts 1 runs)",
+            err=True,
+        )
+    stopped = checkpoint.interrupted_at()
     if stopped:
         named = f" --env {env}" if env else ""
         typer.echo(

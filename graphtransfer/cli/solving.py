@@ -257,8 +257,13 @@ def _rollouts_run(solution, seed: int) -> str:
     """How many rollouts the solution is the best of, and the one that gave it (to repeat it alone)."""
     if solution.rollouts == 1:
         return "1 rollout"
-    last = (seed + solution.rollouts - 1) % SEED_LIMIT
-    return f"best of {solution.rollouts} rollouts (seeds {seed}-{last}; best: seed {solution.seed}, {solution.decoding})"
+    last = (seed + (solution.rollouts - 1) // solution.weight_sets) % SEED_LIMIT
+    if solution.weight_sets == 1:
+        return f"best of {solution.rollouts} rollouts (seeds {seed}-{last}; best: seed {solution.seed}, {solution.decoding})"
+    experts = solution.weight_sets - 1
+    turns = f"the model's weights and {experts} expert{'s' if experts > 1 else ''} taking turns"
+    gave = "the model's weights" if solution.expert == 0 else f"expert {solution.expert}"
+    return f"best of {solution.rollouts} rollouts (seeds {seed}-{last}, {turns}; best: seed {solution.seed}, {solution.decoding}, {gave})"
 
 
 def _report_rival(solution) -> None:

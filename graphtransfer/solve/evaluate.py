@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+import torch
 
 from graphtransfer.baselines import BASELINES
 from graphtransfer.baselines.chils import chils_baselines
@@ -103,7 +106,12 @@ NO_EXTRAS = EvalExtras()
 
 
 def evaluate_policy(
-    policy, config: RunConfig, graphs: list[Graph], decoding: Decoding = DEFAULT_DECODING, extras: EvalExtras = NO_EXTRAS
+    policy,
+    config: RunConfig,
+    graphs: list[Graph],
+    decoding: Decoding = DEFAULT_DECODING,
+    extras: EvalExtras = NO_EXTRAS,
+    experts: Sequence[dict[str, torch.Tensor]] = (),
 ) -> list[EvalRow]:
     """Run the policy under each decoding and every baseline of the task on each graph.
 
@@ -113,6 +121,8 @@ def evaluate_policy(
             several on graphs of a few hundred nodes, one from 10,001 nodes on; see
             :func:`graphtransfer.solve.rollouts.best_of_rollouts`).
         extras: what is reported besides (:class:`EvalExtras`).
+        experts: the model's further weight sets, taking turns with the policy's own in the
+            rollouts (:attr:`graphtransfer.checkpoint.Checkpoint.experts`).
     """
     check_one_graph(graphs, extras.source, extras.target)
     baselines = BASELINES.get(config.task, {}) if config.env is None else {}
@@ -131,11 +141,12 @@ def evaluate_policy(
         chosen = check_decoding(env, features, decoding.method)
         first = features.inference_deterministic if decoding.deterministic is None else decoding.deterministic
         drawn = chosen == DRAWN
-        best = best_of_rollouts(policy, env, count, decoding, finish, patience, order.rule)
+        best = best_of_rollouts(policy, env, count, decoding, finish, patience, order.rule, experts)
         decodings = {_draw_label(first) if drawn else chosen: order.restore(best)}
         if extras.both_draws and drawn:
             other = replace(decoding, deterministic=not first)
-            decodings[_draw_label(not first)] = order.restore(best_of_rollouts(policy, env, count, other, finish, patience, order.rule))
+            again = best_of_rollouts(policy, env, count, other, finish, patience, order.rule, experts)
+            decodings[_draw_label(not first)] = order.restore(again)
         answers = [_run_baseline(name, _answering(fn, query), env.unwrapped, graph, polisher) for name, fn in baselines.items()]
         row = EvalRow(graph, decodings, answers, features.sense)
         if polisher and features.answering is not None:  # polish searches exist for built-in tasks, which all answer
@@ -189,4 +200,4 @@ def evaluate_model(
     loaded_graphs = load_graphs(graphs)
     loaded = policy_for_graphs(model, loaded_graphs, runtime, env)
     config = loaded.checkpoint.config
-    return config, evaluate_policy(loaded.policy, config, loaded_graphs, decoding, extras)
+    return config, evaluate_policy(loaded.policy, config, loaded_graphs, decoding, extras, loaded.checkpoint.experts)

@@ -82,6 +82,8 @@ class Solution:
     seed: int = 0  # of the rollout that gave it
     decoding: str = ""  # the decoding that gave it: local-max or drawn
     rollouts: int = 1  # how many rollouts it is the best of (see graphtransfer.solve.rollouts); seconds count them all
+    expert: int = 0  # the weight set that gave it: 0 the model's own, k its k-th expert (graphtransfer.checkpoint.Checkpoint.experts)
+    weight_sets: int = 1  # how many weight sets took turns in the rollouts: 1 + the model's experts
     renumbered: bool = False  # solved with the nodes renumbered in locality order (graphtransfer.solve.ordering), rows put back
     reduced: int = 0  # nodes the kernel's rules decided before the policy ran (graphtransfer.envs.mis_kernel)
     reduced_seconds: float = 0.0  # what the kernel took, counted in seconds too

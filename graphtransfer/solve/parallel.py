@@ -181,7 +181,7 @@ def predict_many_with(
 def evaluate_graph(checkpoint: Checkpoint, graph: Graph, decoding: Decoding, runtime: Runtime, extras: EvalExtras) -> EvalRow:
     """One graph's evaluation row; what :func:`graphtransfer.solve.evaluate.evaluate_policy` gives for it."""
     loaded = policy_for_graphs(checkpoint, [graph], runtime)
-    return evaluate_policy(loaded.policy, checkpoint.config, [graph], decoding, extras)[0]
+    return evaluate_policy(loaded.policy, checkpoint.config, [graph], decoding, extras, checkpoint.experts)[0]
 
 
 def map_graphs(

@@ -32,7 +32,7 @@ from graphtransfer.solve.loading import DEFAULT_RUNTIME, policy_for_graphs
 from graphtransfer.solve.local_max import LOGIT_EPS
 from graphtransfer.solve.ordering import solving_order
 from graphtransfer.solve.predict import predict_graph, write_solution
-from graphtransfer.solve.rollouts import DEFAULT_DECODING, rollout_plan, solve_one
+from graphtransfer.solve.rollouts import DEFAULT_DECODING, rollout_plan, solve_one, taking_turns
 
 POLISH_TASKS = ("mis", "mvc")
 """the tasks whose solutions ``--polish`` searches from (a set, or a cover as its complement)"""
@@ -73,15 +73,20 @@ def policy_starts(
     checkpoint: Checkpoint, graph: Graph, rollouts: int = 1, seed: int = 0, count: int = 1, scores: bool = False
 ) -> PolicyStarts:
     """The ``count`` largest distinct feasible sets of ``rollouts`` rollouts of an MIS model's
-    policy on ``graph`` (seeds and decodings as ``predict``'s, :func:`rollout_plan`), the policy
-    loaded once; with ``scores``, also its first-pass log-odds per node."""
+    policy on ``graph`` (seeds, decodings and the model's experts taking turns as ``predict``'s,
+    :func:`rollout_plan`), the policy loaded once; with ``scores``, also its first-pass log-odds per node."""
     order = solving_order(checkpoint.config, graph)
     loaded = policy_for_graphs(checkpoint, [order.graph])
     features = features_of(loaded.env)
     degree = 2 * graph.num_edges / max(graph.num_nodes, 1)
-    plan = rollout_plan(Decoding(seed=seed), rollouts, check_decoding(loaded.env, features, None), degree)
+    turns = 1 + len(checkpoint.experts)
+    plan = rollout_plan(Decoding(seed=seed), rollouts, check_decoding(loaded.env, features, None), degree, turns)
     finish = finish_rule(checkpoint.config)
-    runs = [order.restore(solve_one(loaded.policy, loaded.env, one, finish, kernel=order.rule)) for one in plan]
+    runs = []
+    with taking_turns(loaded.policy, checkpoint.experts) as use_weights:
+        for index, one in enumerate(plan):
+            use_weights(index)
+            runs.append(order.restore(solve_one(loaded.policy, loaded.env, one, finish, kernel=order.rule)))
     sets: dict[bytes, np.ndarray] = {}
     for run in sorted((r for r in runs if r.feasible), key=lambda r: -r.objective):
         sets.setdefault(run.solution.astype(bool).tobytes(), run.solution.astype(bool))

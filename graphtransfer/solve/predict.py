@@ -128,7 +128,8 @@ def predict_graph(
     count = rollout_count(decoding.rollouts, order.graph.num_nodes, order.graph.edge_index.shape[1])
     loaded = policy_for_graphs(checkpoint, [order.graph], runtime, env, decoding.max_passes, query)
     patience = rollout_patience(decoding.rollouts, order.graph.num_nodes)
-    solution = best_of_rollouts(loaded.policy, loaded.env, count, decoding, finish_rule(checkpoint.config), patience, order.rule)
+    rule = finish_rule(checkpoint.config)
+    solution = best_of_rollouts(loaded.policy, loaded.env, count, decoding, rule, patience, order.rule, checkpoint.experts)
     features = features_of(loaded.env)
     if order.rule is not None and order.graph.num_nodes < HASTY_FROM_NODES:
         started = time.perf_counter()

@@ -11,10 +11,14 @@ rollout is the policy's own decisions, seeded (``seed``, ``seed + 1``, ...): no 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 
 import gymnasium as gym
+import torch
 
+from graphtransfer.checkpoint import load_strict, state_tensors
 from graphtransfer.config import (
     AUTO_PATIENCE,
     AUTO_ROLLOUTS,
@@ -117,8 +121,11 @@ def rollout_patience(rollouts: int | str, num_nodes: int) -> float:
     return AUTO_PATIENCE
 
 
-def rollout_plan(decoding: Decoding, count: int, default: str, degree: float = 0.0) -> list[Decoding]:
+def rollout_plan(decoding: Decoding, count: int, default: str, degree: float = 0.0, experts: int = 1) -> list[Decoding]:
     """The decoding of each of ``count`` rollouts: seeds ``seed, seed + 1, ...``, one rollout each.
+    With ``experts`` weight sets taking turns (rollout ``i`` decoded by weight set ``i % experts``,
+    :func:`best_of_rollouts`), each weight set's rollouts follow this plan on their own: rollout
+    ``i`` is the plan's rollout ``i // experts``, so a weight set decodes exactly as it would alone.
 
     Where no ``method`` is given, the env's ``default`` decoding is local-max and the graph's
     average ``degree`` is at most :data:`~graphtransfer.config.SAMPLED_ROLLOUT_DEGREE`, every other
@@ -131,8 +138,11 @@ def rollout_plan(decoding: Decoding, count: int, default: str, degree: float = 0
     before, and more can only find a better one. A ``method`` given is kept by every rollout.
     """
     mixes = decoding.method is None and default == LOCAL_MAX and degree <= SAMPLED_ROLLOUT_DEGREE
-    methods = [LOCAL_MAX_SAMPLED if mixes and i % 2 else decoding.method for i in range(count)]
-    return [replace(decoding, seed=(decoding.seed + i) % SEED_LIMIT, method=method, rollouts=1) for i, method in enumerate(methods)]
+    plan = []
+    for turn in (i // experts for i in range(count)):
+        method = LOCAL_MAX_SAMPLED if mixes and turn % 2 else decoding.method
+        plan.append(replace(decoding, seed=(decoding.seed + turn) % SEED_LIMIT, method=method, rollouts=1))
+    return plan
 
 
 def solve_one(policy, env: gym.Env, one: Decoding, finish=None, patience: float = 1.0, kernel: KernelRule | None = None) -> Solution:
@@ -153,6 +163,7 @@ def best_of_rollouts(
     finish=None,
     patience: float = 1.0,
     kernel: KernelRule | None = None,
+    experts: Sequence[dict[str, torch.Tensor]] = (),
 ) -> Solution:
     """The best of ``count`` runs of :func:`graphtransfer.solve.inference.solve` on the env's
     graph (see :func:`rollout_plan`): feasible before infeasible, then by objective, ties going
@@ -174,19 +185,53 @@ def best_of_rollouts(
         finish: the task's finishing rule, as for ``solve``.
         patience: as for ``solve`` (:func:`rollout_patience` gives it for a graph).
         kernel: the task's kernel rule, for the kernels between passes (see :func:`solve_one`).
+        experts: further weight sets of the policy's network (a model's
+            :attr:`~graphtransfer.checkpoint.Checkpoint.experts`): the rollouts take turns, rollout
+            ``i`` decoded by the policy's own weights where ``i % (1 + len(experts))`` is 0, else by
+            that expert's, each weight set's rollouts seeded and decoded as it would be alone
+            (:func:`rollout_plan`), within the same ``count``; one rollout is the policy's own.
+            The policy holds its own weights again afterwards.
     """
     features = features_of(env)
-    plan = rollout_plan(decoding, count, check_decoding(env, features, decoding.method), average_degree(env) if count > 1 else 0.0)
+    turns = 1 + len(experts)
+    plan = rollout_plan(decoding, count, check_decoding(env, features, decoding.method), average_degree(env) if count > 1 else 0.0, turns)
     if decoding.deterministic is None and features.inference_deterministic:
-        # the most likely moves repeat themselves exactly: rollout 0 takes them, the others sample (seeded)
-        plan = [replace(one, deterministic=index == 0) for index, one in enumerate(plan)]
+        # the most likely moves repeat themselves exactly: each weight set's first rollout takes them, the others sample (seeded)
+        plan = [replace(one, deterministic=index < turns) for index, one in enumerate(plan)]
     runs = [solve_one(policy, env, plan[0], finish, patience, kernel)]
     if decoding.rollouts == AUTO_ROLLOUTS:
         plan = plan[: rollouts_within_passes(count, runs[0].passes)]
-    runs += [solve_one(policy, env, one, finish, patience, kernel) for one in plan[1:]]
+    with taking_turns(policy, experts) as use_weights:
+        for index, one in enumerate(plan[1:], 1):
+            use_weights(index)
+            runs.append(replace(solve_one(policy, env, one, finish, patience, kernel), expert=index % turns))
     sign = 1 if features.sense == "max" else -1
     best = max(runs, key=lambda run: (run.feasible, sign * run.objective))
-    return replace(best, rollouts=len(runs), seconds=sum(run.seconds for run in runs), peak_rss_mib=runs[-1].peak_rss_mib)
+    seconds = sum(run.seconds for run in runs)
+    return replace(best, rollouts=len(runs), seconds=seconds, peak_rss_mib=runs[-1].peak_rss_mib, weight_sets=min(turns, len(runs)))
+
+
+@contextmanager
+def taking_turns(policy: torch.nn.Module, experts: Sequence[dict[str, torch.Tensor]]) -> Iterator[Callable[[int], None]]:
+    """``use_weights(index)``: puts weight set ``index % (1 + len(experts))`` into ``policy`` (0:
+    its own weights, kept aside here; else that expert's); the policy's own weights are put back
+    on the way out, however it is left."""
+    own = {name: tensor.detach().clone() for name, tensor in state_tensors(policy).items()} if experts else {}
+    weight_sets = [own, *experts]
+    held = 0
+
+    def use_weights(index: int) -> None:
+        nonlocal held
+        turn = index % len(weight_sets)
+        if turn != held:
+            load_strict(policy, weight_sets[turn])
+            held = turn
+
+    try:
+        yield use_weights
+    finally:
+        if held:
+            load_strict(policy, own)
 
 
 def average_degree(env: gym.Env) -> float:

@@ -44,6 +44,9 @@ class TransferResult:
     adapted_rows: list[EvalRow] | None = None
     kept: str = "zero-shot"
     """which weights were saved after adaptation: ``adapted``, or ``zero-shot`` where adapting made them worse"""
+    experts: str = ""
+    """what became of the source's experts (:attr:`graphtransfer.checkpoint.Checkpoint.experts`): kept where the
+    saved weights are the source's own, else dropped; empty for a source without experts"""
 
     @cached_property
     def model(self) -> BaseAlgorithm:
@@ -137,7 +140,7 @@ def transfer(
     if seed is not None:
         config = replace(config, ppo=replace(config.ppo, seed=seed))
         config.check("--seed")
-    rows = evaluate_policy(policy, config, graphs, decoding)
+    rows = evaluate_policy(policy, config, graphs, decoding, experts=checkpoint.experts)
     info = {k: v for k, v in checkpoint.meta.items() if k in ("trained_on", "training")}
     info["transferred"] = {"from": str(checkpoint.folder), "to": str(dst), "zero_shot": [_row_summary(row) for row in rows]}
     result = TransferResult(checkpoint.folder, out, config, report, rows, graphs=graphs, env=env)
@@ -152,7 +155,11 @@ def transfer(
     if adapt_seconds is not None:
         info["transferred"]["adapt"] = _adapt_and_keep(result, policy, adapt_seconds, adapt_nodes, decoding, runtime.device, log)
     what = "adapted model" if result.kept == "adapted" else "fine-tuned model" if finetune_steps else "transferred model"
-    save_or_keep(out, policy, config, info, what=what)
+    experts = checkpoint.experts if what == "transferred model" else []  # trained weights leave the experts behind
+    if checkpoint.experts:
+        result.experts = "kept" if experts else "dropped: only the model's own weights were trained"
+        info["transferred"]["experts"] = result.experts
+    save_or_keep(out, policy, config, info, what=what, experts=experts)
     discard_earlier_outputs(out)  # an earlier run's logs, best model and checkpoints are not this model's
     return result
 
