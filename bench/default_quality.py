@@ -8,6 +8,11 @@ otherwise idle machine:
 
     PYTHONPATH=. .venv/bin/python -m bench.default_quality --task mis [--graphs er-d8:10000:0,dl:10000:1] > after.jsonl
     PYTHONPATH=. .venv/bin/python -m bench.default_quality --task mis --compare before.jsonl after.jsonl
+    PYTHONPATH=. .venv/bin/python -m bench.default_quality --task mis --held-out > held-out.jsonl
+
+``--held-out`` runs the 54 graphs of :data:`HELD_OUT_GRAPHS` instead (``family:nodes:degree:seed``, the
+density families of :mod:`bench.transfer_quality`: Erdős–Rényi, Barabási–Albert and random geometric
+graphs of 10^3 and 10^4 nodes at average degree 4, 64 and 200, seeds 1-3, which no build saw).
 
 Prints one JSON line per graph; ``--compare`` prints the Markdown table of two such runs.
 Not part of the test run.
@@ -23,6 +28,7 @@ from collections.abc import Callable
 import numpy as np
 
 from bench.path_matching_quality import grid
+from bench.transfer_quality import DENSE_FAMILIES
 from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.baselines.mvc import greedy_max_degree
 from graphtransfer.checkpoint import read_checkpoint
@@ -73,14 +79,27 @@ GREEDY = {"mis": greedy_min_degree, "mvc": greedy_max_degree}
 SIZES = ((1000, 0), (1000, 1), (10_000, 0), (10_000, 1), (100_000, 0))
 """nodes and graph seed of each family's graphs by default"""
 DEFAULT_GRAPHS = [f"{family}:{n}:{seed}" for family in FAMILIES for n, seed in SIZES]
+HELD_OUT_GRAPHS = [
+    f"{family}:{n}:{degree}:{seed}"
+    for n in (1000, 10_000)
+    for family in ("er", "ba", "rgg")
+    for degree in (4, 64, 200)
+    for seed in (1, 2, 3)
+]
+"""``family:nodes:degree:seed`` of the held-out density grid (the family's generator in :data:`DENSE_FAMILIES`)"""
 
 
 def measure(task: str, spec: str) -> dict:
-    """One graph ``family:nodes:seed``: greedy's objective, the default predict's, its passes,
-    rollouts and seconds; on a nearly bipartite graph also the policy's own objective (``own``)
-    and whether König's set (:mod:`graphtransfer.baselines.near_bipartite`) was the answer."""
-    family, nodes, seed = spec.split(":")
-    graph = FAMILIES[family](int(nodes), int(seed))
+    """One graph ``family:nodes:seed`` (or ``family:nodes:degree:seed`` of :data:`DENSE_FAMILIES`):
+    greedy's objective, the default predict's, its passes, rollouts, the weight set that gave it
+    (``expert``: 0 the model's own) and seconds; on a nearly bipartite graph also the policy's own
+    objective (``own``) and whether König's set (:mod:`graphtransfer.baselines.near_bipartite`) was
+    the answer."""
+    parts = spec.split(":")
+    if len(parts) == 4:
+        graph = DENSE_FAMILIES[parts[0]](int(parts[1]), float(parts[2]), int(parts[3]))
+    else:
+        graph = FAMILIES[parts[0]](int(parts[1]), int(parts[2]))
     started = time.perf_counter()
     solution, _ = predict_graph(read_checkpoint(task), graph)
     seconds = time.perf_counter() - started
@@ -92,6 +111,7 @@ def measure(task: str, spec: str) -> dict:
         "feasible": bool(solution.feasible),
         "passes": solution.passes,
         "rollouts": solution.rollouts,
+        "expert": solution.expert,
         "seconds": round(seconds, 2),
     }
     rival = solution.rival
@@ -123,12 +143,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", choices=sorted(GREEDY), default="mis")
     parser.add_argument("--graphs", default=",".join(DEFAULT_GRAPHS), help="family:nodes:seed, comma-separated")
+    parser.add_argument("--held-out", action="store_true", help="the 54 graphs of HELD_OUT_GRAPHS instead of --graphs")
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="two runs' JSON lines: print their table")
     args = parser.parse_args()
     if args.compare:
         compare(*args.compare)
         return
-    for spec in args.graphs.split(","):
+    for spec in HELD_OUT_GRAPHS if args.held_out else args.graphs.split(","):
         print(json.dumps(measure(args.task, spec)), flush=True)
 
 

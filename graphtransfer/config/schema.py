@@ -344,7 +344,9 @@ class Decoding:
         f"{1 / HASTY_PATIENCE:g}x its default's share per pass, whatever --rollouts says (10^7 nodes: 0.2% smaller sets "
         "in three quarters of the time). With the "
         "default decoding of mis and mvc every other rollout is local-max-sampled on graphs of average degree up to "
-        f"{SAMPLED_ROLLOUT_DEGREE:g}, local-max on denser ones. 1: a single rollout",
+        f"{SAMPLED_ROLLOUT_DEGREE:g}, local-max on denser ones. A model with experts (the built-in mis model has a dense "
+        "one) takes turns between its weight sets, each decoding its rollouts as it would alone. 1: a single rollout, the "
+        "model's own weights",
         low=1,
         high=MAX_ROLLOUTS,
     )
