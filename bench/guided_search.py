@@ -18,7 +18,10 @@ on the machine's load; the policy's seconds are printed beside it):
   kernel (:func:`graphtransfer.baselines.local_search.reduced_search`, what ``predict --polish`` and
   the baselines run since the seventeenth session; its kernel's time counted; seconds mode only);
 - ``chils`` (``pip install 'graphtransfer[chils]'``): CHILS for the same seconds, the graph's
-  transfer into the library on top (seconds mode only).
+  transfer into the library on top (seconds mode only);
+- ``predict``: ``predict --polish`` as users run it: the default decoding (``--rollouts auto``, the
+  model's experts taking turns, patience), then the search on the kernel the policy solved for the
+  seconds left (seconds mode only; ``--rollouts`` does not apply).
 
     .venv/bin/python bench/guided_search.py --model runs/mis/small [--sizes 1000,10000,100000] [--seconds 10]
         [--iterations K] [--seeds 0] [--arms greedy,policy,guided,multi] [--rollouts 1] [--starts 4]
@@ -46,7 +49,9 @@ from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.envs import is_independent_set
 from graphtransfer.graphs import Graph, barabasi_albert, delaunay, erdos_renyi, random_geometric
-from graphtransfer.solve.polishing import policy_starts
+from graphtransfer.solve.ordering import solving_order
+from graphtransfer.solve.polishing import policy_starts, polish
+from graphtransfer.solve.predict import predict_graph
 
 FAMILIES: dict[str, Callable[[int, int], Graph]] = {
     "er-d8": lambda n, seed: erdos_renyi(n, 8.0, seed),
@@ -57,7 +62,7 @@ FAMILIES: dict[str, Callable[[int, int], Graph]] = {
     "rgg-d64": lambda n, seed: random_geometric(n, 64.0, seed),
     "dl": lambda n, seed: delaunay(n, seed),
 }
-ARMS = ("greedy", "policy", "guided", "multi", "alone", "chils", "greedy-kernel", "policy-kernel")
+ARMS = ("greedy", "policy", "guided", "multi", "alone", "chils", "greedy-kernel", "policy-kernel", "predict")
 
 
 @dataclass
@@ -92,6 +97,11 @@ def run_arm(arm: str, checkpoint, graph: Graph, args, seed: int) -> Arm:
     if arm == "chils":
         found = chils_mis(graph, args.seconds, seed)
         return Arm(_checked(graph, found), 0, 0, clock() - started)
+    if arm == "predict":
+        order = solving_order(checkpoint.config, graph)
+        solution, _ = predict_graph(checkpoint, graph, order=order)
+        polished = polish("mis", graph, solution.solution, max(args.seconds - (clock() - started), 0.01), seed, order.kernel)
+        return Arm(_checked(graph, polished.solution), int(solution.objective), polished.iterations, clock() - started)
     count = args.starts if arm == "multi" else 1
     starts = policy_starts(checkpoint, graph, args.rollouts, seed, count, scores=arm == "guided")
     if arm == "alone":
@@ -138,8 +148,8 @@ def main() -> None:
     arms = args.arms.split(",")
     if not set(arms) <= set(ARMS):
         raise SystemExit(f"--arms {args.arms}: choose from {', '.join(ARMS)}")
-    if args.iterations and any(arm.endswith("-kernel") for arm in arms):
-        raise SystemExit("the -kernel arms search for --seconds only; drop --iterations")
+    if args.iterations and any(arm.endswith("-kernel") or arm == "predict" for arm in arms):
+        raise SystemExit("the -kernel and predict arms search for --seconds only; drop --iterations")
     torch.set_num_threads(1)
     checkpoint = read_checkpoint(args.model)
     budget = f"{args.iterations:,} iterations" if args.iterations else f"{args.seconds:g} {'CPU ' if args.cpu else ''}s"

@@ -270,19 +270,19 @@ def _experts(folder: Path, tensors: dict[str, dict[str, torch.Tensor]]) -> list[
     return experts
 
 
+_SAME_NETWORK = "an expert is another weight set of the model's network (the same tensor names and shapes); restore the folder or drop it"
+
+
 def check_expert(expert: dict[str, torch.Tensor], weights: dict[str, torch.Tensor], where: str) -> dict[str, torch.Tensor]:
     """``expert``, where it holds the very tensor names and shapes of ``weights`` (an expert is another
     weight set of the same network); else :class:`CheckpointError` naming the first difference."""
     names = sorted(set(expert) ^ set(weights))
     if names:
         which = "lacks" if names[0] in weights else "has an extra tensor"
-        raise CheckpointError(f"{where}: {which} {names[0]}; an expert holds the same tensors as the model's weights, restore the folder")
+        raise CheckpointError(f"{where}: {which} {names[0]}; {_SAME_NETWORK}")
     for name, tensor in weights.items():
         if expert[name].shape != tensor.shape:
-            raise CheckpointError(
-                f"{where}: {name} is {tuple(expert[name].shape)}, the weights' {tuple(tensor.shape)}; "
-                "an expert holds the same tensors as the model's weights, restore the folder"
-            )
+            raise CheckpointError(f"{where}: {name} is {tuple(expert[name].shape)}, the weights' {tuple(tensor.shape)}; {_SAME_NETWORK}")
     return expert
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import save
 from typer.testing import CliRunner
 
 from graphtransfer.checkpoint import CONFIG, read_checkpoint, save_checkpoint
@@ -92,6 +93,17 @@ def folder_with_weights(folder: str, content: bytes) -> Path:
     digest = hashlib.sha256(content).hexdigest()
     meta["files"]["weights"] = {"name": f"model-{digest[:16]}.safetensors", "sha256": digest}
     (path / meta["files"]["weights"]["name"]).write_bytes(content)
+    (path / CONFIG).write_text(json.dumps(meta))
+    return path
+
+
+def folder_with_expert(folder: str, content: bytes) -> Path:
+    """A model folder whose config.json names ``content`` as its expert ``expert-1``, sha256 and all."""
+    path = save_model(folder, RunConfig(head="node-wise", model=MODEL))
+    meta = json.loads((path / CONFIG).read_text())
+    digest = hashlib.sha256(content).hexdigest()
+    meta["files"]["expert-1"] = {"name": f"expert-{digest[:16]}.safetensors", "sha256": digest}
+    (path / meta["files"]["expert-1"]["name"]).write_bytes(content)
     (path / CONFIG).write_text(json.dumps(meta))
     return path
 
@@ -259,6 +271,16 @@ CASES = [
         predicting("evil-env", "--env", "changed:PickOne"),
     ),
     Case("weights holding NaN", lambda: nan_weights("nan-model"), predicting("nan-model")),
+    Case(
+        "an expert that is a pickle (config.json names it, sha256 right)",
+        lambda: folder_with_expert("pickled-expert", payload()),
+        predicting("pickled-expert"),
+    ),
+    Case(
+        "an expert of another network (config.json names it, sha256 right)",
+        lambda: folder_with_expert("foreign-expert", save({"features_extractor.encode.0.weight": torch.zeros(3, 3)})),
+        predicting("foreign-expert"),
+    ),
     Case("predict `--seed -1`", lambda: None, predicting("mem-model", "--seed", "-1")),
     Case("predict `--seed 10^23`", lambda: None, predicting("mem-model", "--seed", "99999999999999999999999")),
     Case(
