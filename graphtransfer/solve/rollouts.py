@@ -6,7 +6,9 @@ as many times as a work budget allows (:func:`rollout_count`); graphs of 15,001 
 dense ones from 2,000,001 directed edges on, get one rollout. Below a size the local-max
 decodings (MIS's and MVC's) are patient too (:func:`rollout_patience`), which on sparse graphs
 finds more than further rollouts do; their passes count against the rollouts' budget. Every
-rollout is the policy's own decisions, seeded (``seed``, ``seed + 1``, ...): no search.
+rollout is the policy's own decisions, seeded (``seed``, ``seed + 1``, ...): no search. A model
+with experts (:attr:`graphtransfer.checkpoint.Checkpoint.experts`: further weight sets of its
+network) decodes its rollouts in turns, each weight set as it would alone (:func:`best_of_rollouts`).
 """
 
 from __future__ import annotations
