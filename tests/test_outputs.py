@@ -20,12 +20,15 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 from stable_baselines3.common.callbacks import BaseCallback
 from typer.testing import CliRunner
 
-from graphtransfer.checkpoint import CONFIG, SaveFailed, read_checkpoint
+from graphtransfer.checkpoint import CONFIG, SaveFailed, read_checkpoint, save_checkpoint
 from graphtransfer.cli import app
 from graphtransfer.config import PPOConfig, RunConfig
+from graphtransfer.graphs.generators import delaunay
+from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.training.loop import TrainingStopped, train
 from graphtransfer.transferring.transfer import transfer
 
@@ -439,6 +442,27 @@ def test_a_full_disk_at_the_transfer_save_keeps_the_fine_tuned_model_and_changes
     try:
         assert read_checkpoint(kept).meta["transferred"]["finetune"]["steps"] >= 8
         assert snapshot(out) == before and snapshot(work["model"]) == source
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
+
+
+def test_a_full_disk_at_the_transfer_save_keeps_the_model_with_its_expert(work, disk):
+    """transfer of a model with an expert (no fine-tuning) onto a full disk: the transferred model
+    is kept in a temporary folder with its expert, and the source stays as it was."""
+    source = read_checkpoint(work["model"])
+    policy = policy_for_graphs(source, [delaunay(30, 0)]).policy
+    expert = {name: tensor + 0.01 for name, tensor in source.tensors.items()}
+    with_expert = save_checkpoint(work["tmp"] / "with-expert", policy, source.config, experts=[expert])
+    before = snapshot(with_expert)
+    disk.fill()
+    command = ["transfer", "--src", str(with_expert), "--dst", str(work["graph"]), "--out", str(disk.folder / "out")]
+    message = assert_refused(runner.invoke(app, command), code=1)
+    assert "the transferred model could not be saved (No space left on device); it is kept in" in message
+    kept = kept_folder(message)
+    try:
+        read = read_checkpoint(kept)
+        assert len(read.experts) == 1 and all(torch.equal(read.experts[0][name], expert[name]) for name in expert)
+        assert snapshot(with_expert) == before
     finally:
         shutil.rmtree(kept, ignore_errors=True)
 
