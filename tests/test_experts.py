@@ -109,7 +109,7 @@ def test_a_folder_whose_expert_does_not_fit_its_weights_or_holds_nan_or_skips_a_
 
 
 def test_each_weight_set_decodes_its_rollouts_as_it_would_alone():
-    plan = rollout_plan(Decoding(seed=7), 6, "local-max", experts=2)
+    plan = rollout_plan(Decoding(seed=7), 6, "local-max", weight_sets=2)
     assert [(p.seed, p.method) for p in plan] == [
         (7, None),
         (7, None),
@@ -118,7 +118,7 @@ def test_each_weight_set_decodes_its_rollouts_as_it_would_alone():
         (9, None),
         (9, None),
     ]
-    assert [p.seed for p in rollout_plan(Decoding(seed=7), 3, "local-max", experts=1)] == [7, 8, 9]
+    assert [p.seed for p in rollout_plan(Decoding(seed=7), 3, "local-max", weight_sets=1)] == [7, 8, 9]
 
 
 def test_the_best_of_rollouts_with_an_expert_is_the_best_of_each_weight_sets_own_rollouts(with_expert):

@@ -123,11 +123,12 @@ def rollout_patience(rollouts: int | str, num_nodes: int) -> float:
     return AUTO_PATIENCE
 
 
-def rollout_plan(decoding: Decoding, count: int, default: str, degree: float = 0.0, experts: int = 1) -> list[Decoding]:
+def rollout_plan(decoding: Decoding, count: int, default: str, degree: float = 0.0, weight_sets: int = 1) -> list[Decoding]:
     """The decoding of each of ``count`` rollouts: seeds ``seed, seed + 1, ...``, one rollout each.
-    With ``experts`` weight sets taking turns (rollout ``i`` decoded by weight set ``i % experts``,
-    :func:`best_of_rollouts`), each weight set's rollouts follow this plan on their own: rollout
-    ``i`` is the plan's rollout ``i // experts``, so a weight set decodes exactly as it would alone.
+    With ``weight_sets`` taking turns (a model's own weights and its experts: rollout ``i`` decoded
+    by weight set ``i % weight_sets``, :func:`best_of_rollouts`), each weight set's rollouts follow
+    this plan on their own: rollout ``i`` is the plan's rollout ``i // weight_sets``, so a weight set
+    decodes exactly as it would alone.
 
     Where no ``method`` is given, the env's ``default`` decoding is local-max and the graph's
     average ``degree`` is at most :data:`~graphtransfer.config.SAMPLED_ROLLOUT_DEGREE`, every other
@@ -141,7 +142,7 @@ def rollout_plan(decoding: Decoding, count: int, default: str, degree: float = 0
     """
     mixes = decoding.method is None and default == LOCAL_MAX and degree <= SAMPLED_ROLLOUT_DEGREE
     plan = []
-    for turn in (i // experts for i in range(count)):
+    for turn in (i // weight_sets for i in range(count)):
         method = LOCAL_MAX_SAMPLED if mixes and turn % 2 else decoding.method
         plan.append(replace(decoding, seed=(decoding.seed + turn) % SEED_LIMIT, method=method, rollouts=1))
     return plan
