@@ -83,7 +83,8 @@ class Checkpoint:
     experts: list[dict[str, torch.Tensor]] = field(default_factory=list)
     """further weight sets of the same network (the names and shapes of ``tensors``): a model with
     experts decodes its rollouts taking turns with them (:func:`graphtransfer.solve.rollouts.best_of_rollouts`).
-    Only ``tensors`` are trained, fine-tuned or exported; the built-in MIS model has one expert
+    Only ``tensors`` are trained, fine-tuned, adapted or exported (``transfer`` carries the experts
+    unchanged); the built-in MIS model has one expert
     (:mod:`graphtransfer.zoo`)."""
 
     def interrupted_at(self) -> tuple[int, int] | None:

@@ -124,7 +124,10 @@ def transfer(
             why = ": the budget ended before the first update; raise --adapt"
         typer.echo(f"kept the {result.kept} model{why}")
     if result.experts:
-        typer.echo(f"the source's experts (weight sets taking turns in the rollouts): {result.experts}")
+        typer.echo(
+            f"the source's {result.experts} expert(s), weight sets taking turns in the rollouts, are saved with it unchanged "
+            "(only the model's own weights are fine-tuned or adapted)"
+        )
     typer.echo(f"saved {result.folder}")
 
 

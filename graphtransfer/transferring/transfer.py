@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
+import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from graphtransfer.checkpoint import LoadReport, is_model_folder, read_checkpoint, save_or_keep
@@ -44,9 +45,10 @@ class TransferResult:
     adapted_rows: list[EvalRow] | None = None
     kept: str = "zero-shot"
     """which weights were saved after adaptation: ``adapted``, or ``zero-shot`` where adapting made them worse"""
-    experts: str = ""
-    """what became of the source's experts (:attr:`graphtransfer.checkpoint.Checkpoint.experts`): kept where the
-    saved weights are the source's own, else dropped; empty for a source without experts"""
+    experts: int = 0
+    """how many experts the source has (:attr:`graphtransfer.checkpoint.Checkpoint.experts`): the saved model carries
+    them unchanged, and every evaluation here takes turns with them as ``predict`` will; only the model's own
+    weights are fine-tuned or adapted"""
 
     @cached_property
     def model(self) -> BaseAlgorithm:
@@ -140,40 +142,45 @@ def transfer(
     if seed is not None:
         config = replace(config, ppo=replace(config.ppo, seed=seed))
         config.check("--seed")
-    rows = evaluate_policy(policy, config, graphs, decoding, experts=checkpoint.experts)
+    experts = checkpoint.experts
+    rows = evaluate_policy(policy, config, graphs, decoding, experts=experts)
     info = {k: v for k, v in checkpoint.meta.items() if k in ("trained_on", "training")}
     info["transferred"] = {"from": str(checkpoint.folder), "to": str(dst), "zero_shot": [_row_summary(row) for row in rows]}
-    result = TransferResult(checkpoint.folder, out, config, report, rows, graphs=graphs, env=env)
+    result = TransferResult(checkpoint.folder, out, config, report, rows, graphs=graphs, env=env, experts=len(experts))
     if finetune_steps:
         result.finetune = finetune(policy, config, graphs, finetune_steps, log, runtime)
-        result.finetuned_rows = evaluate_policy(policy, config, graphs, decoding)
+        result.finetuned_rows = evaluate_policy(policy, config, graphs, decoding, experts=experts)
         info["transferred"]["finetune"] = {
             "steps": result.finetune.steps,
             "seconds": round(result.finetune.seconds, 2),
             "after": [_row_summary(row) for row in result.finetuned_rows],
         }
     if adapt_seconds is not None:
-        info["transferred"]["adapt"] = _adapt_and_keep(result, policy, adapt_seconds, adapt_nodes, decoding, runtime.device, log)
+        info["transferred"]["adapt"] = _adapt_and_keep(result, policy, adapt_seconds, adapt_nodes, decoding, runtime.device, log, experts)
     what = "adapted model" if result.kept == "adapted" else "fine-tuned model" if finetune_steps else "transferred model"
-    experts = checkpoint.experts if what == "transferred model" else []  # trained weights leave the experts behind
-    if checkpoint.experts:
-        result.experts = "kept" if experts else "dropped: only the model's own weights were trained"
-        info["transferred"]["experts"] = result.experts
     save_or_keep(out, policy, config, info, what=what, experts=experts)
     discard_earlier_outputs(out)  # an earlier run's logs, best model and checkpoints are not this model's
     return result
 
 
 def _adapt_and_keep(
-    result: TransferResult, policy, seconds: float, nodes: int, decoding: Decoding, device: Device, log: Callable[[str], None]
+    result: TransferResult,
+    policy,
+    seconds: float,
+    nodes: int,
+    decoding: Decoding,
+    device: Device,
+    log: Callable[[str], None],
+    experts: list[dict[str, torch.Tensor]],
 ) -> dict:
-    """Adapt ``policy`` in place, evaluate it on the destination graphs, and put the zero-shot
-    weights back if it scores worse there; the record for the model folder's config.json."""
+    """Adapt ``policy`` in place, evaluate it on the destination graphs (taking turns with the
+    model's ``experts``, which stay as they are), and put the zero-shot weights back if it scores
+    worse there; the record for the model folder's config.json."""
     zero_shot = {name: tensor.detach().clone() for name, tensor in policy.state_dict().items()}
     seed = result.config.ppo.seed
     result.adapted = adapt(policy, result.config, result.graphs, seconds, seed=seed, log=log, size=nodes, device=device)
     trained = result.adapted.steps > 0  # else the budget ended before the first update: the weights are the zero-shot ones
-    result.adapted_rows = evaluate_policy(policy, result.config, result.graphs, decoding) if trained else result.rows
+    result.adapted_rows = evaluate_policy(policy, result.config, result.graphs, decoding, experts=experts) if trained else result.rows
     before, by = eval_score(result.rows)
     after, _ = eval_score(result.adapted_rows)
     better_or_equal = after >= before if result.rows[0].sense == "max" else after <= before
