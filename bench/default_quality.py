@@ -10,7 +10,9 @@ otherwise idle machine:
     PYTHONPATH=. .venv/bin/python -m bench.default_quality --task mis --compare before.jsonl after.jsonl
     PYTHONPATH=. .venv/bin/python -m bench.default_quality --task mis --held-out > held-out.jsonl
 
-``--held-out`` runs the 54 graphs of :data:`HELD_OUT_GRAPHS` instead (``family:nodes:degree:seed``, the
+``--others`` runs the nine families of :data:`OTHER_FAMILIES` (networkx's generators: small worlds,
+random regular graphs, lattices, a power-law cluster graph, a block model) at 10^3 and 10^4 nodes,
+graph seed 0. ``--held-out`` runs the 54 graphs of :data:`HELD_OUT_GRAPHS` instead (``family:nodes:degree:seed``, the
 density families of :mod:`bench.transfer_quality`: Erdős–Rényi, Barabási–Albert and random geometric
 graphs of 10^3 and 10^4 nodes at average degree 4, 64 and 200, seeds 1-3, which no build saw).
 
@@ -75,6 +77,75 @@ def grid_with_diagonals(num_nodes: int, share: float, seed: int) -> Graph:
     return from_edges(src, dst, side * side, f"grid-{side}x{side}-diagonals-{share:g}")[0]
 
 
+def from_networkx(made, name: str) -> Graph:
+    """A networkx graph as a :class:`Graph`, its nodes numbered in networkx's order."""
+    import networkx as nx
+
+    made = nx.convert_node_labels_to_integers(made)
+    edges = np.array(made.edges(), dtype=np.int64).reshape(-1, 2)
+    return from_edges(edges[:, 0], edges[:, 1], made.number_of_nodes(), name)[0]
+
+
+def _networkx(build: Callable) -> Callable[[int, int], Graph]:
+    """A family of :data:`OTHER_FAMILIES`: ``build(nx, nodes, seed)`` made a :class:`Graph`."""
+
+    def make(num_nodes: int, seed: int) -> Graph:
+        import networkx as nx
+
+        return from_networkx(build(nx, num_nodes, seed), f"{build.__name__}-{num_nodes}-s{seed}")
+
+    return make
+
+
+def ws_k4(nx, n, seed):
+    return nx.watts_strogatz_graph(n, 4, 0.1, seed=seed)
+
+
+def ws_k6(nx, n, seed):
+    return nx.watts_strogatz_graph(n, 6, 0.05, seed=seed)
+
+
+def regular3(nx, n, seed):
+    return nx.random_regular_graph(3, n, seed=seed)
+
+
+def regular4(nx, n, seed):
+    return nx.random_regular_graph(4, n, seed=seed)
+
+
+def regular10(nx, n, seed):
+    return nx.random_regular_graph(10, n, seed=seed)
+
+
+def triangular(nx, n, seed):
+    side = round(n**0.5)
+    return nx.triangular_lattice_graph(side, side)
+
+
+def hexagonal(nx, n, seed):
+    side = round((n / 2) ** 0.5)
+    return nx.hexagonal_lattice_graph(side, side)
+
+
+def powerlaw_cluster(nx, n, seed):
+    return nx.powerlaw_cluster_graph(n, 3, 0.5, seed=seed)
+
+
+def blocks(nx, n, seed):
+    """20 blocks, about 30 neighbours inside a node's block and 12 outside (average degree about 42)."""
+    count, size = 20, n // 20
+    inside, outside = 30 / size, 12 / (n - size)
+    chances = [[inside if i == j else outside for j in range(count)] for i in range(count)]
+    return nx.stochastic_block_model([size] * count, chances, seed=seed)
+
+
+OTHER_FAMILIES: dict[str, Callable[[int, int], Graph]] = {
+    build.__name__.replace("_", "-"): _networkx(build)
+    for build in (ws_k4, ws_k6, regular3, regular4, regular10, triangular, hexagonal, powerlaw_cluster, blocks)
+}
+"""families the default grid does not hold (the lattices' sizes are the nearest their shapes allow)"""
+OTHER_GRAPHS = [f"{family}:{n}:0" for n in (1000, 10_000) for family in OTHER_FAMILIES]
+
 GREEDY = {"mis": greedy_min_degree, "mvc": greedy_max_degree}
 SIZES = ((1000, 0), (1000, 1), (10_000, 0), (10_000, 1), (100_000, 0))
 """nodes and graph seed of each family's graphs by default"""
@@ -99,7 +170,7 @@ def measure(task: str, spec: str) -> dict:
     if len(parts) == 4:
         graph = DENSE_FAMILIES[parts[0]](int(parts[1]), float(parts[2]), int(parts[3]))
     else:
-        graph = FAMILIES[parts[0]](int(parts[1]), int(parts[2]))
+        graph = (FAMILIES | OTHER_FAMILIES)[parts[0]](int(parts[1]), int(parts[2]))
     started = time.perf_counter()
     solution, _ = predict_graph(read_checkpoint(task), graph)
     seconds = time.perf_counter() - started
@@ -144,12 +215,14 @@ def main() -> None:
     parser.add_argument("--task", choices=sorted(GREEDY), default="mis")
     parser.add_argument("--graphs", default=",".join(DEFAULT_GRAPHS), help="family:nodes:seed, comma-separated")
     parser.add_argument("--held-out", action="store_true", help="the 54 graphs of HELD_OUT_GRAPHS instead of --graphs")
+    parser.add_argument("--others", action="store_true", help="the graphs of OTHER_GRAPHS (networkx's families) instead of --graphs")
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="two runs' JSON lines: print their table")
     args = parser.parse_args()
     if args.compare:
         compare(*args.compare)
         return
-    for spec in HELD_OUT_GRAPHS if args.held_out else args.graphs.split(","):
+    specs = HELD_OUT_GRAPHS if args.held_out else OTHER_GRAPHS if args.others else args.graphs.split(",")
+    for spec in specs:
         print(json.dumps(measure(args.task, spec)), flush=True)
 
 
