@@ -204,3 +204,20 @@ def test_export_holds_the_models_own_weights_and_says_so(with_expert, tmp_path):
     )
     theirs, _ = policy_and_file_outputs(as_expert, tmp_path / "m.onnx", graph)
     assert np.abs(got - theirs).max() > 1e-2  # not the expert's
+
+
+def test_a_path_models_expert_takes_the_most_likely_moves_in_its_first_rollout_too(tiny_model, tmp_path):
+    """Path takes the most likely moves by default: with an expert, each weight set's first rollout
+    takes them (the others sample), so two rollouts are each weight set's deterministic route."""
+    source = read_checkpoint(tiny_model("path"))
+    graph = delaunay(80, 2)
+    loaded = policy_for_graphs(source, [graph])
+    expert = _other_weights(source.tensors, 3)
+    folder = save_checkpoint(tmp_path / "path-expert", loaded.policy, source.config, experts=[expert])
+    both, _ = predict_graph(folder, graph, Decoding(rollouts=2))
+    own, _ = predict_graph(tiny_model("path"), graph, Decoding(rollouts=1, deterministic=True))
+    alone = save_checkpoint(tmp_path / "expert-alone", policy_for_graphs(replace(source, tensors=expert), [graph]).policy, source.config)
+    theirs, _ = predict_graph(alone, graph, Decoding(rollouts=1, deterministic=True))
+    assert both.weight_sets == 2 and both.rollouts == 2
+    best = min((own, theirs), key=lambda run: (not run.feasible, run.objective))  # a shorter route is better
+    assert (both.feasible, both.objective) == (best.feasible, best.objective)
