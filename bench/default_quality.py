@@ -10,7 +10,7 @@ otherwise idle machine:
     PYTHONPATH=. .venv/bin/python -m bench.default_quality --task mis --compare before.jsonl after.jsonl
     PYTHONPATH=. .venv/bin/python -m bench.default_quality --task mis --held-out > held-out.jsonl
 
-``--others`` runs the nine families of :data:`OTHER_FAMILIES` (networkx's generators: small worlds,
+``--others`` runs the nine families of :data:`NETWORKX_FAMILIES` (networkx's generators: small worlds,
 random regular graphs, lattices, a power-law cluster graph, a block model) at 10^3 and 10^4 nodes,
 graph seed 0. ``--held-out`` runs the 54 graphs of :data:`HELD_OUT_GRAPHS` instead (``family:nodes:degree:seed``, the
 density families of :mod:`bench.transfer_quality`: Erdős–Rényi, Barabási–Albert and random geometric
@@ -86,52 +86,7 @@ def from_networkx(made, name: str) -> Graph:
     return from_edges(edges[:, 0], edges[:, 1], made.number_of_nodes(), name)[0]
 
 
-def _networkx(build: Callable) -> Callable[[int, int], Graph]:
-    """A family of :data:`OTHER_FAMILIES`: ``build(nx, nodes, seed)`` made a :class:`Graph`."""
-
-    def make(num_nodes: int, seed: int) -> Graph:
-        import networkx as nx
-
-        return from_networkx(build(nx, num_nodes, seed), f"{build.__name__}-{num_nodes}-s{seed}")
-
-    return make
-
-
-def ws_k4(nx, n, seed):
-    return nx.watts_strogatz_graph(n, 4, 0.1, seed=seed)
-
-
-def ws_k6(nx, n, seed):
-    return nx.watts_strogatz_graph(n, 6, 0.05, seed=seed)
-
-
-def regular3(nx, n, seed):
-    return nx.random_regular_graph(3, n, seed=seed)
-
-
-def regular4(nx, n, seed):
-    return nx.random_regular_graph(4, n, seed=seed)
-
-
-def regular10(nx, n, seed):
-    return nx.random_regular_graph(10, n, seed=seed)
-
-
-def triangular(nx, n, seed):
-    side = round(n**0.5)
-    return nx.triangular_lattice_graph(side, side)
-
-
-def hexagonal(nx, n, seed):
-    side = round((n / 2) ** 0.5)
-    return nx.hexagonal_lattice_graph(side, side)
-
-
-def powerlaw_cluster(nx, n, seed):
-    return nx.powerlaw_cluster_graph(n, 3, 0.5, seed=seed)
-
-
-def blocks(nx, n, seed):
+def _blocks(nx, n: int, seed: int):
     """20 blocks, about 30 neighbours inside a node's block and 12 outside (average degree about 42)."""
     count, size = 20, n // 20
     inside, outside = 30 / size, 12 / (n - size)
@@ -139,12 +94,29 @@ def blocks(nx, n, seed):
     return nx.stochastic_block_model([size] * count, chances, seed=seed)
 
 
-OTHER_FAMILIES: dict[str, Callable[[int, int], Graph]] = {
-    build.__name__.replace("_", "-"): _networkx(build)
-    for build in (ws_k4, ws_k6, regular3, regular4, regular10, triangular, hexagonal, powerlaw_cluster, blocks)
+NETWORKX_FAMILIES: dict[str, Callable] = {
+    "ws-k4": lambda nx, n, seed: nx.watts_strogatz_graph(n, 4, 0.1, seed=seed),
+    "ws-k6": lambda nx, n, seed: nx.watts_strogatz_graph(n, 6, 0.05, seed=seed),
+    "regular3": lambda nx, n, seed: nx.random_regular_graph(3, n, seed=seed),
+    "regular4": lambda nx, n, seed: nx.random_regular_graph(4, n, seed=seed),
+    "regular10": lambda nx, n, seed: nx.random_regular_graph(10, n, seed=seed),
+    "triangular": lambda nx, n, seed: nx.triangular_lattice_graph(round(n**0.5), round(n**0.5)),
+    "hexagonal": lambda nx, n, seed: nx.hexagonal_lattice_graph(round((n / 2) ** 0.5), round((n / 2) ** 0.5)),
+    "powerlaw-cluster": lambda nx, n, seed: nx.powerlaw_cluster_graph(n, 3, 0.5, seed=seed),
+    "blocks": _blocks,
 }
-"""families the default grid does not hold (the lattices' sizes are the nearest their shapes allow)"""
-OTHER_GRAPHS = [f"{family}:{n}:0" for n in (1000, 10_000) for family in OTHER_FAMILIES]
+"""``build(nx, nodes, seed)`` of each family the default grid does not hold (the lattices' sizes are the nearest their
+shapes allow)"""
+
+
+def other_family_graph(family: str, num_nodes: int, seed: int) -> Graph:
+    """A graph of :data:`NETWORKX_FAMILIES`' ``family``."""
+    import networkx as nx
+
+    return from_networkx(NETWORKX_FAMILIES[family](nx, num_nodes, seed), f"{family}-{num_nodes}-s{seed}")
+
+
+OTHER_GRAPHS = [f"{family}:{n}:0" for n in (1000, 10_000) for family in NETWORKX_FAMILIES]
 
 GREEDY = {"mis": greedy_min_degree, "mvc": greedy_max_degree}
 SIZES = ((1000, 0), (1000, 1), (10_000, 0), (10_000, 1), (100_000, 0))
@@ -169,8 +141,10 @@ def measure(task: str, spec: str) -> dict:
     parts = spec.split(":")
     if len(parts) == 4:
         graph = DENSE_FAMILIES[parts[0]](int(parts[1]), float(parts[2]), int(parts[3]))
+    elif parts[0] in NETWORKX_FAMILIES:
+        graph = other_family_graph(parts[0], int(parts[1]), int(parts[2]))
     else:
-        graph = (FAMILIES | OTHER_FAMILIES)[parts[0]](int(parts[1]), int(parts[2]))
+        graph = FAMILIES[parts[0]](int(parts[1]), int(parts[2]))
     started = time.perf_counter()
     solution, _ = predict_graph(read_checkpoint(task), graph)
     seconds = time.perf_counter() - started

@@ -144,9 +144,8 @@ def save_checkpoint(
     Saves into one folder take its lock (:func:`graphtransfer.io.folder_lock`) one at a time, so
     one never deletes the files another has just committed."""
     folder = Path(folder)
-    weights = state_tensors(module)
     for number, tensors in enumerate(experts or [], 1):
-        check_expert(tensors, weights, f"{folder}: expert {number}")
+        check_expert(tensors, state_tensors(module), f"{folder}: expert {number}")
     with folder_lock(folder):
         return _save_locked(folder, module, config, info, optimizer, experts or [])
 
