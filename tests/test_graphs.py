@@ -1,4 +1,5 @@
 import json
+import pickle
 import sys
 
 import numpy as np
@@ -21,7 +22,7 @@ from graphtransfer.graphs import (
     write_edge_list,
     write_npz,
 )
-from graphtransfer.graphs.graph import TORCH_SORT_FROM, stable_order
+from graphtransfer.graphs.graph import CSR_KEPT_BELOW, TORCH_SORT_FROM, stable_order
 
 
 def edge_set(graph):
@@ -200,3 +201,18 @@ def test_the_adjacency_names_each_nodes_neighbours_whatever_the_edges_order(orde
         expected[a].add(b)
     assert np.array_equal(np.diff(indptr), graph.degrees())
     assert [set(indices[indptr[v] : indptr[v + 1]].tolist()) for v in range(graph.num_nodes)] == expected
+
+
+def test_a_graph_keeps_its_csr_below_the_bound_and_is_pickled_without_it():
+    """A solve reads the input graph's CSR twice (the kernel before the first pass, the nearly bipartite
+    contest): made once and kept on the graph; a worker process gets the graph without it and makes
+    the same; a graph of CSR_KEPT_BELOW nodes or more makes it anew each time."""
+    graph = erdos_renyi(500, 6.0, 0)
+    first = graph.csr()
+    assert graph.csr() is first
+    shipped = pickle.loads(pickle.dumps(graph))
+    assert "_csr" not in shipped.__dict__
+    for made, kept in zip(shipped.csr(), first, strict=True):
+        np.testing.assert_array_equal(made, kept)
+    large = Graph(np.array([[0, 1], [1, 0]]), CSR_KEPT_BELOW)
+    assert large.csr() is not large.csr()

@@ -67,8 +67,11 @@ def finish_independent_set(graph: Graph, chosen: np.ndarray, undecided: np.ndarr
     if (chosen[src] & chosen[dst]).any():
         raise UsageError("chosen is not an independent set: two adjacent nodes are both in it; finish only a feasible set")
     by_policy = int(chosen.sum())
-    completed, by_rule = add_greedily(graph, chosen, undecided & ~chosen & ~_near(graph, chosen))
-    maximal, for_maximality = make_maximal(graph, completed)
+    near = _near(graph, chosen)
+    completed, by_rule = add_greedily(graph, chosen, undecided & ~chosen & ~near)
+    if by_rule:  # else the nodes beside the set are those beside the policy's: no second pass over the edges
+        near = _near(graph, completed)
+    maximal, for_maximality = add_greedily(graph, completed, ~completed & ~near)  # made maximal, as make_maximal does
     return FinishedSet(maximal, by_policy, int((undecided & ~chosen).sum()), by_rule, for_maximality)
 
 

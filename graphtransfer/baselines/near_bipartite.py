@@ -41,7 +41,7 @@ from graphtransfer.baselines.completion import make_maximal
 from graphtransfer.envs.domination import closed_wedges
 from graphtransfer.envs.mis_kernel import LP_NODES, _tree_distances, largest_bipartite_set, neighbours_of, searchable
 from graphtransfer.graphs import Graph
-from graphtransfer.graphs.graph import induced_subgraph
+from graphtransfer.graphs.graph import induced_subgraph, sorted_unique
 
 ODD_EDGE_SHARE = 0.10
 """the largest share of a graph's edges inside a colour for which :func:`near_bipartite_set` solves
@@ -131,7 +131,7 @@ def _ball(graph: Graph, indptr: np.ndarray, indices: np.ndarray) -> Graph:
     reached[frontier] = True
     count = 1
     while frontier.size and count < SAMPLE_NODES:
-        around = np.unique(neighbours_of(indptr, indices, frontier))
+        around = sorted_unique(neighbours_of(indptr, indices, frontier))
         frontier = around[~reached[around]][: SAMPLE_NODES - count]
         reached[frontier] = True
         count += frontier.size

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphtransfer.graphs.graph import stable_order
+from graphtransfer.graphs.graph import sorted_unique, stable_order
 
 CLOSED_WEDGES = 0.05
 """domination beyond pendants needs triangles: a node's closed neighbourhood can hold a neighbour's
@@ -204,7 +204,7 @@ def nested_neighbourhoods(src: np.ndarray, dst: np.ndarray, degree: np.ndarray, 
     count = degree[v]
     pair = np.repeat(np.arange(u.size), count)
     w = src[run_positions(starts[v], degree[v])]  # v's neighbours, pair by pair
-    rows = np.unique(u)
+    rows = sorted_unique(u)
     if degree[rows].sum() <= TOUCHED_SHARE * src.size:
         keys = np.repeat(rows, degree[rows]) * num_nodes + src[run_positions(starts[rows], degree[rows])]
     else:

@@ -39,7 +39,7 @@ from gymnasium import spaces
 from graphtransfer.envs.base import GraphEnv, Graphs
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph, edge_weights
-from graphtransfer.graphs.graph import edge_lookup
+from graphtransfer.graphs.graph import edge_lookup, sorted_unique
 
 SKIP, TAKE, WAIT = 0, 1, 2
 PRIORITIES = ("gain", "weight")
@@ -201,7 +201,7 @@ def locally_heaviest(graph: Graph, weights: np.ndarray, twin: np.ndarray, candid
         weights, twin: ``(2|E|,)``; candidates: ``(C,)`` directed edge ids, one or both
         directions of an edge; returns ``(2K,)`` directed edge ids.
     """
-    edges = np.unique(np.minimum(candidates, twin[candidates]))  # one id per undirected edge
+    edges = sorted_unique(np.minimum(candidates, twin[candidates]))  # one id per undirected edge
     if edges.size == 0:
         return edges
     src, dst = graph.edge_index[:, edges]

@@ -52,7 +52,7 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components, maxi
 
 from graphtransfer.envs.domination import CLOSED_WEDGES, closed_wedges, dominated, run_positions
 from graphtransfer.graphs import Graph
-from graphtransfer.graphs.graph import non_decreasing, stable_order
+from graphtransfer.graphs.graph import non_decreasing, sorted_unique, stable_order
 
 RULE_DEGREE = 8
 """rule 4 looks again at nodes of at most this degree when the other rules change their
@@ -332,7 +332,7 @@ def _folded_edges(src: np.ndarray, dst: np.ndarray, alive: np.ndarray, folds: np
     edge = np.flatnonzero(moving[src] | moving[dst])
     new_src, new_dst = renamed[src[edge]], renamed[dst[edge]]
     both = alive[new_src] & alive[new_dst]
-    pairs = np.unique(new_src[both] * n + new_dst[both])
+    pairs = sorted_unique(new_src[both] * n + new_dst[both])
     new_src, new_dst = pairs // n, pairs % n
     stay = alive[src] & alive[dst]
     src, dst = src[stay], dst[stay]
@@ -485,7 +485,7 @@ def odd_cycle_near(csr: tuple[np.ndarray, np.ndarray], alive: np.ndarray, degree
         around = neighbours_of(indptr, indices, frontier)
         if (level[around] == depth).any():
             return True
-        frontier = np.unique(around[level[around] == -1])
+        frontier = sorted_unique(around[level[around] == -1])
         depth += 1
         level[frontier] = depth
         reached += frontier.size

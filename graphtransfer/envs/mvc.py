@@ -21,6 +21,7 @@ from graphtransfer.envs.base import GraphEnv, Graphs, as_graphs
 from graphtransfer.envs.mis_kernel import mvc_kernel
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
+from graphtransfer.graphs.graph import sorted_unique
 from graphtransfer.graphs.weights import MAX_WEIGHT, node_weights
 
 if TYPE_CHECKING:
@@ -141,7 +142,7 @@ class WeightedMVCEnv(MVCEnv):
         return np.column_stack([unweighted, self.shown / MAX_WEIGHT, ratio]).astype(np.float32)
 
     def _add(self, nodes: np.ndarray) -> float:
-        nodes = np.unique(nodes[nodes < self.graph.num_nodes])  # padding slots are no nodes
+        nodes = sorted_unique(nodes[nodes < self.graph.num_nodes])  # padding slots are no nodes
         added = nodes[~self.in_cover[nodes]]
         self.in_cover[added] = True
         return -float(self.weights[added].sum()) / max(self.total_weight, 1.0)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from graphtransfer.graphs.graph import Graph
+from graphtransfer.graphs.graph import Graph, sorted_unique
 from graphtransfer.graphs.ordering import locality_order
 
 
@@ -164,7 +164,7 @@ def _part(
     is scratch space for the local id of every node the part reads."""
     nodes = np.flatnonzero(assignment == index)
     source, target = source[edges], target[edges]
-    halo = np.unique(source[assignment[source] != index])
+    halo = sorted_unique(source[assignment[source] != index])
     halo_owner = assignment[halo]
     halo_position = np.empty(halo.size, dtype=np.int64)
     for owner in np.unique(halo_owner):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphtransfer.errors import UsageError
-from graphtransfer.graphs.graph import Graph, induced_subgraph, with_ids
+from graphtransfer.graphs.graph import Graph, induced_subgraph, sorted_unique, with_ids
 
 
 def sample_subgraphs(graph: Graph, count: int, size: int, seed: int) -> list[Graph]:
@@ -55,7 +55,7 @@ def _ball(indptr: np.ndarray, indices: np.ndarray, num_nodes: int, size: int, rn
             outside = np.flatnonzero(~keep)
             frontier = outside[rng.integers(outside.size)].reshape(1)
         else:
-            frontier = np.unique(_neighbours(indptr, indices, frontier))
+            frontier = sorted_unique(_neighbours(indptr, indices, frontier))
             frontier = frontier[~keep[frontier]]
             if frontier.size == 0:
                 continue
