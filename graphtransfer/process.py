@@ -61,11 +61,59 @@ class _DeferredModule(types.ModuleType):
     def __getattr__(self, name: str):
         if name.startswith("__") and name.endswith("__") and name != "__path__":
             raise AttributeError(name)
+        if name in _OUTSIDE_COMPILATION and sys.modules.get(self.__name__) is self:
+            return _OUTSIDE_COMPILATION[name]
         with _loading_compiler:
             if sys.modules.get(self.__name__) is self:
                 del sys.modules[self.__name__]
             module = importlib.import_module(self.__name__)
         return getattr(module, name)
+
+
+def _loaded_compiler() -> types.ModuleType | None:
+    """torch's compiler where it has been imported, else ``None`` (the stand-in, or nothing, in ``sys.modules``)."""
+    module = sys.modules.get(COMPILER)
+    return None if module is None or isinstance(module, _DeferredModule) else module
+
+
+def _graph_break(*args, **kwargs) -> None:
+    """``torch._dynamo.graph_break`` before the compiler is loaded: nothing is being compiled, so there
+    is no graph to break, as the real one does outside a compilation; the real one once it is loaded."""
+    compiler = _loaded_compiler()
+    if compiler is not None:
+        compiler.graph_break(*args, **kwargs)
+
+
+class _DisabledOnceLoaded:
+    """``torch._dynamo.disable(fn, ...)`` made before the compiler is loaded: calls ``fn`` itself while
+    it is not loaded (nothing can be compiling, and the real wrapper only stops a compilation from
+    tracing ``fn``), and through the real ``disable(fn, ...)`` from the first call after it loaded."""
+
+    def __init__(self, fn, args: tuple, kwargs: dict):
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.disabled = None
+
+    def __call__(self, *args, **kwargs):
+        if self.disabled is None:
+            compiler = _loaded_compiler()
+            if compiler is None:
+                return self.fn(*args, **kwargs)
+            self.disabled = compiler.disable(self.fn, *self.args, **self.kwargs)
+        return self.disabled(*args, **kwargs)
+
+
+def _disable(fn=None, *args, **kwargs):
+    """``torch._dynamo.disable`` before the compiler is loaded: :class:`_DisabledOnceLoaded` for a
+    function; the real one (loading it) for the decorator form ``disable(recursive=False)``."""
+    if fn is None or _loaded_compiler() is not None:
+        return importlib.import_module(COMPILER).disable(fn, *args, **kwargs)
+    return _DisabledOnceLoaded(fn, args, kwargs)
+
+
+_OUTSIDE_COMPILATION = {"disable": _disable, "graph_break": _graph_break}
+"""the two names of torch's compiler that its optimizers read at construction and at every step, answered by the
+stand-in without loading the compiler, as they behave outside any compilation: ``train`` loaded it (1.3-1.5 s) for
+them alone"""
 
 
 def defer_compiler_import() -> None:
@@ -78,7 +126,9 @@ def defer_compiler_import() -> None:
     Nothing changes where it is already imported or this was called before. A name read through
     the stand-in (``import torch._dynamo as dynamo`` binds it) comes from the real module; a name
     set on it stays on the stand-in, so set torch's compiler settings on ``torch._dynamo.config``.
-    ``train`` still loads the compiler: torch's optimizers read it at every step."""
+    Training does not load it either: the two names torch's optimizers read, ``disable`` and
+    ``graph_break``, are answered as they behave outside a compilation (:data:`_OUTSIDE_COMPILATION`),
+    and behave as torch's own once anything has loaded the compiler."""
     if COMPILER not in sys.modules:
         stand_in = sys.modules[COMPILER] = _DeferredModule(COMPILER)
         stand_in.__spec__ = importlib.machinery.ModuleSpec(COMPILER, None)

@@ -121,6 +121,57 @@ def test_predict_never_loads_torchs_compiler_and_it_loads_whole_when_used(tmp_pa
     assert (tmp_path / "set.csv").is_file()
 
 
+ADAM_STEPS = """
+import torch
+
+def adam_steps(compiled):
+    torch.manual_seed(0)
+    weight = torch.nn.Parameter(torch.randn(4))
+    optimizer = torch.optim.Adam([weight], lr=0.1)
+    def step():
+        optimizer.zero_grad()
+        (weight**2).sum().backward()
+        optimizer.step()
+    run = torch.compile(step, backend="eager") if compiled else step
+    for _ in range(3):
+        run()
+    return weight.detach().tolist()
+"""
+
+TRAINING_PROBE = """
+import sys
+from graphtransfer.cli import main
+sys.argv = ["graphtransfer", "train", "--task", "mis", "--graphs", "small", "--steps", "128", "--n-envs", "2", "--no-progress",
+            "--out", {out!r}]
+try:
+    main()
+except SystemExit as stop:
+    assert not stop.code, stop.code
+print("after train:", type(sys.modules["torch._dynamo"]).__name__)
+""" + ADAM_STEPS + """
+plain = adam_steps(False)  # its optimizer made and stepped with the compiler still deferred
+print("after plain steps:", type(sys.modules["torch._dynamo"]).__name__)
+compiled = adam_steps(True)  # made before the compiler loads, stepped inside a compiled function
+import torch._dynamo
+print("after compile:", type(sys.modules["torch._dynamo"]).__name__, torch._dynamo.disable is sys.modules["torch._dynamo"].disable)
+print(plain, compiled)
+"""
+
+
+def test_training_never_loads_torchs_compiler_and_an_optimizer_made_before_it_steps_as_torchs_own(tmp_path):
+    """torch's optimizers read ``disable`` and ``graph_break`` of the compiler when made and at every step; the stand-in
+    answers them as they behave outside a compilation, so ``train`` runs without loading it (1.3-1.5 s), and an
+    optimizer made before it loads then steps, compiled or not, to the very values it reaches in a process that
+    imported the compiler from the start."""
+    probe = TRAINING_PROBE.format(out=str(tmp_path / "model"))
+    lines = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert "after train: _DeferredModule" in lines and "after plain steps: _DeferredModule" in lines
+    assert lines[-2] == "after compile: module True"
+    reference = ADAM_STEPS + "import torch._dynamo\nprint(adam_steps(False), adam_steps(True))"
+    assert lines[-1] == subprocess.run([sys.executable, "-c", reference], capture_output=True, text=True, check=True).stdout.strip()
+    assert list((tmp_path / "model").glob("model-*.safetensors"))
+
+
 def test_importing_the_package_and_pyg_defers_nothing():
     probe = "import sys, graphtransfer, graphtransfer.process, torch_geometric; print(type(sys.modules['torch._dynamo']).__name__)"
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip() == "module"
@@ -170,7 +221,7 @@ def test_a_process_that_imported_the_compiler_keeps_it():
 
 def test_every_command_runs_with_the_compiler_deferred(tmp_path):
     """The commands as users start them, each its own process with the stand-in installed: training (whose optimizer
-    loads the compiler at its first step), transfer with fine-tuning, eval and both exports (ONNX's exporter and SB3's
+    reads two names of the compiler, answered by the stand-in), transfer with fine-tuning, eval and both exports (ONNX's exporter and SB3's
     zip read the real module when they need it)."""
     cli = str(Path(sys.executable).with_name("graphtransfer"))
     model, tuned = tmp_path / "model", tmp_path / "tuned"
