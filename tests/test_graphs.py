@@ -22,7 +22,7 @@ from graphtransfer.graphs import (
     write_edge_list,
     write_npz,
 )
-from graphtransfer.graphs.graph import CSR_KEPT_BELOW, TORCH_SORT_FROM, stable_order
+from graphtransfer.graphs.graph import CSR_KEPT_BELOW, TORCH_SORT_FROM, from_edges, stable_order
 
 
 def edge_set(graph):
@@ -173,7 +173,6 @@ def test_stable_order_by_torchs_sort_is_numpys_stable_argsort():
 def test_edges_given_once_sorted_build_the_graph_that_any_order_with_repeats_builds():
     """write_npz's one-direction sorted edges skip the deduplicating sort; the graph is the one
     that the same edges in any order, in both directions, with repeats and a self-loop give."""
-    from graphtransfer.graphs.graph import from_edges
 
     graph = erdos_renyi(500, 6.0, 3)
     lo, hi = graph.edge_index[:, : graph.num_edges]
@@ -216,3 +215,32 @@ def test_a_graph_keeps_its_csr_below_the_bound_and_is_pickled_without_it():
         np.testing.assert_array_equal(made, kept)
     large = Graph(np.array([[0, 1], [1, 0]]), CSR_KEPT_BELOW)
     assert large.csr() is not large.csr()
+
+
+def _undirected(edges: list[tuple[int, int]], num_nodes: int) -> Graph:
+    src, dst = np.array(edges).T
+    return from_edges(src, dst, num_nodes)[0]
+
+
+def test_a_graph_replaced_by_its_kernel_lets_its_csr_go_and_one_solved_as_it_is_keeps_it():
+    """The solve's kernel reads the given graph's CSR, the nearly bipartite contest reads it again where
+    the kernel decided nothing (the graph solved is the given one); where the kernel replaced the graph
+    (its rules decided nodes) or a renumbering did, the CSR kept on it goes."""
+    from graphtransfer.checkpoint import read_checkpoint
+    from graphtransfer.envs.mis_kernel import mis_kernel
+    from graphtransfer.solve.ordering import solving_order
+
+    config = read_checkpoint("mis").config
+    n = 2_000
+    kept = _undirected([(i, (i + s) % n) for i in range(n) for s in (1, 4)], n)  # 4-regular, no triangle, not bipartite
+    made = kept.csr()
+    order = solving_order(config, kept)
+    assert order.graph is kept and order.kernel is None and kept.csr() is made
+    cliques = _undirected([(5 * c + a, 5 * c + b) for c in range(n // 5) for a in range(5) for b in range(a + 1, 5)], n)
+    made = cliques.csr()
+    assert mis_kernel(cliques) is not None  # the rules node by node decide every clique (no node of degree <= 2)
+    assert cliques.csr() is not made
+    path = _undirected([(i, i + 1) for i in range(n - 1)], n)
+    made = path.csr()
+    order = solving_order(config, path)
+    assert order.graph is not path and path.csr() is not made

@@ -350,7 +350,10 @@ def _rules_kernel(graph: Graph, lp: bool) -> MISKernel | None:
     try:
         rules = _Rules(graph, lp)
         rules.run()
-        return rules.kernel()
+        kernel = rules.kernel()
+        if kernel is not None:  # the graph is replaced by its kernel: the CSR it keeps (Graph.csr) goes as it went with the rules
+            graph.forget_csr()
+        return kernel
     finally:
         if collecting:
             gc.enable()

@@ -100,4 +100,6 @@ def solving_order(config: RunConfig, graph: Graph, node_order: str = "auto", red
         order = better_order(solved)
     if order is not None:
         solved = renumbered(solved, order)
+    if solved is not graph:  # the kernel's rules read the given graph's CSR; the solve reads the graph solved
+        graph.forget_csr()
     return SolvingOrder(solved, order, time.perf_counter() - started, kernel, kernel_seconds, rule)
