@@ -8,6 +8,7 @@ a Python user may call the same functions. A user's own environment variables al
 from __future__ import annotations
 
 import ctypes
+import functools
 import gc
 import importlib
 import importlib.machinery
@@ -84,30 +85,27 @@ def _graph_break(*args, **kwargs) -> None:
         compiler.graph_break(*args, **kwargs)
 
 
-class _DisabledOnceLoaded:
-    """``torch._dynamo.disable(fn, ...)`` made before the compiler is loaded: calls ``fn`` itself while
-    it is not loaded (nothing can be compiling, and the real wrapper only stops a compilation from
-    tracing ``fn``), and through the real ``disable(fn, ...)`` from the first call after it loaded."""
-
-    def __init__(self, fn, args: tuple, kwargs: dict):
-        self.fn, self.args, self.kwargs = fn, args, kwargs
-        self.disabled = None
-
-    def __call__(self, *args, **kwargs):
-        if self.disabled is None:
-            compiler = _loaded_compiler()
-            if compiler is None:
-                return self.fn(*args, **kwargs)
-            self.disabled = compiler.disable(self.fn, *self.args, **self.kwargs)
-        return self.disabled(*args, **kwargs)
-
-
 def _disable(fn=None, *args, **kwargs):
-    """``torch._dynamo.disable`` before the compiler is loaded: :class:`_DisabledOnceLoaded` for a
-    function; the real one (loading it) for the decorator form ``disable(recursive=False)``."""
+    """``torch._dynamo.disable`` before the compiler is loaded. For a function: a function like it
+    (``functools.wraps``, so a method binds as before) that calls ``fn`` itself while the compiler
+    is not loaded (nothing can be compiling, and torch's wrapper only stops a compilation from
+    tracing ``fn``), and from the first call after it loaded goes through torch's own
+    ``disable(fn, ...)``. The decorator form ``disable(recursive=False)``: torch's own, loading it."""
     if fn is None or _loaded_compiler() is not None:
         return importlib.import_module(COMPILER).disable(fn, *args, **kwargs)
-    return _DisabledOnceLoaded(fn, args, kwargs)
+    disabled = None
+
+    @functools.wraps(fn)
+    def call(*call_args, **call_kwargs):
+        nonlocal disabled
+        if disabled is None:
+            compiler = _loaded_compiler()
+            if compiler is None:
+                return fn(*call_args, **call_kwargs)
+            disabled = compiler.disable(fn, *args, **kwargs)
+        return disabled(*call_args, **call_kwargs)
+
+    return call
 
 
 _OUTSIDE_COMPILATION = {"disable": _disable, "graph_break": _graph_break}

@@ -172,6 +172,35 @@ def test_training_never_loads_torchs_compiler_and_an_optimizer_made_before_it_st
     assert list((tmp_path / "model").glob("model-*.safetensors"))
 
 
+DISABLE_PROBE = """
+import sys
+from graphtransfer.process import defer_compiler_import, COMPILER
+defer_compiler_import()
+import torch, torch._dynamo
+
+class Env:
+    scale = 3
+
+    @torch._dynamo.disable
+    def step(self, x):
+        "Steps."
+        return self.scale * x
+
+env = Env()
+print(env.step(2), Env.step.__name__, Env.step.__doc__, type(sys.modules[COMPILER]).__name__)
+import torch._dynamo.config  # loads the compiler: the same method now goes through torch's own disable
+print(env.step(5), type(sys.modules[COMPILER]).__name__)
+"""
+
+
+def test_a_method_disabled_before_the_compiler_loads_binds_and_steps_as_with_torchs_own():
+    """A user's env module may decorate a method with ``torch._dynamo.disable`` while the stand-in is in place: what
+    it gets back is a function like the method (it binds ``self``, keeps its name and docstring), before the compiler
+    loads and after."""
+    lines = subprocess.run([sys.executable, "-c", DISABLE_PROBE], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert lines == ["6 step Steps. _DeferredModule", "15 module"]
+
+
 def test_importing_the_package_and_pyg_defers_nothing():
     probe = "import sys, graphtransfer, graphtransfer.process, torch_geometric; print(type(sys.modules['torch._dynamo']).__name__)"
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip() == "module"
