@@ -71,15 +71,18 @@ def finish_independent_set(graph: Graph, chosen: np.ndarray, undecided: np.ndarr
     completed, by_rule = add_greedily(graph, chosen, undecided & ~chosen & ~near)
     if by_rule:  # else the nodes beside the set are those beside the policy's: no second pass over the edges
         near = _near(graph, completed)
-    maximal, for_maximality = add_greedily(graph, completed, ~completed & ~near)  # made maximal, as make_maximal does
+    maximal, for_maximality = make_maximal(graph, completed, near)
     return FinishedSet(maximal, by_policy, int((undecided & ~chosen).sum()), by_rule, for_maximality)
 
 
-def make_maximal(graph: Graph, chosen: np.ndarray) -> tuple[np.ndarray, int]:
+def make_maximal(graph: Graph, chosen: np.ndarray, near: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """``chosen`` (an independent set) with nodes added until none outside it is free of
     neighbours in it, least degree first among the free ones; returns the set and how many
-    nodes were added."""
-    return add_greedily(graph, chosen, ~chosen & ~_near(graph, chosen))
+    nodes were added. ``near``: the nodes with a neighbour in ``chosen`` where the caller has
+    them already (else one pass over the edges finds them)."""
+    if near is None:
+        near = _near(graph, chosen)
+    return add_greedily(graph, chosen, ~chosen & ~near)
 
 
 def add_greedily(graph: Graph, chosen: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, int]:
