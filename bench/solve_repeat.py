@@ -74,7 +74,11 @@ def timed_parts() -> Iterator[dict[str, float]]:
     from graphtransfer.nn.policy import NodePolicy
 
     spent = dict.fromkeys(PARTS, 0.0)
-    places = ((NodePolicy, "_distribution", "forwards"), (mis_kernel, "low_degree_rounds", "kernel rounds"), (mis_kernel, "_rules_kernel", "kernel rules"))
+    places = (
+        (NodePolicy, "_distribution", "forwards"),
+        (mis_kernel, "low_degree_rounds", "kernel rounds"),
+        (mis_kernel, "_rules_kernel", "kernel rules"),
+    )
     originals = [(owner, name, getattr(owner, name)) for owner, name, _ in places]
 
     def timing(function, part: str):
