@@ -25,22 +25,36 @@ from graphtransfer.envs.base import GraphEnv
 from graphtransfer.envs.contract import check_contract
 from graphtransfer.envs.mis_kernel import KernelRule
 from graphtransfer.envs.path import query_positions
-from graphtransfer.envs.protocol import SettableHorizon, features_of
+from graphtransfer.envs.protocol import EnvFeatures, Rules, SettableHorizon, features_of
+from graphtransfer.envs.user_task import USER_PASSES, UserTask
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
 
 
 def renumberable(config: RunConfig) -> bool:
-    """Whether the run's task lets inference renumber a graph's nodes (a built-in task that
-    declares :attr:`~graphtransfer.envs.base.GraphEnv.renumberable`; a user env never: its rules
-    may depend on node numbers in ways no declaration here can check)."""
-    return config.env is None and _task(config.task).renumberable
+    """Whether the run's task lets inference renumber a graph's nodes: a built-in task that
+    declares :attr:`~graphtransfer.envs.base.GraphEnv.renumberable`, or a user env whose
+    :class:`~graphtransfer.envs.protocol.Rules` say so."""
+    if config.env is None:
+        return _task(config.task).renumberable
+    rules = declared_rules(config)
+    return rules is not None and rules.renumberable
 
 
 def graph_kernel(config: RunConfig) -> KernelRule | None:
-    """The run's task's :attr:`~graphtransfer.envs.base.GraphEnv.kernel` rule (a built-in task's;
-    a user env has none)."""
-    return _task(config.task).kernel if config.env is None else None
+    """The run's task's :attr:`~graphtransfer.envs.base.GraphEnv.kernel` rule, or a user env's
+    :attr:`Rules.kernel <graphtransfer.envs.protocol.Rules>`; ``None`` where it has none."""
+    if config.env is None:
+        return _task(config.task).kernel
+    rules = declared_rules(config)
+    return None if rules is None else rules.kernel
+
+
+def declared_rules(config: RunConfig) -> Rules | None:
+    """The ``rules`` a user env's class declares (``None`` for a gymnasium id or an env without
+    them); the class is the one the user named (:func:`graphtransfer.checkpoint.read_checkpoint`)."""
+    rules = getattr(_load(config.env), "rules", None) if config.env is not None else None
+    return rules if isinstance(rules, Rules) else None
 
 
 def run_env(config: RunConfig, graphs: Sequence[Graph]) -> gym.Env:
@@ -51,9 +65,11 @@ def run_env(config: RunConfig, graphs: Sequence[Graph]) -> gym.Env:
 def inference_env(config: RunConfig, graph: Graph, max_passes: int | None = None, query: tuple[int, int] | None = None) -> gym.Env:
     """The run's env on one graph, built for inference. Tasks that end once solved (MIS, MVC)
     run longer than in training, their ``inference_horizon``; ``max_passes`` overrides either.
-    A built-in task gets the horizon in its constructor; a user env that declares
-    ``inference_horizon`` or is given ``max_passes`` gets its ``horizon`` set here (see
-    :class:`~graphtransfer.envs.protocol.GraphEnvProtocol`). ``query``, the positions of a
+    A built-in task gets the horizon in its constructor; a user env becomes a
+    :class:`~graphtransfer.envs.user_task.UserTask` whose pass budget is ``max_passes``, else its
+    ``inference_horizon``, else :data:`~graphtransfer.envs.user_task.USER_PASSES` where it
+    declares ``active_nodes`` (an env with a settable ``horizon`` gets it set too); its own
+    truncation ends the solve only where it declares neither and no ``max_passes`` is given. ``query``, the positions of a
     source and a target, is for the ``path`` task alone."""
     if query is not None:
         _check_routes(config)
@@ -63,11 +79,15 @@ def inference_env(config: RunConfig, graph: Graph, max_passes: int | None = None
         horizon = max_passes or _task(config.task).inference_horizon
         kwargs = {**config.env_kwargs, **({"horizon": horizon} if horizon else {}), **({"query": query} if query else {})}
         return make_env(config.task, None, kwargs, [graph], config.horizon)
-    env = make_env(None, config.env, config.env_kwargs, [graph])
-    horizon = max_passes or features_of(env).inference_horizon
-    if horizon:
-        cast(SettableHorizon, env.unwrapped).horizon = horizon
-    return env
+    built = _user_env(config.env, config.env_kwargs, [graph])
+    features = features_of(built)
+    budget = max_passes or features.inference_horizon
+    if budget and isinstance(getattr(built.unwrapped, "horizon", None), int):
+        cast(SettableHorizon, built.unwrapped).horizon = budget
+    # an env that says which nodes are undecided, or a solve given its passes, is not cut at a training horizon
+    own_episodes = max_passes is None and features.active_nodes is None
+    budget = budget or (MAX_PASSES if own_episodes else USER_PASSES)
+    return as_task(built, config.env, config.env_kwargs, [graph], budget, own_episodes)
 
 
 def named_query(config: RunConfig, graph: Graph, source: str | None, target: str | None) -> tuple[int, int] | None:
@@ -101,12 +121,32 @@ def make_env(task: str | None, env: str | None, env_kwargs: dict[str, Any], grap
     if env is None:
         kwargs = {**({"horizon": horizon} if horizon else {}), **env_kwargs}
         return _construct(_task(task), kwargs, graphs, task)
+    built = _user_env(env, env_kwargs, graphs)
+    return as_task(built, env, env_kwargs, graphs) if _views_residual(features_of(built)) else built
+
+
+def _user_env(env: str, env_kwargs: dict[str, Any], graphs: Sequence[Graph]) -> gym.Env:
+    """The user's env as its class builds it, checked against the contract and the protocol."""
     built = _construct(_load(env), env_kwargs, graphs, env)
     if isinstance(built.observation_space, spaces.Graph):
         built = GraphObservationAdapter(built)
     check_contract(built.observation_space, where=env)
     features_of(built)  # the optional members it declares must be usable
     return built
+
+
+def _views_residual(features: EnvFeatures) -> bool:
+    """Whether the policy of a user env sees the residual graph (it declares ``active_nodes``)."""
+    return features.active_nodes is not None
+
+
+def as_task(
+    built: gym.Env, env: str, env_kwargs: dict[str, Any], graphs: Sequence[Graph], budget: int | None = None, own_episodes: bool = True
+) -> UserTask:
+    """The user's env ``built`` as a :class:`UserTask` (``budget``, ``own_episodes``: its inference
+    pass budget, and whether the env's own truncation still ends a solve), rebuilt on a kernel's
+    graph the same way."""
+    return UserTask(built, lambda graph: _user_env(env, env_kwargs, [graph]), list(graphs), budget, own_episodes)
 
 
 def _task(name: str | None) -> type[GraphEnv]:

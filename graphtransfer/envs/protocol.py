@@ -85,6 +85,13 @@ class GraphEnvProtocol(Protocol):
       likely ones unless sampling is asked for (``--no-deterministic``); default False: sampled.
     - ``horizon: int`` -- a settable episode length; set to the inference horizon when an env is
       built for inference.
+    - ``rules: Rules`` -- the problem's rules (:class:`Rules`; the product's own for independent
+      sets and vertex covers in :mod:`graphtransfer.rules`): exact rules in every local-max pass,
+      the kernel before and between passes, a finishing rule, and the search of ``--polish``.
+
+    Declaring ``active_nodes`` gives the policy the graph the active nodes span: observed edges
+    that touch an inactive node are dropped, in training and at inference
+    (:class:`graphtransfer.envs.user_task.UserTask`), so an env may observe its static graph.
     """
 
     observation_space: gym.spaces.Dict
@@ -93,6 +100,42 @@ class GraphEnvProtocol(Protocol):
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict[str, np.ndarray], dict]: ...
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict]: ...
+
+
+WAIT, JOIN, LEAVE = 2, 1, -1
+"""what :attr:`Rules.exact_actions` says of a node: undecided by the rules, in some optimal
+solution, or out of one (a node left out is dropped from the residual view; the env waits there)"""
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What is true of a problem whatever the env's actions, declared on an env as ``rules``.
+
+    Every member is optional; each switches on what its line says.
+
+    Attributes:
+        exact_actions: ``exact_actions(edge_index, num_nodes) -> (num_nodes,) int`` on a residual
+            graph (the active nodes, renumbered): :data:`JOIN`, :data:`LEAVE` or :data:`WAIT` per
+            node, what some optimal solution does; applied beside the policy in every local-max
+            pass (needs ``commit_action``, ``defer_action`` and ``active_nodes``).
+        kernel: ``kernel(graph, lp=True) -> kernel | None`` (a
+            :class:`~graphtransfer.envs.mis_kernel.KernelRule`): the graph shrunk by exact rules
+            before the policy and between passes, its solution lifted back (needs ``solution()``
+            to be a ``(num_nodes,)`` bool set).
+        finish: ``finish(graph, solution, undecided) -> FinishedSet``
+            (:class:`~graphtransfer.baselines.completion.FinishedSet`): completes what the policy
+            left undecided once it stops (needs ``active_nodes``).
+        improve: ``improve(graph, solution) -> solution``: the search ``predict --polish`` runs
+            from the policy's solution.
+        renumberable: the rules read the graph's edges alone, so inference may renumber the
+            nodes of large graphs for speed and put the solution back in the graph's order.
+    """
+
+    exact_actions: Callable[[np.ndarray, int], np.ndarray] | None = None
+    kernel: Callable[..., Any] | None = None
+    finish: Callable[[Any, np.ndarray, np.ndarray], Any] | None = None
+    improve: Callable[[Any, np.ndarray], np.ndarray] | None = None
+    renumberable: bool = False
 
 
 class AnsweringEnv(Protocol):
@@ -132,6 +175,7 @@ class EnvFeatures:
     exact_actions: Callable[[np.ndarray, int], np.ndarray] | None
     covers: bool | None
     inference_horizon: int | None
+    rules: Rules | None
     num_graphs: int
     inference_deterministic: bool = False
 
@@ -144,6 +188,7 @@ class EnvFeatures:
         "exact_actions",
         "covers",
         "inference_horizon",
+        "rules",
     )
 
     @property
@@ -191,6 +236,18 @@ def _check_members(name: str, task: Any, members: dict[str, Any]) -> None:
         raise UsageError(f"{name}.inference_deterministic is {task.inference_deterministic!r}; declare True or False, or leave it out")
     if (members["commit_action"] is None) != (members["defer_action"] is None):
         raise UsageError(f"{name} declares only one of commit_action and defer_action; patient decoding needs both, or neither")
+    if members["commit_action"] is not None and members["active_nodes"] is None:
+        raise UsageError(
+            f"{name} declares commit_action and defer_action but no active_nodes(); the local-max decoding needs the nodes "
+            "still undecided: add active_nodes() (the policy then sees the graph they span), or leave both actions out"
+        )
+    rules = members["rules"]
+    if rules is not None and not isinstance(rules, Rules):
+        raise UsageError(f"{name}.rules is {type(rules).__name__}; declare a Rules, e.g. graphtransfer.rules.independent_set")
+    if rules is not None and rules.exact_actions is not None and members["commit_action"] is None:
+        raise UsageError(f"{name}.rules has exact_actions, which need commit_action and defer_action beside them; add them")
+    if rules is not None and rules.finish is not None and members["active_nodes"] is None:
+        raise UsageError(f"{name}.rules has a finishing rule, which completes the nodes active_nodes() names; add active_nodes()")
     if members["exact_actions"] is not None and members["commit_action"] is None:
         raise UsageError(f"{name}.exact_actions needs commit_action and defer_action beside it; add them, or leave it out")
     covers = members["covers"]

@@ -23,7 +23,7 @@ from graphtransfer.baselines.chils import chils_baselines
 from graphtransfer.baselines.completion import FINISH
 from graphtransfer.baselines.polish import POLISH
 from graphtransfer.config import Decoding, RunConfig, Runtime
-from graphtransfer.envs.factory import inference_env, named_query
+from graphtransfer.envs.factory import declared_rules, inference_env, named_query
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, load_graphs
@@ -173,9 +173,13 @@ def _draw_label(deterministic: bool) -> str:
 
 
 def finish_rule(config: RunConfig):
-    """The task's finishing rule (:data:`graphtransfer.baselines.completion.FINISH`): complete what
-    the policy left undecided and make the solution maximal; ``None`` for tasks without one."""
-    return FINISH.get(config.task) if config.env is None else None
+    """The task's finishing rule (:data:`graphtransfer.baselines.completion.FINISH`, or a user
+    env's :attr:`Rules.finish <graphtransfer.envs.protocol.Rules>`): complete what the policy left
+    undecided and make the solution maximal; ``None`` for tasks without one."""
+    if config.env is None:
+        return FINISH.get(config.task)
+    rules = declared_rules(config)
+    return None if rules is None else rules.finish
 
 
 def _run_baseline(name, fn, env, graph, polisher) -> BaselineResult:

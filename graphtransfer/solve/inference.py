@@ -42,6 +42,7 @@ from graphtransfer.config import (
 from graphtransfer.envs.base import GraphEnv
 from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.envs.protocol import EnvFeatures, Head, features_of
+from graphtransfer.envs.user_task import UserTask
 from graphtransfer.errors import UsageError
 from graphtransfer.solve.device_mis import device_passes, runs_on_device, whole_graph
 from graphtransfer.solve.local_max import LOGIT_EPS, Until, local_max_commits, with_gumbel_noise
@@ -220,7 +221,7 @@ def unpadded(env: gym.Env, wanted: bool) -> Iterator[None]:
     """The env's observations without padding (:attr:`~graphtransfer.envs.base.GraphEnv.padded` off) inside the
     block, where ``wanted`` and the env is a :class:`~graphtransfer.envs.base.GraphEnv`; padded again after it."""
     task = env.unwrapped
-    if not (wanted and isinstance(task, GraphEnv)):
+    if not (wanted and isinstance(task, (GraphEnv, UserTask))):
         yield
         return
     task.padded = False

@@ -1,0 +1,87 @@
+"""A user's own MIS env against the built-in MIS task, as a user would run them: each trained on
+``small`` (``graphtransfer train ... --steps 20000``), then predicted with the defaults on graphs
+of four families, set sizes as a ratio of min-degree greedy's, with the seconds of each solve.
+
+    python -m bench.user_env --models runs/user_mis:examples.user_mis:UserMISEnv \
+        runs/declared_mis:examples.user_mis:DeclaredMISEnv runs/mis --sizes 10000,100000
+
+``--models`` takes model folders, each ``FOLDER`` (a built-in task) or ``FOLDER:module:Class``
+(a user env, as ``predict --env`` names it). Prints one JSON line per graph and model, then a
+table: per family and size, each model's ratio to greedy and seconds, and its ratio to the last
+model named (the built-in).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+from graphtransfer.baselines.mis import greedy_min_degree
+from graphtransfer.graphs import Graph, barabasi_albert, delaunay, erdos_renyi, random_geometric
+from graphtransfer.solve.predict import predict_graph
+
+FAMILIES = {
+    "ba-m3": lambda n, seed: barabasi_albert(n, 3, seed),
+    "er-d8": lambda n, seed: erdos_renyi(n, 8.0, seed),
+    "rgg-d8": lambda n, seed: random_geometric(n, 8.0, seed),
+    "delaunay": lambda n, seed: delaunay(n, seed),
+}
+
+
+def model_spec(text: str) -> tuple[str, str | None]:
+    """``FOLDER`` or ``FOLDER:module:Class`` as the model folder and its user env (or None)."""
+    folder, _, env = text.partition(":")
+    return folder, env or None
+
+
+def measure(folder: str, env: str | None, graph: Graph, greedy: int) -> dict:
+    started = time.perf_counter()
+    solution, _ = predict_graph(folder, graph, env=env)
+    seconds = time.perf_counter() - started
+    return {
+        "graph": graph.name,
+        "model": folder,
+        "env": env,
+        "size": solution.objective,
+        "feasible": bool(solution.feasible),
+        "greedy": greedy,
+        "ratio": solution.objective / greedy,
+        "passes": solution.passes,
+        "seconds": round(seconds, 3),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", nargs="+", required=True, help="FOLDER or FOLDER:module:Class, the built-in last")
+    parser.add_argument("--sizes", default="10000,100000", help="node counts, comma-separated")
+    parser.add_argument("--families", default=",".join(FAMILIES), help=f"of {', '.join(FAMILIES)}")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    models = [model_spec(text) for text in args.models]
+    rows = []
+    for family in args.families.split(","):
+        for size in (int(s) for s in args.sizes.split(",")):
+            graph = FAMILIES[family](size, args.seed)
+            greedy = int(greedy_min_degree(graph).sum())
+            for folder, env in models:
+                row = {"family": family, "nodes": size, **measure(folder, env, graph, greedy)}
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    print(f"\nload average {os.getloadavg()[0]:.2f}; ratio: set size / min-degree greedy's; vs last: / the last model's set")
+    last = models[-1][0]
+    for family in args.families.split(","):
+        for size in (int(s) for s in args.sizes.split(",")):
+            here = [r for r in rows if r["family"] == family and r["nodes"] == size]
+            reference = next(r for r in here if r["model"] == last)
+            cells = [
+                f"{r['env'] or r['model']}: {r['ratio']:.3f}x greedy, {r['size'] / reference['size']:.3f}x last, {r['seconds']:.2f} s"
+                for r in here
+            ]
+            print(f"{family:9s} {size:>7,d}  " + " | ".join(cells))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""A user's env seen as the decoding sees a built-in task: the residual graph, a pass budget, the
+problem's rules, and a graph that can be swapped for its kernel.
+
+The user declares what their env can do (:class:`~graphtransfer.envs.protocol.GraphEnvProtocol`);
+:class:`UserTask` turns those declarations into the members the decoding machinery reads on the
+built-in tasks (``observed_edges``, ``residual_degree``, ``use_graph``, ``horizon``, ``padded``),
+so that nothing in ``solve/`` asks whose env it runs.
+
+- ``active_nodes()`` declared: the policy sees the graph the active nodes span. Observed edges
+  that touch an inactive node are dropped, in training and at inference alike, so a user may
+  observe the static graph and still get the residual view the local-max decoding needs.
+- At inference the pass budget is the solve's (``--max-passes``, else the env's
+  ``inference_horizon``, else :data:`USER_PASSES` where the env declares ``active_nodes``): an env
+  that cuts its episodes at a training horizon is stepped on while nodes are undecided.
+- ``rules`` declared (:class:`~graphtransfer.envs.protocol.Rules`): its exact rules act in every
+  local-max pass. A node they leave out is dropped from the residual view here (the env is told to
+  wait there), so an env needs no action of its own for leaving.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+import gymnasium as gym
+import numpy as np
+
+from graphtransfer.envs.protocol import JOIN, LEAVE, Rules
+from graphtransfer.errors import UsageError
+from graphtransfer.graphs import Graph
+
+USER_PASSES = 1024
+"""the pass budget at inference of a user env that declares ``active_nodes`` and neither an
+``inference_horizon`` nor a ``--max-passes``: it ends sooner, once no node is active"""
+
+FORWARDED = (
+    "head",
+    "sense",
+    "solution_header",
+    "action_masks",
+    "commit_action",
+    "defer_action",
+    "exact_actions",
+    "covers",
+    "inference_deterministic",
+    "inference_horizon",
+    "rules",
+)
+"""optional members of the user's env that :class:`UserTask` declares as they are"""
+
+
+class UserTask(gym.Env):
+    """``env`` (a user's env, perhaps wrapped) with the members the decoding reads on a built-in task.
+
+    Args:
+        env: the user's env as built, with contract spaces.
+        rebuild: ``rebuild(graph)``, the same env class built on another graph (a kernel of the
+            residual graph); ``None`` where the env cannot be rebuilt.
+        graphs: the graphs ``env`` was built on.
+        budget: at inference, the passes allowed. ``None``: training, the env's own episodes.
+        own_episodes: at inference, whether the env's own truncation (a training horizon) still
+            ends the solve; ``False`` where it declares active nodes or the passes were given.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(
+        self,
+        env: gym.Env,
+        rebuild: Callable[[Graph], gym.Env] | None,
+        graphs: list[Graph],
+        budget: int | None = None,
+        own_episodes: bool = True,
+    ):
+        self.env, self.rebuild = env, rebuild
+        self.graphs = list(graphs)
+        self.graph = self.graphs[0]
+        self.horizon = budget or 0
+        self.inference = budget is not None
+        self.own_episodes = own_episodes
+        self.padded = True
+        self.observation_space, self.action_space = env.observation_space, env.action_space
+        declared: Any = env.unwrapped  # the user's class: its members are read as the protocol declares them
+        self.name = type(declared).__name__
+        self._declared = declared
+        self._commit: int = getattr(declared, "commit_action", 0)
+        self._defer: int = getattr(declared, "defer_action", 0)
+        for member in FORWARDED:
+            value = getattr(declared, member, None)
+            if value is not None:
+                setattr(self, member, value)
+        self._rules: Rules | None = getattr(declared, "rules", None)
+        if self._rules is not None and self._rules.exact_actions is not None and getattr(declared, "exact_actions", None) is None:
+            self.exact_actions = self._exact_actions
+        self._active: Callable[[], np.ndarray] | None = getattr(declared, "active_nodes", None)
+        if self._active is not None:
+            self.active_nodes = self._active_nodes
+        if getattr(declared, "step_many", None) is not None:
+            self.step_many = self._step_many
+        if getattr(declared, "solution", None) is not None:
+            self.solution, self.objective, self.feasible = declared.solution, declared.objective, declared.feasible
+        self._left = np.zeros(0, dtype=bool)
+        self._edges = np.zeros((2, 0), dtype=np.int64)
+        self.steps = 0
+
+    @property
+    def unwrapped(self) -> gym.Env:
+        return self
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        self.graph = getattr(self._declared, "graph", None) or self.graph
+        self.steps = 0
+        self._left = np.zeros(int(obs["num_nodes"][0]), dtype=bool)
+        return self._view(obs), info
+
+    def step(self, action):
+        action = np.asarray(action)
+        leaving = None
+        if self._rules is not None and action.ndim == 1 and action.size and action.min() == LEAVE:
+            leaving = action == LEAVE
+            action = np.where(leaving, self._defer, action)
+        result = self.env.step(action)
+        if leaving is not None:
+            self._left |= leaving[: self._left.size]
+        return self._transition(result)
+
+    def _step_many(self, nodes: np.ndarray):
+        return self._transition(self._declared.step_many(nodes))
+
+    def _transition(self, result: tuple):
+        obs, reward, terminated, truncated, info = result
+        self.steps += 1
+        obs = self._view(obs)
+        if self.inference:
+            if self._active is not None:
+                terminated = terminated or not self._active_nodes().any()
+            truncated = truncated and self.own_episodes
+            truncated = not terminated and (truncated or self.steps >= self.horizon)
+        return obs, reward, terminated, truncated, info
+
+    def _active_nodes(self) -> np.ndarray:
+        """The env's active nodes, less those the rules left out."""
+        active = np.asarray(cast(Callable[[], np.ndarray], self._active)(), dtype=np.bool_)
+        return active & ~self._left[: active.size] if self._left.size else active
+
+    def _view(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The observation with only the edges between active nodes (where the env declares them),
+        padded as the env padded it or cut to its real rows and columns (:attr:`padded` off)."""
+        num_nodes, num_edges = int(obs["num_nodes"][0]), int(obs["num_edges"][0])
+        edges = obs["edge_index"][:, :num_edges]
+        if self._active is not None:
+            active = self._active_nodes()
+            kept = active[edges[0]] & active[edges[1]]
+            if not kept.all():
+                obs = dict(obs)
+                edges = np.compress(kept, edges, axis=1)
+                padded = np.zeros_like(obs["edge_index"])
+                padded[:, : edges.shape[1]] = edges
+                obs["edge_index"], obs["num_edges"] = padded, np.array([edges.shape[1]], dtype=np.int64)
+                if "edge_attr" in obs:
+                    attr = np.zeros_like(obs["edge_attr"])
+                    attr[: edges.shape[1]] = obs["edge_attr"][:num_edges][kept]
+                    obs["edge_attr"] = attr
+        self._edges = edges
+        if self.padded:
+            return obs
+        real = {**obs, "x": obs["x"][:num_nodes], "edge_index": edges}
+        if "edge_attr" in obs:
+            real["edge_attr"] = obs["edge_attr"][: edges.shape[1]]
+        return real
+
+    def observed_edges(self) -> np.ndarray:
+        """The edges the last observation showed, ``(2, E)``: the residual graph's."""
+        return self._edges
+
+    def residual_degree(self) -> np.ndarray:
+        """Each node's edges in the last observation."""
+        return np.bincount(self._edges[1], minlength=self.graph.num_nodes)
+
+    def _exact_actions(self, edge_index: np.ndarray, num_nodes: int) -> np.ndarray:
+        """The declared rules' exact actions on a residual graph, in the env's action codes and
+        :data:`~graphtransfer.envs.protocol.LEAVE` (see :class:`~graphtransfer.envs.protocol.Rules`)."""
+        rules = cast(Rules, self._rules)
+        decided = rules.exact_actions(edge_index, num_nodes)  # type: ignore[misc]  # checked in __init__
+        return np.select([decided == JOIN, decided == LEAVE], [np.int64(self._commit), np.int64(LEAVE)], self._defer)
+
+    def use_graph(self, graph: Graph) -> None:
+        """Run the episodes from the next reset on ``graph`` (a kernel of a residual graph): the
+        user's env built again on it."""
+        if self.rebuild is None:
+            raise UsageError(f"{self.name} cannot be rebuilt on another graph; declare no kernel in its rules")
+        self.env = self.rebuild(graph)
+        self._declared = self.env.unwrapped
+        self._active = getattr(self._declared, "active_nodes", None)
+        if getattr(self._declared, "solution", None) is not None:
+            self.solution = self._declared.solution
+        self.graphs, self.graph = [graph], graph
+
+    def close(self) -> None:
+        self.env.close()
