@@ -164,6 +164,8 @@ def predict(
         f"{solution.seconds:.2f} s, peak memory {solution.peak_rss_mib:.0f} MiB (process RSS)"
     )
     _report_finished(solution)
+    if solution.advice:
+        typer.echo(f"{solution.decoding} decoding; {solution.advice}")
     if not solution.feasible:
         _fail(
             f"the solution is not feasible after {solution.passes} passes: an unfinished route (path) stopped at the pass limit, "

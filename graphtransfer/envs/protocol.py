@@ -197,6 +197,19 @@ class EnvFeatures:
         return self.head is Head.NODE_WISE and self.commit_action is not None and self.defer_action is not None
 
 
+def declaration_advice(features: EnvFeatures) -> str:
+    """One line on what the env could declare to decode as the built-in tasks do, naming each
+    member and what it enables; empty where it declares them."""
+    advice = []
+    if features.head is Head.NODE_WISE and not features.patient:
+        advice.append("commit_action and defer_action with active_nodes() for the local-max decoding")
+    if features.head is Head.NODE_CHOICE and features.step_many is None:
+        advice.append("step_many(nodes) to commit several nodes a pass")
+    if features.head in (Head.NODE_WISE, Head.NODE_CHOICE) and features.rules is None:
+        advice.append("rules (graphtransfer.rules) for exact rules, the kernel, a finishing rule and --polish")
+    return "declare " + "; ".join(advice) + " (docs: Make your env transfer well)" if advice else ""
+
+
 def features_of(env: gym.Env) -> EnvFeatures:
     """The optional members of ``env`` (or of the env it wraps), the one place that looks for them;
     a member of the wrong kind is a :class:`UsageError` that names it."""

@@ -90,6 +90,7 @@ class Solution:
     reduced_seconds: float = 0.0  # what the kernel took, counted in seconds too
     kernels: int = 0  # kernels of the undecided graph taken between passes that decided something (graphtransfer.solve.residual_kernels)
     rival: NearBipartiteRival | None = None  # a nearly bipartite graph's set found without the policy, where one was sought
+    advice: str = ""  # what the env could declare to decode better (graphtransfer.envs.protocol.declaration_advice)
 
 
 def objective_text(value: float) -> str:

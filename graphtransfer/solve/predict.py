@@ -17,7 +17,7 @@ from graphtransfer.checkpoint import Checkpoint, read_checkpoint
 from graphtransfer.config import AUTO_ROLLOUTS, HASTY_FROM_NODES, Decoding, Runtime
 from graphtransfer.config.schema import DecodingName, Device, NodeOrder
 from graphtransfer.envs.factory import named_query
-from graphtransfer.envs.protocol import features_of
+from graphtransfer.envs.protocol import declaration_advice, features_of
 from graphtransfer.graphs import Graph, load_graph, resolve
 from graphtransfer.io import atomic_write, check_output_file, write_atomically
 from graphtransfer.solve.evaluate import finish_rule
@@ -135,7 +135,8 @@ def predict_graph(
         started = time.perf_counter()
         rival = near_bipartite_set(order.graph)
         solution = against_near_bipartite(solution, rival, time.perf_counter() - started, features.sense)
-    return order.restore(solution), features.solution_header
+    advice = declaration_advice(features) if checkpoint.config.env is not None else ""
+    return replace(order.restore(solution), advice=advice), features.solution_header
 
 
 def against_near_bipartite(solution: Solution, found: NearBipartiteSet | None, seconds: float, sense: str) -> Solution:
