@@ -11,21 +11,26 @@ import numpy as np
 from graphtransfer.baselines.completion import finish_independent_set
 from graphtransfer.baselines.local_search import polish_independent_set
 from graphtransfer.envs.domination import closes_wedges
-from graphtransfer.envs.mis import EXCLUDE, INCLUDE, reduction_actions
+from graphtransfer.envs.mis import EXCLUDE, INCLUDE, checked_reduction_actions
 from graphtransfer.envs.mis_kernel import mis_kernel
 from graphtransfer.envs.protocol import JOIN, LEAVE, WAIT, Rules
 
 
-def independent_set_exact_actions(edge_index: np.ndarray, num_nodes: int) -> np.ndarray:
+def independent_set_exact_actions(edge_index: np.ndarray, num_nodes: int, active: np.ndarray, memo: dict) -> np.ndarray:
     """On a residual graph of an independent-set problem: nodes without neighbours join, nodes
     that dominate a neighbour (their closed neighbourhood holds the neighbour's) leave, as the
-    built-in MIS task decides them (:func:`graphtransfer.envs.mis.reduction_actions`).
+    built-in MIS task decides them (:func:`graphtransfer.envs.mis.checked_reduction_actions`):
+    whether the graph closes enough wedges for the full domination check is read once per graph,
+    and later passes check again only around the nodes that lost a neighbour.
 
     Shapes:
-        edge_index: ``(2, E)`` directed edges (both directions) over ``0..num_nodes-1``; returns
-        ``(num_nodes,)`` int64 of :data:`JOIN`, :data:`LEAVE`, :data:`WAIT`.
+        edge_index: ``(2, E)`` directed edges (both directions) over ``0..num_nodes-1``; active:
+        ``(N,)`` bool over the episode's graph; returns ``(num_nodes,)`` int64 of :data:`JOIN`,
+        :data:`LEAVE`, :data:`WAIT`.
     """
-    decided = reduction_actions(edge_index, num_nodes, triangles=closes_wedges(edge_index, num_nodes))
+    if "triangles" not in memo:
+        memo["triangles"] = closes_wedges(edge_index, num_nodes)
+    decided, memo["last"] = checked_reduction_actions(edge_index, num_nodes, active, memo["triangles"], memo.get("last"))
     return np.select([decided == INCLUDE, decided == EXCLUDE], [JOIN, LEAVE], WAIT)
 
 

@@ -97,7 +97,7 @@ def test_a_node_the_rules_leave_out_leaves_the_residual_view_and_the_env_waits_t
 
 def test_the_rules_exact_actions_are_the_built_in_tasks():
     graph = barabasi_albert(300, 2, 0)
-    decided = independent_set_exact_actions(graph.edge_index, graph.num_nodes)
+    decided = independent_set_exact_actions(graph.edge_index, graph.num_nodes, np.ones(graph.num_nodes, dtype=bool), {})
     assert set(np.unique(decided)) <= {-1, 1, 2} and (decided == LEAVE).any()
 
 

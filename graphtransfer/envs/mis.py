@@ -35,8 +35,8 @@ UNDECIDED, IN_SET, OUT = 0, 1, 2
 
 
 @dataclass(frozen=True)
-class _Check:
-    """An episode's last domination check (:meth:`MISEnv.exact_actions`)."""
+class DominationCheck:
+    """An episode's last domination check (:func:`checked_reduction_actions`)."""
 
     degree: np.ndarray
     """``(N,)`` int64 over the episode graph's nodes: each node's residual degree then (the nodes undecided then)"""
@@ -85,7 +85,7 @@ class MISEnv(GraphEnv):
     def _start(self) -> None:
         self.status = np.full(self.graph.num_nodes, UNDECIDED, dtype=np.int8)
         self._live: np.ndarray | None = None  # the residual edges, from the first observation on (see _edges)
-        self._last_check: _Check | None = None  # the episode's last domination check (see exact_actions)
+        self._last_check: DominationCheck | None = None  # the episode's last domination check (see exact_actions)
 
     def _edges(self) -> np.ndarray:
         """The residual graph's edges, filtered from the last step's (it only shrinks), in the
@@ -135,18 +135,9 @@ class MISEnv(GraphEnv):
         since are checked (:func:`~graphtransfer.envs.domination.dominated`'s ``touched``): the
         same answer as a check of the whole residual graph, at a fraction of its cost on dense
         geometric graphs, whose passes each decide a few hundred of 10^5 nodes."""
-        triangles = self.has_triangles(edge_index, num_nodes)
-        undecided = np.flatnonzero(self.status == UNDECIDED)
-        degree = np.bincount(edge_index[1], minlength=num_nodes)  # by destination, as MISEnv._features counts
-        touched = None
-        last = self._last_check
-        if triangles and undecided.size == num_nodes and last is not None and not (self.status[last.leaving] == UNDECIDED).any():
-            touched = degree < last.degree[undecided]
-        actions = reduction_actions(edge_index, num_nodes, triangles, touched, degree)
-        if triangles and undecided.size == num_nodes:
-            checked = np.zeros(self.graph.num_nodes, dtype=np.int64) if last is None else last.degree
-            checked[undecided] = degree
-            self._last_check = _Check(checked, undecided[actions == EXCLUDE])
+        actions, self._last_check = checked_reduction_actions(
+            edge_index, num_nodes, self.status == UNDECIDED, self.has_triangles(edge_index, num_nodes), self._last_check
+        )
         return actions
 
     def has_triangles(self, edge_index: np.ndarray, num_nodes: int) -> bool:
@@ -271,6 +262,31 @@ def is_independent_set(graph: Graph, chosen: np.ndarray) -> bool:
     """No edge has both endpoints chosen."""
     src, dst = graph.edge_index
     return not (chosen[src] & chosen[dst]).any()
+
+
+def checked_reduction_actions(
+    edge_index: np.ndarray, num_nodes: int, undecided: np.ndarray, triangles: bool, last: DominationCheck | None
+) -> tuple[np.ndarray, DominationCheck | None]:
+    """:func:`reduction_actions` of a residual graph of an episode, and the check to hand the next
+    pass: where the ``last`` check's dominated nodes have all left since, only the pairs around
+    the nodes that lost a neighbour since are checked (:func:`dominated`'s ``touched``), the same
+    answer as a check of the whole residual graph.
+
+    Shapes:
+        edge_index: ``(2, E)``, the residual graph of the episode graph's ``undecided`` nodes
+        ``(N,)`` bool, numbered in order (``num_nodes`` of them); returns ``(num_nodes,)`` int64.
+    """
+    undecided_at = np.flatnonzero(undecided)
+    degree = np.bincount(edge_index[1], minlength=num_nodes)  # by destination, as MISEnv._features counts
+    whole = triangles and undecided_at.size == num_nodes
+    usable = whole and last is not None and last.degree.size == undecided.size and not undecided[last.leaving].any()
+    touched = degree < last.degree[undecided_at] if usable and last is not None else None
+    actions = reduction_actions(edge_index, num_nodes, triangles, touched, degree)
+    if not whole:
+        return actions, last
+    checked = np.zeros(undecided.size, dtype=np.int64) if last is None or last.degree.size != undecided.size else last.degree
+    checked[undecided_at] = degree
+    return actions, DominationCheck(checked, undecided_at[actions == EXCLUDE])
 
 
 def reduction_actions(

@@ -114,10 +114,13 @@ class Rules:
     Every member is optional; each switches on what its line says.
 
     Attributes:
-        exact_actions: ``exact_actions(edge_index, num_nodes) -> (num_nodes,) int`` on a residual
-            graph (the active nodes, renumbered): :data:`JOIN`, :data:`LEAVE` or :data:`WAIT` per
-            node, what some optimal solution does; applied beside the policy in every local-max
-            pass (needs ``commit_action``, ``defer_action`` and ``active_nodes``).
+        exact_actions: ``exact_actions(edge_index, num_nodes, active, memo) -> (num_nodes,) int``
+            on a residual graph (``active``, ``(N,)`` bool over the episode's graph: its nodes,
+            renumbered in order): :data:`JOIN`, :data:`LEAVE` or :data:`WAIT` per node, what some
+            optimal solution does; applied beside the policy in every local-max pass (needs
+            ``commit_action``, ``defer_action`` and ``active_nodes``). ``memo`` is a dict kept for
+            the episode's graph across passes and episodes (emptied when the graph changes), where
+            the rule may keep what it learned of the graph.
         kernel: ``kernel(graph, lp=True) -> kernel | None`` (a
             :class:`~graphtransfer.envs.mis_kernel.KernelRule`): the graph shrunk by exact rules
             before the policy and between passes, its solution lifted back (needs ``solution()``
@@ -131,7 +134,7 @@ class Rules:
             nodes of large graphs for speed and put the solution back in the graph's order.
     """
 
-    exact_actions: Callable[[np.ndarray, int], np.ndarray] | None = None
+    exact_actions: Callable[[np.ndarray, int, np.ndarray, dict], np.ndarray] | None = None
     kernel: Callable[..., Any] | None = None
     finish: Callable[[Any, np.ndarray, np.ndarray], Any] | None = None
     improve: Callable[[Any, np.ndarray], np.ndarray] | None = None

@@ -101,6 +101,7 @@ class UserTask(gym.Env):
             self.solution, self.objective, self.feasible = declared.solution, declared.objective, declared.feasible
         self._left = np.zeros(0, dtype=bool)
         self._edges = np.zeros((2, 0), dtype=np.int64)
+        self._memo: dict = {}  # the rules' memory of the graph (Rules.exact_actions)
         self.steps = 0
 
     @property
@@ -182,7 +183,7 @@ class UserTask(gym.Env):
         """The declared rules' exact actions on a residual graph, in the env's action codes and
         :data:`~graphtransfer.envs.protocol.LEAVE` (see :class:`~graphtransfer.envs.protocol.Rules`)."""
         rules = cast(Rules, self._rules)
-        decided = rules.exact_actions(edge_index, num_nodes)  # type: ignore[misc]  # checked in __init__
+        decided = rules.exact_actions(edge_index, num_nodes, self._active_nodes(), self._memo)  # type: ignore[misc]  # checked in __init__
         return np.select([decided == JOIN, decided == LEAVE], [np.int64(self._commit), np.int64(LEAVE)], self._defer)
 
     def use_graph(self, graph: Graph) -> None:
@@ -196,6 +197,7 @@ class UserTask(gym.Env):
         if getattr(self._declared, "solution", None) is not None:
             self.solution = self._declared.solution
         self.graphs, self.graph = [graph], graph
+        self._memo = {}
 
     def close(self) -> None:
         self.env.close()
