@@ -191,12 +191,24 @@ def check_output_file(out: Path, inputs: list[Path], force: bool, option: str = 
         raise UsageError(f"{option} {out}: exists already; pass --force to replace it, or choose another name")
 
 
-def check_output_folder(folder: Path, inputs: list[Path], is_ours: Callable[[Path], bool], what: str, option: str = "--out") -> None:
+def check_output_folder(
+    folder: Path,
+    inputs: list[Path],
+    is_ours: Callable[[Path], bool],
+    what: str,
+    option: str = "--out",
+    force: bool | None = None,
+    alternative: str = "",
+) -> None:
     """The output rule for a folder a command fills (a model folder, a study), checked before any
     work starts: refuse a path that cannot be written (:func:`check_path_form`), a file, one of
     ``inputs`` or a folder inside one, a symbolic link to a folder that is not empty (name the
     folder itself), and a folder that holds anything but what ``is_ours`` recognises (an earlier
-    ``what`` of ours, which the command replaces or continues) or an unfinished run's leftovers."""
+    ``what`` of ours) or an unfinished run's leftovers.
+
+    An earlier ``what`` of ours is replaced only with ``force`` (``force=False`` refuses it, naming
+    ``alternative``, e.g. how to continue it, beside --force); ``force=None`` is for a command that
+    continues what is there (a study)."""
     folder = Path(folder)
     check_path_form(folder, option)
     if folder.exists() and not folder.is_dir():
@@ -221,6 +233,10 @@ def check_output_folder(folder: Path, inputs: list[Path], is_ours: Callable[[Pat
         raise UsageError(
             f"{option} {folder}: holds files that are not a graphtransfer {what} ({shown}); it is written only into an "
             f"empty or new folder or over an earlier {what}; choose another folder"
+        )
+    if foreign and force is False:
+        raise UsageError(
+            f"{option} {folder}: holds a {what} already; pass --force to replace it{alternative}, or choose another folder"
         )
 
 
