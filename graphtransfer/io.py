@@ -163,6 +163,24 @@ MODEL_FOLDER_FILES = ("config.json", "config.yaml", "progress.csv", LOCK_NAME)
 _NAME_MAX = 255
 
 
+def not_a_regular_file(path: Path) -> str | None:
+    """What ``path`` is where it exists but is neither a regular file nor a folder (a FIFO, a
+    device, a socket, or a link to one), as a reason ending a refusal; else ``None``. Every reader
+    of a user's file asks this first: reading a pipe or ``/dev/zero`` would wait or never end, and
+    "no such file" would name the wrong cause."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None  # missing, or a dangling link: the caller's own message says so
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kinds = {stat.S_ISFIFO: "a FIFO (named pipe)", stat.S_ISCHR: "a character device", stat.S_ISBLK: "a block device"}
+    kind = next((name for test, name in kinds.items() if test(mode)), "a socket" if stat.S_ISSOCK(mode) else "a special file")
+    if os.path.islink(path):
+        kind = f"a link to {os.path.realpath(path)}, {kind}"
+    return f"is {kind}, not a regular file (reading it could wait or never end); copy what it holds into a file and name that"
+
+
 def check_output_file(out: Path, inputs: list[Path], force: bool, option: str = "--out", suffixes: tuple[str, ...] = ()) -> None:
     """The output rule for a file a command writes, checked before any work starts: refuse a path
     that cannot be written (:func:`check_path_form`), a name without one of ``suffixes`` (when

@@ -16,6 +16,7 @@ import yaml
 
 from graphtransfer.config.schema import RunConfig, check_layer, task_defaults
 from graphtransfer.errors import UsageError
+from graphtransfer.io import not_a_regular_file
 
 Layer = tuple[str, dict[str, Any]]
 """where the settings came from (a file name, ``--set ...``, ``the command line``), and the settings"""
@@ -28,6 +29,9 @@ def read_file(path: str | Path, env: str | None = None) -> Layer:
     module would be imported, its top-level code run) is refused unless ``env``, what the user
     named on the command line, names one too (then that one is used, as a later layer wins)."""
     path = Path(path)
+    special = not_a_regular_file(path)
+    if special:
+        raise UsageError(f"--config {path}: {special}")
     if not path.is_file():
         raise UsageError(f"--config {path}: no such file; pass a YAML file such as a run folder's config.yaml")
     try:

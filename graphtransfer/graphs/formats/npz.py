@@ -13,7 +13,14 @@ from typing import Any
 import numpy as np
 
 from graphtransfer.errors import GraphFileError
-from graphtransfer.graphs.formats.common import build_graph, check_is_file, check_node_count, one_direction, write_atomically
+from graphtransfer.graphs.formats.common import (
+    build_graph,
+    check_is_file,
+    check_node_count,
+    check_weight_values,
+    one_direction,
+    write_atomically,
+)
 from graphtransfer.graphs.graph import Graph, sorted_unique
 
 EXTENSIONS = (".npz",)
@@ -98,6 +105,7 @@ def _check_weights(path: Path, weights: np.ndarray, count: int, name: str, lette
     """``weights`` as float64, one per edge column or node."""
     if weights.shape != (count,) or weights.dtype.kind not in "iuf":
         raise GraphFileError(path, f"{name} has shape {weights.shape} and dtype {weights.dtype}; expected ({letter},) = ({count},) numbers")
+    check_weight_values(path, weights, name.removesuffix("_weight"))
     return weights.astype(np.float64)
 
 
