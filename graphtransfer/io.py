@@ -181,19 +181,21 @@ def not_a_regular_file(path: Path) -> str | None:
     return f"is {kind}, not a regular file (reading it could wait or never end); copy what it holds into a file and name that"
 
 
-def check_output_file(out: Path, inputs: list[Path], force: bool, option: str = "--out", suffixes: tuple[str, ...] = ()) -> None:
+def check_output_file(
+    out: Path, inputs: list[Path], force: bool, option: str = "--out", suffixes: tuple[str, ...] = (), example: str = "solution.csv"
+) -> None:
     """The output rule for a file a command writes, checked before any work starts: refuse a path
     that cannot be written (:func:`check_path_form`), a name without one of ``suffixes`` (when
     given), one of ``inputs`` (graph files, or a file inside a folder of graphs), a model folder's
     own files, a folder, or (without ``force``) any existing file. A solution CSV beside a model's
-    files is fine."""
+    files is fine. A refusal suggests a name like ``example`` (a command that writes .onnx suggests one)."""
     out = Path(out)
     if out.name == "":
         raise UsageError(f"{option} names no file; name a file to write, e.g. {option} solution.csv")
     check_path_form(out, option)
     if out.is_dir():
-        example = out / (f"figure{suffixes[0]}" if suffixes else "solution.csv")
-        raise UsageError(f"{option} {out}: is a folder; name a file inside it, e.g. {option} {example}")
+        inside = out / (f"figure{suffixes[0]}" if suffixes else example)
+        raise UsageError(f"{option} {out}: is a folder; name a file inside it, e.g. {option} {inside}")
     if suffixes and out.suffix.lower() not in suffixes:
         raise UsageError(
             f"{option} {out}: the extension names the file's format, and this output is written as {', '.join(suffixes)}; "
@@ -204,7 +206,7 @@ def check_output_file(out: Path, inputs: list[Path], force: bool, option: str = 
         if source.exists() and (source.resolve() == resolved or (source.is_dir() and source.resolve() in resolved.parents)):
             raise UsageError(f"{option} {out}: would overwrite the input {source}; write the output somewhere else")
     if _is_model_file(resolved):
-        raise UsageError(f"{option} {out}: is a file of the model folder {out.parent}; name another file, e.g. {out.parent}/solution.csv")
+        raise UsageError(f"{option} {out}: is a file of the model folder {out.parent}; name another file, e.g. {out.parent / example}")
     if out.exists() and not force:
         raise UsageError(f"{option} {out}: exists already; pass --force to replace it, or choose another name")
 

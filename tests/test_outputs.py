@@ -147,6 +147,14 @@ def test_the_output_rule(outcomes, writer, target):
     assert after == before
 
 
+def test_every_refusal_suggests_a_name_the_command_takes(outcomes):
+    """A refusal's "e.g. NAME" is named as the command writes it (an ONNX export once suggested solution.csv)."""
+    for (writer, _), (_, result, _, _) in outcomes.items():
+        suggested = result.stderr.strip().split("e.g. ")[-1].split()[-1] if "e.g. " in result.stderr else None
+        if suggested and writer in NAMED_AS:
+            assert suggested.endswith(NAMED_AS[writer]), (writer, result.stderr)
+
+
 def test_the_table_of_refused_outputs_is_current(outcomes):
     """tests/BAD_OUTPUTS.md: every case above with its real message. Regenerate with
     GRAPHTRANSFER_WRITE_BAD_INPUTS=1 .venv/bin/python -m pytest tests/test_outputs.py"""
