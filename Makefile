@@ -23,8 +23,8 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: install  ## train on sample_graphs/small, transfer to the 250k-node graph, predict there
-	$(BIN)/graphtransfer train --task mis --graphs small
-	$(BIN)/graphtransfer transfer --src small --dst large
+	$(BIN)/graphtransfer train --task mis --graphs small --force
+	$(BIN)/graphtransfer transfer --src small --dst large --force
 	$(BIN)/graphtransfer predict --model runs/mis/large --graph large --out runs/mis/large/solution.csv --force
 
 # Test files go to TEST_WORKERS processes, a whole file to one process (module fixtures train once).

@@ -71,7 +71,8 @@ SENSE = {"mis": 1.0, "mvc": -1.0}
 
 
 def train_command(task: str, seed: int, folder: Path, steps: int = STEPS) -> list[str]:
-    return ["graphtransfer", "train", "--task", task, "--graphs", "small", "--seed", str(seed), "--steps", str(steps), "--out", str(folder)]
+    command = ["graphtransfer", "train", "--task", task, "--graphs", "small", "--seed", str(seed), "--steps", str(steps)]
+    return [*command, "--out", str(folder), "--force"]
 
 
 def trained(task: str, seed: int, folder: Path, reuse: bool, steps: int = STEPS) -> None:

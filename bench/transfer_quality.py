@@ -89,7 +89,7 @@ def trained_model(task: str, folder: Path, reuse: bool, steps: int | None) -> fl
     """Train ``task`` into ``folder`` (or keep the model there with ``reuse``); return the
     training's wall time in seconds, as recorded in the model folder."""
     if not (reuse and (folder / "config.json").is_file()):
-        train(training_config(task, steps), folder, log=lambda line: print(line, file=sys.stderr))
+        train(training_config(task, steps), folder, log=lambda line: print(line, file=sys.stderr), force=True)
     checkpoint = read_checkpoint(folder)
     training = checkpoint.meta["training"]
     print(

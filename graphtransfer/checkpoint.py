@@ -45,7 +45,7 @@ from graphtransfer.config import RunConfig
 from graphtransfer.envs.contract import check_contract
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import CheckpointError, GraphTransferError
-from graphtransfer.io import atomic_write, folder_lock, sync_folder
+from graphtransfer.io import atomic_write, folder_lock, not_a_regular_file, sync_folder
 from graphtransfer.nn import Q_POLICIES, build_policy, build_q_policy
 from graphtransfer.nn.qnetwork import AnyPolicy
 from graphtransfer.zoo import zoo_folder, zoo_names
@@ -437,6 +437,9 @@ def _refuse_non_folder(path: Path) -> None:
     """Explain what a path that is not a model folder is, without ever unpickling it."""
     if path.is_dir():
         return
+    special = not_a_regular_file(path)
+    if special:
+        raise CheckpointError(f"{path}: {special}")
     kind = _magic(path) if path.is_file() else ""
     if path.suffix == ".zip" or kind == "zip":
         raise CheckpointError(
@@ -457,6 +460,9 @@ def _refuse_non_folder(path: Path) -> None:
 
 def _read_meta(folder: Path) -> dict[str, Any]:
     path = folder / CONFIG
+    special = not_a_regular_file(path)
+    if special:
+        raise CheckpointError(f"{path}: {special}")
     if not path.is_file():
         raise CheckpointError(f"{folder}: not a model folder (no {CONFIG}); train one with 'graphtransfer train'")
     try:
@@ -508,6 +514,9 @@ def _named_files(folder: Path, meta: dict[str, Any]) -> dict[str, _TensorFile]:
 def _read_tensors(folder: Path, entry: _TensorFile) -> dict[str, torch.Tensor]:
     """The tensors of one named file, parsed from the very bytes whose sha256 was checked."""
     path = folder / entry.name
+    special = not_a_regular_file(path)
+    if special:
+        raise CheckpointError(f"{path}: {special}")
     try:
         data = path.read_bytes() if path.is_file() else None
     except FileNotFoundError:  # deleted between the two calls

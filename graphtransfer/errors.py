@@ -30,6 +30,9 @@ class GraphFileError(GraphInputError):
         where = self.path if line is None else f"{self.path}, line {line}"
         super().__init__(f"{where}: {cause}")
 
+    def __reduce__(self):  # rebuilt from its parts where it crosses a process (a Ray worker's, a pool's), not from the message
+        return type(self), (self.path, self.cause, self.line)
+
 
 class ClusterLost(GraphTransferError):
     """The Ray cluster (or an actor on it) stopped answering while it held work. ``finished`` maps

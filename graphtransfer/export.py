@@ -47,7 +47,7 @@ def export_sb3(model: str | Path, out: str | Path, graphs: str | Path | None = N
     loads it (:func:`loader_name`).
     """
     out = Path(out)
-    check_output_file(out, [resolve(graphs)] if graphs else [], force, "--sb3")
+    check_output_file(out, [resolve(graphs)] if graphs else [], force, "--sb3", example="policy.zip")
     if out.suffix != ".zip":
         raise UsageError(f"--sb3 {out}: name the file *.zip, as SB3 writes and reads them")
     algorithm = load_model(model, graphs or read_checkpoint(model, env).config.graphs, env)
@@ -140,7 +140,7 @@ def export_onnx(model: str | Path, out: str | Path, env: str | None = None, forc
     ``out``; ``out`` never replaces a graph or a model's files, an existing file only with ``force``.
     """
     out = Path(out)
-    check_output_file(out, [], force, "--onnx")
+    check_output_file(out, [], force, "--onnx", example="policy.onnx")
     if out.suffix != ".onnx":
         raise UsageError(f"--onnx {out}: name the file *.onnx")
     checkpoint = read_checkpoint(model, env)
@@ -250,6 +250,7 @@ def _trace(scorer: torch.nn.Module, example: tuple[torch.Tensor, ...], path: Pat
                 dynamic_shapes={name: shapes[name] for name in names},
                 opset_version=ONNX_OPSET,
                 dynamo=True,
+                external_data=False,  # the weights inside the one file: a .data file beside the temporary one would be left behind
                 verbose=False,
             )
     finally:

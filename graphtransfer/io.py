@@ -163,19 +163,39 @@ MODEL_FOLDER_FILES = ("config.json", "config.yaml", "progress.csv", LOCK_NAME)
 _NAME_MAX = 255
 
 
-def check_output_file(out: Path, inputs: list[Path], force: bool, option: str = "--out", suffixes: tuple[str, ...] = ()) -> None:
+def not_a_regular_file(path: Path) -> str | None:
+    """What ``path`` is where it exists but is neither a regular file nor a folder (a FIFO, a
+    device, a socket, or a link to one), as a reason ending a refusal; else ``None``. Every reader
+    of a user's file asks this first: reading a pipe or ``/dev/zero`` would wait or never end, and
+    "no such file" would name the wrong cause."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None  # missing, or a dangling link: the caller's own message says so
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kinds = {stat.S_ISFIFO: "a FIFO (named pipe)", stat.S_ISCHR: "a character device", stat.S_ISBLK: "a block device"}
+    kind = next((name for test, name in kinds.items() if test(mode)), "a socket" if stat.S_ISSOCK(mode) else "a special file")
+    if os.path.islink(path):
+        kind = f"a link to {os.path.realpath(path)}, {kind}"
+    return f"is {kind}, not a regular file (reading it could wait or never end); copy what it holds into a file and name that"
+
+
+def check_output_file(
+    out: Path, inputs: list[Path], force: bool, option: str = "--out", suffixes: tuple[str, ...] = (), example: str = "solution.csv"
+) -> None:
     """The output rule for a file a command writes, checked before any work starts: refuse a path
     that cannot be written (:func:`check_path_form`), a name without one of ``suffixes`` (when
     given), one of ``inputs`` (graph files, or a file inside a folder of graphs), a model folder's
     own files, a folder, or (without ``force``) any existing file. A solution CSV beside a model's
-    files is fine."""
+    files is fine. A refusal suggests a name like ``example`` (a command that writes .onnx suggests one)."""
     out = Path(out)
     if out.name == "":
         raise UsageError(f"{option} names no file; name a file to write, e.g. {option} solution.csv")
     check_path_form(out, option)
     if out.is_dir():
-        example = out / (f"figure{suffixes[0]}" if suffixes else "solution.csv")
-        raise UsageError(f"{option} {out}: is a folder; name a file inside it, e.g. {option} {example}")
+        inside = out / (f"figure{suffixes[0]}" if suffixes else example)
+        raise UsageError(f"{option} {out}: is a folder; name a file inside it, e.g. {option} {inside}")
     if suffixes and out.suffix.lower() not in suffixes:
         raise UsageError(
             f"{option} {out}: the extension names the file's format, and this output is written as {', '.join(suffixes)}; "
@@ -186,17 +206,29 @@ def check_output_file(out: Path, inputs: list[Path], force: bool, option: str = 
         if source.exists() and (source.resolve() == resolved or (source.is_dir() and source.resolve() in resolved.parents)):
             raise UsageError(f"{option} {out}: would overwrite the input {source}; write the output somewhere else")
     if _is_model_file(resolved):
-        raise UsageError(f"{option} {out}: is a file of the model folder {out.parent}; name another file, e.g. {out.parent}/solution.csv")
+        raise UsageError(f"{option} {out}: is a file of the model folder {out.parent}; name another file, e.g. {out.parent / example}")
     if out.exists() and not force:
         raise UsageError(f"{option} {out}: exists already; pass --force to replace it, or choose another name")
 
 
-def check_output_folder(folder: Path, inputs: list[Path], is_ours: Callable[[Path], bool], what: str, option: str = "--out") -> None:
+def check_output_folder(
+    folder: Path,
+    inputs: list[Path],
+    is_ours: Callable[[Path], bool],
+    what: str,
+    option: str = "--out",
+    force: bool | None = None,
+    alternative: str = "",
+) -> None:
     """The output rule for a folder a command fills (a model folder, a study), checked before any
     work starts: refuse a path that cannot be written (:func:`check_path_form`), a file, one of
     ``inputs`` or a folder inside one, a symbolic link to a folder that is not empty (name the
     folder itself), and a folder that holds anything but what ``is_ours`` recognises (an earlier
-    ``what`` of ours, which the command replaces or continues) or an unfinished run's leftovers."""
+    ``what`` of ours) or an unfinished run's leftovers.
+
+    An earlier ``what`` of ours is replaced only with ``force`` (``force=False`` refuses it, naming
+    ``alternative``, e.g. how to continue it, beside --force); ``force=None`` is for a command that
+    continues what is there (a study)."""
     folder = Path(folder)
     check_path_form(folder, option)
     if folder.exists() and not folder.is_dir():
@@ -221,6 +253,10 @@ def check_output_folder(folder: Path, inputs: list[Path], is_ours: Callable[[Pat
         raise UsageError(
             f"{option} {folder}: holds files that are not a graphtransfer {what} ({shown}); it is written only into an "
             f"empty or new folder or over an earlier {what}; choose another folder"
+        )
+    if foreign and force is False:
+        raise UsageError(
+            f"{option} {folder}: holds a {what} already; pass --force to replace it{alternative}, or choose another folder"
         )
 
 

@@ -58,13 +58,29 @@ class Bad:
         path = folder / self.name
         if self.content is None:
             path.mkdir()
+        elif self.content in SPECIAL:
+            SPECIAL[self.content](path)
         else:
             path.write_bytes(self.content() if callable(self.content) else self.content)
         return path
 
 
+SPECIAL = {  # what stands in for a file, by the bytes naming it in a case
+    b"<fifo>": lambda path: os.mkfifo(path),
+    b"<link to /dev/zero>": lambda path: path.symlink_to("/dev/zero"),
+    b"<link to /dev/urandom>": lambda path: path.symlink_to("/dev/urandom"),
+}
+
+
+def one_line_of_values(count: int) -> bytes:
+    return b" ".join(b"%d" % i for i in range(count)) + b"\n"
+
+
 CASES = [
     Bad("a folder where a file was expected", "graphs.txt", None),
+    Bad("a FIFO (reading it would wait for a writer)", "pipe.txt", b"<fifo>"),
+    Bad("a link to /dev/zero (reading it would never end)", "zero.txt", b"<link to /dev/zero>"),
+    Bad("a link to /dev/urandom", "random.npz", b"<link to /dev/urandom>"),
     Bad("empty file", "empty.txt", b""),
     Bad("only whitespace", "blank.graph", b" \n\n"),
     Bad("only comments", "comments.txt", b"# nothing here\n"),
@@ -81,6 +97,8 @@ CASES = [
     Bad("edge list: NaN weight", "nan-weight.txt", b"0 1 1\n1 2 nan\n", 2),
     Bad("edge list: infinite weight", "inf-weight.txt", b"0 1 inf\n", 1),
     Bad("edge list: negative weight", "neg-weight.txt", b"0 1 0.5\n1 2 -2\n", 2),
+    Bad("edge list: weights adding up past float32 (1e308 each)", "big-weights.txt", b"0 1 1e308\n1 2 1e308\n2 0 1e308\n"),
+    Bad("edge list: 10 MB on one line (no line breaks)", "one-line.txt", lambda: one_line_of_values(1_500_000), 1),
     Bad("METIS: header not numbers", "words.graph", b"three 2\n2\n1 3\n2\n", 1),
     Bad("METIS: header with 5 values", "long.graph", b"3 2 0 1 7\n2\n1 3\n2\n", 1),
     Bad("METIS: fmt not 0/1 flags", "fmt.graph", b"3 2 2\n2\n1 3\n2\n", 1),
@@ -142,6 +160,13 @@ CASES = [
     Bad(".npz: negative id", "negative.npz", lambda: npz_bytes(edge_index=np.array([[0, -1], [1, 2]]))),
     Bad(".npz: id beyond num_nodes", "range.npz", lambda: npz_bytes(edge_index=np.array([[0, 1], [1, 7]]), num_nodes=np.int64(3))),
     Bad(".npz: pickled objects", "pickled.npz", lambda: npz_bytes(edge_index=np.array([object()], dtype=object))),
+    Bad(".npz: NaN edge weight", "nan.npz", lambda: npz_bytes(edge_index=np.array([[0, 1], [1, 2]]), edge_weight=np.array([1.0, np.nan]))),
+    Bad(".npz: edge weights of 1e308", "big.npz", lambda: npz_bytes(edge_index=np.array([[0, 1], [1, 2]]), edge_weight=np.full(2, 1e308))),
+    Bad(
+        ".npz: NaN node weight",
+        "nan-node.npz",
+        lambda: npz_bytes(edge_index=np.array([[0, 1], [1, 2]]), node_weight=np.array([1.0, np.nan, 2.0])),
+    ),
     Bad("PyTorch: not a torch file", "text.pt", b"0 1\n1 2\n"),
     Bad("PyTorch: truncated", "cut.pt", lambda: torch_bytes({"edge_index": torch.tensor([[0, 1], [1, 2]])})[:300]),
     Bad("PyTorch: dict without edge_index", "other.pt", lambda: torch_bytes({"x": torch.zeros(3, 2)})),

@@ -305,6 +305,23 @@ CASES = [
     ),
     Case("`train --resume` with other settings", lambda: None, ["train", "--resume", "done", "--steps", "100", "--seed", "3"]),
     Case(
+        "a `--config` YAML naming a user env (`env: evilenv:Env`), no `--env` typed",
+        lambda: (Path("evilenv.py").write_text(EVIL_MODULE), Path("env.yaml").write_text("env: evilenv:Env\n")),
+        ["train", "--config", "env.yaml"],
+    ),
+    Case(
+        "the same YAML naming `env: os:system` with `env_kwargs`",
+        lambda: Path("system.yaml").write_text(f"env: os:system\nenv_kwargs:\n  command: touch {MARKER}\n"),
+        ["tune", "--config", "system.yaml", "--n-trials", "1"],
+    ),
+    Case("a `--config` that is a FIFO", lambda: os.mkfifo("settings.yaml"), ["train", "--config", "settings.yaml"]),
+    Case("a model that is a link to /dev/zero", lambda: Path("zero-model").symlink_to("/dev/zero"), predicting("zero-model")),
+    Case(
+        "a model folder whose config.json is a FIFO",
+        lambda: (Path("fifo-model").mkdir(), os.mkfifo("fifo-model/config.json")),
+        predicting("fifo-model"),
+    ),
+    Case(
         "`train --resume` of a folder no training wrote",
         lambda: save_model("made", RunConfig(head="node-wise", model=MODEL)),
         ["train", "--resume", "made"],

@@ -310,16 +310,19 @@ def test_a_resumed_study_samples_new_settings(tmp_path):
 
 
 @pytest.mark.slow
-def test_ctrl_c_in_tune_prints_one_line_and_no_traceback(tmp_path):
+@pytest.mark.parametrize("stop", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "stopped by SIGTERM")])
+def test_ctrl_c_in_tune_prints_one_line_and_no_traceback(tmp_path, stop):
+    """Ctrl-C, and SIGTERM alike: the running trial is marked failed (the study goes on from there), one line, no traceback."""
+    signum, exit_code, said = stop
     code = "from graphtransfer.cli import main; main()"  # the console script's entry point
     command = [sys.executable, "-c", code, "tune", "--out", str(tmp_path / "s"), "--steps", "1000000", "--n-trials", "2"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     assert "running up to 2 more" in _read_until(process, "running up to")
     time.sleep(3)  # into the first trial's training
-    process.send_signal(signal.SIGINT)
+    process.send_signal(signum)
     _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130
-    assert stderr == "error: interrupted\n"
+    assert process.returncode == exit_code
+    assert stderr == f"error: {said}\n"
 
 
 def _read_until(process: subprocess.Popen, text: str) -> str:

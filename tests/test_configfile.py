@@ -173,3 +173,44 @@ def test_a_config_built_in_python_is_checked_before_training(tmp_path, config, m
     with pytest.raises(UsageError, match=message.replace("(", r"\(")):
         train(config(), tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+# A module whose import leaves a mark: whether a command imported it is then a file on disk.
+MARKING_MODULE = """
+from pathlib import Path
+
+Path("imported").touch()
+
+from graphtransfer.envs.mis import MISEnv as Env
+"""
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["env: marking:Env\n", "env: os:system\nenv_kwargs:\n  command: touch imported\n", "env: marking:Env\ntask: mis\nppo:\n  n_envs: 1\n"],
+)
+@pytest.mark.parametrize("command", [["train"], ["train", "--print-config"], ["tune", "--n-trials", "1"]])
+def test_a_config_file_never_decides_what_code_runs(tmp_path, monkeypatch, text, command):
+    """A --config file naming a user env imports nothing (its top-level code would run before any
+    check); the env is imported only when the user names it on the command line."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "marking.py").write_text(MARKING_MODULE)
+    (tmp_path / "c.yaml").write_text(text)
+    result = runner.invoke(app, [*command, "--config", "c.yaml", "--steps", "64"])
+    assert result.exit_code == 2, result.output
+    named = yaml.safe_load(text)["env"]
+    assert result.stderr == (
+        f"error: --config c.yaml: names the env {named!r}, whose code would be imported and run; a config file never decides "
+        f"what code runs: pass --env {named} on the command line if you trust it\n"
+    )
+    assert not (tmp_path / "imported").exists()
+
+
+def test_a_config_files_env_is_used_when_the_command_line_names_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "marking.py").write_text(MARKING_MODULE)
+    (tmp_path / "c.yaml").write_text("env: marking:Env\nppo:\n  n_envs: 3\n")
+    result = runner.invoke(app, ["train", "--config", "c.yaml", "--env", "marking:Env", "--print-config"])
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(result.stdout)["ppo"]["n_envs"] == 3  # the file's other settings stand

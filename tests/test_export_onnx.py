@@ -47,6 +47,7 @@ def test_the_file_gives_the_policys_outputs_on_a_graph_it_never_saw(tiny_model, 
     assert np.argmax(got, axis=-1).tolist() == np.argmax(expected, axis=-1).tolist() or outputs == 1
     props = {p.key: p.value for p in onnx.load(str(out)).metadata_props}
     assert props["graphtransfer.task"] == task and props["graphtransfer.outputs_per_node"] == str(outputs)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]  # one file: no weights beside it, no temporary left
 
 
 def test_sb3_and_onnx_in_one_command(tiny_model, tmp_path):

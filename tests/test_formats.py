@@ -177,3 +177,25 @@ def test_a_zip_whose_directory_claims_an_unknown_version_is_a_graph_input_error(
     path.write_bytes(bytes(data))
     with pytest.raises(GraphInputError):
         read_graph(path)
+
+
+MTX_REAL = "%%MatrixMarket matrix coordinate real symmetric\n4 4 3\n2 1 0.5\n3 2 {middle}\n4 3 2\n"
+
+
+def test_a_real_matrix_s_values_are_its_edge_weights(tmp_path):
+    graph = read_graph(write(tmp_path, "w.mtx", MTX_REAL.format(middle="1.5")))
+    assert sorted(graph.edge_weight[: graph.num_edges].tolist()) == [0.5, 1.5, 2.0]
+
+
+@pytest.mark.parametrize("middle, why", [("nan", "line 4 holds nan"), ("-1", "line 4 holds -1"), ("1e308", "add up to more than")])
+def test_matrix_values_that_are_no_weights_are_left_out_with_a_warning_that_says_why(tmp_path, middle, why):
+    """A Laplacian's negative entries, a NaN: the matrix still reads as a graph, with hashed weights, and the warning names the value."""
+    with pytest.warns(GraphInputWarning, match=f"w.mtx: the real matrix's values are not used as edge weights \\(.*{why}"):
+        graph = read_graph(write(tmp_path, "w.mtx", MTX_REAL.format(middle=middle)))
+    assert graph.edge_weight is None and graph.num_edges == 3
+
+
+def test_edge_list_columns_past_the_weight_are_said_to_be_ignored(tmp_path):
+    with pytest.warns(GraphInputWarning, match="columns 4 to 5 of every line ignored; only 'u v weight' is read"):
+        graph = read_graph(write(tmp_path, "g.txt", "0 1 1 7 7\n1 2 2 8 8\n"))
+    assert graph.edge_weight is not None and graph.num_edges == 2

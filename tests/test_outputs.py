@@ -110,6 +110,7 @@ TARGETS = {
     "a model folder's file": lambda w: w["victim"] / CONFIG,
     "a foreign folder": lambda w: w["foreign"],
     "an existing file": lambda w: w["existing"],  # with the extension of the commands in NAMED_AS
+    "an earlier model": lambda w: w["victim"],  # a run of ours: replaced only with --force (or continued with --resume)
 }
 
 
@@ -144,6 +145,14 @@ def test_the_output_rule(outcomes, writer, target):
     _, result, before, after = outcomes[writer, target]
     assert_refused(result)
     assert after == before
+
+
+def test_every_refusal_suggests_a_name_the_command_takes(outcomes):
+    """A refusal's "e.g. NAME" is named as the command writes it (an ONNX export once suggested solution.csv)."""
+    for (writer, _), (_, result, _, _) in outcomes.items():
+        suggested = result.stderr.strip().split("e.g. ")[-1].split()[-1] if "e.g. " in result.stderr else None
+        if suggested and writer in NAMED_AS:
+            assert suggested.endswith(NAMED_AS[writer]), (writer, result.stderr)
 
 
 def test_the_table_of_refused_outputs_is_current(outcomes):
@@ -215,7 +224,7 @@ def test_a_failed_run_leaves_the_folder_it_would_replace_as_it_was(work):
     assert len((victim / "progress.csv").read_text().splitlines()) > 2
     config = RunConfig(task="mis", graphs=str(work["graph"]), ppo=PPOConfig(total_timesteps=64, n_envs=2, n_steps=32, batch_size=32))
     with pytest.raises(RuntimeError, match="the user's callback failed"):
-        train(config, victim, log=lambda _: None, callback=Explode())
+        train(config, victim, log=lambda _: None, callback=Explode(), force=True)
     assert snapshot(victim) == before
     assert not [p.name for p in victim.iterdir() if p.name.startswith(".unfinished-")]  # nothing of the failed run is left
 
@@ -226,7 +235,7 @@ def test_a_killed_run_leaves_the_folder_it_would_replace_as_it_was(work):
     before = snapshot(victim)
     command = [sys.executable, "-c", "from graphtransfer.cli.main import main; main()", "train", "--graphs", str(work["graph"])]
     command += ["--task", "mis", "--steps", "1000000", "--n-envs", "2", "--n-steps", "16", "--batch-size", "32", "--no-progress"]
-    process = subprocess.Popen([*command, "--out", str(victim)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen([*command, "--out", str(victim), "--force"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 240
     try:
         while time.monotonic() < deadline and process.poll() is None:
@@ -315,10 +324,10 @@ def test_train_never_replaces_a_model_through_a_symlink(work):
 
 
 def test_train_replaces_its_own_earlier_model_and_moves_its_logs_in(work):
-    """What the rule allows: a model folder of ours is replaced by a new run, logs and all."""
+    """What the rule allows: with --force, a model folder of ours is replaced by a new run, logs and all."""
     victim = work["victim"]
     old_rows = (victim / "progress.csv").read_text().splitlines()
-    result = runner.invoke(app, ["train", "--graphs", str(work["graph"]), *TRAIN, "--out", str(victim)])
+    result = runner.invoke(app, ["train", "--graphs", str(work["graph"]), *TRAIN, "--out", str(victim), "--force"])
     assert result.exit_code == 0, result.output
     rows = (victim / "progress.csv").read_text().splitlines()
     assert rows != old_rows and len(rows) >= 2
@@ -335,12 +344,12 @@ def test_a_new_run_leaves_no_earlier_runs_best_or_checkpoints_beside_its_model(w
     assert first.exit_code == 0, first.output
     assert (run / "best" / CONFIG).is_file() and list((run / "checkpoints").iterdir())
     (run / "notes.md").write_text("mine\n")
-    second = runner.invoke(app, ["train", "--graphs", graph, *TRAIN, "--out", str(run)])
+    second = runner.invoke(app, ["train", "--graphs", graph, *TRAIN, "--out", str(run), "--force"])
     assert second.exit_code == 0, second.output
     left = sorted(p.name for p in run.iterdir() if not p.name.endswith(".safetensors"))
     assert left == [".graphtransfer.lock", CONFIG, "config.yaml", "notes.md", "progress.csv"]
     assert read_checkpoint(run).meta["training"]["complete"]
-    transferred = runner.invoke(app, ["transfer", "--src", str(work["model"]), "--dst", graph, "--out", str(run)])
+    transferred = runner.invoke(app, ["transfer", "--src", str(work["model"]), "--dst", graph, "--out", str(run), "--force"])
     assert transferred.exit_code == 0, transferred.output
     left = sorted(p.name for p in run.iterdir() if not p.name.endswith(".safetensors"))
     assert left == [".graphtransfer.lock", CONFIG, "config.yaml", "notes.md"]  # that progress.csv was not the transfer's
@@ -435,7 +444,7 @@ def test_a_full_disk_at_the_transfer_save_keeps_the_fine_tuned_model_and_changes
     shutil.copytree(work["victim"], out)
     before, source = snapshot(out), snapshot(work["model"])
     disk.fill()
-    command = ["transfer", "--src", str(work["model"]), "--dst", str(work["graph"]), "--finetune-steps", "8", "--out", str(out)]
+    command = ["transfer", "--src", str(work["model"]), "--dst", str(work["graph"]), "--finetune-steps", "8", "--out", str(out), "--force"]
     message = assert_refused(runner.invoke(app, command), code=1)
     assert f"error: {out}: the fine-tuned model could not be saved (No space left on device); it is kept in" in message
     kept = kept_folder(message)
@@ -494,7 +503,7 @@ def test_a_destination_made_read_only_while_adapting_keeps_the_adapted_model(wor
         lines.append(line)
 
     with pytest.raises(SaveFailed, match=r"could not be saved \((Read-only file system|Permission denied)\)") as failed:
-        transfer(work["model"], work["graph"], folder=out, adapt_seconds=2.0, adapt_nodes=4, log=log)
+        transfer(work["model"], work["graph"], folder=out, adapt_seconds=2.0, adapt_nodes=4, log=log, force=True)
     kept = kept_folder(str(failed.value))
     try:
         assert "adapt" in read_checkpoint(kept).meta["transferred"]
@@ -642,3 +651,24 @@ def test_a_ray_cluster_that_dies_during_eval_keeps_the_finished_rows(work, ray_h
     names = [Path(row["graph"]).name for row in json.loads(json_out.read_text())]
     assert names and names == ["a0.txt", "a1.txt", "a2.txt"][: len(names)]  # one actor takes the graphs in order
     assert f"{len(names)} of 4 graphs evaluated" in lines[0] and f"({', '.join(names)})" in lines[0]
+
+
+def test_an_interrupted_run_is_replaced_only_with_force_and_the_refusal_offers_resume(work):
+    """A run stopped by Ctrl-C or SIGTERM holds its optimizer state to resume from; a new run with the
+    same --out is refused, naming both ways on, and replaces it only with --force."""
+    victim = work["victim"]
+    meta = json.loads((victim / CONFIG).read_text())
+    meta["training"].update(steps=32, complete=False)
+    (victim / CONFIG).write_text(json.dumps(meta))
+    before = snapshot(victim)
+    command = ["train", "--graphs", str(work["graph"]), *TRAIN, "--out", str(victim)]
+    message = assert_refused(runner.invoke(app, command))
+    budget = meta["config"]["ppo"]["total_timesteps"]
+    assert message == (
+        f"error: --out {victim}: holds a model already; pass --force to replace it or --resume {victim} to continue its run "
+        f"(stopped at step 32 of {budget}), or choose another folder"
+    )
+    assert snapshot(victim) == before
+    replaced = runner.invoke(app, [*command, "--force"])
+    assert replaced.exit_code == 0, replaced.output
+    assert read_checkpoint(victim).meta["training"]["complete"]

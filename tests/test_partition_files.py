@@ -3,6 +3,7 @@ file per part reads back as the parts the split makes; bad uses, damaged files a
 are one line and exit 2. The solve on such a folder is in tests/test_partitioned.py (Ray)."""
 
 import json
+import pickle
 import subprocess
 import sys
 
@@ -137,30 +138,41 @@ def test_a_changed_part_file_is_refused_by_the_worker_that_reads_it(parts_folder
     read_part(written, 0)
 
 
+def rewrite_part(folder, **changed) -> None:
+    """Part 0 written again with ``changed`` arrays, and its map entry's size and sha256 made to
+    match: a forgery only the checks of the contents can find."""
+    part = read_part(read_partition_map(folder), 0)
+    arrays = {name: getattr(part, name) for name in ("nodes", "halo", "halo_owner", "halo_position", "boundary", "edge_index", "ids")}
+    path = folder / "part-00000.npz"
+    with path.open("wb") as file:
+        np.savez(file, **(arrays | changed))
+    meta = json.loads((folder / MAP_NAME).read_text())
+    meta["parts"][0]["size"], meta["parts"][0]["sha256"] = file_digest(path)
+    (folder / MAP_NAME).write_text(json.dumps(meta))
+
+
+def edge_out_of_range(folder) -> dict:
+    part = read_part(read_partition_map(folder), 0)
+    edges = part.edge_index.copy()
+    edges[0, 0] = part.num_local  # one past the part's last local row
+    return {"edge_index": edges}
+
+
 def test_arrays_that_do_not_fit_are_refused_even_under_a_matching_sha256(parts_folder):
     """A part rewritten with an edge into a node it does not hold, and its map entry made to match:
     the worker refuses it before any index is used."""
-    written = read_partition_map(parts_folder)
-    part = read_part(written, 0)
-    edges = part.edge_index.copy()
-    edges[0, 0] = part.num_local  # one past the part's last local row
-    path = parts_folder / "part-00000.npz"
-    with path.open("wb") as file:
-        np.savez(
-            file,
-            nodes=part.nodes,
-            halo=part.halo,
-            halo_owner=part.halo_owner,
-            halo_position=part.halo_position,
-            boundary=part.boundary,
-            edge_index=edges,
-            ids=part.ids,
-        )
-    meta = json.loads((parts_folder / MAP_NAME).read_text())
-    meta["parts"][0]["size"], meta["parts"][0]["sha256"] = file_digest(path)
-    (parts_folder / MAP_NAME).write_text(json.dumps(meta))
+    rewrite_part(parts_folder, **edge_out_of_range(parts_folder))
+    check_part_files(read_partition_map(parts_folder))  # the headers fit: only the values tell
     with pytest.raises(GraphFileError, match="its edge sources lie outside 0"):
         read_part(read_partition_map(parts_folder), 0)
+
+
+def test_the_error_a_worker_raises_crosses_processes_whole():
+    """Ray and process pools carry an exception by pickling it; the worker's GraphFileError must come
+    back as itself (one line, exit 2), not as a failure to rebuild it."""
+    error = pickle.loads(pickle.dumps(GraphFileError("part-00000.npz", "is damaged", line=3)))
+    assert isinstance(error, GraphFileError) and (error.path, error.cause, error.line) == ("part-00000.npz", "is damaged", 3)
+    assert str(error) == "part-00000.npz, line 3: is damaged"
 
 
 def predict_folder(tiny_model, folder, out, *extra):
@@ -181,6 +193,10 @@ def predict_folder(tiny_model, folder, out, *extra):
             lambda folder: (folder / MAP_NAME).write_text((folder / MAP_NAME).read_text().replace("part-00001", "../x")),
             "must name the file",
         ),
+        # rewritten parts whose size and sha256 the map was made to match: their headers tell
+        (lambda folder: rewrite_part(folder, nodes=np.array([object()] * 150)), "'nodes.npy' holds Python objects"),
+        (lambda folder: rewrite_part(folder, halo=read_part(read_partition_map(folder), 0).halo.astype(np.int32)), "dtype int32"),
+        (lambda folder: rewrite_part(folder, boundary=np.zeros(0, dtype=np.int64)), "boundary has shape (0,)"),
     ],
 )
 def test_a_damaged_partitioned_graph_is_refused_before_ray_starts(tiny_model, parts_folder, tmp_path, damage, message):
@@ -189,6 +205,18 @@ def test_a_damaged_partitioned_graph_is_refused_before_ray_starts(tiny_model, pa
     out = tmp_path / "set.csv"
     refused = assert_refused(predict_folder(tiny_model, parts_folder, out, "--ray-address", "local"))
     assert message in refused and "write it again with graphtransfer graphs partition" in refused
+    assert not out.exists() and not ray.is_initialized()
+
+
+@pytest.mark.slow
+def test_a_part_only_its_worker_can_find_damaged_is_one_line_and_exit_2(tiny_model, parts_folder, tmp_path):
+    """Values out of range under a matching size, sha256 and headers: the worker on the real Ray
+    cluster refuses it, and its error reaches the user as the usual line, not Ray's traceback."""
+    ray = pytest.importorskip("ray")
+    rewrite_part(parts_folder, **edge_out_of_range(parts_folder))
+    out = tmp_path / "set.csv"
+    refused = assert_refused(predict_folder(tiny_model, parts_folder, out, "--ray-address", "local"))
+    assert "part-00000.npz: its edge sources lie outside 0" in refused and "write it again with graphtransfer graphs partition" in refused
     assert not out.exists() and not ray.is_initialized()
 
 

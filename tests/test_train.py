@@ -67,8 +67,17 @@ def test_the_same_seed_gives_bit_identical_weights(tmp_path):
     assert not all(torch.equal(weights["first"][n], weights["other"][n]) for n in weights["first"])
 
 
+STOPS = {  # what stops a command, its exit code and how its last line says it
+    "Ctrl-C": (signal.SIGINT, 130, "interrupted"),
+    "SIGTERM": (signal.SIGTERM, 143, "stopped by SIGTERM"),  # Slurm, Kubernetes, `timeout`, `kill`
+}
+
+
 @pytest.mark.slow
-def test_ctrl_c_saves_a_checkpoint_that_resume_trains_to_the_budget(tmp_path, monkeypatch):
+@pytest.mark.parametrize("stop", STOPS)
+def test_ctrl_c_saves_a_checkpoint_that_resume_trains_to_the_budget(tmp_path, monkeypatch, stop):
+    """Ctrl-C, and SIGTERM alike, stop the run between env steps with a checkpoint and the resume line."""
+    signum, code, said = STOPS[stop]
     (tmp_path / "gated.py").write_text(GATED_ENV)
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -77,14 +86,14 @@ def test_ctrl_c_saves_a_checkpoint_that_resume_trains_to_the_budget(tmp_path, mo
     process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for(tmp_path / "progress", process)
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signum)
         (tmp_path / "go").touch()
         stdout, stderr = process.communicate(timeout=60)
     finally:
         process.kill()
     # 300 env steps is inside the fifth rollout of 2 x 32: four went into updates, the fifth is dropped
-    assert process.returncode == 130, stderr
-    assert stderr == "interrupted at step 256 of 512; saved model; resume with: graphtransfer train --resume model --env gated:GatedMIS\n"
+    assert process.returncode == code, stderr
+    assert stderr == f"{said} at step 256 of 512; saved model; resume with: graphtransfer train --resume model --env gated:GatedMIS\n"
     assert "\ntraining gatedmis (node-wise head, PPO)" in stdout
     interrupted = read_checkpoint(tmp_path / "model", env="gated:GatedMIS")
     assert interrupted.meta["training"]["steps"] == 256 and interrupted.meta["training"]["complete"] is False

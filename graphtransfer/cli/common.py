@@ -6,6 +6,7 @@ modules import this."""
 from __future__ import annotations
 
 import functools
+import signal
 import sys
 import warnings
 from collections.abc import Iterator
@@ -45,9 +46,46 @@ def friendly_errors(command):
             where = f"{err.filename}: " if err.filename else ""
             fail(f"{where}{err.strerror or err}; check the disk's free space and the folder's permissions", 1)
         except KeyboardInterrupt:
-            fail("interrupted", 130)
+            fail(stopped_by(), stop_exit_code())
 
     return wrapper
+
+
+STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+"""what a batch system, a container runtime, ``timeout`` or a closing terminal sends to stop a command"""
+_stop_signal: int | None = None
+
+
+def stop_like_ctrl_c() -> None:
+    """Make SIGTERM and SIGHUP do in this process what Ctrl-C (SIGINT) does at that moment, so every
+    long command has one way to stop: training saves a checkpoint and prints the resume line, a
+    search marks its trials failed, a solve ends with one line. The exit code is then 128 + the
+    signal's number (143 for SIGTERM). A signal the process was started with ignored (``nohup``)
+    stays ignored. For the command line's entry point; a Python user's process is left as it is."""
+    for name in STOP_SIGNALS:
+        signum = getattr(signal, name, None)
+        if signum is not None and signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, _like_ctrl_c)
+
+
+def _like_ctrl_c(signum: int, frame) -> None:
+    global _stop_signal
+    _stop_signal = signum
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):  # the handler in effect now: a training run's stop request, or Python's KeyboardInterrupt
+        handler(signal.SIGINT, frame)
+    else:  # SIGINT ignored (a background job) or left to the system: stop as Python's own handler would
+        raise KeyboardInterrupt
+
+
+def stopped_by() -> str:
+    """How the command was stopped, for its last line: ``interrupted`` (Ctrl-C) or ``stopped by SIGTERM``."""
+    return "interrupted" if _stop_signal is None else f"stopped by {signal.Signals(_stop_signal).name}"
+
+
+def stop_exit_code() -> int:
+    """The exit code of a stopped command, as a shell reports a process the signal killed: 130 for Ctrl-C, 143 for SIGTERM."""
+    return 128 + (_stop_signal or signal.SIGINT)
 
 
 def gpu_out_of_memory(err: BaseException) -> bool:

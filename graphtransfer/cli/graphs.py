@@ -136,7 +136,7 @@ def generate_graph(
     if m is not None and avg_degree is not None:
         raise UsageError(f"--m {m} and --avg-degree {avg_degree} both set the density; give one of them")
     spec = spec_for(generator, nodes, seed, m=m, avg_degree=avg_degree)
-    check_output_file(out, [], force, "OUT")  # before a large graph is generated, not after
+    check_output_file(out, [], force, "OUT", example="graph.npz")  # before a large graph is generated, not after
     _check_memory_for(spec)
     graph = generate(spec)
     written_as = write_graph(graph, out, to)

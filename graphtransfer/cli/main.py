@@ -20,6 +20,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from graphtransfer.cli.common import stop_like_ctrl_c
 from graphtransfer.cli.models import export, plot, tasks, transfer
 from graphtransfer.cli.solving import evaluate, predict
 from graphtransfer.cli.training import train, tune
@@ -81,6 +82,7 @@ def main() -> None:
     warnings.filterwarnings("ignore", module="stable_baselines3")
     if not sys.stdout.isatty():
         os.environ.setdefault("COLUMNS", HELP_COLUMNS_IN_A_PIPE)
+    stop_like_ctrl_c()
     try:
         app()
     finally:  # the exit's collection would visit every object; the commands close their files and envs themselves

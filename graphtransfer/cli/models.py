@@ -49,6 +49,7 @@ def transfer(
         ),
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Model folder to write (default: runs/TASK/DST).")] = None,
+    force: Annotated[bool, typer.Option(help="Replace the model already in --out.")] = False,
     finetune_steps: Annotated[
         int,
         typer.Option(
@@ -105,6 +106,7 @@ def transfer(
         adapt_seconds=adapt_seconds,
         seed=seed,
         device=runtime.device,
+        force=force,
     )
     typer.echo(f"source {result.source}: {result.report.summary()}")
     typer.echo(f"zero-shot on the destination graphs ({result.config.name}, {result.config.head} head):")

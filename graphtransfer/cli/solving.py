@@ -428,6 +428,6 @@ def _check_eval_outputs(graphs: str, json_out: Path | None, plot: Path | None, f
     from graphtransfer.io import FIGURE_SUFFIXES, check_output_file
 
     if json_out is not None:
-        check_output_file(json_out, [resolve(graphs)], force, "--json")
+        check_output_file(json_out, [resolve(graphs)], force, "--json", example="eval.json")
     if plot is not None:
         check_output_file(plot, [resolve(graphs)], force, "--plot", FIGURE_SUFFIXES)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from graphtransfer.cli.common import friendly_errors
+from graphtransfer.cli.common import friendly_errors, stop_exit_code, stopped_by
 from graphtransfer.cli.options import takes_params, takes_settings
 from graphtransfer.config import RunConfig, Search
 from graphtransfer.errors import UsageError
@@ -46,6 +46,7 @@ def train(
     ] = None,
     print_config: Annotated[bool, typer.Option(help="Print the resolved settings as YAML and exit without training.")] = False,
     out: Annotated[Path | None, typer.Option(help="Model folder to write (default: runs/TASK/GRAPHS).")] = None,
+    force: Annotated[bool, typer.Option(help="Replace the model already in --out (a run to continue takes --resume).")] = False,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     resume: Annotated[
         Path | None,
@@ -111,7 +112,7 @@ def train(
 
     tracking = _tracking(track, track_uri)
     freeze_loaded_objects()
-    result = run_training(config, out, progress=progress and sys.stderr.isatty(), log=typer.echo, tracking=tracking)
+    result = run_training(config, out, progress=progress and sys.stderr.isatty(), log=typer.echo, tracking=tracking, force=force)
     _report_training(result, config.env)
     if tracking is not None:
         typer.echo(tracking_summary(tracking, config))
@@ -132,8 +133,10 @@ def _train_config(config_file: Path | None, settings: dict[str, Any], set_values
     """The run's settings from the layers, in order; every layer is checked where it comes from."""
     from graphtransfer.config.layers import option_layer, parse_sets, read_file, resolve
 
-    layers = [read_file(config_file)] if config_file else []
-    return resolve([*layers, option_layer(settings), parse_sets(set_values)])
+    typed = [option_layer(settings), parse_sets(set_values)]
+    env = next((data["env"] for _, data in reversed(typed) if data.get("env") is not None), None)  # what the user named here
+    layers = [read_file(config_file, env)] if config_file else []
+    return resolve([*layers, *typed])
 
 
 def _typed(ctx: typer.Context, name: str) -> bool:
@@ -157,11 +160,11 @@ def _report_training(result: TrainResult, env: str | None) -> None:
     if result.interrupted:
         named = f" --env {env}" if env else ""
         typer.echo(
-            f"interrupted at step {result.steps} of {result.budget}; saved {result.folder}; "
+            f"{stopped_by()} at step {result.steps} of {result.budget}; saved {result.folder}; "
             f"resume with: graphtransfer train --resume {result.folder}{named}",
             err=True,
         )
-        raise typer.Exit(130)
+        raise typer.Exit(stop_exit_code())
     phases = ", ".join(f"{name} {seconds:.1f}" for name, seconds in result.update_phases.items())
     typer.echo(
         f"trained {result.steps} steps in {result.seconds:.1f} s: rollout {result.rollout_seconds:.1f} s, "

@@ -4,7 +4,7 @@ the command line's options and ``--set key=value`` overrides, each later one win
 Every layer is checked on its own against the declarations in :mod:`graphtransfer.config.schema`,
 so an error names the file (or option) it came from and the dotted key: unknown keys, wrong
 types, ranges and bad schedules are one line each. YAML is read with ``yaml.safe_load`` only;
-nothing here evaluates a string.
+nothing here evaluates a string, and a file's ``env`` is used only where the command line names one.
 """
 
 from __future__ import annotations
@@ -16,14 +16,22 @@ import yaml
 
 from graphtransfer.config.schema import RunConfig, check_layer, task_defaults
 from graphtransfer.errors import UsageError
+from graphtransfer.io import not_a_regular_file
 
 Layer = tuple[str, dict[str, Any]]
 """where the settings came from (a file name, ``--set ...``, ``the command line``), and the settings"""
 
 
-def read_file(path: str | Path) -> Layer:
-    """A ``--config`` file as a layer; a missing file or one that is not a YAML mapping is refused."""
+def read_file(path: str | Path, env: str | None = None) -> Layer:
+    """A ``--config`` file as a layer; a missing file or one that is not a YAML mapping is refused.
+
+    A config file is data and never decides what code runs: one that names a user env (whose
+    module would be imported, its top-level code run) is refused unless ``env``, what the user
+    named on the command line, names one too (then that one is used, as a later layer wins)."""
     path = Path(path)
+    special = not_a_regular_file(path)
+    if special:
+        raise UsageError(f"--config {path}: {special}")
     if not path.is_file():
         raise UsageError(f"--config {path}: no such file; pass a YAML file such as a run folder's config.yaml")
     try:
@@ -36,6 +44,12 @@ def read_file(path: str | Path) -> Layer:
         data = {}
     if not isinstance(data, dict):
         raise UsageError(f"{path}: expected a mapping of settings (task: mis, ppo: {{...}}), found a {type(data).__name__}")
+    named = data.get("env")
+    if named is not None and env is None:
+        raise UsageError(
+            f"--config {path}: names the env {named!r}, whose code would be imported and run; a config file never decides "
+            f"what code runs: pass --env {named} on the command line if you trust it"
+        )
     return str(path), check_layer(str(path), data)
 
 

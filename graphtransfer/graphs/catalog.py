@@ -56,7 +56,7 @@ def load_graphs(spec: str | Path, format: str | None = None) -> list[Graph]:
     """All graphs that ``spec`` names, sorted by file name, each read in ``format`` or the
     format detected for it."""
     path = resolve(spec)
-    if path.is_file():
+    if not path.is_dir():  # a file, or what the reader refuses in one line (a FIFO, a device)
         return [read_graph(path, format)]
     files = sorted(p for p in path.iterdir() if p.suffix in GRAPH_SUFFIXES)
     if not files:

@@ -29,7 +29,7 @@ import numpy as np
 
 from graphtransfer.errors import GraphFileError, GraphInputError, UsageError
 from graphtransfer.graphs.catalog import load_graph, resolve
-from graphtransfer.graphs.formats.npz import read_member
+from graphtransfer.graphs.formats.npz import read_member, read_member_header
 from graphtransfer.graphs.graph import Graph
 from graphtransfer.graphs.partition import Part, PartMap, assign_parts, check_part_count, iter_parts
 from graphtransfer.io import LOCK_NAME, atomic_write, check_output_folder, folder_lock, sync_folder, write_atomically
@@ -265,14 +265,49 @@ def _is_part(value: object, count: int) -> bool:
 
 
 def check_part_files(graph: PartitionedGraph) -> None:
-    """Every part file the map names is there with the size it names (a look at each file's size,
-    not its contents): a missing or truncated part is refused before any worker starts."""
+    """Every part file the map names is there with the size it names and holds the arrays the map
+    names, each of its dtype and shape (the archive's directory and each array's header: no data
+    is read, nothing unpickled): a missing, truncated or rewritten part is refused before any
+    worker starts. Each worker checks its own file's sha256 and contents (:func:`read_part`), in parallel."""
     for entry in graph.parts:
         path = graph.path(entry.index)
         if not path.is_file():
             raise GraphFileError(path, f"is missing; {_REWRITE}")
         if path.stat().st_size != entry.size:
             raise GraphFileError(path, f"holds {path.stat().st_size} bytes, the map says {entry.size}; {_REWRITE}")
+        try:
+            with zipfile.ZipFile(path) as archive:
+                names = _member_names(path, archive)
+                shapes = _shapes(entry, "ids" in names)
+                for name, member in names.items():
+                    shape, dtype = read_member_header(path, archive, member, _REWRITE)
+                    if shape != shapes[name] or not _fits_dtype(name, dtype):
+                        raise GraphFileError(path, f"{name} has shape {shape} and dtype {dtype}; expected {shapes[name]} int64; {_REWRITE}")
+        except _UNREADABLE as err:
+            raise GraphFileError(path, f"is not a readable part file ({str(err).splitlines()[0][:80]}); {_REWRITE}") from None
+
+
+_UNREADABLE = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError, ValueError, TypeError, NotImplementedError)
+"""what reading a damaged part's archive raises"""
+
+
+def _member_names(path: Path, archive: zipfile.ZipFile) -> dict[str, str]:
+    """A part archive's arrays by name, with their member names; other members are refused."""
+    names = {name.removesuffix(".npy"): name for name in archive.namelist()}
+    if not set(ARRAYS) <= set(names) <= {*ARRAYS, "ids"}:
+        raise GraphFileError(path, f"holds the arrays {sorted(names)}; expected {', '.join(ARRAYS)} (and ids); {_REWRITE}")
+    return names
+
+
+def _shapes(entry: PartEntry, ids: bool) -> dict[str, tuple[int, ...]]:
+    """The shape of each array of the part ``entry`` describes."""
+    n, h = entry.num_owned, entry.num_halo
+    shapes: dict[str, tuple[int, ...]] = {"nodes": (n,), "halo": (h,), "halo_owner": (h,), "halo_position": (h,)}
+    return shapes | {"boundary": (entry.num_boundary,), "edge_index": (2, entry.num_edges)} | ({"ids": (n,)} if ids else {})
+
+
+def _fits_dtype(name: str, dtype: np.dtype) -> bool:
+    return dtype == np.int64 or (name == "ids" and dtype.kind == "U")
 
 
 def read_part(graph: PartitionedGraph, index: int) -> Part:
@@ -285,11 +320,8 @@ def read_part(graph: PartitionedGraph, index: int) -> Part:
         raise GraphFileError(path, f"is not the file {MAP_NAME} names (its size or sha256 differ); {_REWRITE}")
     try:
         with zipfile.ZipFile(path) as archive:
-            names = {name.removesuffix(".npy"): name for name in archive.namelist()}
-            if not set(ARRAYS) <= set(names) <= {*ARRAYS, "ids"}:
-                raise GraphFileError(path, f"holds the arrays {sorted(names)}; expected {', '.join(ARRAYS)} (and ids); {_REWRITE}")
-            arrays = {name: read_member(path, archive, member, _REWRITE) for name, member in names.items()}
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError, ValueError, TypeError, NotImplementedError) as err:
+            arrays = {name: read_member(path, archive, member, _REWRITE) for name, member in _member_names(path, archive).items()}
+    except _UNREADABLE as err:
         raise GraphFileError(path, f"is not a readable part file ({str(err).splitlines()[0][:80]}); {_REWRITE}") from None
     part = Part(index, **arrays)
     problem = _misfit(part, entry, graph)
@@ -302,12 +334,9 @@ def _misfit(part: Part, entry: PartEntry, graph: PartitionedGraph) -> str | None
     """What in ``part``'s arrays does not fit its map entry or each other (every index the
     solve reads must lie in range), or ``None``."""
     n, h = entry.num_owned, entry.num_halo
-    shapes: dict[str, tuple[int, ...]] = {"nodes": (n,), "halo": (h,), "halo_owner": (h,), "halo_position": (h,)}
-    shapes["boundary"] = (entry.num_boundary,)
-    shapes |= {"edge_index": (2, entry.num_edges)} | ({} if part.ids is None else {"ids": (n,)})
-    for name, shape in shapes.items():
+    for name, shape in _shapes(entry, part.ids is not None).items():
         array = getattr(part, name)
-        if array.shape != shape or not (array.dtype == np.int64 or (name == "ids" and array.dtype.kind == "U")):
+        if array.shape != shape or not _fits_dtype(name, array.dtype):
             return f"{name} has shape {array.shape} and dtype {array.dtype}; expected {shape} int64"
     ranges = [
         ("nodes", part.nodes, graph.num_nodes),

@@ -8,6 +8,7 @@ the logs).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -89,9 +90,11 @@ def train(
     log: Callable[[str], None] = print,
     callback: UserCallback = None,
     tracking: Tracking | None = None,
+    force: bool = False,
 ) -> TrainResult:
     """Train on ``config.graphs`` and save the policy to ``folder`` (default
     :func:`default_run_folder`), with ``config.log``'s logs, evaluations and checkpoints there.
+    A folder that holds a model already is replaced only with ``force`` (:func:`check_run_folder`).
     Ctrl-C stops it early with a checkpoint for :func:`resume`. ``tracking`` also records the run
     in MLflow (:mod:`graphtransfer.training.tracking`).
 
@@ -116,7 +119,7 @@ def train(
     if tracking is not None:
         check_tracking(tracking)
     folder = Path(folder or default_run_folder(config))
-    check_run_folder(folder, config)
+    check_run_folder(folder, config, force)
     probe = run_env(config, graphs)
     config = replace(config, head=head_of(probe).value)
     check_algo(config)
@@ -128,11 +131,25 @@ def train(
     return _learn(model, config, graphs, eval_graphs, folder, progress, log, callback=callback, tracking=tracking)
 
 
-def check_run_folder(folder: Path, config: RunConfig) -> None:
+def check_run_folder(folder: Path, config: RunConfig, force: bool = False) -> None:
     """The output rule for a run folder (:func:`graphtransfer.io.check_output_folder`): new, empty
-    or an earlier model, never a folder of graphs the run reads or a folder of other files."""
+    or (with ``force``) an earlier model, never a folder of graphs the run reads or a folder of
+    other files. The refusal of an interrupted run names ``--resume`` beside ``--force``."""
     inputs = [resolve(spec) for spec in (config.graphs, config.log.eval_graphs) if spec]
-    check_output_folder(folder, inputs, is_model_folder, "model")
+    check_output_folder(folder, inputs, is_model_folder, "model", force=force, alternative=resumable(folder))
+
+
+def resumable(folder: Path) -> str:
+    """``" or --resume FOLDER to continue its run (stopped at step S of B)"``, where ``folder`` holds
+    an interrupted run, else ``""``: what a refusal to replace the folder offers beside --force."""
+    try:
+        meta = json.loads((Path(folder) / CONFIG).read_text())
+        done, budget = meta["training"], meta["config"]["ppo"]["total_timesteps"]
+        if done.get("complete", True):
+            return ""
+        return f" or --resume {folder} to continue its run (stopped at step {done['steps']} of {budget})"
+    except (OSError, ValueError, RecursionError, KeyError, TypeError, AttributeError):
+        return ""
 
 
 def resume(

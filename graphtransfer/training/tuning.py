@@ -608,7 +608,7 @@ def _objective(config: RunConfig, graphs: list[Graph], every: int, folder: Path,
         values = sample(trial)
         trial_config = with_values(config, values)
         reporter = ReportToTrial(trial, trial_config, graphs, every)
-        result = train(trial_config, folder / "trials" / f"trial-{trial.number}", log=lambda _: None, callback=reporter)
+        result = train(trial_config, folder / "trials" / f"trial-{trial.number}", log=lambda _: None, callback=reporter, force=True)
         if result.interrupted:
             raise KeyboardInterrupt  # Ctrl-C: the trial is marked failed; the study resumes with the next
         if reporter.pruned:

@@ -91,10 +91,12 @@ def transfer(
     adapt_nodes: int = ADAPT_SUBGRAPH_NODES,
     seed: int | None = None,
     device: Device = "auto",
+    force: bool = False,
 ) -> TransferResult:
     """Load the model ``src`` into a model for the graphs ``dst``, evaluate zero-shot there
     against the baselines, optionally fine-tune there for ``finetune_steps`` env steps (and
-    evaluate again), and save it (default ``runs/<task>/<dst name>``).
+    evaluate again), and save it (default ``runs/<task>/<dst name>``; a folder that holds a model
+    already is replaced only with ``force``).
 
     ``task`` (default ``"mis"``) finds ``runs/<task>/<src>`` when ``src`` names a graph set; when
     given, the model must be one of that task. ``max_nodes_per_batch`` bounds the nodes of one
@@ -135,7 +137,7 @@ def transfer(
         )
     graphs = load_graphs(dst)
     out = Path(folder or default_run_folder(RunConfig(task=config.task, env=config.env, graphs=str(dst))))
-    check_output_folder(out, [checkpoint.folder, resolve(dst)], is_model_folder, "model")
+    check_output_folder(out, [checkpoint.folder, resolve(dst)], is_model_folder, "model", force=force)
     loaded = policy_for_graphs(checkpoint, graphs, runtime)
     policy, report = loaded.policy, loaded.report
     config = replace(config, head=head_of(loaded.env).value)  # folders from before heads were recorded have none

@@ -98,7 +98,7 @@ def convert_graph(
     the one its extension names; never over ``source`` or a model's files, over another existing
     file only with ``force``). Returns the graph and both format names."""
     source = Path(source)
-    check_output_file(Path(target), [source], force, "TARGET")
+    check_output_file(Path(target), [source], force, "TARGET", example="graph.npz")
     read_as = format or detect_format(source)
     graph = read_graph(source, read_as)
     return graph, read_as, write_graph(graph, target, to)

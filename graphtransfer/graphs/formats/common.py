@@ -13,11 +13,16 @@ import numpy as np
 
 from graphtransfer.errors import GraphFileError, GraphInputError, GraphInputWarning
 from graphtransfer.graphs.graph import MAX_NODES, Graph, from_edges, with_ids
+from graphtransfer.io import not_a_regular_file
 from graphtransfer.io import write_atomically as write_atomically  # the one atomic writer, for every format
 
 
 def check_is_file(path: Path) -> None:
-    """Refuse a folder or a missing path before any reader touches it."""
+    """Refuse a folder, a FIFO or device (:func:`graphtransfer.io.not_a_regular_file`) or a missing
+    path before any reader touches it."""
+    special = not_a_regular_file(path)
+    if special:
+        raise GraphFileError(path, special)
     if path.is_dir():
         raise GraphFileError(path, "is a folder, expected a graph file; name one of the files inside it")
     if not path.is_file():
@@ -66,7 +71,11 @@ def build_graph(
     """The graph of these 0-based endpoints, warning about dropped self-loops, and about repeated
     edges unless the format lists each edge in both directions anyway (``repeats_expected``).
     ``node_ids`` ``(num_nodes,)`` are the file's own ids of the positions (see :class:`Graph`);
-    ``edge_weight`` ``(len(src),)`` and ``node_weight`` ``(num_nodes,)`` the file's own weights."""
+    ``edge_weight`` ``(len(src),)`` and ``node_weight`` ``(num_nodes,)`` the file's own weights,
+    checked by :func:`check_weight_values` (every format's weights meet this one rule)."""
+    for kind, weights in (("edge", edge_weight), ("node", node_weight)):
+        if weights is not None:
+            check_weight_values(path, np.asarray(weights), kind)
     graph, loops, repeats = from_edges(src, dst, num_nodes, path.name, edge_weight)
     graph = with_ids(graph, node_ids)
     if node_weight is not None:
@@ -77,6 +86,41 @@ def build_graph(
     if dropped:
         warnings.warn(f"{path}: dropped {' and '.join(dropped)}", GraphInputWarning, stacklevel=3)
     return graph
+
+
+MAX_TOTAL_WEIGHT = float(np.finfo(np.float32).max)
+"""the most a graph's weights of one kind may add up to: then every weight, and every sum of them a
+task, a baseline or the policy's float32 inputs make, stays finite (1e308 per edge made inf
+probabilities and overflowing path lengths)"""
+
+
+def check_weight_values(path: Path, weights: np.ndarray, kind: str) -> None:
+    """A file's ``kind`` ("edge" or "node") weights, in any format: numbers, finite, non-negative,
+    adding up to at most :data:`MAX_TOTAL_WEIGHT`; a :class:`GraphFileError` naming the file, the
+    weight and the fix otherwise. (Text formats name the line first, where they can.)"""
+    if weights.dtype.kind not in "iuf":
+        raise GraphFileError(path, f"{kind} weights are {weights.dtype}; expected numbers")
+    values = weights.astype(np.float64, copy=False)
+    bad = ~np.isfinite(values) | (values < 0)
+    if bad.any():
+        k = int(np.argmax(bad))
+        listed = f"the {ordinal(k + 1)} listed"
+        raise GraphFileError(path, f"{kind} weight {values[k]:g} ({listed}) is not a finite non-negative number; fix it")
+    with np.errstate(over="ignore"):
+        total = float(values.sum())
+    if total > MAX_TOTAL_WEIGHT:
+        shown = "more than float64 holds" if np.isinf(total) else f"{total:.3g}"
+        raise GraphFileError(
+            path,
+            f"{kind} weights add up to {shown}, above {MAX_TOTAL_WEIGHT:.3g} (float32's largest), so sums of them overflow "
+            f"(the largest weight is {values.max():.3g}); scale them down",
+        )
+
+
+def ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``, ``11th``, ``21st``, ..."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n:,}{suffix}"
 
 
 def one_based_ids(num_nodes: int) -> np.ndarray:

@@ -29,8 +29,8 @@ EXPECTED = "lines of 'u v' node id pairs"
 
 def read_edge_list(path: str | Path) -> Graph:
     """Read a SNAP-style edge list: one ``u v`` pair per line, or ``u v weight`` (the third
-    column, finite and non-negative, becomes the graph's ``edge_weight``; further columns are
-    ignored), any whitespace or commas, ``#`` or ``%`` comment lines, arbitrary non-negative
+    column, finite and non-negative, becomes the graph's ``edge_weight``; further columns, up to
+    :data:`MAX_COLUMNS`, are ignored with a warning), any whitespace or commas, ``#`` or ``%`` comment lines, arbitrary non-negative
     integer ids. Nodes sit at positions ``0..N-1`` in increasing id order and the ids are kept as
     the graph's ``node_ids``. Self-loops and repeated edges are dropped with a warning that
     counts them.
@@ -83,6 +83,13 @@ def _columns(path: Path, body: bytes, lines: Lines) -> int:
     uneven = data[lines.counts[data] != columns]
     if columns < 2:
         raise GraphFileError(path, f"has a line with one value; expected {EXPECTED}", int(data[0]) + 1)
+    if columns > MAX_COLUMNS:
+        raise GraphFileError(
+            path,
+            f"has {plural(columns, 'value')} on one line; an edge list has 'u v' or 'u v weight' (and at most {MAX_COLUMNS} "
+            "columns) per line: are its line breaks missing?",
+            int(data[0]) + 1,
+        )
     if uneven.size:
         line = int(uneven[0])
         bad = first_bad_token(body[lines.starts[line] : lines.ends[line]], np.float64)
@@ -94,7 +101,17 @@ def _columns(path: Path, body: bytes, lines: Lines) -> int:
             "every line needs the same columns ('u v' or 'u v weight')",
             line + 1,
         )
+    if columns > 3:
+        warnings.warn(
+            f"{path}: {'column 4' if columns == 4 else f'columns 4 to {columns}'} of every line ignored; only 'u v weight' is read",
+            GraphInputWarning,
+            stacklevel=3,
+        )
     return columns
+
+
+MAX_COLUMNS = 16
+"""the most values an edge list's line may hold: SNAP's files have 2 to 4; a longer line is a file without line breaks"""
 
 
 def _compact_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,7 @@
 """Matrix Market coordinate files (``.mtx``, the SuiteSparse collection): entry ``(i, j)`` of a
-sparse matrix is an edge between nodes ``i`` and ``j``; values are ignored.
+sparse matrix is an edge between nodes ``i`` and ``j``; an ``integer`` or ``real`` matrix's values
+are its edge weights where every one is a weight (finite, non-negative), and are left out with a
+warning that names the first that is not (a Laplacian's negative entries) otherwise.
 
 Why not ``scipy.io.mmread``: it is faster (0.08 s against 0.29 s for a 1,000,000-edge file,
 measured 2026-11-24, both far below what a policy takes on that graph), but it accepts a pattern
@@ -10,12 +12,14 @@ matrix whose entries carry an extra value, a dense ``array`` file, and a size li
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from graphtransfer.errors import GraphFileError
+from graphtransfer.errors import GraphFileError, GraphInputWarning
 from graphtransfer.graphs.formats.common import (
+    MAX_TOTAL_WEIGHT,
     build_graph,
     check_node_count,
     one_based_ids,
@@ -73,7 +77,34 @@ def read_mtx(path: str | Path) -> Graph:
     check_ids(path, table[:, 1], lines, lambda k: 4 + k * columns, 1, num_cols, "column")
     ends = table[:, :2].astype(np.int64) - 1
     num_nodes = max(num_rows, num_cols)
-    return build_graph(path, ends[:, 0], ends[:, 1], num_nodes, repeats_expected=True, node_ids=one_based_ids(num_nodes))
+    weights = _weights(path, table, lines, columns, field) if columns > 2 else None
+    return build_graph(
+        path, ends[:, 0], ends[:, 1], num_nodes, repeats_expected=True, node_ids=one_based_ids(num_nodes), edge_weight=weights
+    )
+
+
+def _weights(path: Path, table: np.ndarray, lines: Lines, columns: int, field: bytes) -> np.ndarray | None:
+    """An integer or real matrix's values as edge weights, or ``None`` with a warning naming the
+    first value that is no weight (the graph then gets hashed weights, as a pattern matrix does)."""
+    values = table[:, 2].astype(np.float64)
+    bad = ~np.isfinite(values) | (values < 0)
+    with np.errstate(over="ignore"):
+        total = float(values.sum())
+    if columns == 3 and not bad.any() and total <= MAX_TOTAL_WEIGHT:
+        return values
+    if columns != 3:
+        why = "complex numbers are no weights"
+    elif bad.any():
+        k = int(np.argmax(bad))
+        why = f"line {lines.line_of_token(3 + k * columns + 2)} holds {values[k]:g}, not a finite non-negative weight"
+    else:
+        why = f"they add up to more than {MAX_TOTAL_WEIGHT:.3g}"
+    warnings.warn(
+        f"{path}: the {field.decode()} matrix's values are not used as edge weights ({why}); the edges get hashed weights",
+        GraphInputWarning,
+        stacklevel=3,
+    )
+    return None
 
 
 def write_mtx(graph: Graph, path: str | Path) -> None:

@@ -13,7 +13,14 @@ from typing import Any
 import numpy as np
 
 from graphtransfer.errors import GraphFileError
-from graphtransfer.graphs.formats.common import build_graph, check_is_file, check_node_count, one_direction, write_atomically
+from graphtransfer.graphs.formats.common import (
+    build_graph,
+    check_is_file,
+    check_node_count,
+    check_weight_values,
+    one_direction,
+    write_atomically,
+)
 from graphtransfer.graphs.graph import Graph, sorted_unique
 
 EXTENSIONS = (".npz",)
@@ -98,6 +105,7 @@ def _check_weights(path: Path, weights: np.ndarray, count: int, name: str, lette
     """``weights`` as float64, one per edge column or node."""
     if weights.shape != (count,) or weights.dtype.kind not in "iuf":
         raise GraphFileError(path, f"{name} has shape {weights.shape} and dtype {weights.dtype}; expected ({letter},) = ({count},) numbers")
+    check_weight_values(path, weights, name.removesuffix("_weight"))
     return weights.astype(np.float64)
 
 
@@ -120,13 +128,7 @@ def read_member(path: Path, archive: zipfile.ZipFile, name: str, expected: str =
     """One ``.npy`` member, its header checked against the bytes that follow it; ``expected`` says
     what the file should hold, for the message that refuses a member of Python objects."""
     with archive.open(name) as member:
-        version = np.lib.format.read_magic(member)
-        if version not in ((1, 0), (2, 0)):
-            raise ValueError(f".npy format version {version} of '{name}' is not 1.0 or 2.0")
-        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-        shape, fortran_order, dtype = read_header(member)
-        if dtype.hasobject:
-            raise GraphFileError(path, f"'{name}' holds Python objects, which would need unpickling; expected {expected}")
+        shape, fortran_order, dtype = _header(path, member, name, expected)
         size = math.prod(shape) * dtype.itemsize
         data = member.read(size)
     if len(data) != size:
@@ -134,6 +136,25 @@ def read_member(path: Path, archive: zipfile.ZipFile, name: str, expected: str =
             path, f"'{name}' declares shape {shape} ({size} bytes) but holds {len(data)}; the file is truncated or damaged"
         )
     return np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran_order else "C")
+
+
+def read_member_header(path: Path, archive: zipfile.ZipFile, name: str, expected: str = EXPECTED) -> tuple[tuple[int, ...], np.dtype]:
+    """The shape and dtype a ``.npy`` member declares, read from its header alone (no data, nothing
+    unpickled); a member of Python objects is refused as :func:`read_member` refuses it."""
+    with archive.open(name) as member:
+        shape, _, dtype = _header(path, member, name, expected)
+    return shape, dtype
+
+
+def _header(path: Path, member, name: str, expected: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+    version = np.lib.format.read_magic(member)
+    if version not in ((1, 0), (2, 0)):
+        raise ValueError(f".npy format version {version} of '{name}' is not 1.0 or 2.0")
+    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, fortran_order, dtype = read_header(member)
+    if dtype.hasobject:
+        raise GraphFileError(path, f"'{name}' holds Python objects, which would need unpickling; expected {expected}")
+    return shape, fortran_order, dtype
 
 
 def _scalar_count(path: Path, value: np.ndarray | int) -> int:
