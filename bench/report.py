@@ -3,7 +3,7 @@ its seconds, by graph family and size, measured in one compact run and rendered 
 that quote them (README.md, docs/quality.md, docs/performance.md), between markers, so that no page
 can hold a figure the run did not measure.
 
-    .venv/bin/python -m bench.report run       # measure every task -> bench/report.json (see RUN_MINUTES)
+    .venv/bin/python -m bench.report run       # measure every task -> bench/report.json (about 9 minutes on 2 cores)
     .venv/bin/python -m bench.report           # render bench/report.json into the three pages
     .venv/bin/python -m bench.report --check   # exit 1 where a page's tables differ from the rendering
 
@@ -32,14 +32,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import median
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "report.json"
 PAGES = {"README.md": ("summary",), "docs/quality.md": ("quality",), "docs/performance.md": ("performance",)}
 """each page and the tables it holds, each between ``<!-- report:NAME -->`` and ``<!-- /report:NAME -->``"""
-RUN_MINUTES = 15
-"""about how long ``run`` takes on two cores with one other process busy"""
 RUN_COMMAND = ".venv/bin/python -m bench.report run"
 
 
@@ -170,13 +167,18 @@ def run(tasks: list[str], out: Path) -> None:
 # Rendering: plain functions of the results dictionary, so that a test renders the same tables.
 
 
-def _ratio(row: dict, key: str = "baseline_objective") -> str:
+def _compared(row: dict, key: str = "baseline_objective") -> tuple[float, str]:
     """The policy's objective over the baseline's (minimisation too: below 1 is then better), or the
-    signed difference where an objective can be zero or negative (the epidemic's return)."""
+    signed difference where an objective can be zero or negative (the epidemic's return): the
+    value, and its text."""
     base = row[key]
     if base > 0 and row["policy"] >= 0:
-        return f"{row['policy'] / base:.3f}"
-    return f"{row['policy'] - base:+.3f}"
+        return row["policy"] / base, f"{row['policy'] / base:.3f}"
+    return row["policy"] - base, f"{row['policy'] - base:+.3f}"
+
+
+def _ratio(row: dict, key: str = "baseline_objective") -> str:
+    return _compared(row, key)[1]
 
 
 def _number(value: float) -> str:
@@ -213,7 +215,9 @@ def render_quality(results: dict) -> str:
     parts = []
     for task, record in results["tasks"].items():
         rows = record["rows"]
-        parts.append(f"### {task}\n\nModel: `{record['model']}`; objective: {_sense(rows)}; ratio: policy / baseline.\n")
+        by_ratio = all(row["baseline_objective"] > 0 and row["policy"] >= 0 for row in rows)
+        compared = "policy / baseline" if by_ratio else "policy - baseline (the objective can be negative)"
+        parts.append(f"### {task}\n\nModel: `{record['model']}`; objective: {_sense(rows)}; ratio: {compared}.\n")
         parts.append("| family | nodes | edges | policy | baseline | ratio | best baseline | ratio |")
         parts.append("|---|---:|---:|---:|---|---:|---|---:|")
         for row in rows:
@@ -250,24 +254,26 @@ def render_performance(results: dict) -> str:
 
 
 def render_summary(results: dict) -> str:
-    """The README's table: per task and size, the range of the policy / baseline ratio over the
-    families and the range of solve seconds."""
+    """The README's table: one row per task, one column per size, each cell the range of the policy /
+    baseline ratio over the families and the range of solve seconds."""
+    sizes = sorted({_nominal(row["nodes"]) for task in results["tasks"].values() for row in task["rows"]})
     lines = [
-        "| task | nodes | policy / baseline (families) | solve s | baseline |",
-        "|---|---:|---|---:|---|",
+        "| task | baseline | " + " | ".join(f"{_size(size)} nodes: ratio, seconds" for size in sizes) + " |",
+        "|---|---|" + "---|" * len(sizes),
     ]
     for task, record in results["tasks"].items():
-        sizes = sorted({_nominal(row["nodes"]) for row in record["rows"]})
+        cells = []
         for size in sizes:
             rows = [row for row in record["rows"] if _nominal(row["nodes"]) == size]
-            ratios = sorted(_ratio(row) for row in rows)
-            seconds = [row["seconds"] for row in rows]
+            if not rows:
+                cells.append("")
+                continue
+            ratios = [text for _, text in sorted(_compared(row) for row in rows)]
+            seconds = sorted(row["seconds"] for row in rows)
             spread = ratios[0] if ratios[0] == ratios[-1] else f"{ratios[0]} to {ratios[-1]}"
-            better = "higher" if rows[0]["sense"] == "max" else "lower"
-            lines.append(
-                f"| {task} | {_size(size)} | {spread} ({len(rows)}; {better} is better) | "
-                f"{min(seconds):.2f}-{max(seconds):.2f} (median {median(seconds):.2f}) | {rows[0]['baseline']} |"
-            )
+            cells.append(f"{spread}, {seconds[0]:.2f}-{seconds[-1]:.2f} s")
+        better = "higher" if record["rows"][0]["sense"] == "max" else "lower"
+        lines.append(f"| {task} ({better} is better) | {record['rows'][0]['baseline']} | " + " | ".join(cells) + " |")
     lines += ["", _footer(results)]
     return "\n".join(lines)
 

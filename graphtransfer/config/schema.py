@@ -294,8 +294,8 @@ class Decoding:
     rollouts: int | Literal["auto"] = setting(
         AUTO_ROLLOUTS,
         "run the policy K times (seeds --seed, --seed + 1, ...) and keep the best solution; still the policy alone, no search. "
-        f"auto: as many as a work budget allows, 1 to {MAX_AUTO_ROLLOUTS} (one from {ROLLOUT_NODE_BUDGET // 2 + 1:,} nodes on); "
-        "the output says how many ran. See docs/guide/decoding.md",
+        f"auto: as many as a work budget allows, 1 to {MAX_AUTO_ROLLOUTS}, fewer on larger and denser graphs (counted after the "
+        "exact rules); the output says how many ran. See docs/guide/decoding.md",
         low=1,
         high=MAX_ROLLOUTS,
     )
