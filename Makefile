@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # A local CPU build of torch is installed first; an unpinned torch would pull GBs of CUDA packages.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install demo test docs bench lint zoo clean
+.PHONY: install demo test docs bench report lint zoo clean
 
 install: $(VENV)/.installed
 
@@ -43,6 +43,9 @@ bench: install  ## ratios against ../shared/plain-recipe, run as it is (about 65
 	test -f runs/mis/small/config.json || $(BIN)/graphtransfer train --task mis --graphs small
 	$(BIN)/python -m bench.predict_scale --model runs/mis/small
 	$(BIN)/python -m bench.node_order --model runs/mis/small
+
+report: install  ## render bench/report.json into the tables of README.md, docs/quality.md and docs/performance.md ('python -m bench.report run' measures anew: about 9 minutes on 2 cores)
+	$(BIN)/python -m bench.report
 
 zoo: install  ## rebuild the built-in models (graphtransfer/zoo/mis, mvc): 7 training seeds each, the best on validation graphs, MIS then fine-tuned towards a search's sets, with a dense expert (MIS about 22 minutes on 2 cores)
 	$(BIN)/python -m bench.build_zoo --task mis --seeds 0,1,2,3,4,5,6

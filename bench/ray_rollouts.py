@@ -17,7 +17,7 @@ import ray
 import torch
 
 from bench.harness import markdown_table, median, print_preamble
-from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
+from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
 from graphtransfer.envs.mis import MISEnv
 from graphtransfer.training.loop import train
 
@@ -43,7 +43,8 @@ def timed(vec_env: str, delay: float, n_envs: int, steps: int, folder: str) -> t
         env_kwargs={"delay": delay},
         graphs="small",
         model=ModelConfig(width=32, head_width=32, num_layers=2),
-        ppo=PPOConfig(total_timesteps=steps, n_envs=n_envs, n_steps=16, batch_size=32, n_epochs=2, device="cpu", vec_env=vec_env),
+        ppo=PPOConfig(total_timesteps=steps, n_envs=n_envs, n_steps=16, batch_size=32, n_epochs=2),
+        runtime=Runtime(device="cpu", vec_env=vec_env),
     )
     started = time.perf_counter()
     result = train(config, os.path.join(folder, vec_env), log=lambda _: None)

@@ -22,7 +22,7 @@ from datetime import date
 import torch
 from stable_baselines3.common.env_util import make_vec_env
 
-from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
+from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
 from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.graphs import erdos_renyi, random_geometric
@@ -41,7 +41,9 @@ GRAPH_SETS = {
 def stored_over_estimate(task: str, graphs: list, n_steps: int, seed: int = 3) -> tuple[float, int, int]:
     """stored / estimate, the bytes stored, and the estimate, for one rollout of ``n_steps`` x 2 envs."""
     config = RunConfig(task=task, model=ModelConfig(width=16, head_width=16, num_layers=2))
-    config = replace(config, ppo=PPOConfig(n_steps=n_steps, batch_size=16, n_epochs=2, n_envs=2, device="cpu", seed=seed, threads=1))
+    config = replace(
+        config, ppo=PPOConfig(n_steps=n_steps, batch_size=16, n_epochs=2, n_envs=2, seed=seed), runtime=Runtime(device="cpu", threads=1)
+    )
     config = replace(config, head=head_of(run_env(config, graphs)))
     estimate = estimate_rollout_bytes(buffer_class(config.head), run_env(config, graphs)).total(n_steps, 2)
     model = build_model(config, make_vec_env(lambda: run_env(config, graphs), n_envs=2, seed=seed))

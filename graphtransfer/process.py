@@ -120,7 +120,7 @@ def defer_compiler_import() -> None:
     ``torch_geometric.isinstance``, and the compiler loads the first time anything reads an
     attribute of it (``torch.compile``, an optimizer's first step, PyG's check on a model). A
     solve never does: predict, eval and transfer without fine-tuning skip the import (whole
-    ``predict`` on the 250k sample graph: bench/RESULTS.md, "torch's compiler loaded when used").
+    ``predict``).
     Nothing changes where it is already imported or this was called before. A name read through
     the stand-in (``import torch._dynamo as dynamo`` binds it) comes from the real module; a name
     set on it stays on the stand-in, so set torch's compiler settings on ``torch._dynamo.config``.
@@ -171,11 +171,8 @@ def keep_freed_memory() -> bool:
     available is at least :data:`graphtransfer.solve.memory.ROOM_TO_KEEP` times the guard's
     estimate): every block from the heap, none mapped on its own, and up to 2 GiB of free heap top
     kept. A solve's passes free and allocate arrays the size of the graph each pass; mapped
-    blocks come back as fresh pages the kernel faults in and zeroes every time. On this project's
-    2-core machine (ER, average degree 8, the built-in MIS model, interleaved): the 10^6-node
-    solve 10.8 s against 12.2 s idle and 14.5-15.1 against 16.4-16.5 s beside one busy process, its
-    peak RSS 1,752-1,826 against 1,646-1,718 MiB; at 10^7 146-153 s against 204-211 s (system time
-    33-46 against 96-106 s), 15.1-16.2 against 12.2 GB (bench/RESULTS.md, "Freed memory kept").
+    blocks come back as fresh pages the kernel faults in and zeroes every time. Keeping them makes
+    large solves faster for a somewhat higher peak RSS.
     Whether it was set: not where :func:`reuse_freed_memory` does nothing (a user's own
     ``MALLOC_*`` or ``GLIBC_TUNABLES``, no glibc)."""
     mallopt = _mallopt()
@@ -202,9 +199,7 @@ def freeze_loaded_objects() -> None:
     (:func:`gc.freeze`): the modules, functions and classes of the imports, the model, the graph.
     A full pass of the collector visits every object it tracks, and after predict's imports there
     are some 360,000 of them: 0.17 s a pass on this project's 2-core machine, and the passes come
-    however little the work itself leaves to collect. Measured (bench/RESULTS.md, "The garbage
-    collector's full passes"): a 250k-node MIS solve made one (0.17 of its 1.27 s), a 10^7-node
-    solve eleven (2.5 s), a 20,000-step training six (0.43 s). Objects frozen are never freed, so
+    however little the work itself leaves to collect. Objects frozen are never freed, so
     the commands call this once their long-lived objects are loaded, just before the work; and
     the command line calls it again as it exits, where Python's own last collection would visit
     every object still tracked (0.7 s of a 5-s predict on a 1,000-node graph) while nothing a

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from graphtransfer.checkpoint import CONFIG, load_policy_into_env, read_checkpoint
 from graphtransfer.cli import app
-from graphtransfer.config import DQNConfig, ModelConfig, PPOConfig, RunConfig
+from graphtransfer.config import DQNConfig, ModelConfig, PPOConfig, RunConfig, Runtime
 from graphtransfer.envs import MVCEnv
 from graphtransfer.envs.factory import inference_env
 from graphtransfer.graphs import barabasi_albert, load_graphs, write_graph
@@ -115,7 +115,7 @@ def small_mvc(algo: str, ppo: PPOConfig, **more) -> RunConfig:
 
 
 def dqn_on_small(**dqn) -> GraphDQN:
-    config = small_mvc("dqn", PPOConfig(n_envs=2, batch_size=8, seed=1, device="cpu"), dqn=DQNConfig(**dqn))
+    config = small_mvc("dqn", PPOConfig(n_envs=2, batch_size=8, seed=1), runtime=Runtime(device="cpu"), dqn=DQNConfig(**dqn))
     return make_model(config, load_graphs("small"), 1)
 
 
@@ -176,7 +176,7 @@ def test_maskable_a2c_updates_as_sb3s_a2c_when_every_action_is_valid():
 
     from stable_baselines3 import A2C
 
-    config = small_mvc("a2c", PPOConfig(n_envs=2, n_steps=8, seed=2, device="cpu"))
+    config = small_mvc("a2c", PPOConfig(n_envs=2, n_steps=8, seed=2), runtime=Runtime(device="cpu"))
     model = make_model(config, load_graphs("small")[:6], 2)
     model.learn(16)  # one rollout, one update; the buffer keeps the rollout
     model.rollout_buffer.action_masks[...] = True
@@ -198,7 +198,13 @@ def a2c_after_one_rollout(task: str, head: str):
 
     model = ModelConfig(width=16, head_width=16, num_layers=2)
     config = RunConfig(
-        task=task, graphs="small", algo="a2c", head=head, model=model, ppo=PPOConfig(n_envs=2, n_steps=8, seed=2, device="cpu")
+        task=task,
+        graphs="small",
+        algo="a2c",
+        head=head,
+        model=model,
+        ppo=PPOConfig(n_envs=2, n_steps=8, seed=2),
+        runtime=Runtime(device="cpu"),
     )
     a2c = make_model(config, load_graphs("small")[:6], 2)
     kept = {}

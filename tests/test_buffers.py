@@ -10,7 +10,7 @@ from sb3_contrib.common.maskable.buffers import MaskableDictRolloutBuffer
 from stable_baselines3.common.buffers import DictRolloutBuffer
 from stable_baselines3.common.env_util import make_vec_env
 
-from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
+from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
 from graphtransfer.envs import MISEnv
 from graphtransfer.envs.contract import padded_structure
 from graphtransfer.envs.factory import run_env
@@ -89,7 +89,9 @@ def test_value_columns_take_the_narrowest_dtype_that_holds_every_value_exactly()
 def _config(task: str, n_steps: int = 32) -> tuple[RunConfig, list]:
     graphs = [erdos_renyi(n, 3.0, seed) for seed, n in enumerate((20, 30, 25))]
     config = RunConfig(task=task, model=ModelConfig(width=16, head_width=16, num_layers=2))
-    config = replace(config, ppo=PPOConfig(n_steps=n_steps, batch_size=16, n_epochs=2, n_envs=2, device="cpu", seed=3, threads=1))
+    config = replace(
+        config, ppo=PPOConfig(n_steps=n_steps, batch_size=16, n_epochs=2, n_envs=2, seed=3), runtime=Runtime(device="cpu", threads=1)
+    )
     return replace(config, head=head_of(run_env(config, graphs))), graphs
 
 

@@ -70,7 +70,8 @@ def test_a_mixed_precision_ppo_run_on_cuda_updates_finite_weights(tmp_path):
         task="mis",
         graphs="small",
         model=ModelConfig(width=16, head_width=16, num_layers=2),
-        ppo=PPOConfig(total_timesteps=128, n_envs=2, seed=0, device="cuda", mixed_precision=True, max_nodes_per_batch=200),
+        ppo=PPOConfig(total_timesteps=128, n_envs=2, seed=0),
+        runtime=Runtime(device="cuda", mixed_precision=True, max_nodes_per_batch=200),
     )
     train(config, tmp_path / "m", log=lambda line: None)
     weights = read_checkpoint(tmp_path / "m").tensors

@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from graphtransfer.checkpoint import CONFIG, SaveFailed, read_checkpoint, save_checkpoint
 from graphtransfer.cli import app
-from graphtransfer.config import PPOConfig, RunConfig
+from graphtransfer.config import PPOConfig, RunConfig, Runtime
 from graphtransfer.graphs.generators import delaunay
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.training.loop import TrainingStopped, train
@@ -525,8 +525,8 @@ class KillAWorker(BaseCallback):
 @pytest.mark.slow
 def test_a_run_whose_env_worker_dies_saves_a_checkpoint_to_resume(work):
     out = work["tmp"] / "run"
-    ppo = PPOConfig(total_timesteps=512, n_envs=2, n_steps=32, batch_size=32, vec_env="subproc")
-    config = RunConfig(task="mis", graphs=str(work["graph"]), ppo=ppo)
+    ppo = PPOConfig(total_timesteps=512, n_envs=2, n_steps=32, batch_size=32)
+    config = RunConfig(task="mis", graphs=str(work["graph"]), ppo=ppo, runtime=Runtime(vec_env="subproc"))
     with pytest.raises(TrainingStopped, match=f"resume with: graphtransfer train --resume {out}"):
         train(config, out, log=lambda _: None, callback=KillAWorker())
     saved = read_checkpoint(out)

@@ -97,16 +97,3 @@ def test_workers_with_a_single_graph_is_refused(tiny_model, folder, tmp_path):
     result = runner.invoke(app, [*command, "--workers", "2"])
     assert result.exit_code == 2
     assert result.stderr == "error: --workers and --ray-address spread a folder of graphs over workers; --graph names a single graph\n"
-
-
-def test_the_names_evaluate_had_before_still_work_with_a_deprecation_warning():
-    import graphtransfer
-    from graphtransfer.solve import parallel
-
-    with pytest.warns(DeprecationWarning, match=r"parallel\.evaluate_many is now evaluate$"):
-        assert parallel.evaluate_many is graphtransfer.evaluate
-    with pytest.warns(DeprecationWarning, match=r"parallel\.evaluate_many_with is now evaluate_with$"):
-        from graphtransfer.solve.parallel import evaluate_many_with
-    assert evaluate_many_with is parallel.evaluate_with
-    with pytest.raises(AttributeError, match="has no attribute 'evaluate_all'"):
-        parallel.evaluate_all  # noqa: B018

@@ -5,7 +5,6 @@ model folders from before the runtime section (runtime settings in ``ppo``) stil
 import json
 import math
 import shutil
-import warnings
 
 import pytest
 from typer.testing import CliRunner
@@ -13,7 +12,7 @@ from typer.testing import CliRunner
 import graphtransfer
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.cli import app
-from graphtransfer.config import RUNTIME_IN_PPO, Decoding, PPOConfig, RunConfig, Runtime
+from graphtransfer.config import RUNTIME_IN_PPO, Decoding, Runtime
 from graphtransfer.config.layers import parse_sets
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import delaunay
@@ -91,17 +90,6 @@ def test_yaml_and_set_check_runtime_settings_by_the_same_declaration_under_eithe
     with pytest.raises(UsageError, match=r"^--set ppo.threads=0: ppo.threads: 0 must be at least 1$"):
         parse_sets(["ppo.threads=0"])
     assert parse_sets(["ppo.threads=2"])[1] == {"runtime": {"threads": 2}}  # the old spelling still sets it
-
-
-def test_a_deprecated_ppo_runtime_keyword_warns_and_lands_in_the_runtime():
-    with pytest.warns(DeprecationWarning, match=r"PPOConfig\(device=\.\.\.\) is deprecated"):
-        ppo = PPOConfig(device="cpu", n_envs=3)
-    config = RunConfig(ppo=ppo)
-    assert (config.runtime.device, config.ppo.n_envs) == ("cpu", 3)
-    assert "device" not in config.to_dict()["ppo"] and config.to_dict()["runtime"]["device"] == "cpu"
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        RunConfig(ppo=PPOConfig(n_envs=3), runtime=Runtime(device="cpu"))  # the new spelling: no warning
 
 
 def test_a_model_folder_from_before_the_runtime_section_loads_and_predicts(tiny_model, tmp_path):

@@ -7,7 +7,7 @@ import pytest
 import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
-from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
+from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
 from graphtransfer.graphs import load_graphs
 from graphtransfer.training.model import make_model
 from graphtransfer.training.ppo import BudgetMaskablePPO, BudgetPPO, node_budget_groups
@@ -60,7 +60,8 @@ def after_one_rollout(task: str, head: str):
         graphs="small",
         head=head,
         model=ModelConfig(width=16, head_width=16, num_layers=2),
-        ppo=PPOConfig(n_envs=2, n_steps=16, batch_size=16, n_epochs=2, target_kl=None, seed=3, device="cpu"),
+        ppo=PPOConfig(n_envs=2, n_steps=16, batch_size=16, n_epochs=2, target_kl=None, seed=3),
+        runtime=Runtime(device="cpu"),
     )
     model = make_model(config, load_graphs("small")[:6], 3)
     keep = KeepRollout()
@@ -163,7 +164,8 @@ def test_an_early_stop_by_target_kl_is_reported():
         graphs="small",
         head="node-wise",
         model=ModelConfig(width=16, head_width=16, num_layers=2),
-        ppo=PPOConfig(n_envs=2, n_steps=16, batch_size=8, n_epochs=8, target_kl=1e-9, seed=3, device="cpu", learning_rate=0.01),
+        ppo=PPOConfig(n_envs=2, n_steps=16, batch_size=8, n_epochs=8, target_kl=1e-9, seed=3, learning_rate=0.01),
+        runtime=Runtime(device="cpu"),
     )
     model = make_model(config, load_graphs("small")[:6], 3)
     lines = []
@@ -195,7 +197,8 @@ def test_the_structure_path_update_equals_the_gather_path_update(task, env, head
         env=env,
         head=head,
         model=ModelConfig(width=16, head_width=16, num_layers=2),
-        ppo=PPOConfig(n_envs=2, n_steps=16, batch_size=16, n_epochs=2, target_kl=None, seed=3, device="cpu"),
+        ppo=PPOConfig(n_envs=2, n_steps=16, batch_size=16, n_epochs=2, target_kl=None, seed=3),
+        runtime=Runtime(device="cpu"),
     )
     graphs = [erdos_renyi(300, 4.0, 1)] if env else load_graphs("small")[:6]
     model = make_model(config, graphs, 3)

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
+from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
 from graphtransfer.graphs import load_graphs
 from graphtransfer.training.loop import train
 
@@ -15,7 +15,8 @@ def tiny(vec_env: str, task: str) -> RunConfig:
         task=task,
         graphs="small",
         model=ModelConfig(width=8, head_width=8, num_layers=1),
-        ppo=PPOConfig(total_timesteps=64, n_envs=2, n_steps=16, batch_size=16, n_epochs=2, seed=3, device="cpu", vec_env=vec_env),
+        ppo=PPOConfig(total_timesteps=64, n_envs=2, n_steps=16, batch_size=16, n_epochs=2, seed=3),
+        runtime=Runtime(device="cpu", vec_env=vec_env),
     )
 
 

@@ -9,7 +9,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, EvalCallback
 
 from graphtransfer import load_model
-from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
+from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import barabasi_albert, load_graphs, write_npz
 from graphtransfer.training.loop import train
@@ -21,7 +21,8 @@ def tiny(task: str = "mis", steps: int = 128) -> RunConfig:
         task=task,
         graphs="small",
         model=ModelConfig(width=8, head_width=8, num_layers=1),
-        ppo=PPOConfig(total_timesteps=steps, n_envs=2, n_steps=16, batch_size=16, seed=0, device="cpu"),
+        ppo=PPOConfig(total_timesteps=steps, n_envs=2, n_steps=16, batch_size=16, seed=0),
+        runtime=Runtime(device="cpu"),
     )
 
 

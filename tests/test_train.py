@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from graphtransfer.checkpoint import CONFIG, read_checkpoint
 from graphtransfer.cli import app
-from graphtransfer.config import ModelConfig, PPOConfig, RunConfig
+from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
 from graphtransfer.training.loop import train
 
 runner = CliRunner()
@@ -52,7 +52,8 @@ def tiny_run(seed: int) -> RunConfig:
         task="mis",
         graphs="small",
         model=ModelConfig(width=16, head_width=16, num_layers=2),
-        ppo=PPOConfig(total_timesteps=256, n_envs=2, seed=seed, threads=1, device="cpu"),
+        ppo=PPOConfig(total_timesteps=256, n_envs=2, seed=seed),
+        runtime=Runtime(threads=1, device="cpu"),
     )
 
 

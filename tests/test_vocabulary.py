@@ -1,5 +1,5 @@
-"""One option vocabulary: ``export --model`` and ``plot --model`` (the positional folder still works,
-with a deprecation warning), and ``--device`` for predict, eval and transfer as for train."""
+"""One option vocabulary: ``export --model`` and ``plot --model``, and ``--device`` for predict, eval
+and transfer as for train."""
 
 import pytest
 import torch
@@ -20,25 +20,22 @@ def one_error_line(result) -> str:
     return lines[0]
 
 
-def test_export_and_plot_take_the_model_folder_positionally_with_a_warning(tiny_model, tmp_path):
+def test_export_and_plot_take_the_model_folder_as_model_only(tiny_model, tmp_path):
     model = str(tiny_model("mis"))
     exported = runner.invoke(app, ["export", model, "--sb3", str(tmp_path / "old.zip")])
-    assert exported.exit_code == 0, exported.output
-    assert f"warning: 'graphtransfer export {model}' is deprecated; write 'graphtransfer export --model {model}'" in exported.stderr
-    assert (tmp_path / "old.zip").stat().st_size > 0
-    plotted = runner.invoke(app, ["plot", model, "--out", str(tmp_path / "old.png")])
-    assert plotted.exit_code == 0, plotted.output
-    assert "is deprecated; write 'graphtransfer plot --model" in plotted.stderr and (tmp_path / "old.png").stat().st_size > 0
+    assert exported.exit_code == 2 and not (tmp_path / "old.zip").exists()
+    plotted = runner.invoke(app, ["plot", "--out", str(tmp_path / "old.png")])
+    assert one_error_line(plotted) == "error: plot: name the model folder with --model, e.g. graphtransfer plot --model runs/mis/small"
     new = runner.invoke(app, ["plot", "--model", model, "--out", str(tmp_path / "new.png")])
     assert new.exit_code == 0 and new.stderr == "" and (tmp_path / "new.png").is_file()
 
 
 @pytest.mark.parametrize("command", [["export", "--sb3", "m.zip"], ["plot", "--out", "m.png"]])
-def test_the_model_folder_named_twice_or_not_at_all_is_one_line(command, tiny_model, tmp_path, monkeypatch):
+def test_the_model_folder_named_twice_or_not_at_all_is_refused(command, tiny_model, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     model = str(tiny_model("mis"))
-    twice = one_error_line(runner.invoke(app, [*command, "--model", model, model]))
-    assert twice == f"error: {command[0]}: --model {model} and a positional folder {model}; name the model folder once, with --model"
+    twice = runner.invoke(app, [*command, "--model", model, model])
+    assert twice.exit_code == 2 and "unexpected extra argument" in twice.output
     missing = one_error_line(runner.invoke(app, command))
     assert missing == f"error: {command[0]}: name the model folder with --model, e.g. graphtransfer {command[0]} --model runs/mis/small"
     assert list(tmp_path.iterdir()) == []  # nothing written, nothing created

@@ -310,7 +310,7 @@ def reduced_search(
     The rules lose no largest set, and the search's moves go where something is still undecided:
     on graphs the rules shrink, it reaches larger sets in the same seconds (10 CPU s at 10^5 nodes:
     random geometric graphs of degree 8, whose kernel is 5% of the nodes, 24,590 against 24,425
-    on the whole graph; bench/RESULTS.md, "The search on the kernel"). On a graph they decide
+    on the whole graph; ``bench/guided_search.py``). On a graph they decide
     nothing of, it is the search on the whole graph, less the rules' time (0.7 s on an
     Erdős–Rényi graph of 10^5 nodes and degree 64).
     """

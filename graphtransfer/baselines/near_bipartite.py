@@ -6,8 +6,8 @@ A graph bipartite but for a small share of its edges (a user-item graph with som
 a lattice with some diagonals) is decided neither by the kernel's LP step, which needs it bipartite
 throughout (:func:`graphtransfer.envs.mis_kernel.largest_bipartite_set`), nor well by a policy
 that decides in parallel: its passes start the two sides' sets in many places and the walls
-between them cost nodes (the built-in MIS model: 0.80-1.00x min-degree greedy on such graphs of
-10^4-10^6 nodes; bench/RESULTS.md, "Nearly bipartite graphs"). Here:
+between them cost nodes (the built-in MIS model fell to min-degree greedy's sets or below on such graphs;
+``bench/default_quality.py``). Here:
 
 1. **A two-colouring with few edges inside a colour** (the odd edges): the parity of breadth-first
    levels, then rounds of flips of the nodes with more neighbours of their own colour than of the
@@ -46,8 +46,8 @@ from graphtransfer.graphs.graph import induced_subgraph, sorted_unique
 ODD_EDGE_SHARE = 0.10
 """the largest share of a graph's edges inside a colour for which :func:`near_bipartite_set` solves
 it: up to about this share its set was at or above the built-in MIS policy's on random bipartite
-graphs with odd edges and grids with diagonals of 10^4 nodes (bench/RESULTS.md, "Nearly bipartite
-graphs"), and random graphs, the least bipartite, have 20% and more"""
+graphs with odd edges and grids with diagonals of 10^4 nodes (``bench/default_quality.py``),
+and random graphs, the least bipartite, have 20% and more"""
 EXACT_NODES = LP_NODES
 """the most nodes on which the rest's largest set comes from König's theorem (the kernel's LP limit); above, the
 colour with more nodes outside the cover"""

@@ -13,20 +13,9 @@ from graphtransfer.config import Decoding, Runtime, check_setting
 from graphtransfer.errors import UsageError
 from graphtransfer.process import prefer_small_pages
 
-DeprecatedModelArgument = Annotated[Path | None, typer.Argument(hidden=True, show_default=False, metavar="MODEL")]
-"""the model folder as export and plot took it before --model (deprecated: warns; only the usage line shows it)"""
 
-
-def _model_folder(command: str, option: Path | None, positional: Path | None) -> Path:
-    """The model folder of ``command``: ``--model``, or the deprecated positional form with a warning."""
-    if option is not None and positional is not None:
-        raise UsageError(f"{command}: --model {option} and a positional folder {positional}; name the model folder once, with --model")
-    if positional is not None:
-        typer.echo(
-            f"warning: 'graphtransfer {command} {positional}' is deprecated; write 'graphtransfer {command} --model {positional}'",
-            err=True,
-        )
-        return positional
+def _model_folder(command: str, option: Path | None) -> Path:
+    """The model folder of ``command``'s ``--model``, which it requires."""
     if option is None:
         raise UsageError(f"{command}: name the model folder with --model, e.g. graphtransfer {command} --model runs/mis/small")
     return option
@@ -61,10 +50,9 @@ def transfer(
         str | None,
         typer.Option(
             metavar="SECONDS",
-            help="Adapt to the destination: after the zero-shot report, train for this many wall-clock seconds on "
-            "breadth-first balls of up to 1,000 nodes sampled from the destination graphs (seeded), with the task's reward, "
-            "evaluate again, and save the adapted model only if it scores at least as well as zero-shot (else the "
-            "zero-shot one; the output says which). The evaluations are not counted in SECONDS.",
+            help="Adapt to the destination: after the zero-shot report, train for this many seconds on small balls sampled "
+            "from the destination graphs, evaluate again, and keep the adapted model only if it scores at least as well "
+            "(the output says which). See docs/guide/commands.md",
         ),
     ] = None,
     env: EnvOption = None,
@@ -148,18 +136,15 @@ def plot(
     ] = None,
     out: Annotated[Path | None, typer.Option(help="PNG to write (default: MODEL/progress.png).")] = None,
     force: Annotated[bool, typer.Option(help="Replace --out if it exists; never the run's own files.")] = False,
-    positional: DeprecatedModelArgument = None,
 ) -> None:
     """Draw a run's training curve (episode reward and held-out evaluation against env steps) and
     its rollout and update seconds per PPO iteration, from MODEL/progress.csv, to a PNG.
 
     Example: graphtransfer plot --model runs/mis/small --out curve.png
-
-    'graphtransfer plot RUN' (the folder without --model) still works, with a deprecation warning.
     """
     from graphtransfer.reporting.curves import plot_run
 
-    typer.echo(f"wrote {plot_run(_model_folder('plot', model, positional), out, force)}")
+    typer.echo(f"wrote {plot_run(_model_folder('plot', model), out, force)}")
 
 
 @friendly_errors
@@ -174,10 +159,8 @@ def export(
     onnx: Annotated[
         Path | None,
         typer.Option(
-            help="ONNX file to write: one pass of the policy (node features, edges and, for edge heads, edge features in; "
-            "per-node or per-edge outputs out) for graphs of any size, runnable without Python by ONNX Runtime; node heads "
-            "without edge features (mis, mvc, maxcut) and edge heads with them (matching). "
-            "Checked against the policy on two graphs before it is kept. Needs the onnx extra (pip install 'graphtransfer\\[onnx]')."
+            help="ONNX file to write: one pass of the policy for graphs of any size, for ONNX Runtime without Python; checked "
+            "against the policy on two graphs before it is kept. Needs pip install 'graphtransfer\\[onnx]'. See docs/deploy.md"
         ),
     ] = None,
     graphs: Annotated[
@@ -185,19 +168,16 @@ def export(
     ] = None,
     env: EnvOption = None,
     force: Annotated[bool, typer.Option(help="Replace --sb3 or --onnx if it exists; never a graph or a model file.")] = False,
-    positional: DeprecatedModelArgument = None,
 ) -> None:
     """Write a model as a Stable-Baselines3 zip (--sb3) or an ONNX file (--onnx), or both. Load an SB3 zip only
     yourself: SB3 zips hold pickles, which can run code; an ONNX file holds none.
 
     Example: graphtransfer export --model runs/mis/small --onnx mis.onnx
-
-    'graphtransfer export MODEL ...' (the folder without --model) still works, with a deprecation warning.
     """
     from graphtransfer.checkpoint import read_checkpoint
     from graphtransfer.export import export_onnx, export_sb3
 
-    model = _model_folder("export", model, positional)
+    model = _model_folder("export", model)
     if sb3 is None and onnx is None:
         raise UsageError("export: name what to write: --sb3 FILE.zip, --onnx FILE.onnx, or both")
     if sb3 is not None and onnx is not None and sb3.resolve() == onnx.resolve():

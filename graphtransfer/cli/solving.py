@@ -60,10 +60,9 @@ def predict(
     partitions: Annotated[
         int | None,
         typer.Option(
-            help="mis, one graph: split it into this many parts, each solved on a worker of the Ray cluster of --ray-address "
-            "(local starts one here), the parts exchanging only their boundaries; local-max decoding, one rollout. "
-            "No worker holds the whole graph; this process reads a graph file to split it, or only the map of a --graph "
-            "folder written by 'graphtransfer graphs partition' (whose parts the workers read; its part count is the default).",
+            help="mis, one graph: split it into this many parts, each solved on a worker of the Ray cluster of --ray-address, "
+            "the parts exchanging only their boundaries (default: the part count of a --graph folder that 'graphtransfer "
+            "graphs partition' wrote). See docs/guide/scale.md",
         ),
     ] = None,
     source: SourceOption = None,
@@ -343,8 +342,8 @@ def evaluate(
     deterministic: Annotated[
         bool,
         typer.Option(
-            help="Where actions are drawn (--decoding drawn), report both ways: the task's default first (path: deterministic, "
-            "the most likely moves; other tasks: sampled), then the other; --no-deterministic: the default alone."
+            help="Where actions are drawn (--decoding drawn), report both ways: the task's default first (path: the most "
+            "likely moves; others: sampled), then the other; --no-deterministic: the default alone."
         ),
     ] = True,
     polish: Annotated[bool, typer.Option(help="Also report the best decoding and every baseline after the same local search.")] = False,

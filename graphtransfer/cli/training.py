@@ -56,9 +56,9 @@ def train(
         str | None,
         typer.Option(
             metavar="mlflow|wandb",
-            help="Also record the run in MLflow or Weights & Biases: its settings, SB3's scalars at every update, the model folder "
-            "as an artifact (pip install 'graphtransfer\\[track]'). Offline by default: MLflow in a local database, ./mlflow.db; "
-            "W&B as an offline run in ./wandb/ for 'wandb sync' (WANDB_MODE=online to upload as it runs). See --track-uri.",
+            help="Also record the run in MLflow or Weights & Biases: its settings, SB3's scalars, the model folder "
+            "(pip install 'graphtransfer\\[track]'). Offline by default: MLflow in ./mlflow.db, W&B in ./wandb/ for "
+            "'wandb sync' (WANDB_MODE=online uploads). See --track-uri",
         ),
     ] = None,
     track_uri: Annotated[

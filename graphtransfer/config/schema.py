@@ -16,9 +16,8 @@ import math
 import re
 import types
 import typing
-import warnings
 from collections.abc import Mapping
-from dataclasses import MISSING, Field, InitVar, asdict, dataclass, field, fields, replace
+from dataclasses import MISSING, Field, asdict, dataclass, field, fields
 from importlib import resources
 from typing import Any, Literal, Union
 
@@ -44,9 +43,8 @@ the nodes it ranks below every uncovered neighbour stay out of the cover and the
 valid nodes commit) or ``local-max-sampled`` (local-max on a ranking drawn near the policy's: each node's log-odds plus
 Gumbel noise of scale :data:`ORDER_NOISE`, seeded)"""
 ORDER_NOISE = 0.5
-"""the scale of the Gumbel noise that ``local-max-sampled`` adds to each node's log-odds (node choice: to each score):
-alternated with local-max, the best of 64 rollouts was within 2% of the optimum on 34 of 36 graphs of 100-300 nodes at
-0.5, on 33 at 0.25 and on 31 at 1 (bench/RESULTS.md, "Sampled local-max")"""
+"""the scale of the Gumbel noise that ``local-max-sampled`` adds to each node's log-odds (node choice: to each score);
+chosen against 0.25 and 1 by ``bench/decoding.py`` on graphs small enough to solve exactly"""
 DEFAULT_COMMIT_FRACTION = 0.1
 """node-choice heads commit this share of the valid nodes per pass by default; drawn node-wise decoding every node (1.0)"""
 NodeOrder = Literal["auto", "given"]
@@ -91,34 +89,29 @@ AUTO_PATIENCE = 7.5
 """where ``--rollouts auto`` decodes a graph of fewer than :data:`PATIENT_BELOW_NODES` nodes, the MIS local-max decoding
 is this many times more patient than its default: its share of the Caro-Wei bound divided by it, never below
 :data:`LOCAL_MAX_DENSE_PATIENCE`'s floor for the degree (0.02 on graphs of average degree up to 10, 0.05 from 16 on: dense
-graphs' as before). Patience found larger sets than more rollouts of the default on 33 of 52 graphs of 10^3-10^5 nodes
-and smaller on none (+0.15-2% at 10^4; bench/RESULTS.md, "Issue 30, nineteenth session")"""
+graphs' as before). Patience found larger sets than more rollouts of the default (measured by ``bench/default_quality.py``)"""
 PATIENT_BELOW_NODES = 150_000
 """graphs of this many nodes or more keep the default patience with ``--rollouts auto`` (``make demo``'s 250,000-node graph,
-10^6-node graphs): there a patient rollout's 2.6-2.9x the passes would cost seconds that their one rollout does not
-have; the patient rollouts of a 10^5-node graph take 1.6-2.3x the default's seconds"""
+10^6-node graphs): there a patient rollout's extra passes would cost seconds that their one rollout does not have"""
 HASTY_FROM_NODES = 2_000_000
 """graphs of this many nodes or more (the kernel the policy solves, after the exact rules) are decoded with
 :data:`HASTY_PATIENCE`, whatever ``--rollouts`` says: each pass over such a graph costs seconds, and the early passes,
-over most of it, are most of a solve's time; the 10^3-10^6-node graphs of bench/RESULTS.md's quality tables keep the
-default's patience"""
+over most of it, are most of a solve's time; smaller graphs keep the default's patience"""
 HASTY_PATIENCE = 0.625
 """the MIS local-max decoding's patience on graphs of :data:`HASTY_FROM_NODES` nodes or more: below 1, its share of the
 Caro-Wei bound per pass is the degree's share times 1.6, not below the floor for the degree (on Erdős–Rényi graphs of
-average degree 8: about 3% of the nodes as candidates per pass instead of 1.9%; from degree 48 on the dense floor binds as
-before). MVC's decoding keeps its default."""
+average degree 8: about 3% of the nodes as candidates per pass instead of 1.9%; from degree 48 on the dense floor binds).
+MVC's decoding keeps its default."""
 KERNEL_EVERY = 4
-"""the MIS local-max passes between two kernels of the residual graph (:mod:`graphtransfer.solve.residual_kernels`): of 2, 4
-and 8, 4 found the largest sets on 4 of 5 graphs of 10^4-3 x 10^4 nodes (Erdős–Rényi degree 8 and 200, Delaunay, random
-geometric degree 16), 2 as large in up to 2x the seconds (bench/RESULTS.md, "The kernel between passes")"""
+"""the MIS local-max passes between two kernels of the residual graph (:mod:`graphtransfer.solve.residual_kernels`),
+chosen against 2 and 8 by ``bench/mis_kernel.py``: more often leaves sets no larger in more seconds"""
 MAX_AUTO_ROLLOUTS = 64
-"""the most rollouts ``--rollouts auto`` runs (up to 468 nodes): best of 64 (local-max and local-max-sampled in turn) is
-within 2% of the optimum on all 12 graphs of 100-300 nodes in bench/RESULTS.md ("Sampled local-max"), best of 32 on 11"""
+"""the most rollouts ``--rollouts auto`` runs (on graphs of up to 468 nodes), chosen by ``bench/decoding.py`` against
+exact optima of graphs of 100-300 nodes"""
 SAMPLED_ROLLOUT_DEGREE = 16.0
 """on graphs of average degree up to this, every other rollout of the default local-max decoding is local-max-sampled;
 denser graphs' rollouts are all local-max, differing by the env's random features: there the policy's log-odds lie
-close together, the sampled ranking's noise outweighs them, and its sets were 0.65-1.00x greedy where local-max's were
-0.95-1.13x (bench/RESULTS.md, "Rollouts by a work budget")"""
+close together and the sampled ranking's noise outweighs them (measured by ``bench/default_quality.py``)"""
 MAX_ROLLOUTS = 4096
 """the most rollouts ``--rollouts K`` may ask for: each is a whole decoding of the graph"""
 MAX_PASSES = 1_000_000
@@ -186,25 +179,6 @@ class PPOConfig:
     ent_coef: float = setting(0.0, "entropy bonus, per real node (size-invariant)", low=0.0)
     target_kl: float | None = setting(None, "stop an update's epochs early once the KL to the old policy exceeds this", low=0.0)
     seed: int = setting(0, "random seed (tune: of every trial's training and of the sampler)", low=0, high=SEED_LIMIT - 1)
-    # Deprecated: the runtime settings PPOConfig held before Runtime. Given here, RunConfig moves them to its
-    # runtime; read here, they are None (read RunConfig.runtime).
-    threads: InitVar[int | None] = None
-    device: InitVar[str | None] = None
-    max_nodes_per_batch: InitVar[int | None] = None
-    mixed_precision: InitVar[bool | None] = None
-    vec_env: InitVar[str | None] = None
-    ray_address: InitVar[str | None] = None
-
-    def __post_init__(self, *runtime: Any) -> None:
-        given = {name: value for name, value in zip(RUNTIME_IN_PPO, runtime, strict=True) if value is not None}
-        if given:
-            names = ", ".join(f"{name}=..." for name in given)
-            warnings.warn(
-                f"PPOConfig({names}) is deprecated: runtime settings are RunConfig(runtime=Runtime({names}))",
-                DeprecationWarning,
-                stacklevel=3,
-            )
-            self._given_runtime = given
 
 
 @dataclass
@@ -297,25 +271,16 @@ class Decoding:
 
     method: DecodingName | None = setting(
         None,
-        "mis and mvc: local-max (default) commits, each pass, the surest undecided nodes the policy ranks above all their "
-        "undecided neighbours (mvc: leaves out of the cover the nodes it ranks below all their uncovered neighbours, whose "
-        "neighbours join); drawn: every node acts as the policy draws (mis) or the top-scoring valid nodes commit (mvc); "
-        "local-max-sampled is local-max on a ranking drawn near the policy's (seeded; a different set per --seed). Other "
-        "tasks: drawn",
+        "mis and mvc: local-max (default; each pass the surest nodes that outrank their undecided neighbours commit), drawn "
+        "(nodes act as the policy draws) or local-max-sampled (local-max on a seeded, noisy ranking). Other tasks: drawn. "
+        "See docs/guide/decoding.md",
         cli="decoding",
     )
     commit_fraction: float | None = setting(
         None,
-        "share of the nodes one pass may commit, most confident first. mvc, --decoding local-max: the candidates to stay out "
-        f"of the cover per pass, as a share of the graph's nodes (default: {LEAVE_OUT_PATIENCE} of the graph's Caro-Wei bound). "
-        "Other node-choice tasks, and mvc under --decoding drawn: the candidates per pass, default "
-        f"{DEFAULT_COMMIT_FRACTION} (of the graph's nodes under local-max, of the valid ones under drawn). mis, --decoding "
-        "local-max: the candidates per pass, as a share of the graph's nodes; smaller finds larger sets in more passes "
-        f"(default: {LOCAL_MAX_PATIENCE} of the graph's Caro-Wei bound, the sum of 1/(degree+1), about 0.02 of the nodes at "
-        f"average degree 8; above average degree {LOCAL_MAX_SPARSE_DEGREE:g} a share of the bound that shrinks with the "
-        f"degree, down to {LOCAL_MAX_DENSE_PATIENCE}; under --rollouts auto below {PATIENT_BELOW_NODES:,} nodes, a smaller share, see "
-        "--rollouts). mis, --decoding drawn: only this share, those likeliest to join, may "
-        "join; the rest wait (default 1: every node acts)",
+        "candidates one pass may commit, as a share of the graph's nodes, most confident first; smaller: larger sets in more "
+        "passes. Default: mis and mvc local-max, a share of the graph's Caro-Wei bound that follows its degree; other "
+        f"node-choice tasks {DEFAULT_COMMIT_FRACTION}; mis drawn 1 (every node). See docs/guide/decoding.md",
         low=0.0,
         high=1.0,
         open_low=True,
@@ -328,56 +293,30 @@ class Decoding:
     seed: int = setting(0, "seed of the first rollout; rollout i takes seed + i", low=0, high=SEED_LIMIT - 1)
     rollouts: int | Literal["auto"] = setting(
         AUTO_ROLLOUTS,
-        f"run the policy K times (seeds --seed, --seed + 1, ...) and keep the best solution; still the policy alone, no "
-        f"search. auto (default): as many as fit a work budget of {ROLLOUT_NODE_BUDGET:,} nodes, "
-        f"{ROLLOUT_EDGE_BUDGET:,} directed edges and {ROLLOUT_PASS_BUDGET:,} policy passes (as many as the first rollout "
-        f"took, each) decoded in all, 1 to {MAX_AUTO_ROLLOUTS} ({MAX_AUTO_ROLLOUTS} up to "
-        f"{ROLLOUT_NODE_BUDGET // MAX_AUTO_ROLLOUTS} nodes, fewer on dense graphs, 3 at 10,000, 1 from "
-        f"{ROLLOUT_NODE_BUDGET // 2 + 1:,} nodes or "
-        f"{ROLLOUT_EDGE_BUDGET // 2 + 1:,} directed edges on); the output says how many ran. On graphs of fewer than "
-        f"{PATIENT_BELOW_NODES:,} nodes the local-max decodings are also patient, unless --commit-fraction is given: mis "
-        f"takes {LOCAL_MAX_PATIENCE / AUTO_PATIENCE:.2f} of the Caro-Wei bound as candidates per pass on sparse graphs "
-        f"(average degree up to 10; the default's share / {AUTO_PATIENCE:g}, in about 5x its passes), "
-        f"{LOCAL_MAX_DENSE_PATIENCE} from average degree 16 on (dense graphs take it anyway); mvc its default's share / "
-        f"{AUTO_PATIENCE:g}, not below {LEAVE_OUT_PATIENCE} x (degree / 16)^2 (its default from degree 16 on); the pass "
-        f"budget then runs fewer rollouts. From {HASTY_FROM_NODES:,} nodes on (after the exact reductions) mis takes "
-        f"{1 / HASTY_PATIENCE:g}x its default's share per pass, whatever --rollouts says (10^7 nodes: 0.2% smaller sets "
-        "in three quarters of the time). With the "
-        "default decoding of mis and mvc every other rollout is local-max-sampled on graphs of average degree up to "
-        f"{SAMPLED_ROLLOUT_DEGREE:g}, local-max on denser ones. A model with experts (the built-in mis model has a dense "
-        "one) takes turns between its weight sets, each decoding its rollouts as it would alone. 1: a single rollout, the "
-        "model's own weights",
+        "run the policy K times (seeds --seed, --seed + 1, ...) and keep the best solution; still the policy alone, no search. "
+        f"auto: as many as a work budget allows, 1 to {MAX_AUTO_ROLLOUTS}, fewer on larger and denser graphs (counted after the "
+        "exact rules); the output says how many ran. See docs/guide/decoding.md",
         low=1,
         high=MAX_ROLLOUTS,
     )
     max_passes: int | None = setting(None, "policy passes per graph before stopping (default: the task's)", low=1, high=MAX_PASSES)
     node_order: NodeOrder = setting(
         "auto",
-        f"auto (default): mis and mvc solve graphs of {RENUMBER_FROM_NODES:,} nodes or more with the nodes renumbered (reverse "
-        "Cuthill-McKee) so that neighbours sit close in memory, where that shortens the edges; the solution is still written "
-        "in the graph's own order and ids. given: the nodes as the file numbers them",
+        f"auto: mis and mvc renumber graphs of {RENUMBER_FROM_NODES:,} nodes or more so that neighbours sit close in memory "
+        "(reverse Cuthill-McKee); the solution keeps the graph's own order and ids. given: the file's order",
     )
 
     reductions: bool = setting(
         True,
-        "mis and mvc: exact rules decide the nodes that some largest independent set (smallest cover) decides anyway. "
-        "Before the policy runs, the graph is shrunk to its kernel (pendants join the set, a node of degree 2 joins or is "
-        "folded with its two neighbours, on graphs with triangles dominated nodes leave, on graphs without them the "
-        "nodes the LP relaxation sets to 0 or 1 join or leave; the solution is lifted back); "
-        "for mis, every local-max pass also lets a node "
-        "without undecided neighbours join and a node whose closed neighbourhood holds a neighbour's leave; "
-        "on a nearly bipartite graph (at most 10% of its edges inside a side of a two-colouring) predict also solves it "
-        "less a cover of those edges as bipartite and answers with the better of that and the policy's solution. "
-        "--no-reductions: the policy alone decides",
+        "mis and mvc: exact rules decide what some optimal solution decides anyway (the graph shrunk to its kernel before and "
+        "between passes; nearly bipartite graphs also solved as bipartite). --no-reductions: the policy alone. See "
+        "docs/guide/decoding.md",
     )
 
     kernel_every: int = setting(
         KERNEL_EVERY,
-        "mis and mvc, with --reductions: every this many passes (sooner once 15% of the undecided nodes have at most two "
-        "undecided neighbours), shrink the graph still undecided to its kernel by the exact rules of the kernel before "
-        "the first pass but the LP's (folds too, which no pass applies) and go on on the kernel; the set (cover) is "
-        "lifted back at the end. Larger sets on sparse graphs (Erdos-Renyi of average degree 8: "
-        "+0.3-0.6% at 10^4-10^5 nodes, +0.8% at 10^6). 0: the kernel only before the first pass",
+        "mis and mvc, with --reductions: shrink the undecided graph to its kernel again every this many passes (sooner when "
+        "many of its nodes have degree 2 or less). 0: only before the first pass. See docs/guide/decoding.md",
         low=0,
         high=MAX_PASSES,
     )
@@ -421,17 +360,15 @@ class Search:
     study_name: str = setting(DEFAULT_STUDY, f"the study's name in the storage, 1 to {STUDY_NAME_MAX} printable characters")
     n_jobs: int = setting(
         1,
-        "trials at once, each in a worker process of its own with runtime.threads torch threads; --n-jobs times runtime.threads "
-        "may not exceed the cores. On Linux, workers of one thread are forked from this process once torch and the graphs "
-        "are loaded, so they start at once. With --ray-address: that many Ray tasks on the cluster, runtime.threads CPUs each",
+        "trials at once, each in a worker process of its own with runtime.threads torch threads (--n-jobs x runtime.threads "
+        "at most the cores), or with --ray-address that many Ray tasks on the cluster, runtime.threads CPUs each",
         low=1,
     )
     ray_address: str | None = setting(
         None,
         "run the --n-jobs workers as tasks on this Ray cluster ('auto', 'local' or host:port; graphtransfer installed on "
-        "every node) instead of processes here. They reach the study through its storage: OUT/study.db where the nodes "
-        "share this machine's files, else a --storage database every node reaches; each trial's run is written to "
-        "OUT/trials/ on the node that trains it",
+        "every node). They reach the study through its storage (OUT/study.db on shared files, else --storage). See "
+        "docs/sb3.md",
     )
     sampler: SamplerName = setting(
         "tpe",
@@ -523,9 +460,6 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         self.head = typing.cast(HeadName, str(self.head))  # a Head enum member is stored as its plain value
-        given = vars(self.ppo).get("_given_runtime", {})  # the deprecated PPOConfig(threads=...): where runtime has the default
-        if given:
-            self.runtime = replace(self.runtime, **{k: v for k, v in given.items() if getattr(self.runtime, k) == getattr(Runtime, k)})
 
     @property
     def name(self) -> str:

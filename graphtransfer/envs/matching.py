@@ -28,7 +28,7 @@ to wait on and which to give up (skip).
 
 Why edge-wise and not edge choice as this task's head: one edge per pass would take one pass
 per matched edge, about 100,000 passes on the 250k-node graph; every edge at once settles it in
-a few dozen (bench/RESULTS.md, "Edges as actions").
+a few dozen (``bench/path_matching_quality.py``).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ PRIORITIES = ("gain", "weight")
 PRICE_ROUNDS = 5
 """rounds of max-product message passing behind the gain features (see :func:`gains`): on graphs
 of 2,000 to 20,000 nodes, taking the highest-gain edges reached 1.02-1.04x greedy-by-weight's
-matching after 2 rounds and 1.04-1.08x after 5 (bench/RESULTS.md, issue 30)"""
+matching after 2 rounds and more after 5 (``bench/path_matching_quality.py --task rounds``)"""
 
 
 class MatchingEnv(GraphEnv):

@@ -65,8 +65,7 @@ class MISEnv(GraphEnv):
     neighbours differ by less than the jitter, so a policy trained on graphs of degree 4-6 saw
     little but the jitter there. With it, the `make demo` policy went from 1.008 to 1.016 of greedy
     on the mean of 13 graphs of 5,000 nodes of average degree 6-128, and from 0.99-1.01 to 1.00-1.03
-    on the Erdős–Rényi graphs of degree 64 and 128 (bench/RESULTS.md, "Transfer quality across
-    density")."""
+    on the Erdős–Rényi graphs of degree 64 and 128 (``bench/transfer_quality.py``)."""
 
     num_features = 6
     num_actions = 3
@@ -240,8 +239,7 @@ def mis_step(edge_index: np.ndarray, status: np.ndarray, action: np.ndarray) -> 
     Both directions of every edge are stored, so each test reads the flags by destination first
     and an edge's source only where that passed: along the env's edges, ordered by destination,
     the first read runs along the flags (ER, 10^7 nodes: 4.9 s of a solve's 21 passes in a
-    profile when every edge's source was looked up; bench/RESULTS.md, "The per-pass domination
-    check by pendants")."""
+    profile when every edge's source was looked up)."""
     src, dst = edge_index
     undecided = status == UNDECIDED
     wants_in = undecided & (action == INCLUDE)
@@ -301,7 +299,7 @@ def reduction_actions(
     pass may apply them beside commits of its own that touch no include.
 
     Including the pendant nodes in the same pass instead gave slightly smaller sets on sparse
-    graphs (bench/RESULTS.md, "Exact reductions in the MIS decoding").
+    graphs (``bench/default_quality.py``).
 
     Without ``triangles`` (graphs whose wedges rarely close,
     :func:`~graphtransfer.envs.domination.closes_wedges`) only pendants dominate

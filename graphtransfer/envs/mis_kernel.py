@@ -30,7 +30,7 @@ Rules 1, 2 and 4 are what the local-max decoding also applies every pass
 can, so the rules run once, before the policy, and their cascades (a fold or a removal lowers
 degrees, which make new pendants, folds and dominated nodes) run to the end. On Barabási–Albert
 graphs with ``m = 2`` and ``m = 3`` they leave nothing: the kernel's set is the maximum one
-(bench/RESULTS.md, "The MIS kernel" and "The LP rule").
+(``bench/mis_kernel.py``).
 
 A smallest vertex cover is the complement of a largest independent set, so the same kernel serves
 MVC (:func:`mvc_kernel`): the kernel's cover is complemented, lifted and complemented back.
@@ -235,7 +235,7 @@ def low_degree_rounds(graph: Graph) -> Rounds | None:
     the pendant rounds decide every node in 0.3 s, where the rules node by node took 6.2 s; on the
     residual graphs of the demo's 250k graph and of an Erdős–Rényi graph of 10^6 nodes the degree-2
     rounds decide the same number of nodes as the rules in a third of their seconds
-    (bench/RESULTS.md, "Degree-2 nodes in array rounds").
+    (``bench/mis_kernel.py``).
 
     Returns ``None`` where no round decided anything.
     """
@@ -633,8 +633,7 @@ class _Rules:
     A node's neighbours become a Python set only when a rule reads them (:meth:`neighbours`);
     removing or merging a node updates the sets already made and every neighbour's degree, not
     the neighbours' neighbourhoods (an Erdős–Rényi graph of degree 8 made a set for 1.6 million of
-    its 10^7 nodes when each removal made one for every neighbour; bench/RESULTS.md, "Neighbour sets
-    made when read")."""
+    its 10^7 nodes when each removal made one for every neighbour; ``bench/mis_kernel.py``)."""
 
     def __init__(self, graph: Graph, lp: bool = True):
         self.graph = graph

@@ -5,7 +5,7 @@ rows are already in cache; in a file that lists a mesh's or a geometric graph's 
 order, every gather is a cache miss once the graph's activations outgrow the cache. Renumbering
 by reverse Cuthill–McKee once, before a solve, recovers the locality: the whole MIS solve of a
 250,000-node random geometric graph took 2.03 s instead of 2.72 s, the renumbering included
-(bench/RESULTS.md, "Node order"). Random and scale-free graphs have no locality to recover (the
+(``bench/node_order.py``). Random and scale-free graphs have no locality to recover (the
 renumbering shortens their edges by 10-20% and changes nothing measurable), so
 :func:`better_order` keeps their order.
 """

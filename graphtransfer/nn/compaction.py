@@ -6,7 +6,7 @@ with equal rows have equal embeddings and equal head outputs. Residual-graph env
 them: MIS's decided nodes keep their place in the observation with every edge gone and one of
 two feature rows (in the set, excluded). In the stored steps of a PPO run on a 148,640-node
 graph 85% of the nodes were isolated and 17% of the rows remained once each sample's equal
-isolated rows were merged (bench/RESULTS.md, "Isolated nodes embedded once").
+isolated rows were merged (``bench/training_recipe.py``).
 
 :func:`compact_isolated` keeps every node with an edge and one representative of each sample's
 distinct isolated rows, renumbered in their order (edges sorted by destination stay so), and

@@ -75,9 +75,8 @@ class GNNExtractor(BaseFeaturesExtractor):
     form rather than per-edge messages (PyG's ``GINEConv``, ``GATv2Conv(edge_dim=...)``): the
     mean is one scatter per forward, linear in the features, so every layer keeps the cached
     sparse structure path, and a per-edge decision reads its own edge's features in the edge
-    heads anyway. Measured by ``bench/edge_features.py`` (``bench/RESULTS.md``, "Edge features"):
-    ``GINEConv`` took 2.5x (2,000 nodes), 3.9x (10,000) and 6.6x (100,000) as long per forward,
-    2.7-3.6x per forward and backward of 16 samples.
+    heads anyway. ``bench/edge_features.py`` measures ``GINEConv`` against it: several times as
+    long per forward, the gap growing with the graph.
 
     Without ``project_input`` the first layer reads the raw features instead,
     :math:`h^{(1)} = \\mathrm{ReLU}(\\mathrm{conv}_0(x, A))` (the plain recipe's GCN starts so),
@@ -333,9 +332,8 @@ class GNNExtractor(BaseFeaturesExtractor):
         :data:`~graphtransfer.nn.message_passing.BLOCK_BYTES` of output each): each block's
         aggregation, products, edge term and activation run while it is in cache, written into
         the layer's output, so no whole-graph temporary is made or read again. The same values
-        as the whole layer at once; at 250k nodes 15% faster on a grid in locality order, level
-        to 6% on a random graph, whose time is the sparse product's gathers
-        (``bench/RESULTS.md``, "Row blocks").
+        as the whole layer at once, and faster where the graph is in locality order
+        (``bench/forward.py``).
 
         Shapes:
             h: ``(N, B, F)`` contiguous; context: ``(N, B, F_e)`` or ``None``; returns ``(N, B, width)``.

@@ -376,8 +376,7 @@ class NoOptimizer:
     """The optimizer of a policy built to load weights into and solve with (:func:`build_policy`,
     :func:`~graphtransfer.nn.qnetwork.build_q_policy`): none. SB3's policies build theirs as they
     are made, and torch's Adam, adding its first parameters, imports torch's compiler: with PyG's
-    own import of it deferred, about a second of every predict's start-up (bench/RESULTS.md,
-    "torch's compiler loaded when used"). Training and adaptation build their own policies, with
+    own import of it deferred, about a second of every predict's start-up. Training and adaptation build their own policies, with
     their own optimizers."""
 
     def __init__(self, params: Any, **settings: Any) -> None:

@@ -5,7 +5,7 @@ The Q-value is split, as in dueling networks: ``Q(s, a) = V(s) + A(s, a) - mean_
 with ``V`` from the pooled embedding of the real nodes (the remaining cost, a property of the
 whole graph that no node's few-hop embedding sees) and ``A`` from the action's own embedding.
 Without ``V``, every node's output had to predict the graph's remaining cost: DQN learned far
-slower (measured on MVC, bench/RESULTS.md). Which action is best depends on ``A`` alone, and ``A``
+slower (measured on MVC by ``bench/algos.sh``). Which action is best depends on ``A`` alone, and ``A``
 of a node depends only on its neighbourhood, so inference on the active nodes only
 (:func:`graphtransfer.solve.inference.active_subgraph`) ranks nodes exactly as on the whole graph.
 

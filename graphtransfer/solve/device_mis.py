@@ -4,7 +4,7 @@ features and decisions as torch tensors, the env's own rules.
 On a GPU the forwards of a solve are a small part of it: at 250k nodes the 20 passes' forwards
 took about 0.1 s of a 1.3 s solve, the rest was the env's numpy work between them (the residual
 graph, the features, the renumbering of the undecided nodes) and the copies to and from the
-device (bench/RESULTS.md, "On a CUDA GPU"). Here each pass is a few kernels over the residual
+device (``bench/gpu.py``). Here each pass is a few kernels over the residual
 edges, and the only copies are the graph's edges once and each pass's random draws.
 
 The passes are :class:`~graphtransfer.envs.mis.MISEnv`'s, rule for rule (with the decoding's

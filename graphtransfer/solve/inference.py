@@ -348,9 +348,8 @@ def local_max_patience(obs: dict[str, np.ndarray], patience: float = 1.0) -> flo
     :data:`LOCAL_MAX_SPARSE_DEGREE`, shrinking in proportion to the degree above it, and never below
     :data:`LOCAL_MAX_DENSE_PATIENCE`. Dense graphs' sets are the ones that patience helps (a third
     of the share added 1.5-1.6% on Erdős–Rényi graphs of 10^4 nodes and average degree 64-200, in
-    three times the passes); sparse graphs keep their candidates and passes (bench/RESULTS.md,
-    "Dense graphs' patience"). A ``patience`` above 1 divides that share (one below 1, the haste of
-    the largest graphs, multiplies it), down to a floor that
+    three times the passes); sparse graphs keep their candidates and passes (``bench/default_quality.py``).
+    A ``patience`` above 1 divides that share (one below 1, the haste of the largest graphs, multiplies it), down to a floor that
     follows the degree: :data:`LOCAL_MAX_DENSE_PATIENCE` from :data:`LOCAL_MAX_SPARSE_DEGREE` on,
     falling with the square of the degree below it (a sparse graph's set is a smaller multiple of
     its Caro-Wei bound, so the same share decides it in fewer passes: at 0.02, 115 passes at
@@ -542,7 +541,7 @@ def leave_out_candidates(obs: dict[str, np.ndarray], commit_fraction: float | No
     ``patience`` down to :func:`patience_floor` of :data:`LEAVE_OUT_PATIENCE`: from average degree
     16 on the default's share whatever the patience (an MVC pass costs twice an MIS pass, and on
     Erdős–Rényi graphs of degree 64 patience took 3x the seconds for a 0.05% smaller cover), 0.0375
-    at degree 8, 0.02 at degree 4 (bench/RESULTS.md, "Issue 30, nineteenth session").
+    at degree 8, 0.02 at degree 4 (``bench/default_quality.py``).
 
     The nodes left out of a cover form an independent set, a few percent of a dense graph's nodes;
     sized by that set's expected size rather than by the cover's, the passes stay a few dozen at any

@@ -41,7 +41,7 @@ def local_max_commits(confidence: torch.Tensor, edge_index: torch.Tensor, candid
     merely of its neighbourhood. The decoding keeps one count of candidates for the whole episode
     (:func:`graphtransfer.solve.inference.local_max_candidates`), so the passes do not grow with the graph and the last, small
     passes go fast; a share of the nodes still undecided instead took up to three times the
-    passes for the same sets (``bench/RESULTS.md``, "Transfer quality").
+    passes for the same sets (``bench/transfer_quality.py``).
 
     ``hops`` above 1: a candidate commits where it outranks every node within that many hops
     (:func:`_local_max_within`), for node choices whose effects reach the neighbours'

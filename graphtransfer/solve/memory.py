@@ -9,8 +9,7 @@ hidden layer ``(N, head_width)`` (layers write their output in row blocks and fr
 and the env's per-node arrays (features, degrees, draws: :data:`_ENV_BYTES_PER_NODE`). The layers
 aggregate over the structure, so no ``(E, width)`` message tensor is ever built. Measured peaks above the process's resident size
 before predicting (``predict_graph``, 6 passes, the built-in MIS policy: sage, width 32, head width 64;
-Erdős–Rényi graphs; 2026-11-27, after the solve stopped copying the edges into each observation and
-sorting each residual graph), against :func:`estimate_peak_bytes`:
+Erdős–Rényi graphs; the solve copies no edges into an observation and sorts no residual graph), against :func:`estimate_peak_bytes`:
 
     nodes       directed edges  measured MiB  estimate MiB
     1,000,000      8,000,000        1002          1092
@@ -22,8 +21,8 @@ sorting each residual graph), against :func:`estimate_peak_bytes`:
 
 and the width-64 policy of ``tests/test_memory.py`` at 200,000 nodes: 195-257 MiB in an untuned process (glibc's
 allocation thresholds move with each free), 166 or 193 MiB in one tuned as predict tunes it
-(:func:`graphtransfer.process.tune_process`), estimate 269; 125-196 MiB since a kernel's edges come by destination
-(2026-11-27, twenty-eighth session: no sorted copy beside them). On dense graphs with triangles the peak
+(:func:`graphtransfer.process.tune_process`), estimate 269; 125-196 MiB with a kernel's edges
+by destination (no sorted copy beside them). On dense graphs with triangles the peak
 above the graph (2.2 GiB on a random geometric graph of 10^5 nodes and average degree 200) includes the kernel and
 its renumbered copy, counted by the first check (below). The peak
 now follows the edges more than the nodes (the kernel's and the residual graph's copies of them):
@@ -39,7 +38,7 @@ in locality order: both stay resident through the passes. :func:`check_memory` r
 they are made (``prepared``: two more int64 copies of the edges, :data:`_PREPARED_BYTES_PER_EDGE`)
 and again before the policy is loaded, on the graph it will solve. A random geometric graph of
 10^5 nodes and average degree 200 (19,580,092 directed edges) peaked 2,273 MiB above its start,
-1,560 MiB above the second check (estimates 2,278 and 1,630 MiB; `/tmp/t/peak.py`, 2026-11-28).
+1,560 MiB above the second check (estimates 2,278 and 1,630 MiB).
 
 A node budget (``--max-nodes-per-batch``) saves no host memory here: with no message tensor to
 split, its chunks peaked higher than the whole layers (1,776 against 1,614 MiB RSS at 10^6 nodes,

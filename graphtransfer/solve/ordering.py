@@ -7,7 +7,7 @@ that depend on their edges alone (MIS, MVC) are then solved renumbered in locali
 (:mod:`graphtransfer.graphs.ordering`); the solution comes back in the graph's own order. A
 renumbered run is as good as another seed's: the env's random features and the decoding's ties
 follow node numbers, so its set differs from the given order's by about as much as two seeds' do
-(bench/RESULTS.md, "Node order").
+(``bench/node_order.py``).
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ import multiprocessing
 import os
 import socket
 import sys
-import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -42,17 +41,6 @@ START_METHOD = "fork" if sys.platform == "linux" else "spawn"
 Result = TypeVar("Result")
 Job = Callable[[Checkpoint, Graph], Result]
 """one graph's work, given the model: a module-level function, or a ``functools.partial`` of one (it travels to the workers)"""
-
-
-_RENAMED = {"evaluate_many": "evaluate", "evaluate_many_with": "evaluate_with"}
-"""names this module had before its function took the public name ``graphtransfer.evaluate``"""
-
-
-def __getattr__(name: str) -> Any:
-    if name in _RENAMED:
-        warnings.warn(f"graphtransfer.solve.parallel.{name} is now {_RENAMED[name]}", DeprecationWarning, stacklevel=2)
-        return globals()[_RENAMED[name]]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def evaluate(

@@ -3,9 +3,9 @@
 solution and run for the seconds given, with uniform perturbations. Perturbations drawn by the policy's scores
 (:func:`~graphtransfer.baselines.local_search.guided_weights`) and the best few rollouts searched
 in turn (:func:`policy_starts`) were measured against it and found no larger sets at equal CPU
-seconds (bench/RESULTS.md, issue 30, eighth session); ``bench/guided_search.py`` repeats that. So
+seconds (``bench/guided_search.py``). So
 were regions rebuilt by the policy inside the search and the policy's surest members fixed while
-the rest is searched (ninth session, ``bench/search_limits.py``)."""
+the rest is searched (``bench/search_limits.py``)."""
 
 from __future__ import annotations
 

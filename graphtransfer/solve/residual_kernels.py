@@ -23,7 +23,7 @@ the seconds of the solve on the Erdős–Rényi ones (1.19 of 5.9 s at 10^5 node
 Each kernel is exact for the residual graph it was taken of, and that graph is all that is left
 to decide (MIS: its nodes have no neighbour in the set so far; MVC: its edges are the uncovered
 ones), so the lifted set is independent (the cover covers), and maximal (minimal) where the last
-level's is. Measured with the built-in models (bench/RESULTS.md, "The kernel between passes"):
+level's is. Measured with the built-in models (``bench/default_quality.py``):
 MIS sets larger on 32 of 55 graphs of 10^3-10^5 nodes and smaller on 3, Erdős–Rényi graphs of
 average degree 8 +0.4-0.6% at 10^4-10^5 nodes and +0.8% at 10^6 and 10^7; MVC covers smaller on
 13 of 13.
@@ -49,7 +49,7 @@ EARLY_KERNEL_SHARE = 0.15
 """a stretch of passes ends before ``kernel_every`` once this share of the undecided nodes has at most two undecided
 neighbours (MVC: uncovered edges). On 55 graphs of 10^3-10^5 nodes (11 families) it changed no set; on Barabási–Albert
 graphs with ``m = 3`` of 10^6 nodes the set went from 2 nodes below min-degree greedy's to 47 above, the kernel taken
-after 2 passes instead of 4 (bench/RESULTS.md, "A stretch of passes that ends when the kernel has work")"""
+after 2 passes instead of 4 (``bench/default_quality.py``)"""
 
 
 @dataclass(frozen=True)

@@ -58,9 +58,8 @@ def rollout_count(rollouts: int | str, num_nodes: int, directed_edges: int) -> i
     (:func:`rollouts_within_passes`). The nodes bound what a pass costs whatever the density, the edges the
     message passing of dense graphs: 64 rollouts up to 468 nodes, 30 at 1,000 nodes (20 at
     average degree 200), 3 at 10,000 (2 at degree 200), one from 15,001 nodes on. A budget in edges
-    alone would give graphs of 10^5 nodes and degree 4 several rollouts too (bench/RESULTS.md,
-    "Rollouts by a work budget"). A graph without edges (a kernel the exact rules left isolated
-    nodes of) gets one: every rollout would give the same answer.
+    alone would give graphs of 10^5 nodes and degree 4 several rollouts too (``bench/default_quality.py``).
+    A graph without edges (a kernel the exact rules left isolated nodes of) gets one: every rollout would give the same answer.
     """
     if rollouts == AUTO_ROLLOUTS:
         if directed_edges == 0:
@@ -81,8 +80,7 @@ def rollouts_within_passes(count: int, first_passes: int) -> int:
     (one candidate per pass on 1,000 nodes of average degree 64: 86 passes, against 14 at
     average degree 4), where each pass costs a few milliseconds whatever its size; so on small
     dense graphs the passes are the work: 17 rollouts at degree 64, 11 at Barabási–Albert degree
-    143 (129 passes each; 27 and 30 before), sparse ones keep their 30 (bench/RESULTS.md, "Issue
-    30, tenth session").
+    143, sparse ones keep their 30 (``bench/default_quality.py``).
     """
     return max(1, min(count, ROLLOUT_PASS_BUDGET // max(first_passes, 1)))
 
@@ -97,10 +95,9 @@ def rollout_patience(rollouts: int | str, num_nodes: int) -> float:
     MIS takes more candidates per pass); everywhere else 1, the default's (``--rollouts K``
     included: the default decoding, as many times as asked).
 
-    Haste on the largest graphs: on Erdős–Rényi graphs of average degree 8 (the built-in MIS
-    model, bench/RESULTS.md, "Haste on the largest graphs") 22 passes instead of 38 at 10^7
-    nodes, 87 s against 115-120 s, for a set 0.19% smaller (1.036x min-degree greedy against
-    1.037x); at 3 x 10^6 19.0 against 26.4 s, 0.20% smaller. At 10^6 the same haste took a
+    Haste on the largest graphs: on Erdős–Rényi graphs of average degree 8 of 3 x 10^6 and 10^7 nodes
+    (the built-in MIS model) about half the passes and three quarters of the
+    seconds for a set a fifth of a percent smaller. At 10^6 the same haste took a
     Barabási–Albert graph (m = 3) below greedy's set, so it starts above the sizes of the quality
     tables.
 
@@ -111,10 +108,9 @@ def rollout_patience(rollouts: int | str, num_nodes: int) -> float:
     m = 4, random geometric degree 16, Delaunay: +0.15-2%; random geometric degree 8, decided mostly
     by the kernel, level) and than its one rollout at 10^5 (up to +0.6%), in about 3x the seconds at
     10^4 and 1.5x at 10^5; the pass budget
-    (:func:`rollouts_within_passes`) then runs fewer rollouts on small graphs (bench/RESULTS.md,
-    "Issue 30, nineteenth session"). Larger graphs keep the default: on make demo's 250,000-node
-    graph a third of the share added 0.1% in 2.7x the passes, and issue 31 wants the one rollout of
-    a 10^6-node graph fast.
+    (:func:`rollouts_within_passes`) then runs fewer rollouts on small graphs (``bench/default_quality.py``).
+    Larger graphs keep the default: on make demo's 250,000-node graph a third of the share added little
+    in nearly three times the passes, and the one rollout of a 10^6-node graph should stay fast.
     """
     if num_nodes >= HASTY_FROM_NODES:
         return HASTY_PATIENCE

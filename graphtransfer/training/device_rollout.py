@@ -3,8 +3,8 @@ host rebuilds them (:mod:`graphtransfer.training.buffers`).
 
 PPO's update reads every sample of a rollout once per epoch, a minibatch at a time. Rebuilt on the
 host, each minibatch's padded arrays (at 148,640 nodes and 8 samples: a 76 MB edge_index and a 28
-MB x) are unpacked in numpy and copied to the GPU, and the GPU waits: it was busy about 30% of an
-update (bench/RESULTS.md, "On a CUDA GPU"). Here the compact stores (a bit per edge and per
+MB x) are unpacked in numpy and copied to the GPU, and the GPU waits through most of an
+update (``bench/gpu.py``). Here the compact stores (a bit per edge and per
 element, the nonzero values, the distinct edge sets) go to the device once per rollout, and each
 minibatch is unpacked there.
 """

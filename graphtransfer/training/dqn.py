@@ -11,7 +11,7 @@
 - the update (``train``): the TD target is double DQN's -- the online network picks the next
   state's best *valid* action, the target network values it -- which curbs the max's
   overestimation; with the plain max, the greedy policy first learned to prefer nodes that leave
-  many valid nodes behind (MVC, bench/RESULTS.md).
+  many valid nodes behind (MVC, ``bench/algos.sh``).
 
 Nothing here knows what an action is beyond an index into ``(B, num_actions)`` Q-values and
 masks, so an edge-choice head plugs in with its Q-network alone (see

@@ -2,7 +2,7 @@
 to join the set (the local-max decoding's ranking) follows the sets an iterated local search finds.
 
 PPO on graphs of 20-60 nodes teaches the policy to beat greedy, but on dense random graphs its
-sets stay 5-8% below what a search finds in seconds (bench/RESULTS.md, "Learning from a search").
+sets stay below what a search finds in seconds (``bench/build_zoo.py --imitate``).
 Here a search runs once on each of a few dense graphs of 10^3-2 x 10^3 nodes (:func:`search_sets`); then, many times, a
 random part of a search's set is taken as decided (those nodes in, their neighbours out) and the
 policy sees the residual graph as the decoding would show it (the env's own observation of the
@@ -40,8 +40,8 @@ IMITATION_GRAPHS = [("er", nodes, degree) for nodes in (1_000, 2_000) for degree
 ]
 """(family, nodes, average degree) of the graphs the built-in MIS model learns from: Erdős–Rényi (seeds 100 on) and
 random geometric (seeds 200 on), dense, where its sets trailed a search's most; of 10^3 nodes and more, whose
-neighbourhoods are like a large graph's. Without the geometric ones the dense Erdős–Rényi graphs gained 0.6% more and
-a random geometric graph of 10^5 nodes at degree 196 stayed below greedy (bench/RESULTS.md, "Learning from a search")"""
+neighbourhoods are like a large graph's: without them a dense random geometric graph stayed below greedy
+(``bench/imitation_variants.py``)"""
 SEARCH_ITERATIONS_PER_NODE = 20
 """the search's perturbations per node of a graph: on the Erdős–Rényi graphs sets as large as 3 s of the search on the
 kernel (and 50 per node found 0-2 nodes more); 144 s for the twelve graphs on one core"""

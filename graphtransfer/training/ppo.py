@@ -47,17 +47,15 @@ from stable_baselines3.common.utils import explained_variance
 from graphtransfer.training.runtime import RuntimeSettings
 
 UPDATE_GROUP_NODES = 32_768
-"""the most real nodes one group of a minibatch spans when no budget is set. At 10,000 nodes
-(minibatches of 32 observations, width 64, one thread) groups of 20,000-40,000 nodes trained
-1.3-1.5x faster on the recipe's env and 1.9-2.1x on MIS than the whole minibatch at once, in half
-the peak memory; at 1,000 nodes (32,000 per minibatch) grouping changed nothing measurable
-(bench/RESULTS.md, "Update groups")."""
+"""the most real nodes one group of a minibatch spans when no budget is set: on the CPU, groups of
+this size train faster than a whole minibatch of 10,000-node observations, in less peak memory
+(``bench/training_recipe.py``)."""
 
 
 GPU_UPDATE_GROUP_NODES = 1 << 21
 """the most real nodes one group of a minibatch spans on a GPU when no budget is set: a minibatch of
-8 observations of 148,640 nodes is one group (its update 0.55-0.63 s on an H200 against 1.22-1.24 s
-in 8 groups of :data:`UPDATE_GROUP_NODES`, bench/RESULTS.md "Run 5"), and a group's activations
+8 observations of 148,640 nodes is one group (about twice as fast as groups of :data:`UPDATE_GROUP_NODES`
+there, ``bench/gpu.py``), and a group's activations
 stay a few GiB at the default width, where a minibatch of 10^6-node observations whole would not"""
 
 

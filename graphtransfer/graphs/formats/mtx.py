@@ -4,7 +4,7 @@ are its edge weights where every one is a weight (finite, non-negative), and are
 warning that names the first that is not (a Laplacian's negative entries) otherwise.
 
 Why not ``scipy.io.mmread``: it is faster (0.08 s against 0.29 s for a 1,000,000-edge file,
-measured 2026-11-24, both far below what a policy takes on that graph), but it accepts a pattern
+both far below what a policy takes on that graph), but it accepts a pattern
 matrix whose entries carry an extra value, a dense ``array`` file, and a size line declaring
 10^11 nodes, and names no line for a short size line; this reader refuses each with its line
 (tests/BAD_INPUTS.md).
