@@ -3,9 +3,10 @@ or beside a pick. ``Discrete(max_nodes)`` with ``action_masks()``; the reward is
 the node count, so fewer picks is better.
 
 Declaring ``step_many(nodes)`` lets the decoding commit several picks in one pass: of the surest
-valid nodes, those that outscore every valid node within two hops (picks further apart cover
+valid nodes, those that outscore every valid node within two hops (picks further apart dominate
 disjoint neighbourhoods, as one-pick-at-a-time decoding would have picked them), so a graph of
-10^5 nodes is decoded in dozens of passes instead of one pass per pick.
+10^5 nodes is decoded in dozens of passes instead of one pass per pick. ``open_nodes()`` (the
+nodes not yet dominated) says through which nodes two picks interact at all.
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ class DominatingSetEnv(gym.Env):
         reward = -len(nodes) / self.graph.num_nodes
         return self._obs(), reward, bool(self.dominated.all()), False, {}
 
+    def open_nodes(self):
+        """Nodes not yet dominated: two picks of one pass interact only through them."""
+        return ~self.dominated
+
     def action_masks(self):
         """Nodes not chosen that would dominate someone new; padding never valid."""
         src, dst = self.graph.edge_index
@@ -89,10 +94,17 @@ class DominatingSetEnv(gym.Env):
         return {"x": x, "edge_index": edge_index, "num_nodes": np.array([n]), "num_edges": np.array([e])}
 
 
+class ManyPicksDominatingSetEnv(DominatingSetEnv):
+    """The same env without ``open_nodes``: picks of one pass interact through any valid node."""
+
+    open_nodes = None  # type: ignore[assignment]
+
+
 class OnePickDominatingSetEnv(DominatingSetEnv):
     """The same env without ``step_many``: one pick per pass."""
 
     step_many = None  # type: ignore[assignment]
+    open_nodes = None  # type: ignore[assignment]
 
     def step(self, action):
         return DominatingSetEnv.step_many(self, np.array([int(action)]))

@@ -69,7 +69,11 @@ class GraphEnvProtocol(Protocol):
       head (``(max_edges,)``, valid edge choices, for the edge-choice head). A mask that allows
       only the neighbours of a current node makes a node choice a move along an edge (the
       ``path`` task).
-    - ``step_many(nodes) -> step result`` -- node choice: commit several nodes in one pass.
+    - ``step_many(nodes) -> step result`` -- node choice: commit several nodes in one pass (the
+      local-max decoding commits the surest valid nodes at least three hops apart).
+    - ``open_nodes() -> (num_nodes,) bool`` -- node choice with ``step_many``: the nodes a pick
+      can still change (not yet dominated, covered, reached); two picks of one pass interact only
+      through such a node, so picks around settled nodes go together (without it: the valid ones).
     - ``commit_action: int`` and ``defer_action: int`` -- node-wise: patient decoding
       (``--commit-fraction`` below 1) lets only the surest nodes commit, the rest defer.
     - ``exact_actions(edge_index, num_nodes) -> (num_nodes,) int`` -- node-wise with commit
@@ -173,6 +177,7 @@ class EnvFeatures:
     active_nodes: Callable[[], np.ndarray] | None
     action_masks: Callable[[], np.ndarray] | None
     step_many: Callable[[np.ndarray], tuple] | None
+    open_nodes: Callable[[], np.ndarray] | None
     commit_action: int | None
     defer_action: int | None
     exact_actions: Callable[[np.ndarray, int], np.ndarray] | None
@@ -186,6 +191,7 @@ class EnvFeatures:
         "active_nodes",
         "action_masks",
         "step_many",
+        "open_nodes",
         "commit_action",
         "defer_action",
         "exact_actions",
@@ -269,7 +275,9 @@ def _check_members(name: str, task: Any, members: dict[str, Any]) -> None:
     covers = members["covers"]
     if covers is not None and (not isinstance(covers, bool) or (covers and members["step_many"] is None)):
         raise UsageError(f"{name}.covers is {covers!r}; declare True only beside a step_many method (a cover task), or leave it out")
-    for member in ("solution", "active_nodes", "action_masks", "step_many", "exact_actions"):
+    if members["open_nodes"] is not None and members["step_many"] is None:
+        raise UsageError(f"{name}.open_nodes needs step_many(nodes) beside it: it says which picks of one pass interact; add step_many")
+    for member in ("solution", "active_nodes", "action_masks", "step_many", "open_nodes", "exact_actions"):
         if members[member] is not None and not callable(members[member]):
             raise UsageError(f"{name}.{member} is not a method; see graphtransfer.envs.protocol for what it must be")
     if members["solution"] is not None and not (callable(getattr(task, "objective", None)) and callable(getattr(task, "feasible", None))):

@@ -38,6 +38,7 @@ FORWARDED = (
     "sense",
     "solution_header",
     "action_masks",
+    "open_nodes",
     "commit_action",
     "defer_action",
     "exact_actions",

@@ -510,15 +510,16 @@ def _choice_step(policy, env, features, obs, deterministic, generator, commit_fr
 
 
 CHOICE_HOPS = 2
-"""a node choice's local-max pass commits the candidates that outscore every valid node within this many hops: a pick
-changes its neighbours' state (covered, dominated), which their own neighbours' scores read"""
+"""a node choice's local-max pass commits the candidates that outscore every valid node within this many hops (along valid
+nodes): a pick changes its neighbours' state (covered, dominated), which their own neighbours' scores read"""
 
 
 def _local_max_choice_step(policy, env, features, obs, deterministic, generator, commit_fraction, candidates, order_noise=0.0):
     """Node choice with ``step_many``: of the ``candidates`` top-scoring valid nodes (see
     :func:`local_max_candidates`), those that outscore every valid node within :data:`CHOICE_HOPS`
-    hops are committed together (see :func:`local_max_commits`): picks that far apart change
-    disjoint neighbourhoods, as picks one at a time would have chosen them."""
+    hops, along the env's ``open_nodes`` (else the valid ones), are committed together (see
+    :func:`local_max_commits`): picks that far apart change disjoint neighbourhoods, as picks one
+    at a time would have chosen them; a settled node no longer links its neighbours."""
     active = _active_nodes(features, obs)
     compact = obs_to_tensors(active_subgraph(obs, active), policy.device)
     scores, _ = policy.node_scores(compact, with_values=False)
@@ -529,7 +530,8 @@ def _local_max_choice_step(policy, env, features, obs, deterministic, generator,
     scores = scores[0] if not order_noise else with_gumbel_noise(scores[0], order_noise, generator)
     scores = scores.masked_fill(~valid_t, float("-inf"))
     count = min(candidates, int(valid.sum()))
-    commits = local_max_commits(scores, compact["edge_index"][0], count, hops=CHOICE_HOPS) & valid_t
+    through = valid_t if features.open_nodes is None else torch.from_numpy(np.asarray(features.open_nodes(), dtype=bool)[active])
+    commits = local_max_commits(scores, compact["edge_index"][0], count, hops=CHOICE_HOPS, through=through.to(scores.device)) & valid_t
     return features.step_many(active[commits.cpu().numpy()])
 
 

@@ -28,7 +28,9 @@ def with_gumbel_noise(scores: torch.Tensor, scale: float, generator: torch.Gener
     return scores - scale * torch.log(-torch.log(uniform))
 
 
-def local_max_commits(confidence: torch.Tensor, edge_index: torch.Tensor, candidates: int, hops: int = 1) -> torch.Tensor:
+def local_max_commits(
+    confidence: torch.Tensor, edge_index: torch.Tensor, candidates: int, hops: int = 1, through: torch.Tensor | None = None
+) -> torch.Tensor:
     """The nodes that commit in one pass of the local-max decoding: of the ``candidates`` nodes
     with the highest ``confidence`` (the policy's probability of committing), each one whose
     confidence is higher than every neighbour's, ties going to the lower id.
@@ -43,9 +45,10 @@ def local_max_commits(confidence: torch.Tensor, edge_index: torch.Tensor, candid
     passes go fast; a share of the nodes still undecided instead took up to three times the
     passes for the same sets (``bench/transfer_quality.py``).
 
-    ``hops`` above 1: a candidate commits where it outranks every node within that many hops
-    (:func:`_local_max_within`), for node choices whose effects reach the neighbours'
-    neighbours (a pick that dominates or covers its neighbourhood).
+    ``hops`` above 1: a candidate commits where it outranks every node within that many hops,
+    beyond its neighbours only along the ``through`` nodes (``(N,)`` bool; :func:`_local_max_within`),
+    for node choices whose effects reach the neighbours' neighbours (a pick that dominates or
+    covers its neighbourhood: two picks interact through a node still open to both).
 
     Shapes:
         confidence: ``(N,)``; edge_index: ``(2, E)`` directed edges (both directions);
@@ -55,7 +58,7 @@ def local_max_commits(confidence: torch.Tensor, edge_index: torch.Tensor, candid
     if count == 0:
         return torch.zeros_like(confidence, dtype=torch.bool)
     if hops > 1:
-        return _local_max_within(confidence, edge_index, count, hops)
+        return _local_max_within(confidence, edge_index, count, hops, through)
     candidate = confidence >= torch.topk(confidence, count).values[-1]
     src, dst = edge_index[:, candidate[edge_index[0]]]  # only a candidate's edges can stop it: a few % of E
     beaten_by = (confidence[dst] > confidence[src]) | ((confidence[dst] == confidence[src]) & (dst < src))
@@ -64,15 +67,19 @@ def local_max_commits(confidence: torch.Tensor, edge_index: torch.Tensor, candid
     return candidate & ~beaten
 
 
-def _local_max_within(confidence: torch.Tensor, edge_index: torch.Tensor, count: int, hops: int) -> torch.Tensor:
+def _local_max_within(
+    confidence: torch.Tensor, edge_index: torch.Tensor, count: int, hops: int, through: torch.Tensor | None
+) -> torch.Tensor:
     """Of the ``count`` nodes ranked highest (by ``confidence``, ties to the lower id), those ranked
-    above every node within ``hops`` hops: each hop spreads the best rank one step further, so two
-    nodes that commit together are more than ``hops`` hops apart."""
+    above every node within ``hops`` hops, beyond the first hop along ``through`` nodes only
+    (``None``: any): each hop spreads the best rank one step further."""
     order = torch.argsort(confidence, descending=True, stable=True)
     rank = torch.empty_like(order)
     rank[order] = torch.arange(order.numel(), device=order.device)
     src, dst = edge_index
-    best = rank
-    for _ in range(hops):
+    best = rank.scatter_reduce(0, dst, rank[src], reduce="amin")
+    if through is not None:
+        src, dst = edge_index[:, through[edge_index[0]]]
+    for _ in range(hops - 1):
         best = best.scatter_reduce(0, dst, best[src], reduce="amin")
     return (rank < count) & (best == rank)
