@@ -167,3 +167,43 @@ def test_max_passes_holds_for_an_env_without_a_horizon_and_no_training_horizon_s
     assert whole.passes > 2 and whole.finished is not None and whole.finished.undecided == 0
     cut, _ = predict_graph(short, graph, Decoding(rollouts=1, reductions=False, max_passes=2))
     assert cut.passes == 2 and cut.finished is not None and cut.finished.undecided > 0
+
+
+def test_two_hop_local_maxima_interact_only_through_open_nodes():
+    import torch
+
+    from graphtransfer.solve.local_max import local_max_commits
+
+    graph = path_graph(5)  # 0 - 1 - 2 - 3 - 4
+    edges = torch.from_numpy(graph.edge_index)
+    scores = torch.tensor([5.0, 1.0, 0.0, 2.0, 4.0])
+    assert local_max_commits(scores, edges, 5).tolist() == [True, False, False, False, True]
+    assert local_max_commits(scores, edges, 5, hops=2).tolist() == [True, False, False, False, True]
+    scores = torch.tensor([5.0, 1.0, 4.0, 0.0, 3.0])  # 2 is two hops from 0 (through 1), 4 from 2 (through 3)
+    assert local_max_commits(scores, edges, 5).tolist() == [True, False, True, False, True]
+    assert local_max_commits(scores, edges, 5, hops=2).tolist() == [True, False, False, False, False]
+    open_nodes = torch.tensor([True, False, True, True, True])  # 1 is settled: 0 and 2 no longer interact
+    assert local_max_commits(scores, edges, 5, hops=2, through=open_nodes).tolist() == [True, False, True, False, False]
+
+
+def test_a_node_choice_env_with_step_many_decodes_in_few_passes_near_its_one_pick_decoding(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT))
+    from examples.dominating_set import DominatingSetEnv
+
+    _cli("train", "--env", "examples.dominating_set:DominatingSetEnv", "--graphs", "small", "--steps", "2048", "--out", str(tmp_path / "m"))
+    write_edge_list(barabasi_albert(3000, 3, 2), tmp_path / "g.txt")
+    graph = load_graph(tmp_path / "g.txt")
+    found = {}
+    for label, decoding in (("many", []), ("one", ["--decoding", "drawn", "--commit-fraction", "0.000001"])):
+        out = tmp_path / f"{label}.csv"
+        printed = _cli("predict", "--model", str(tmp_path / "m"), "--graph", str(tmp_path / "g.txt"), "--out", str(out),
+                       "--env", "examples.dominating_set:DominatingSetEnv", "--rollouts", "1", *decoding)  # fmt: skip
+        passes = int(re.search(r"objective \d+ in (\d+) passes", printed).group(1))
+        rows = np.loadtxt(out, delimiter=",", skiprows=1, dtype=np.int64)
+        position = {int(node): i for i, node in enumerate(graph.ids())}
+        chosen = np.zeros(graph.num_nodes, dtype=bool)
+        chosen[[position[int(node)] for node in rows[rows[:, 1] == 1, 0]]] = True
+        assert DominatingSetEnv.feasible(graph, chosen)
+        found[label] = (int(chosen.sum()), passes)
+    assert found["one"][1] == found["one"][0] and found["many"][1] <= 60  # one pick per pass against a few dozen passes
+    assert found["many"][0] <= 1.03 * found["one"][0]
