@@ -85,8 +85,11 @@ def transfer(
     adapt_seconds = None if adapt is None else seconds_option("--adapt", adapt, 60)
     if finetune_steps == 0 and adapt_seconds is None:  # it only solves: see graphtransfer.process.prefer_small_pages
         prefer_small_pages()
+    from graphtransfer.nn.devices import resolve_device
+    from graphtransfer.solve.applicable import check_runtime_applies
     from graphtransfer.transferring.transfer import transfer as run_transfer
 
+    check_runtime_applies(runtime, resolve_device(runtime.device))
     if finetune_steps < 0:
         raise UsageError(f"--finetune-steps {finetune_steps} must be 0 (no fine-tuning) or more")
     if seed is not None:
