@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from graphtransfer.cli.common import SOLVE_RUNTIME, EnvOption, friendly_errors, seconds_option, start_work
+from graphtransfer.cli.common import SOLVE_RUNTIME, EnvOption, friendly_errors, seconds_option, start_work, stop_exit_code, stopped_by
 from graphtransfer.cli.options import takes_params
 from graphtransfer.config import Decoding, Runtime, check_setting
 from graphtransfer.errors import UsageError
@@ -114,6 +114,8 @@ def transfer(
     typer.echo(f"source {result.source}: {result.report.summary()}")
     typer.echo(f"zero-shot on the destination graphs ({result.config.name}, {result.config.head} head):")
     _echo_rows(result.rows)
+    if result.interrupted:
+        _report_stopped(result)
     tuned, tuned_rows = result.finetune, result.finetuned_rows
     if tuned and tuned_rows:
         phases = f"rollout {tuned.rollout_seconds:.1f} s, update {tuned.update_seconds:.1f} s"
@@ -134,6 +136,18 @@ def transfer(
             "(only the model's own weights are fine-tuned or adapted)"
         )
     typer.echo(f"saved {result.folder}")
+
+
+def _report_stopped(result) -> None:
+    """Fine-tuning or adapting stopped by Ctrl-C or a signal: what was saved, one line, the signal's exit code."""
+    if result.finetune is not None:
+        done, budget = result.finetune.steps, result.finetune.budget
+        kept = f"fine-tuning at step {done} of {budget}; saved the model fine-tuned so far (not evaluated after) in {result.folder}"
+    else:
+        steps = result.adapted.steps
+        kept = f"adapting after {steps} steps; saved the zero-shot model in {result.folder} (adapted weights are kept only once evaluated)"
+    typer.echo(f"{stopped_by()} during {kept}", err=True)
+    raise typer.Exit(stop_exit_code())
 
 
 def _echo_rows(rows) -> None:
