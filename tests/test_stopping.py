@@ -90,3 +90,25 @@ def test_sigterm_in_predict_on_a_folder_keeps_the_csvs_written_and_says_how_many
     assert 1 <= len(written) == int(said.group(1)) < 8
     for path in written:  # whole files, never half of one
         assert len(path.read_text().splitlines()) == 3001
+
+
+@pytest.mark.slow
+def test_sigterm_in_eval_on_a_folder_shows_and_writes_the_rows_finished(tmp_path):
+    (tmp_path / "many").mkdir()
+    for index in range(60):
+        write_npz(erdos_renyi(3000, 6.0, index), tmp_path / "many" / f"g{index:02d}.npz")
+    process = start(["eval", "--model", "mis", "--graphs", "many", "--rollouts", "2", "--json", "rows.json"], tmp_path)
+    time.sleep(8)  # a few graphs in (a graph takes about a second, the start a few), far from the last
+    process.send_signal(signal.SIGTERM)
+    try:
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 143, stderr
+    said = re.fullmatch(r"error: stopped by SIGTERM after (\d+) of 60 graphs(; wrote their rows to rows\.json)?\n", stderr)
+    assert said, stderr
+    finished = int(said.group(1))
+    assert 0 < finished < 60, "the signal came before the first graph or after the last; the timing needs a look"
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    assert [row["graph"] for row in rows] == [f"g{index:02d}.npz" for index in range(finished)]
+    assert all(f"g{index:02d}.npz" in stdout for index in range(finished))

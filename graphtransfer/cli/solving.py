@@ -20,6 +20,8 @@ from graphtransfer.cli.common import (
     friendly_errors,
     seconds_option,
     start_work,
+    stop_exit_code,
+    stopped_by,
 )
 from graphtransfer.cli.common import fail as _fail
 from graphtransfer.cli.options import takes_params, typed_fields
@@ -382,7 +384,7 @@ def evaluate(
     prefer_small_pages()  # before torch loads
     from graphtransfer.nn.devices import resolve_device
     from graphtransfer.reporting.report import format_rows, plot_ratios, write_json
-    from graphtransfer.solve.evaluate import EvalExtras
+    from graphtransfer.solve.evaluate import EvalExtras, EvaluationStopped
     from graphtransfer.solve.parallel import evaluate_with
 
     check_positive(workers=1 if workers is None else workers)
@@ -395,6 +397,8 @@ def evaluate(
         config, rows = evaluate_with(model, graphs, decoder, runtime, workers, env, extras)
     except ClusterLost as lost:
         _keep_finished_rows(lost, json_out)
+    except EvaluationStopped as stopped:
+        _keep_rows_when_stopped(stopped, json_out)
     for line in format_rows(rows):
         typer.echo(line)
     for row in rows:
@@ -429,6 +433,20 @@ def _keep_finished_rows(lost: ClusterLost, json_out: Path | None) -> None:
     if json_out:
         write_json(rows, json_out)
     raise GraphTransferError(f"{lost}; the graphs finished before ({names}): {kept}; run the evaluation again for the rest") from None
+
+
+def _keep_rows_when_stopped(stopped, json_out: Path | None) -> None:
+    """An evaluation stopped by Ctrl-C or a signal: show the rows it finished, write them to ``json_out``,
+    and end with one line saying so, the signal's exit code."""
+    from graphtransfer.reporting.report import format_rows, write_json
+
+    for line in format_rows(stopped.rows):
+        typer.echo(line)
+    kept = ""
+    if json_out and stopped.rows:
+        write_json(stopped.rows, json_out)
+        kept = f"; wrote their rows to {json_out}"
+    _fail(f"{stopped_by()} after {len(stopped.rows)} of {stopped.total} graphs{kept}", stop_exit_code())
 
 
 def _check_eval_applies(model: Path, env: str | None, decoder: Decoding, runtime: Runtime, polish: bool) -> None:
