@@ -548,8 +548,8 @@ integer copy truncates every weight, a half-precision one rounds them)"""
 
 def _refuse_other_dtypes_and_non_finite(path: Path, tensors: dict[str, torch.Tensor]) -> None:
     """Tensors of another dtype than :data:`SAVED_DTYPE`, and weights holding NaN or infinity (a policy
-    whose every action is garbage), are refused."""
-    for name, tensor in tensors.items():
+    whose every action is garbage), are refused; the first in name order is named (safetensors' own order varies)."""
+    for name, tensor in sorted(tensors.items()):
         if tensor.dtype != SAVED_DTYPE:
             found, expected = (str(dtype).removeprefix("torch.") for dtype in (tensor.dtype, SAVED_DTYPE))
             raise CheckpointError(
