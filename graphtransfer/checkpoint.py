@@ -536,13 +536,26 @@ def _read_tensors(folder: Path, entry: _TensorFile) -> dict[str, torch.Tensor]:
                 f"{path}: is a {kind} file, not safetensors; such files can run code and are never loaded; retrain"
             ) from None
         raise CheckpointError(f"{path}: unreadable safetensors file ({err}); the file is damaged, retrain or restore it") from None
-    _refuse_non_finite(path, tensors)
+    _refuse_other_dtypes_and_non_finite(path, tensors)
     return tensors
 
 
-def _refuse_non_finite(path: Path, tensors: dict[str, torch.Tensor]) -> None:
-    """Weights holding NaN or infinity give a policy whose every action is garbage: refuse them."""
-    for name, tensor in tensors.items():
+SAVED_DTYPE = torch.float32
+"""the dtype of every tensor a model folder holds (weights, experts, optimizer state): the networks'
+own, as :func:`save_checkpoint` writes them; a file holding another is refused, never cast (an
+integer copy truncates every weight, a half-precision one rounds them)"""
+
+
+def _refuse_other_dtypes_and_non_finite(path: Path, tensors: dict[str, torch.Tensor]) -> None:
+    """Tensors of another dtype than :data:`SAVED_DTYPE`, and weights holding NaN or infinity (a policy
+    whose every action is garbage), are refused; the first in name order is named (safetensors' own order varies)."""
+    for name, tensor in sorted(tensors.items()):
+        if tensor.dtype != SAVED_DTYPE:
+            found, expected = (str(dtype).removeprefix("torch.") for dtype in (tensor.dtype, SAVED_DTYPE))
+            raise CheckpointError(
+                f"{path}: tensor {name} is stored as {found}, but models are saved as {expected} and nothing is cast on loading; "
+                "the file was converted or edited: restore it from the model as saved, or retrain"
+            )
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             raise CheckpointError(
                 f"{path}: tensor {name} holds NaN or infinite values; the training diverged or the file was edited, retrain"

@@ -91,6 +91,16 @@ CASES = [
     Bad("edge list: negative id", "negative.txt", b"1 2\n3 -4\n", 2),
     Bad("edge list: id beyond int64", "huge.txt", b"1 2\n99999999999999999999 1\n", 2),
     Bad("edge list: the largest uint64 id (was read as -1)", "u64.txt", b"0 1\n1 18446744073709551615\n", 2),
+    Bad(
+        "npz: edge_index of uint64 holding 2^64-1 (was called the negative id -1)",
+        "u64-edges.npz",
+        lambda: npz_bytes(edge_index=np.array([[0, 1], [1, 2**64 - 1]], dtype=np.uint64)),
+    ),
+    Bad(
+        "PyTorch file: edge_index of uint64 holding 2^64-1 (was called the negative id -1)",
+        "u64-edges.pt",
+        lambda: torch_bytes({"edge_index": torch.tensor([[0, 1], [1, 2**64 - 1]], dtype=torch.uint64)}),
+    ),
     Bad("edge list: truncated last line", "cut.txt", b"1 2\n2 3\n3", 3),
     Bad("edge list: ragged columns", "ragged.txt", b"1 2 0.5\n2 3\n", 2),
     Bad("edge list: fractional id beside weights", "weights.txt", b"1 2 0.5\n2.5 3 1\n", 2),

@@ -139,6 +139,16 @@ def nan_weights(folder: str) -> None:
     save_checkpoint(folder, policy, RunConfig(head="node-wise", model=MODEL))
 
 
+def converted(folder: str, dtype: torch.dtype, expert: bool = False) -> None:
+    """A model folder whose weights (or an expert), sha256 and all, were converted to ``dtype``."""
+    from safetensors.torch import load
+
+    whole = save_model(folder + "-whole", RunConfig(head="node-wise", model=MODEL))
+    tensors = load((whole / weights_entry(whole)["name"]).read_bytes())
+    content = save({name: tensor.to(dtype) for name, tensor in tensors.items()})
+    (folder_with_expert if expert else folder_with_weights)(folder, content)
+
+
 def set_config(folder: str, dotted: str, value) -> None:
     """A model folder whose config.json has ``value`` at the dotted key of its run config."""
 
@@ -280,6 +290,12 @@ CASES = [
         "an expert of another network (config.json names it, sha256 right)",
         lambda: folder_with_expert("foreign-expert", save({"features_extractor.encode.0.weight": torch.zeros(3, 3)})),
         predicting("foreign-expert"),
+    ),
+    Case("weights converted to int64 (sha256 right)", lambda: converted("int-model", torch.int64), predicting("int-model")),
+    Case(
+        "an expert converted to float16 (sha256 right)",
+        lambda: converted("half-expert", torch.float16, expert=True),
+        predicting("half-expert"),
     ),
     Case("predict `--seed -1`", lambda: None, predicting("mem-model", "--seed", "-1")),
     Case("predict `--seed 10^23`", lambda: None, predicting("mem-model", "--seed", "99999999999999999999999")),

@@ -134,6 +134,33 @@ CASES = [
         lambda: None,
         ["predict", "--model", "path-model", "--graph", "graph.txt", "--out", "out.csv", "--commit-fraction", "0.5", "--decoding", "drawn"],
     ),
+    Case("predict `--kernel-every` with `--no-reductions`", lambda: None, predicting("mis", "--kernel-every", "2", "--no-reductions")),
+    Case("predict `--kernel-every` on a task without a kernel (path)", lambda: None, predicting("path-model", "--kernel-every", "2")),
+    Case("predict `--no-reductions` on a task without exact rules (path)", lambda: None, predicting("path-model", "--no-reductions")),
+    Case("predict `--node-order` on a task never renumbered (path)", lambda: None, predicting("path-model", "--node-order", "given")),
+    Case("predict `--deterministic` under local-max, which draws nothing", lambda: None, predicting("mis", "--deterministic")),
+    Case("predict `--mixed-precision` on the CPU", lambda: None, predicting("mis", "--mixed-precision")),
+    Case(
+        "predict `--partitions` with `--kernel-every`",
+        lambda: None,
+        predicting("mis", "--partitions", "2", "--ray-address", "local", "--kernel-every", "2"),
+    ),
+    Case(
+        "eval `--kernel-every` with `--no-reductions`",
+        lambda: None,
+        ["eval", "--model", "mis", "--graphs", "graph.txt", "--kernel-every", "0", "--no-reductions"],
+    ),
+    Case(
+        "eval `--polish` on a task without a local search (path)",
+        lambda: None,
+        ["eval", "--model", "path-model", "--graphs", "graph.txt", "--polish"],
+    ),
+    Case("eval `--mixed-precision` on the CPU", lambda: None, ["eval", "--model", "mis", "--graphs", "graph.txt", "--mixed-precision"]),
+    Case(
+        "transfer `--mixed-precision` on the CPU",
+        lambda: None,
+        ["transfer", "--src", "mis", "--dst", "graph.txt", "--out", "moved", "--mixed-precision", "--device", "cpu"],
+    ),
     Case(
         "eval `--ray-address` where no cluster answers",
         lambda: None,

@@ -8,6 +8,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from graphtransfer.baselines.polish import POLISH
 from graphtransfer.cli import app
 from graphtransfer.envs import is_independent_set, is_vertex_cover
 from graphtransfer.graphs import barabasi_albert, read_graph, write_edge_list
@@ -102,7 +103,7 @@ def test_train_transfer_predict_end_to_end(tmp_path, monkeypatch, task):
             str(tmp_path / "big.txt"),
             "--rollouts",
             "2",
-            "--polish",
+            *(["--polish"] if task in POLISH else []),  # refused where the task has no local search
             "--json",
             "e.json",
             "--plot",

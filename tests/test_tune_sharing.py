@@ -5,6 +5,7 @@ settings a trial ran with as its line says them, and the refusals that depend on
 
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -50,6 +51,22 @@ def _read_until(process: subprocess.Popen, text: str) -> None:
         if text in line:
             return
     raise AssertionError(f"the process ended before printing {text!r}: {process.communicate()}")
+
+
+def pause_outside_a_write(process: subprocess.Popen, database: Path) -> None:
+    """SIGSTOP ``process`` at a moment it holds no write lock on the SQLite ``database`` (paused
+    inside a write, it would keep every other process out)."""
+    for _ in range(200):
+        process.send_signal(signal.SIGSTOP)
+        try:
+            with sqlite3.connect(database, timeout=0.2) as connection:
+                connection.execute("BEGIN IMMEDIATE")
+                connection.rollback()
+            return
+        except sqlite3.OperationalError:
+            process.send_signal(signal.SIGCONT)
+            time.sleep(0.05)
+    raise AssertionError(f"{database} stayed locked")
 
 
 def trials_of(storage: str, name: str = "graphtransfer") -> list:
@@ -284,3 +301,54 @@ def test_a_ray_address_where_no_cluster_answers_is_one_line_before_anything_is_w
     result = runner.invoke(app, ["tune", "--out", str(tmp_path / "s"), *tiny, "--n-trials", "1", "--ray-address", "127.0.0.1:9"])
     assert result.exit_code == 2, result.output
     assert "--ray-address 127.0.0.1:9: no Ray cluster answers there" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.slow
+def test_the_tune_that_ends_last_writes_the_studys_best_and_one_ending_earlier_says_trials_were_running(tmp_path, tiny):
+    """Two real processes on one study: the first is paused in a trial while the second ends (it
+    says a trial was still running), then goes on and ends last, and best.yaml is the study's best
+    of every trial."""
+    args = ["--out", "study", *tiny]
+    storage = f"sqlite:///{tmp_path / 'study' / 'study.db'}"
+    last = tune_process(*args, "--n-trials", "3", cwd=tmp_path)
+    _read_until(last, "trial 0: score")
+    deadline = time.monotonic() + 120
+    while not any(trial.state.name == "RUNNING" for trial in trials_of(storage)):  # its next trial has started
+        assert time.monotonic() < deadline and last.poll() is None, "the second trial never started"
+        time.sleep(0.05)
+    pause_outside_a_write(last, tmp_path / "study" / "study.db")
+    try:
+        early = tune_process(*args, "--n-trials", "2", cwd=tmp_path)
+        said, errors = early.communicate(timeout=300)
+    finally:
+        last.send_signal(signal.SIGCONT)
+    assert early.returncode == 0, errors
+    assert "1 trials of the study were still running in other processes" in said
+    assert "1 still running in other processes" in (tmp_path / "study" / "best.yaml").read_text().splitlines()[0]
+    _, errors = last.communicate(timeout=600)
+    assert last.returncode == 0, errors
+    study = optuna.load_study(study_name="graphtransfer", storage=storage)
+    assert [trial.state.name for trial in study.trials] == ["COMPLETE"] * 3
+    header = (tmp_path / "study" / "best.yaml").read_text().splitlines()[0]
+    assert header.startswith(f"# best of 3 trials (trial {study.best_trial.number}, score {study.best_value:.6g});"), header
+    best = yaml.safe_load((tmp_path / "study" / "best.yaml").read_text())
+    trial_config = tmp_path / "study" / "trials" / f"trial-{study.best_trial.number}" / "config.yaml"
+    assert best["ppo"] == yaml.safe_load(trial_config.read_text())["ppo"]
+
+
+def test_a_study_db_another_process_keeps_locked_is_called_busy_not_damaged(tmp_path, tiny, monkeypatch):
+    from graphtransfer.training import tuning
+
+    folder = tmp_path / "study"
+    folder.mkdir()
+    optuna.create_study(study_name="graphtransfer", storage=f"sqlite:///{folder / 'study.db'}", direction="maximize")
+    monkeypatch.setitem(tuning._CONNECT_ARGS, "sqlite", {"timeout": 0.3})
+    with sqlite3.connect(folder / "study.db") as holder:
+        holder.execute("BEGIN EXCLUSIVE")  # as a process paused inside a write holds it
+        result = runner.invoke(app, ["tune", "--out", str(folder), *tiny, "--n-trials", "1"])
+        holder.rollback()
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"error: {folder / 'study.db'}: another process kept the study's database locked for 0.3 s; it is busy or stopped "
+        "(a paused job), not damaged: try again once it goes on or ends\n"
+    )

@@ -45,8 +45,8 @@ def friendly_errors(command):
         except OSError as err:  # the paths were checked up front; this is the disk or the system failing meanwhile
             where = f"{err.filename}: " if err.filename else ""
             fail(f"{where}{err.strerror or err}; check the disk's free space and the folder's permissions", 1)
-        except KeyboardInterrupt:
-            fail(stopped_by(), stop_exit_code())
+        except KeyboardInterrupt as err:  # its text, where the library gives one, says what was kept
+            fail(f"{stopped_by()}; {err}" if str(err) else stopped_by(), stop_exit_code())
 
     return wrapper
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from graphtransfer.cli.common import SOLVE_RUNTIME, EnvOption, friendly_errors, seconds_option, start_work
+from graphtransfer.cli.common import SOLVE_RUNTIME, EnvOption, friendly_errors, seconds_option, start_work, stop_exit_code, stopped_by
 from graphtransfer.cli.options import takes_params
 from graphtransfer.config import Decoding, Runtime, check_setting
 from graphtransfer.errors import UsageError
@@ -73,8 +73,11 @@ def transfer(
     adapt_seconds = None if adapt is None else seconds_option("--adapt", adapt, 60)
     if finetune_steps == 0 and adapt_seconds is None:  # it only solves: see graphtransfer.process.prefer_small_pages
         prefer_small_pages()
+    from graphtransfer.nn.devices import resolve_device
+    from graphtransfer.solve.applicable import check_runtime_applies
     from graphtransfer.transferring.transfer import transfer as run_transfer
 
+    check_runtime_applies(runtime, resolve_device(runtime.device))
     if finetune_steps < 0:
         raise UsageError(f"--finetune-steps {finetune_steps} must be 0 (no fine-tuning) or more")
     if seed is not None:
@@ -99,6 +102,8 @@ def transfer(
     typer.echo(f"source {result.source}: {result.report.summary()}")
     typer.echo(f"zero-shot on the destination graphs ({result.config.name}, {result.config.head} head):")
     _echo_rows(result.rows)
+    if result.interrupted:
+        _report_stopped(result)
     tuned, tuned_rows = result.finetune, result.finetuned_rows
     if tuned and tuned_rows:
         phases = f"rollout {tuned.rollout_seconds:.1f} s, update {tuned.update_seconds:.1f} s"
@@ -119,6 +124,18 @@ def transfer(
             "(only the model's own weights are fine-tuned or adapted)"
         )
     typer.echo(f"saved {result.folder}")
+
+
+def _report_stopped(result) -> None:
+    """Fine-tuning or adapting stopped by Ctrl-C or a signal: what was saved, one line, the signal's exit code."""
+    if result.finetune is not None:
+        done, budget = result.finetune.steps, result.finetune.budget
+        kept = f"fine-tuning at step {done} of {budget}; saved the model fine-tuned so far (not evaluated after) in {result.folder}"
+    else:
+        steps = result.adapted.steps
+        kept = f"adapting after {steps} steps; saved the zero-shot model in {result.folder} (adapted weights are kept only once evaluated)"
+    typer.echo(f"{stopped_by()} during {kept}", err=True)
+    raise typer.Exit(stop_exit_code())
 
 
 def _echo_rows(rows) -> None:

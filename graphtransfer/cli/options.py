@@ -131,9 +131,20 @@ def takes_params(kind: type, param: str, *names: str) -> Callable[[Callable], Ca
 
     def build(ctx: typer.Context, values: dict[str, Any]) -> Any:
         typed = [option for option in options if _given(ctx, option.name)]
+        _TYPED[kind] = [option.field for option in typed]
         return kind(**{option.field: check_field(option.where, kind, option.field, values[option.name]) for option in typed})
 
     return _adding(options, param, build)
+
+
+_TYPED: dict[type, list[str]] = {}
+"""per parameter object class, the fields whose options the command running now was given"""
+
+
+def typed_fields(kind: type) -> list[str]:
+    """The fields of the parameter object ``kind`` (made by :func:`takes_params` for the command
+    running now) whose options were given, not left at their defaults: those the command must use."""
+    return list(_TYPED.get(kind, []))
 
 
 def _adding(options: list[FieldOption], param: str, make: Callable[[typer.Context, dict[str, Any]], Any]) -> Callable[[Callable], Callable]:

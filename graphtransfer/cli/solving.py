@@ -20,9 +20,11 @@ from graphtransfer.cli.common import (
     friendly_errors,
     seconds_option,
     start_work,
+    stop_exit_code,
+    stopped_by,
 )
 from graphtransfer.cli.common import fail as _fail
-from graphtransfer.cli.options import takes_params
+from graphtransfer.cli.options import takes_params, typed_fields
 from graphtransfer.config import AUTO_ROLLOUTS, MAX_DRAW_NODES, SEED_LIMIT, Decoding, Runtime
 from graphtransfer.errors import ClusterLost, GraphTransferError, UsageError
 from graphtransfer.process import prefer_small_pages
@@ -94,6 +96,7 @@ def predict(
     from graphtransfer.io import FIGURE_SUFFIXES, check_output_file
     from graphtransfer.nn.devices import resolve_device
     from graphtransfer.reporting.draw import check_drawable, draw_solution
+    from graphtransfer.solve.applicable import check_decoding_applies, check_runtime_applies
     from graphtransfer.solve.inference import objective_text
     from graphtransfer.solve.loading import keep_freed_memory_where_room
     from graphtransfer.solve.predict import predict_with
@@ -101,6 +104,8 @@ def predict(
     check_positive(workers=1 if workers is None else workers)
     on = resolve_device(device)
     runtime = replace(runtime, ray_address=ray_address, device=on)
+    check_runtime_applies(runtime, on)
+    given = typed_fields(Decoding)
     seconds = None if polish is None else seconds_option("--polish", polish, 10)
     if partitions is not None or _names_partitioned_graph(graph):
         if on != "cpu":
@@ -115,6 +120,9 @@ def predict(
             "--rollouts": decoder.rollouts not in (AUTO_ROLLOUTS, 1),
             "--max-nodes-per-batch": runtime.max_nodes_per_batch is not None,
             "--node-order": decoder.node_order != "auto",
+            "--reductions/--no-reductions": "reductions" in given,
+            "--kernel-every": "kernel_every" in given,
+            "--deterministic/--no-deterministic": decoder.deterministic is not None,
             "--source/--target": source is not None or target is not None,
         }
         address = _check_partitioned(graph, ray_address, single_process_options)
@@ -124,6 +132,7 @@ def predict(
             raise UsageError("--source and --target name nodes of one graph; --graph names a folder")
         if seconds is not None:
             raise UsageError("--polish searches one graph's solution; name a single graph file with --graph, not a folder")
+        check_decoding_applies(read_checkpoint(model, env).config, decoder, given)
         start_work(runtime.threads)
         return _predict_folder(model, graph, out, draw, workers, env, force, decoder, runtime)
     if workers is not None or ray_address is not None:
@@ -135,6 +144,7 @@ def predict(
             raise UsageError("--polish searches an MIS or MVC solution; --source and --target route the path task")
         return _predict_polished(model, graph, out, seconds, env, force, decoder, runtime)
     config = read_checkpoint(model, env).config  # a bad model folder is reported before the graph is read, as the library does
+    check_decoding_applies(config, decoder, given)
     loaded = load_graph(graph)
     if draw is not None:
         check_drawable(loaded)  # before the policy runs, not after
@@ -373,18 +383,21 @@ def evaluate(
     prefer_small_pages()  # before torch loads
     from graphtransfer.nn.devices import resolve_device
     from graphtransfer.reporting.report import format_rows, plot_ratios, write_json
-    from graphtransfer.solve.evaluate import EvalExtras
+    from graphtransfer.solve.evaluate import EvalExtras, EvaluationStopped
     from graphtransfer.solve.parallel import evaluate_with
 
     check_positive(workers=1 if workers is None else workers)
     runtime = replace(runtime, ray_address=ray_address, device=resolve_device(device))
     extras = EvalExtras(deterministic, polish, chils, source, target)
+    _check_eval_applies(model, env, decoder, runtime, polish)
     _check_eval_outputs(graphs, json_out, plot, force)
     start_work(runtime.threads)  # after the options are checked: bad input changes nothing in the process
     try:
         config, rows = evaluate_with(model, graphs, decoder, runtime, workers, env, extras)
     except ClusterLost as lost:
         _keep_finished_rows(lost, json_out)
+    except EvaluationStopped as stopped:
+        _keep_rows_when_stopped(stopped, json_out)
     for line in format_rows(rows):
         typer.echo(line)
     for row in rows:
@@ -419,6 +432,33 @@ def _keep_finished_rows(lost: ClusterLost, json_out: Path | None) -> None:
     if json_out:
         write_json(rows, json_out)
     raise GraphTransferError(f"{lost}; the graphs finished before ({names}): {kept}; run the evaluation again for the rest") from None
+
+
+def _keep_rows_when_stopped(stopped, json_out: Path | None) -> None:
+    """An evaluation stopped by Ctrl-C or a signal: show the rows it finished, write them to ``json_out``,
+    and end with one line saying so, the signal's exit code."""
+    from graphtransfer.reporting.report import format_rows, write_json
+
+    for line in format_rows(stopped.rows):
+        typer.echo(line)
+    kept = ""
+    if json_out and stopped.rows:
+        write_json(stopped.rows, json_out)
+        kept = f"; wrote their rows to {json_out}"
+    _fail(f"{stopped_by()} after {len(stopped.rows)} of {stopped.total} graphs{kept}", stop_exit_code())
+
+
+def _check_eval_applies(model: Path, env: str | None, decoder: Decoding, runtime: Runtime, polish: bool) -> None:
+    """eval's options that the model would ignore, refused before anything runs."""
+    from graphtransfer.baselines.polish import POLISH
+    from graphtransfer.checkpoint import read_checkpoint
+    from graphtransfer.solve.applicable import check_decoding_applies, check_runtime_applies
+
+    check_runtime_applies(runtime, runtime.device)
+    config = read_checkpoint(model, env).config
+    check_decoding_applies(config, decoder, typed_fields(Decoding))
+    if polish and (config.env is not None or config.task not in POLISH):
+        raise UsageError(f"--polish: a model of {config.name} has no local search to report after; leave it out")
 
 
 def _check_eval_outputs(graphs: str, json_out: Path | None, plot: Path | None, force: bool) -> None:

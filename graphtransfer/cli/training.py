@@ -230,5 +230,10 @@ def tune(
             typer.echo("no trial completed yet; run the same command again to go on")
         else:
             typer.echo(f"best score {result.best_value:.6g}; wrote {result.best_config}: graphtransfer train --config {result.best_config}")
+        if result.running:
+            typer.echo(
+                f"{result.running} trials of the study were still running in other processes; the best of those finished is "
+                "written, and the process that ends last writes the study's best again"
+            )
     if plot:
         typer.echo(f"wrote {plot_study(folder, search=search)}")

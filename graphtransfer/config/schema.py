@@ -243,7 +243,11 @@ class Runtime:
         "of more than 32,768 nodes into groups of observations, which is faster there)",
         low=1,
     )
-    mixed_precision: bool = setting(False, "bfloat16 autocast of the GNN's message passing on CUDA (ignored on the CPU)")
+    mixed_precision: bool = setting(
+        False,
+        "bfloat16 autocast of the GNN's message passing on CUDA (predict, eval and transfer refuse it on the CPU; train "
+        "ignores it there)",
+    )
     vec_env: VecEnvKind = setting(
         "dummy",
         "training: dummy (every env in this process), subproc (one process per env) or ray (one Ray actor per env, for envs "

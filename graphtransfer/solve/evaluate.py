@@ -202,6 +202,22 @@ def evaluate_model(
     """Load the model folder ``model`` for the graphs ``graphs`` names (refusing any that would not
     fit in memory) and :func:`evaluate_policy` it there; ``env`` names the user env of a model trained on one."""
     loaded_graphs = load_graphs(graphs)
+    check_one_graph(loaded_graphs, extras.source, extras.target)
     loaded = policy_for_graphs(model, loaded_graphs, runtime, env)
     config = loaded.checkpoint.config
-    return config, evaluate_policy(loaded.policy, config, loaded_graphs, decoding, extras, loaded.checkpoint.experts)
+    rows: list[EvalRow] = []
+    try:
+        for graph in loaded_graphs:  # a graph at a time: a stop keeps the rows finished
+            rows += evaluate_policy(loaded.policy, config, [graph], decoding, extras, loaded.checkpoint.experts)
+    except KeyboardInterrupt:
+        raise EvaluationStopped(rows, len(loaded_graphs)) from None
+    return config, rows
+
+
+class EvaluationStopped(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM, SIGHUP) during :func:`evaluate_model`: ``rows``, those of the graphs finished
+    before, of ``total``."""
+
+    def __init__(self, rows: list[EvalRow], total: int):
+        super().__init__(f"{len(rows)} of {total} graphs evaluated before")
+        self.rows, self.total = rows, total

@@ -160,9 +160,16 @@ def predict_many_with(
     for path in paths:
         check_output_file(path, [resolve(graphs)], force)
     job = functools.partial(predict_graph, decoding=decoding, runtime=runtime)
-    results = map_graphs(job, checkpoint, loaded, workers, runtime.ray_address)
-    for graph, path, (solution, header) in zip(loaded, paths, results, strict=True):
-        write_solution(path, solution.solution, header, graph.ids())
+    written: list[int] = []
+
+    def write(index: int, result: tuple[Solution, str]) -> None:
+        write_solution(paths[index], result[0].solution, result[1], loaded[index].ids())
+        written.append(index)
+
+    try:
+        results = map_graphs(job, checkpoint, loaded, workers, runtime.ray_address, write)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the CSVs written stay, and the line says how many
+        raise KeyboardInterrupt(f"the CSVs of the {len(written)} of {len(loaded)} graphs solved before are in {folder}") from None
     return [(graph, solution, path) for graph, (solution, _), path in zip(loaded, results, paths, strict=True)]
 
 
@@ -173,19 +180,31 @@ def evaluate_graph(checkpoint: Checkpoint, graph: Graph, decoding: Decoding, run
 
 
 def map_graphs(
-    job: Job, checkpoint: Checkpoint, graphs: Sequence[Graph], workers: int | None = None, ray_address: str | None = None
+    job: Job,
+    checkpoint: Checkpoint,
+    graphs: Sequence[Graph],
+    workers: int | None = None,
+    ray_address: str | None = None,
+    each: Callable[[int, Any], None] | None = None,
 ) -> list:
-    """``[job(checkpoint, g) for g in graphs]``, on ``workers`` local processes or on Ray."""
+    """``[job(checkpoint, g) for g in graphs]``, on ``workers`` local processes or on Ray; ``each(index,
+    result)`` is called in this process as each result arrives (so what it keeps survives a stop)."""
+    each = each or (lambda index, result: None)
     if ray_address is not None:
-        return _map_on_ray(job, checkpoint, graphs, workers, ray_address)
+        return _map_on_ray(job, checkpoint, graphs, workers, ray_address, each)
     if not workers or workers == 1:
-        return [job(checkpoint, graph) for graph in graphs]
+        return [_kept(each, index, job(checkpoint, graph)) for index, graph in enumerate(graphs)]
     context = multiprocessing.get_context(START_METHOD)
     pool = ProcessPoolExecutor(min(workers, len(graphs)), mp_context=context, initializer=_start_worker, initargs=(checkpoint,))
     try:
-        return list(pool.map(_run_job, [job] * len(graphs), graphs))
+        return [_kept(each, index, result) for index, result in enumerate(pool.map(_run_job, [job] * len(graphs), graphs))]
     finally:
         pool.shutdown(cancel_futures=True)
+
+
+def _kept(each: Callable[[int, Any], None], index: int, result: Any) -> Any:
+    each(index, result)
+    return result
 
 
 _worker_checkpoint: Checkpoint | None = None
@@ -214,7 +233,9 @@ class RayWorker:
         return _run_job(job, graph)
 
 
-def _map_on_ray(job: Job, checkpoint: Checkpoint, graphs: Sequence[Graph], workers: int | None, address: str) -> list:
+def _map_on_ray(
+    job: Job, checkpoint: Checkpoint, graphs: Sequence[Graph], workers: int | None, address: str, each: Callable[[int, Any], None]
+) -> list:
     """One actor per worker (default: one per CPU of the cluster), each given the next graph as it
     finishes one; results in the graphs' order. A cluster that dies raises :class:`ClusterLost`
     holding the results finished by then."""
@@ -237,6 +258,7 @@ def _map_on_ray(job: Job, checkpoint: Checkpoint, graphs: Sequence[Graph], worke
             for ref in answered(ray, list(running), 1, finished):
                 index, worker = running.pop(ref)
                 finished[index] = get_answered(ray, [ref], finished)[0]
+                each(index, finished[index])
                 idle.append(worker)
         return [finished[index] for index in range(len(graphs))]
     finally:

@@ -193,7 +193,12 @@ def best_of_rollouts(
     """
     features = features_of(env)
     turns = 1 + len(experts)
-    plan = rollout_plan(decoding, count, check_decoding(env, features, decoding.method), average_degree(env) if count > 1 else 0.0, turns)
+    default = check_decoding(env, features, decoding.method)
+    if decoding.deterministic is not None and default in (LOCAL_MAX, LOCAL_MAX_SAMPLED):  # refused, never ignored
+        flag = "--deterministic" if decoding.deterministic else "--no-deterministic"
+        why = f"{flag} chooses how drawn actions are taken; the {default} decoding draws none"
+        raise UsageError(f"{why}, leave it out (or add --decoding drawn)")
+    plan = rollout_plan(decoding, count, default, average_degree(env) if count > 1 else 0.0, turns)
     if decoding.deterministic is None and features.inference_deterministic:
         # the most likely moves repeat themselves exactly: each weight set's first rollout takes them, the others sample (seeded)
         plan = [replace(one, deterministic=index < turns) for index, one in enumerate(plan)]

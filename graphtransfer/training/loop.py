@@ -225,13 +225,17 @@ def finetune(
     check_buffer_fits(tuned, probe, log)
     model = make_model(tuned, graphs, tuned.ppo.seed)
     model.policy.load_state_dict(policy.state_dict())
-    timer = PhaseTimer()
+    timer, stop = PhaseTimer(), StopOnInterrupt()
     started = time.perf_counter()
-    model.learn(steps, callback=timer)
+    with stop.listening():  # Ctrl-C stops at the next step, the weights as the last update left them (interrupted)
+        log(f"fine-tuning {steps} steps on the destination graphs (Ctrl-C stops and saves the model as it then is)")
+        model.learn(steps, callback=[timer, stop])
     if model.env is not None:
         model.env.close()
     policy.load_state_dict(model.policy.state_dict())
-    return TrainResult(Path(), model.num_timesteps, time.perf_counter() - started, timer.rollout, timer.update, steps, model=model)
+    done = stop.completed_steps if stop.stopped else model.num_timesteps
+    seconds = time.perf_counter() - started
+    return TrainResult(Path(), done, seconds, timer.rollout, timer.update, steps, interrupted=stop.requested, model=model)
 
 
 def finetune_config(config: RunConfig, graphs: list[Graph], steps: int, runtime: Runtime = DEFAULT_RUNTIME) -> RunConfig:

@@ -47,6 +47,8 @@ if TYPE_CHECKING:  # ForkContext does not exist on Windows
     from multiprocessing.context import ForkContext, SpawnContext
 
 STUDY_FILE, BEST_FILE, PLOT_FILE, STUDY_MARK = "study.db", "best.yaml", "study.png", "study.json"
+BEST_LOCK = ".best.yaml.lock"
+"""taken while best.yaml is read from the study and written"""
 INSTALL = "pip install 'graphtransfer[tune]'"
 HEARTBEAT_SECONDS, GRACE_SECONDS = 10, 60
 """a running trial's process stamps it this often; a running trial unstamped for GRACE_SECONDS
@@ -84,6 +86,8 @@ class TuneResult:
     """best.yaml: the best trial's whole config, for ``graphtransfer train --config``"""
     storage: str = ""
     """where the study is, as shown to the user (a password hidden)"""
+    running: int = 0
+    """trials still running in other processes when best.yaml was written: the one that ends last writes it again"""
 
 
 def import_optuna():
@@ -245,6 +249,12 @@ def _storage_errors(folder: Path, search: Search) -> Iterator[None]:
     except (SQLAlchemyError, StorageInternalError) as err:
         cause = err.__cause__ if isinstance(err, StorageInternalError) and err.__cause__ else err
         detail = str(getattr(cause, "orig", None) or cause).splitlines()[0]
+        if detail == "database is locked":  # SQLite's answer once another process held its write lock past the timeout
+            where = path if search.storage is None else f"--storage {_hidden(search.storage)}"
+            raise UsageError(
+                f"{where}: another process kept the study's database locked for {_CONNECT_ARGS['sqlite']['timeout']} s; "
+                "it is busy or stopped (a paused job), not damaged: try again once it goes on or ends"
+            ) from None
         if search.storage is None:
             raise UsageError(
                 f"{path}: is not a readable Optuna study ({detail}); the file is damaged or of another kind: {start_over}"
@@ -706,17 +716,25 @@ def _settings(config: RunConfig, keys) -> dict[str, Any]:
 
 
 def _result(study, optuna, config: RunConfig, folder: Path, search: Search) -> TuneResult:
-    """The study's state; writes best.yaml when a trial has completed."""
-    finished, pruned = _count(study, optuna, "COMPLETE", "PRUNED"), _count(study, optuna, "PRUNED")
+    """The study's state; writes best.yaml when a trial has completed. Processes sharing the study
+    write it one at a time, each from the study as it is then, so the one that writes last leaves
+    the best of every trial finished by then; a trial still running elsewhere is said."""
+    from filelock import FileLock  # the folder's own lock is held shared by every process of the study
+
     shown = _shown(folder, search)
-    if _count(study, optuna, "COMPLETE") == 0:
-        return TuneResult(folder, finished, pruned, None, {}, None, shown)
-    best = study.best_trial
-    best_config = with_values(config, best.params)
-    path = folder / BEST_FILE
-    header = f"# best of {finished} trials (trial {best.number}, score {best.value:.6g}); 'graphtransfer train --config {path}'\n"
-    atomic_write(path, (header + best_config.to_yaml()).encode())
-    return TuneResult(folder, finished, pruned, best.value, _settings(best_config, best.params), path, shown)
+    with FileLock(folder / BEST_LOCK):
+        finished, pruned = _count(study, optuna, "COMPLETE", "PRUNED"), _count(study, optuna, "PRUNED")
+        running = _count(study, optuna, "RUNNING")
+        if _count(study, optuna, "COMPLETE") == 0:
+            return TuneResult(folder, finished, pruned, None, {}, None, shown, running)
+        best = study.best_trial
+        best_config = with_values(config, best.params)
+        path = folder / BEST_FILE
+        still = f", {running} still running in other processes" if running else ""
+        header = f"# best of {finished} trials{still} (trial {best.number}, score {best.value:.6g}); "
+        header += f"'graphtransfer train --config {path}'\n"
+        atomic_write(path, (header + best_config.to_yaml()).encode())
+    return TuneResult(folder, finished, pruned, best.value, _settings(best_config, best.params), path, shown, running)
 
 
 def plot_study(folder: str | Path, out: str | Path | None = None, search: Search | None = None) -> Path:

@@ -15,7 +15,7 @@ from graphtransfer.config.schema import Device, check_budget_seconds
 from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.graphs import Graph, sample_subgraphs
-from graphtransfer.training.callbacks import PhaseTimer, StopAtDeadline
+from graphtransfer.training.callbacks import PhaseTimer, StopAtDeadline, StopOnInterrupt
 from graphtransfer.training.model import check_buffer_fits, make_model
 
 ADAPT_SUBGRAPHS = 8
@@ -46,12 +46,14 @@ class AdaptResult:
         seconds: wall-clock time spent, the sampling and the model's construction included.
         budget: the seconds it was given.
         subgraphs: the graphs it trained on.
+        interrupted: stopped by Ctrl-C (or SIGTERM, SIGHUP) before the budget ended.
     """
 
     steps: int
     seconds: float
     budget: float
     subgraphs: list[Graph]
+    interrupted: bool = False
 
 
 def check_adapt_seconds(seconds: object) -> float:
@@ -102,16 +104,17 @@ def adapt(
     model = make_model(tuned, subgraphs, seed)
     model.policy.load_state_dict(policy.state_dict())
     sizes = sorted({g.num_nodes for g in subgraphs})
-    log(f"adapting on {len(subgraphs)} subgraphs of {sizes[0]}-{sizes[-1]} nodes for {seconds:g} s")
-    deadline = StopAtDeadline(started, seconds)
+    deadline, stop = StopAtDeadline(started, seconds), StopOnInterrupt()
     try:
-        model.learn(_UNLIMITED_STEPS, callback=[PhaseTimer(), deadline])
+        with stop.listening():  # Ctrl-C stops at the next step, the weights as the last update left them
+            log(f"adapting on {len(subgraphs)} subgraphs of {sizes[0]}-{sizes[-1]} nodes for {seconds:g} s")
+            model.learn(_UNLIMITED_STEPS, callback=[PhaseTimer(), deadline, stop])
     finally:
         if model.env is not None:  # make_model gives it one; SB3 types it optional
             model.env.close()
-    steps = deadline.completed_steps if deadline.stopped else model.num_timesteps
+    steps = deadline.completed_steps if deadline.stopped else stop.completed_steps if stop.stopped else model.num_timesteps
     policy.load_state_dict(model.policy.state_dict())
-    return AdaptResult(steps, time.perf_counter() - started, seconds, subgraphs)
+    return AdaptResult(steps, time.perf_counter() - started, seconds, subgraphs, stop.requested)
 
 
 def _start_value(value: float | str) -> float | str:

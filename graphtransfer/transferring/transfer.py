@@ -45,6 +45,9 @@ class TransferResult:
     adapted_rows: list[EvalRow] | None = None
     kept: str = "zero-shot"
     """which weights were saved after adaptation: ``adapted``, or ``zero-shot`` where adapting made them worse"""
+    interrupted: bool = False
+    """fine-tuning or adapting was stopped by Ctrl-C (or SIGTERM, SIGHUP): the model as it then was is saved, unevaluated
+    (fine-tuned), or the zero-shot one (adapted weights are kept only once evaluated)"""
     experts: int = 0
     """how many experts the source has (:attr:`graphtransfer.checkpoint.Checkpoint.experts`): the saved model carries
     them unchanged, and every evaluation here takes turns with them as ``predict`` will; only the model's own
@@ -151,12 +154,14 @@ def transfer(
     result = TransferResult(checkpoint.folder, out, config, report, rows, graphs=graphs, env=env, experts=len(experts))
     if finetune_steps:
         result.finetune = finetune(policy, config, graphs, finetune_steps, log, runtime)
-        result.finetuned_rows = evaluate_policy(policy, config, graphs, decoding, experts=experts)
+        result.interrupted = result.finetune.interrupted
+        if not result.interrupted:
+            result.finetuned_rows = evaluate_policy(policy, config, graphs, decoding, experts=experts)
         info["transferred"]["finetune"] = {
             "steps": result.finetune.steps,
             "seconds": round(result.finetune.seconds, 2),
-            "after": [_row_summary(row) for row in result.finetuned_rows],
-        }
+            "after": [_row_summary(row) for row in result.finetuned_rows or []],
+        } | ({"stopped": True} if result.interrupted else {})
     if adapt_seconds is not None:
         info["transferred"]["adapt"] = _adapt_and_keep(result, policy, adapt_seconds, adapt_nodes, decoding, runtime.device, log, experts)
     what = "adapted model" if result.kept == "adapted" else "fine-tuned model" if finetune_steps else "transferred model"
@@ -181,6 +186,10 @@ def _adapt_and_keep(
     zero_shot = {name: tensor.detach().clone() for name, tensor in policy.state_dict().items()}
     seed = result.config.ppo.seed
     result.adapted = adapt(policy, result.config, result.graphs, seconds, seed=seed, log=log, size=nodes, device=device)
+    if result.adapted.interrupted:  # stopped before its evaluation: the zero-shot weights are saved, as evaluated
+        policy.load_state_dict(zero_shot)
+        result.interrupted = True
+        return {"seconds": round(result.adapted.seconds, 2), "budget": seconds, "steps": result.adapted.steps, "stopped": True}
     trained = result.adapted.steps > 0  # else the budget ended before the first update: the weights are the zero-shot ones
     result.adapted_rows = evaluate_policy(policy, result.config, result.graphs, decoding, experts=experts) if trained else result.rows
     before, by = eval_score(result.rows)

@@ -83,10 +83,12 @@ def graph_from_arrays(
         raise GraphFileError(
             path, f"edge_index has shape {edge_index.shape} and dtype {edge_index.dtype}; expected integers of shape (2, E)"
         )
+    largest = int(edge_index.max()) if edge_index.size else -1  # a Python int: exact for uint64, which int64 wraps to negatives
+    if largest > np.iinfo(np.int64).max:
+        raise GraphFileError(path, f"edge_index holds node {largest}, beyond any node count; ids are 0..num_nodes-1")
     edge_index = edge_index.astype(np.int64)
     if edge_index.size and edge_index.min() < 0:
         raise GraphFileError(path, f"edge_index holds the negative node id {edge_index.min()}; ids are 0..num_nodes-1")
-    largest = int(edge_index.max()) if edge_index.size else -1
     if num_nodes is None:
         num_nodes = largest + 1
     else:
