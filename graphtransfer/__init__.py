@@ -20,7 +20,7 @@ import sys
 from typing import Any
 
 if "gymnasium" in sys.modules:  # a gymnasium user's `gymnasium.make("graphtransfer/MIS-v0")` then finds the ids
-    importlib.import_module("graphtransfer.envs")  # (which register them); gymnasium is never imported for this
+    importlib.import_module("graphtransfer.tasks")  # (which registers them); gymnasium is never imported for this
 
 # public name -> (module, attribute)
 _EXPORTS = {

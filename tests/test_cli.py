@@ -9,8 +9,8 @@ import typer
 from typer.testing import CliRunner
 
 from graphtransfer.cli import app
-from graphtransfer.envs import is_independent_set, is_vertex_cover
 from graphtransfer.graphs import barabasi_albert, read_graph, write_edge_list
+from graphtransfer.tasks import is_independent_set, is_vertex_cover
 
 runner = CliRunner()
 

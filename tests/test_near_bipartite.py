@@ -1,5 +1,5 @@
 """Nearly bipartite graphs: König's theorem on the graph less a cover of its odd edges
-(graphtransfer.baselines.near_bipartite), and predict's contest between that set and the policy's."""
+(graphtransfer.tasks.mis.near_bipartite), and predict's contest between that set and the policy's."""
 
 from __future__ import annotations
 
@@ -10,17 +10,17 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.default_quality import bipartite, grid_with_diagonals
-from graphtransfer.baselines import near_bipartite as near_bipartite_module
-from graphtransfer.baselines.mis import exact_milp, greedy_min_degree
-from graphtransfer.baselines.near_bipartite import near_bipartite_set
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.cli import app
 from graphtransfer.config import Decoding
-from graphtransfer.envs.mis import is_independent_set
 from graphtransfer.graphs import Graph, write_npz
 from graphtransfer.graphs.generators import barabasi_albert, erdos_renyi, random_geometric
 from graphtransfer.graphs.graph import from_edges
 from graphtransfer.solve.predict import predict_graph
+from graphtransfer.tasks.mis import near_bipartite as near_bipartite_module
+from graphtransfer.tasks.mis.baselines import exact_milp, greedy_min_degree
+from graphtransfer.tasks.mis.env import is_independent_set
+from graphtransfer.tasks.mis.near_bipartite import near_bipartite_set
 
 
 def nearly_bipartite(num_nodes: int, degree: float, odd_share: float, seed: int, both_sides: bool = False, shuffled: bool = True) -> Graph:

@@ -220,13 +220,12 @@ def _predict_partitioned(model: Path, graph: str, out: Path, parts: int | None, 
 
 
 def _report_weights(config, graph, prefix: str = "") -> None:
-    """Say which weights a built-in task that reads weights used: the file's own or hashed ones."""
-    from graphtransfer.envs import TASKS
+    """Say which weights a task that declares it reads weights used: the file's own or hashed ones."""
     from graphtransfer.graphs import weights_source
+    from graphtransfer.tasks.factory import task_of
 
-    if config.env is None:
-        for kind in TASKS[config.task].reads_weights:
-            typer.echo(prefix + weights_source(graph, kind))
+    for kind in task_of(config).reads_weights:
+        typer.echo(prefix + weights_source(graph, kind))
 
 
 def _predict_polished(

@@ -114,6 +114,45 @@ class SettableHorizon(Protocol):
     horizon: int
 
 
+class TaskMembers(Protocol):
+    """What an env's class may declare about its task, read once into a
+    :class:`graphtransfer.tasks.Task` (built-in or the user's alike): class attributes, functions as
+    ``staticmethod(fn)``. None is required; each enables what its line says, for any env that
+    declares it, and an option that needs a missing member is refused in one line.
+
+    - ``kernel(graph, lp=True) -> MISKernel | None`` -- exact rules that shrink the graph before
+      and between passes (:class:`graphtransfer.envs.transforms.KernelRule`); the decoding's
+      ``reductions`` and ``--kernel-every`` apply it.
+    - ``renumberable: bool`` -- the task reads the edges alone, so inference may renumber the nodes.
+    - ``reads_weights: tuple[str, ...]`` -- which of the graph's weights the task reads ("edge", "node").
+    - ``finish(graph, solution, undecided) -> FinishedSet`` -- completes what the policy left
+      undecided and makes the solution maximal, after every decoding.
+    - ``improve(graph, solution) -> solution`` -- eval's ``--polish``: a search applied alike to the
+      policy's solution and the baselines'.
+    - ``search(graph, solution, seconds, seed, kernel) -> (solution, iterations)`` -- predict's
+      ``--polish``: a search from the policy's solution on the kernel the policy solved (``kernel``
+      the graph's kernel, ``None`` where the rules decided nothing, or ``"make"``).
+    - ``teacher(graph, iterations, seed) -> (num_nodes,) bool`` -- the sets a search finds, for
+      learning from a search (:mod:`graphtransfer.training.imitation`; node-wise with ``commit_action``).
+    - ``rival(graph) -> NearBipartiteSet | None`` -- a set found without the policy that competes
+      with the policy's own on graphs with a kernel (the near-bipartite solve).
+    - ``baselines: dict[str, fn]`` and ``exact: dict[str, fn]`` -- eval's fast baselines
+      (``fn(graph) -> solution``) and the exact solvers of small graphs (``-> ExactSolution``).
+    - ``optional_baselines: dict[str, fn]`` -- baselines that need an optional package, run when
+      asked (``eval --chils``): ``fn()`` checks the package and returns the baseline.
+    - ``device_passes(policy, env, seed, candidates, noise, generator, reductions, until)`` -- a whole
+      local-max episode on the policy's GPU; read from the class that declares it, never inherited
+      (a subclass may change the features or rules the passes copy).
+    - ``partitioned_solve: bool`` -- ``--partitions`` may solve the task part by part on Ray
+      (the MIS statuses and features, :mod:`graphtransfer.solve.partitioned`).
+    - ``takes_query: bool`` -- the constructor takes ``query=(source, target)`` positions
+      (``--source`` and ``--target``).
+    - ``decision_labels: dict[int, str]``, ``decision_colours: tuple[str, ...]`` and
+      ``action_names: tuple[str, ...]`` -- how a drawing labels and colours each node's decision,
+      and how a graph-level episode's actions are named.
+    """
+
+
 @dataclass(frozen=True)
 class EnvFeatures:
     """The optional members of one env (see :class:`GraphEnvProtocol`), read once; ``None`` where absent."""
