@@ -6,7 +6,7 @@ Everything else may change between versions. The names are loaded on first use, 
 
 The package is one folder per stage, imported one way, bottom to top::
 
-    errors, io, config  ->  graphs  ->  envs  ->  nn  ->  baselines  ->  checkpoint  ->  solve
+    errors, io, config  ->  graphs  ->  envs  ->  nn  ->  baselines  ->  tasks  ->  checkpoint  ->  solve
         ->  training  ->  transferring, export  ->  reporting  ->  cli
 
 Importing it changes nothing in your process; the command line tunes its own process
