@@ -12,9 +12,9 @@ from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
 from graphtransfer.graphs import erdos_renyi, random_geometric
 from graphtransfer.nn import build_policy, configure_runtime
 from graphtransfer.solve import inference
+from graphtransfer.solve.device import runs_on_device
 from graphtransfer.solve.inference import solve
 from graphtransfer.solve.loading import policy_for_graphs
-from graphtransfer.tasks.mis.device import runs_on_device
 from graphtransfer.tasks.mis.env import MISEnv
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

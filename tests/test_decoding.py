@@ -15,6 +15,7 @@ from graphtransfer.graphs import barabasi_albert, erdos_renyi, random_geometric
 from graphtransfer.graphs.generators import delaunay
 from graphtransfer.nn import build_policy
 from graphtransfer.nn.local_max import local_max_commits, with_gumbel_noise
+from graphtransfer.solve.device import whole_graph
 from graphtransfer.solve.inference import (
     caro_wei_bound,
     leave_out_candidates,
@@ -30,7 +31,7 @@ from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.tasks import TASKS
 from graphtransfer.tasks.factory import inference_env
 from graphtransfer.tasks.mis.baselines import greedy_in_order, greedy_min_degree
-from graphtransfer.tasks.mis.device import device_passes, whole_graph
+from graphtransfer.tasks.mis.device import device_passes
 from graphtransfer.tasks.mis.env import DEFER, EXCLUDE, INCLUDE, UNDECIDED, MISEnv
 from graphtransfer.tasks.mvc.baselines import greedy_max_degree
 from graphtransfer.tasks.mvc.env import MVCEnv
