@@ -14,8 +14,8 @@ import time
 
 import numpy as np
 
-from graphtransfer.baselines import BASELINES
 from graphtransfer.graphs import Graph, barabasi_albert, erdos_renyi
+from graphtransfer.tasks import TASKS
 
 
 def median_seconds(run, repeats: int) -> tuple[float, object]:
@@ -47,7 +47,7 @@ def main() -> None:
     print("|---|---:|---|---|---:|---:|---:|")
     for graph in graphs:
         csr_seconds, _ = median_seconds(graph.csr, args.repeats)
-        for task, baselines in BASELINES.items():
+        for task, baselines in ((name, t.baselines) for name, t in TASKS.items()):
             for name, baseline in baselines.items():
                 seconds, solution = median_seconds(lambda baseline=baseline, graph=graph: baseline(graph), args.repeats)
                 print(

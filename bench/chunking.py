@@ -20,10 +20,10 @@ import torch
 
 from bench.harness import MIB, in_fresh_process, markdown_table, median, print_preamble, rss_before_call, seconds_per_call
 from graphtransfer.config import ModelConfig, RunConfig, Runtime
-from graphtransfer.envs.factory import run_env
 from graphtransfer.graphs import load_graph
 from graphtransfer.nn import build_policy, configure_runtime, extractor
 from graphtransfer.solve.inference import obs_to_tensors
+from graphtransfer.tasks.factory import run_env
 from graphtransfer.training.loop import finetune
 
 REPEATS = 3

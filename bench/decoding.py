@@ -16,13 +16,13 @@ import time
 
 import torch
 
-from graphtransfer.baselines.mis import greedy_min_degree
-from graphtransfer.envs.factory import inference_env
 from graphtransfer.graphs import Graph, barabasi_albert, erdos_renyi, load_graph, random_geometric
 from graphtransfer.graphs.generators import delaunay
 from graphtransfer.solve.evaluate import finish_rule
 from graphtransfer.solve.inference import solve
 from graphtransfer.solve.loading import policy_for_graphs
+from graphtransfer.tasks.factory import inference_env
+from graphtransfer.tasks.mis.baselines import greedy_min_degree
 
 
 def families(nodes: int, seed: int) -> dict[str, Graph]:

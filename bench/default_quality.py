@@ -31,12 +31,12 @@ import numpy as np
 
 from bench.path_matching_quality import grid
 from bench.transfer_quality import DENSE_FAMILIES
-from graphtransfer.baselines.mis import greedy_min_degree
-from graphtransfer.baselines.mvc import greedy_max_degree
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.graphs import Graph, barabasi_albert, delaunay, erdos_renyi, random_geometric
 from graphtransfer.graphs.graph import from_edges
 from graphtransfer.solve.predict import predict_graph
+from graphtransfer.tasks.mis.baselines import greedy_min_degree
+from graphtransfer.tasks.mvc.baselines import greedy_max_degree
 
 FAMILIES: dict[str, Callable[[int, int], Graph]] = {
     **{f"er-d{d}": (lambda n, seed, d=d: erdos_renyi(n, float(d), seed)) for d in (4, 8, 12, 16, 64)},
@@ -136,7 +136,7 @@ def measure(task: str, spec: str) -> dict:
     """One graph ``family:nodes:seed`` (or ``family:nodes:degree:seed`` of :data:`DENSE_FAMILIES`):
     greedy's objective, the default predict's, its passes, rollouts, the weight set that gave it
     (``expert``: 0 the model's own) and seconds; on a nearly bipartite graph also the policy's own
-    objective (``own``) and whether König's set (:mod:`graphtransfer.baselines.near_bipartite`) was
+    objective (``own``) and whether König's set (:mod:`graphtransfer.tasks.mis.near_bipartite`) was
     the answer."""
     parts = spec.split(":")
     if len(parts) == 4:

@@ -89,10 +89,10 @@ def ours(graph: str, model: str) -> dict:
     """Our policy's forward on ``graph``, peak RSS, then the floor and per-layer times."""
 
     from graphtransfer.config import ModelConfig
-    from graphtransfer.envs.mis import MISEnv
     from graphtransfer.graphs.graph import Graph
     from graphtransfer.nn import build_policy
     from graphtransfer.solve.inference import act, obs_to_tensors
+    from graphtransfer.tasks.mis.env import MISEnv
 
     edges, num_nodes = graph_edges(graph)
     env = MISEnv([Graph(edges, num_nodes, graph)])

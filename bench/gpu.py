@@ -9,7 +9,7 @@ speed, each on the GPU in float32 and with bfloat16 message passing beside the s
   but with ``device="cuda"``) calling ``policy._predict`` as its driver times it; CUDA-synchronised
   wall clock, median of ``CALLS`` after one warm-up; the GPU's peak allocated memory.
 - solve: one MIS solve after load, in this process (250k to 10^7 nodes): the passes kept on the GPU
-  (``graphtransfer.solve.device_mis``) against the env's numpy steps between the same GPU forwards
+  (``graphtransfer.tasks.mis.device``) against the env's numpy steps between the same GPU forwards
   (the path before it) and the same machine's CPU.
 - busy: NVML's GPU utilisation, sampled every 20 ms, inside each PPO update of MIS training at
   148,640 nodes (n_steps 32, batch 8, 4 epochs).
@@ -188,7 +188,7 @@ def predict_part(model: str, sizes: list[int], folder: Path, deadline: float, re
 
 def timed_solve(loaded, on_device: bool) -> tuple[float, float, int]:
     """Seconds, set size and passes of one default-decoding solve, the passes kept on the device
-    (graphtransfer.solve.device_mis) or taken by the env's numpy steps between the same forwards."""
+    (graphtransfer.tasks.mis.device) or taken by the env's numpy steps between the same forwards."""
     kept = inference.runs_on_device
     if not on_device:
         inference.runs_on_device = lambda env, policy: False  # the previous path: the env's own steps on the host

@@ -9,13 +9,13 @@ on the machine's load; the policy's seconds are printed beside it):
 - ``greedy``: the iterated local search from min-degree greedy (greedy's time counted);
 - ``policy``: the best of ``--rollouts`` policy rollouts (predict's), then the same search from it;
 - ``guided``: as ``policy``, with the perturbations drawn by the policy's scores
-  (:func:`graphtransfer.baselines.local_search.guided_weights` at ``--temperature``, from the
+  (:func:`graphtransfer.tasks.mis.local_search.guided_weights` at ``--temperature``, from the
   policy's first pass on the whole graph);
 - ``multi``: the ``--starts`` best distinct sets of ``--rollouts`` rollouts, each searched for an
   equal share of what is left, the best kept;
 - ``alone``: the policy without search (its seconds are the policy's);
 - ``greedy-kernel``, ``policy-kernel``: as ``greedy`` and ``policy``, the search run on the graph's
-  kernel (:func:`graphtransfer.baselines.local_search.reduced_search`, what ``predict --polish`` and
+  kernel (:func:`graphtransfer.tasks.mis.local_search.reduced_search`, what ``predict --polish`` and
   the baselines run since the seventeenth session; its kernel's time counted; seconds mode only);
 - ``chils`` (``pip install 'graphtransfer[chils]'``): CHILS for the same seconds, the graph's
   transfer into the library on top (seconds mode only);
@@ -43,15 +43,15 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from graphtransfer.baselines.chils import chils_mis
-from graphtransfer.baselines.local_search import guided_weights, iterated_local_search, reduced_search
-from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.checkpoint import read_checkpoint
-from graphtransfer.envs import is_independent_set
 from graphtransfer.graphs import Graph, barabasi_albert, delaunay, erdos_renyi, random_geometric
 from graphtransfer.solve.ordering import solving_order
 from graphtransfer.solve.polishing import policy_starts, polish
 from graphtransfer.solve.predict import predict_graph
+from graphtransfer.tasks import TASKS, is_independent_set
+from graphtransfer.tasks.mis.baselines import greedy_min_degree
+from graphtransfer.tasks.mis.chils import chils_mis
+from graphtransfer.tasks.mis.local_search import guided_weights, iterated_local_search, reduced_search
 
 FAMILIES: dict[str, Callable[[int, int], Graph]] = {
     "er-d8": lambda n, seed: erdos_renyi(n, 8.0, seed),
@@ -100,7 +100,7 @@ def run_arm(arm: str, checkpoint, graph: Graph, args, seed: int) -> Arm:
     if arm == "predict":
         order = solving_order(checkpoint.config, graph)
         solution, _ = predict_graph(checkpoint, graph, order=order)
-        polished = polish("mis", graph, solution.solution, max(args.seconds - (clock() - started), 0.01), seed, order.kernel)
+        polished = polish(TASKS["mis"], graph, solution.solution, max(args.seconds - (clock() - started), 0.01), seed, order.kernel)
         return Arm(_checked(graph, polished.solution), int(solution.objective), polished.iterations, clock() - started)
     count = args.starts if arm == "multi" else 1
     starts = policy_starts(checkpoint, graph, args.rollouts, seed, count, scores=arm == "guided")

@@ -25,9 +25,9 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 
 from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
-from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.graphs import Graph, erdos_renyi
+from graphtransfer.tasks.factory import run_env
 from graphtransfer.training.callbacks import PhaseTimer
 
 # The architecture and PPO settings of the measurements in project issue 5.

@@ -28,6 +28,7 @@ from bench.transfer_quality import DENSE_FAMILIES, DENSITY_BASELINE, checked, de
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.graphs import Graph
 from graphtransfer.solve.predict import predict_graph
+from graphtransfer.tasks import TASKS
 from graphtransfer.training import imitation
 
 EXTRA_FIRST_SEED = 300
@@ -49,7 +50,7 @@ def cached_set(graph: Graph, cache: Path) -> np.ndarray:
     file = cache / f"{graph.name}-{graph.num_nodes}-{graph.edge_index.shape[1]}-{imitation.SEARCH_ITERATIONS_PER_NODE}.npy"
     if not file.exists():
         cache.mkdir(parents=True, exist_ok=True)
-        np.save(file, imitation.search_sets([graph])[0])
+        np.save(file, imitation.search_sets(TASKS["mis"], [graph])[0])
     return np.load(file)
 
 

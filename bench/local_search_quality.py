@@ -16,10 +16,10 @@ import time
 
 import numpy as np
 
-from graphtransfer.baselines.local_search import iterated_local_search
-from graphtransfer.baselines.mis import greedy_min_degree
-from graphtransfer.envs import is_independent_set
 from graphtransfer.graphs import Graph, delaunay, erdos_renyi, from_edges, random_geometric
+from graphtransfer.tasks import is_independent_set
+from graphtransfer.tasks.mis.baselines import greedy_min_degree
+from graphtransfer.tasks.mis.local_search import iterated_local_search
 
 
 def issue_er(num_nodes: int = 10_000, num_edges: int = 40_000) -> Graph:

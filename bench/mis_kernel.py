@@ -20,14 +20,14 @@ import statistics
 import time
 from unittest import mock
 
-from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.checkpoint import read_checkpoint
-from graphtransfer.envs import mis_kernel as mis_kernel_module
-from graphtransfer.envs.mis import MISEnv, is_independent_set
-from graphtransfer.envs.mis_kernel import mis_kernel
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.generators import barabasi_albert, delaunay, erdos_renyi, random_geometric
 from graphtransfer.solve.predict import predict_graph
+from graphtransfer.tasks.mis import kernel as mis_kernel_module
+from graphtransfer.tasks.mis.baselines import greedy_min_degree
+from graphtransfer.tasks.mis.env import MISEnv, is_independent_set
+from graphtransfer.tasks.mis.kernel import mis_kernel
 
 
 def make_graph(spec: str, seed: int) -> Graph:

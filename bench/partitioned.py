@@ -27,7 +27,6 @@ import ray
 import torch
 
 from graphtransfer.config import ModelConfig, RunConfig
-from graphtransfer.envs.factory import inference_env
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import erdos_renyi, random_geometric
 from graphtransfer.graphs.partition import halo_share
@@ -36,6 +35,7 @@ from graphtransfer.solve.inference import obs_to_tensors, solve
 from graphtransfer.solve.loading import load_policy
 from graphtransfer.solve.partitioned import partitioned_node_outputs
 from graphtransfer.solve.partitioned_mis import partitioned_mis
+from graphtransfer.tasks.factory import inference_env
 
 FAMILIES = {
     "geometric": ("random geometric, degree 8", lambda n: random_geometric(n, 8.0, 0)),

@@ -17,13 +17,13 @@ import time
 import numpy as np
 import torch
 
-from graphtransfer.baselines.matching import greedy_by_gain, greedy_by_weight
-from graphtransfer.baselines.path import dijkstra_route
 from graphtransfer.config import Decoding
-from graphtransfer.envs import MatchingEnv, PathEnv
 from graphtransfer.graphs import Graph, barabasi_albert, delaunay, erdos_renyi, random_geometric
 from graphtransfer.graphs.graph import from_edges
 from graphtransfer.solve.predict import predict_graph
+from graphtransfer.tasks import MatchingEnv, PathEnv
+from graphtransfer.tasks.matching.baselines import greedy_by_gain, greedy_by_weight
+from graphtransfer.tasks.path.baselines import dijkstra_route
 
 
 def grid(num_nodes: int, seed: int = 0) -> Graph:

@@ -18,7 +18,7 @@ import torch
 
 from bench.harness import markdown_table, median, print_preamble
 from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
-from graphtransfer.envs.mis import MISEnv
+from graphtransfer.tasks.mis.env import MISEnv
 from graphtransfer.training.loop import train
 
 DELAYS = (0.0, 0.001, 0.01)

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from torch_geometric.nn import GCNConv
 
-from graphtransfer.envs.factory import make_env
+from graphtransfer.tasks.factory import make_env
 from graphtransfer.graphs import erdos_renyi
 from graphtransfer.nn.batching import to_disjoint
 from graphtransfer.nn.extractor import GNNExtractor

@@ -23,9 +23,9 @@ import torch
 from stable_baselines3.common.env_util import make_vec_env
 
 from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
-from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.graphs import erdos_renyi, random_geometric
+from graphtransfer.tasks.factory import run_env
 from graphtransfer.training import model as training_model
 from graphtransfer.training.buffers import estimate_rollout_bytes, held_bytes
 from graphtransfer.training.model import buffer_class, build_model

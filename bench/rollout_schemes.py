@@ -19,12 +19,12 @@ import numpy as np
 import torch
 
 from bench.transfer_quality import FAMILIES
-from graphtransfer.baselines import EXACT
 from graphtransfer.checkpoint import read_checkpoint
-from graphtransfer.envs.factory import inference_env
 from graphtransfer.solve import inference
 from graphtransfer.solve.evaluate import finish_rule
 from graphtransfer.solve.loading import policy_for_graphs
+from graphtransfer.tasks import TASKS
+from graphtransfer.tasks.factory import inference_env
 
 COUNTS = (1, 32, 64)
 
@@ -53,7 +53,7 @@ def main() -> None:
     within = {(label, k): 0 for label, _, _ in schemes for k in COUNTS}
     ratios: dict[str, list[float]] = {label: [] for label, _, _ in schemes}
     for graph in graphs:
-        optimum = float(EXACT[config.task]["milp"](graph, time_limit=args.time_limit).solution.sum())
+        optimum = float(TASKS[config.task].exact["milp"](graph, time_limit=args.time_limit).solution.sum())
         loaded = policy_for_graphs(args.model, [graph])
         for label, decoding, noise in schemes:
             found = rollouts(loaded, graph, config, decoding, noise, max(COUNTS))

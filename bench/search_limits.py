@@ -32,10 +32,7 @@ import numpy as np
 import torch
 
 from bench.guided_search import FAMILIES
-from graphtransfer.baselines.local_search import STALL_PER_NODE, iterated_local_search
-from graphtransfer.baselines.mis import exact_milp, greedy_min_degree
 from graphtransfer.checkpoint import read_checkpoint
-from graphtransfer.envs import is_independent_set
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.graph import induced_subgraph
 from graphtransfer.solve.evaluate import finish_rule
@@ -43,6 +40,9 @@ from graphtransfer.solve.inference import solve
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.ordering import solving_order
 from graphtransfer.solve.polishing import policy_starts
+from graphtransfer.tasks import is_independent_set
+from graphtransfer.tasks.mis.baselines import exact_milp, greedy_min_degree
+from graphtransfer.tasks.mis.local_search import STALL_PER_NODE, iterated_local_search
 
 clock = time.process_time
 

@@ -70,8 +70,8 @@ def timed_parts() -> Iterator[dict[str, float]]:
     """The seconds spent, while in the block, in each of :data:`PARTS`: the MIS policy's forwards
     (``NodePolicy._distribution``), the kernel's array rounds (``low_degree_rounds``) and its rules
     node by node (``_rules_kernel``), each timed by a wrapper put in its place for the block."""
-    from graphtransfer.envs import mis_kernel
     from graphtransfer.nn.policy import NodePolicy
+    from graphtransfer.tasks.mis import kernel as mis_kernel
 
     spent = dict.fromkeys(PARTS, 0.0)
     places = (

@@ -52,9 +52,9 @@ def ours(
 
     from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
     from graphtransfer.config.layers import resolve
-    from graphtransfer.envs.factory import run_env
     from graphtransfer.envs.protocol import head_of
     from graphtransfer.graphs import erdos_renyi
+    from graphtransfer.tasks.factory import run_env
     from graphtransfer.training.buffers import CompactStorage, held_bytes
     from graphtransfer.training.model import make_model
 

@@ -35,14 +35,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from graphtransfer.baselines import EXACT
-from graphtransfer.baselines.local_search import local_search
-from graphtransfer.baselines.mis import greedy_min_degree
-from graphtransfer.baselines.mvc import greedy_max_degree
-from graphtransfer.baselines.polish import POLISH
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.config import AUTO_ROLLOUTS, Decoding, RunConfig, ppo_for_task
-from graphtransfer.envs.factory import inference_env
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.graphs import Graph, barabasi_albert, erdos_renyi, random_geometric
 from graphtransfer.graphs.generators import delaunay
@@ -56,6 +50,11 @@ from graphtransfer.solve.rollouts import (
     rollout_count,
     rollout_patience,
 )
+from graphtransfer.tasks import TASKS
+from graphtransfer.tasks.factory import inference_env
+from graphtransfer.tasks.mis.baselines import greedy_min_degree
+from graphtransfer.tasks.mis.local_search import local_search
+from graphtransfer.tasks.mvc.baselines import greedy_max_degree
 from graphtransfer.training.loop import train
 
 FAMILIES: dict[str, Callable[[int, int], Graph]] = {
@@ -110,7 +109,7 @@ def transferred_rows(folder: Path, graphs: list[Graph], patience: float) -> list
     config, rows = checkpoint.config, []
     for graph in graphs:
         loaded = policy_for_graphs(checkpoint, [graph])
-        row = evaluate_policy(loaded.policy, config, [graph], ONE_ROLLOUT, EvalExtras(polish=config.task in POLISH))[0]
+        row = evaluate_policy(loaded.policy, config, [graph], ONE_ROLLOUT, EvalExtras(polish=TASKS[config.task].improve is not None))[0]
         if features_of(loaded.env).patient:
             for name, options in {PATIENT: {"commit_fraction": patience}, DRAWN: {"decoding": "drawn"}}.items():
                 row.decodings[name] = solve(loaded.policy, inference_env(config, graph), finish=finish_rule(config), **options)
@@ -169,7 +168,7 @@ def exact_header(patience: float) -> list[str]:
 def exact_line(row: EvalRow, time_limit: float) -> str:
     """One small graph: every decoding and greedy over the MILP's best independent set."""
     started = time.perf_counter()
-    exact = EXACT["mis"]["milp"](row.graph, time_limit=time_limit)
+    exact = TASKS["mis"].exact["milp"](row.graph, time_limit=time_limit)
     seconds = time.perf_counter() - started
     best = float(exact.solution.sum())
     greedy = next(b.objective for b in row.baselines if b.name == BASELINE["mis"])
@@ -201,7 +200,7 @@ def long_search_line(folder: Path, graph: Graph, seconds: float) -> str:
     started = time.perf_counter()
     searched = float(local_search(graph, time_budget=seconds).sum())
     searched_seconds = time.perf_counter() - started
-    polished = float(POLISH["mis"](graph, default.solution, time_budget=seconds).sum())
+    polished = float(TASKS["mis"].improve(graph, default.solution, time_budget=seconds).sum())
     return (
         f"| {graph.name} | {graph.num_nodes} | {greedy:.0f} | {searched / greedy:.3f} | {searched_seconds:.1f} | "
         f"{default.objective / greedy:.3f} | {patient.objective / greedy:.3f} | {default.objective / searched:.3f} | "

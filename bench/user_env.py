@@ -18,9 +18,9 @@ import json
 import os
 import time
 
-from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.graphs import Graph, barabasi_albert, delaunay, erdos_renyi, random_geometric
 from graphtransfer.solve.predict import predict_graph
+from graphtransfer.tasks.mis.baselines import greedy_min_degree
 
 FAMILIES = {
     "ba-m3": lambda n, seed: barabasi_albert(n, 3, seed),

@@ -15,8 +15,8 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from bench.harness import Run, bench_config, er_graphs, markdown_table, median, print_preamble, timed_learn
 from graphtransfer.config import PPOConfig
-from graphtransfer.envs.factory import run_env
 from graphtransfer.graphs import load_graphs
+from graphtransfer.tasks.factory import run_env
 from graphtransfer.training.model import VEC_ENVS, build_model
 
 # (graphs, n_envs, PPO iterations per timed repeat): the default run (the small sample set, 8

@@ -19,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from graphtransfer.rules import independent_set
+from graphtransfer.tasks import independent_set
 
 UNDECIDED, IN_SET, OUT = 0, 1, 2
 

@@ -6,7 +6,7 @@ Everything else may change between versions. The names are loaded on first use, 
 
 The package is one folder per stage, imported one way, bottom to top::
 
-    errors, io, config  ->  graphs  ->  envs  ->  nn  ->  baselines  ->  checkpoint  ->  solve
+    errors, io, config  ->  graphs  ->  envs  ->  nn  ->  baselines  ->  tasks  ->  checkpoint  ->  solve
         ->  training  ->  transferring, export  ->  reporting  ->  cli
 
 Importing it changes nothing in your process; the command line tunes its own process
@@ -20,7 +20,7 @@ import sys
 from typing import Any
 
 if "gymnasium" in sys.modules:  # a gymnasium user's `gymnasium.make("graphtransfer/MIS-v0")` then finds the ids
-    importlib.import_module("graphtransfer.envs")  # (which register them); gymnasium is never imported for this
+    importlib.import_module("graphtransfer.tasks")  # (which registers them); gymnasium is never imported for this
 
 # public name -> (module, attribute)
 _EXPORTS = {

@@ -13,11 +13,11 @@ from typer.testing import CliRunner
 from graphtransfer.checkpoint import CONFIG, load_policy_into_env, read_checkpoint
 from graphtransfer.cli import app
 from graphtransfer.config import DQNConfig, ModelConfig, PPOConfig, RunConfig, Runtime
-from graphtransfer.envs import MVCEnv
-from graphtransfer.envs.factory import inference_env
 from graphtransfer.graphs import barabasi_albert, load_graphs, write_graph
 from graphtransfer.nn import NodeChoicePolicy, NodeQPolicy
 from graphtransfer.nn.policy import PADDING_LOGIT
+from graphtransfer.tasks import MVCEnv
+from graphtransfer.tasks.factory import inference_env
 from graphtransfer.training.a2c import GraphA2C
 from graphtransfer.training.dqn import GraphDQN
 from graphtransfer.training.loop import train

@@ -11,7 +11,7 @@ from graphtransfer.errors import UsageError
 from graphtransfer.solve.applicable import check_decoding_applies, check_runtime_applies, given_fields
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-DECLARED = RunConfig(env="user_mis:DeclaredMISEnv")  # declares graphtransfer.rules.independent_set
+DECLARED = RunConfig(env="user_mis:DeclaredMISEnv")  # declares graphtransfer.tasks.independent_set
 UNDECLARED = RunConfig(env="user_mis:UserMISEnv")  # declares no rules
 CONFIGS = {"mis": RunConfig(task="mis"), "mvc": RunConfig(task="mvc"), "path": RunConfig(task="path"), "declared": DECLARED}
 CONFIGS |= {"undeclared": UNDECLARED, "maxcut": RunConfig(task="maxcut")}

@@ -21,10 +21,10 @@ from typer.testing import CliRunner
 from graphtransfer.checkpoint import CONFIG, read_checkpoint, save_checkpoint
 from graphtransfer.cli import app
 from graphtransfer.config import ModelConfig, RunConfig
-from graphtransfer.envs.mis import MISEnv
 from graphtransfer.errors import CheckpointError
 from graphtransfer.graphs import barabasi_albert, erdos_renyi, write_npz
 from graphtransfer.nn import build_policy
+from graphtransfer.tasks.mis.env import MISEnv
 
 runner = CliRunner()
 BAD_INPUTS = Path(__file__).with_name("BAD_MODELS.md")
@@ -34,8 +34,8 @@ MODEL = ModelConfig(width=16, head_width=16, num_layers=2)
 
 # Envs "changed since training": one more node feature, and node choice where training had node-wise.
 CHANGED_ENVS = """
-from graphtransfer.envs.mis import MISEnv
-from graphtransfer.envs.mvc import MVCEnv
+from graphtransfer.tasks.mis.env import MISEnv
+from graphtransfer.tasks.mvc.env import MVCEnv
 
 
 class WiderMIS(MISEnv):

@@ -21,10 +21,10 @@ from typer.testing import CliRunner
 from graphtransfer.checkpoint import CONFIG, save_checkpoint
 from graphtransfer.cli import app
 from graphtransfer.config import RunConfig
-from graphtransfer.envs.path import PathEnv
 from graphtransfer.graphs import erdos_renyi, read_graph
 from graphtransfer.io import LOCK_NAME
 from graphtransfer.nn import build_policy
+from graphtransfer.tasks.path.env import PathEnv
 from tests.test_bad_models import BAD_INPUTS, MODEL, command_line, edit_config, replace_section, save_model
 
 runner = CliRunner()
@@ -34,7 +34,7 @@ NO_EDGES = "%%MatrixMarket matrix coordinate pattern symmetric\n3 3 0\n"
 # a user env whose edge lengths hold a NaN in row 2
 NANENV = """
 import numpy as np
-from graphtransfer.envs.path import PathEnv
+from graphtransfer.tasks.path.env import PathEnv
 
 
 class NanPath(PathEnv):

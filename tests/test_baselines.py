@@ -4,10 +4,11 @@ from functools import partial
 import numpy as np
 import pytest
 
-from graphtransfer.baselines import BASELINES, EXACT, ExactSolution, greedy_min_degree
-from graphtransfer.baselines.mis import exact_milp, greedy_in_order, random_order_greedy
+from graphtransfer.baselines import ExactSolution
 from graphtransfer.errors import GraphTooLargeError, UsageError
 from graphtransfer.graphs import barabasi_albert, erdos_renyi, random_geometric
+from graphtransfer.tasks import TASKS
+from graphtransfer.tasks.mis.baselines import exact_milp, greedy_in_order, greedy_min_degree, random_order_greedy
 
 from .brute_force import TINY_GRAPHS, is_independent, is_maximal_independent, max_independent_set_size
 from .conftest import graph_from_pairs
@@ -55,7 +56,7 @@ def test_star_and_path(star5, path5):
 
 @pytest.mark.parametrize("graph", TINY_GRAPHS, ids=lambda g: g.name)
 def test_fast_baselines_give_maximal_independent_sets_on_tiny_graphs(graph):
-    for name, baseline in BASELINES["mis"].items():
+    for name, baseline in TASKS["mis"].baselines.items():
         chosen = baseline(graph)
         assert chosen.dtype == bool and chosen.shape == (graph.num_nodes,), name
         assert is_maximal_independent(graph, chosen), name
@@ -107,7 +108,7 @@ def test_random_order_greedy_depends_only_on_its_seed():
 
 def test_fast_baselines_valid_on_a_larger_graph():
     graph = barabasi_albert(20_000, 4, seed=0)
-    for name, baseline in BASELINES["mis"].items():
+    for name, baseline in TASKS["mis"].baselines.items():
         solve = partial(baseline, time_budget=0.5) if name == "local-search" else baseline  # its default budget is 10 s
         assert is_maximal_independent(graph, solve(graph)), name
 
@@ -132,6 +133,7 @@ def test_time_limit_must_be_positive(path5):
 
 
 def test_every_task_has_fast_and_exact_solvers_in_separate_registries():
-    assert set(EXACT) == {"mis", "mvc", "mvc-weighted", "maxcut", "matching"} and set(BASELINES) == set(EXACT) | {"epidemic", "path"}
-    for task in EXACT:
-        assert not set(BASELINES[task].values()) & set(EXACT[task].values()), task
+    exact = {name for name, task in TASKS.items() if task.exact}
+    assert exact == {"mis", "mvc", "mvc-weighted", "maxcut", "matching"} and all(task.baselines for task in TASKS.values())
+    for name in exact:
+        assert not set(TASKS[name].baselines.values()) & set(TASKS[name].exact.values()), name

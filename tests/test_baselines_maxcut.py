@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from graphtransfer.baselines import BASELINES
-from graphtransfer.baselines.maxcut import exact, greedy_one_flip, random_cut
 from graphtransfer.errors import GraphTooLargeError, UsageError
 from graphtransfer.graphs import barabasi_albert, erdos_renyi
+from graphtransfer.tasks import TASKS
+from graphtransfer.tasks.maxcut.baselines import exact, greedy_one_flip, random_cut
 
 from .brute_force import TINY_GRAPHS, cut_size, flip_gains, max_cut_size
 from .conftest import graph_from_pairs
@@ -12,7 +12,7 @@ from .conftest import graph_from_pairs
 
 @pytest.mark.parametrize("graph", TINY_GRAPHS, ids=lambda g: g.name)
 def test_fast_baselines_give_sides_and_one_flip_a_local_optimum(graph):
-    for name, baseline in BASELINES["maxcut"].items():
+    for name, baseline in TASKS["maxcut"].baselines.items():
         side = baseline(graph)
         assert side.dtype == np.int8 and side.shape == (graph.num_nodes,), name
         assert set(side.tolist()) <= {0, 1}, name

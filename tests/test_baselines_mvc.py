@@ -3,10 +3,10 @@ from functools import partial
 import numpy as np
 import pytest
 
-from graphtransfer.baselines import BASELINES
-from graphtransfer.baselines.mvc import exact_milp, greedy_max_degree, maximal_matching_2approx
 from graphtransfer.errors import GraphTooLargeError
 from graphtransfer.graphs import barabasi_albert, erdos_renyi
+from graphtransfer.tasks import TASKS
+from graphtransfer.tasks.mvc.baselines import exact_milp, greedy_max_degree, maximal_matching_2approx
 
 from .brute_force import TINY_GRAPHS, is_vertex_cover, min_vertex_cover_size
 
@@ -23,7 +23,7 @@ def test_star_and_path(star5, path5):
 @pytest.mark.parametrize("graph", TINY_GRAPHS, ids=lambda g: g.name)
 def test_fast_baselines_cover_every_edge_within_their_guarantees(graph):
     optimum = min_vertex_cover_size(graph)
-    for name, baseline in BASELINES["mvc"].items():
+    for name, baseline in TASKS["mvc"].baselines.items():
         cover = baseline(graph)
         assert cover.dtype == bool and cover.shape == (graph.num_nodes,), name
         assert is_vertex_cover(graph, cover), name
@@ -57,7 +57,7 @@ def test_matching_2approx_depends_only_on_its_seed():
 
 def test_fast_baselines_valid_on_a_larger_graph():
     for graph in (barabasi_albert(5_000, 4, seed=0), erdos_renyi(5_000, 8.0, seed=0)):
-        for name, baseline in BASELINES["mvc"].items():
+        for name, baseline in TASKS["mvc"].baselines.items():
             solve = partial(baseline, time_budget=0.5) if name == "local-search" else baseline  # its default budget is 10 s
             assert is_vertex_cover(graph, solve(graph)), (name, graph.name)
 

@@ -3,7 +3,7 @@
 import numpy as np
 
 from bench.imitation_variants import EXTRA_FIRST_SEED, cached_set, extra_graphs
-from graphtransfer.envs import is_independent_set
+from graphtransfer.tasks import is_independent_set
 
 
 def test_extra_graphs_follow_the_spec_in_order_with_their_own_seeds():

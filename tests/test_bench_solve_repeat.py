@@ -38,8 +38,8 @@ def test_the_command_prints_one_json_line():
 
 def test_the_split_times_each_part_inside_the_solve_and_puts_every_function_back():
     from bench.solve_repeat import PARTS, median_parts, timed_parts
-    from graphtransfer.envs import mis_kernel
     from graphtransfer.nn.policy import NodePolicy
+    from graphtransfer.tasks.mis import kernel as mis_kernel
 
     before = (NodePolicy._distribution, mis_kernel.low_degree_rounds, mis_kernel._rules_kernel)
     parts: list[dict[str, float]] = []

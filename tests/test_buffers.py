@@ -11,12 +11,12 @@ from stable_baselines3.common.buffers import DictRolloutBuffer
 from stable_baselines3.common.env_util import make_vec_env
 
 from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
-from graphtransfer.envs import MISEnv
 from graphtransfer.envs.contract import padded_structure
-from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import erdos_renyi
+from graphtransfer.tasks import MISEnv
+from graphtransfer.tasks.factory import run_env
 from graphtransfer.training import model as training_model
 from graphtransfer.training.buffers import EdgeStore, ValueColumn, ValueStore, estimate_rollout_bytes, held_bytes
 from graphtransfer.training.device_rollout import DeviceEdges, DeviceValues

@@ -24,11 +24,11 @@ from graphtransfer.checkpoint import (
     state_tensors,
 )
 from graphtransfer.config import ModelConfig, RunConfig
-from graphtransfer.envs.mis import MISEnv
 from graphtransfer.errors import CheckpointError
 from graphtransfer.graphs import erdos_renyi
 from graphtransfer.io import LOCK_NAME
 from graphtransfer.nn import build_policy
+from graphtransfer.tasks.mis.env import MISEnv
 
 
 @pytest.fixture

@@ -4,12 +4,12 @@ cannot run, a valid set where it can."""
 import pytest
 from typer.testing import CliRunner
 
-from graphtransfer.baselines import chils as chils_module
-from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.cli import app
-from graphtransfer.envs import is_independent_set
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import erdos_renyi, write_npz
+from graphtransfer.tasks import is_independent_set
+from graphtransfer.tasks.mis import chils as chils_module
+from graphtransfer.tasks.mis.baselines import greedy_min_degree
 
 runner = CliRunner()
 
@@ -18,7 +18,7 @@ def test_eval_chils_is_refused_for_a_task_other_than_mis(tiny_model, tmp_path):
     write_npz(erdos_renyi(60, 4.0, 0), tmp_path / "g.npz")
     result = runner.invoke(app, ["eval", "--model", str(tiny_model("mvc")), "--graphs", str(tmp_path / "g.npz"), "--chils"])
     assert result.exit_code == 2
-    assert result.stderr == "error: --chils is an MIS baseline; a model of mvc has none, drop --chils\n"
+    assert result.stderr == "error: --chils: the task must declare optional_baselines (built-in: mis); mvc does not, drop --chils\n"
 
 
 def test_eval_chils_without_the_package_names_the_extra(tiny_model, tmp_path, monkeypatch):

@@ -8,10 +8,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from graphtransfer.baselines.polish import POLISH
 from graphtransfer.cli import app
-from graphtransfer.envs import is_independent_set, is_vertex_cover
 from graphtransfer.graphs import barabasi_albert, read_graph, write_edge_list
+from graphtransfer.tasks import TASKS, is_independent_set, is_vertex_cover
 
 runner = CliRunner()
 
@@ -103,7 +102,7 @@ def test_train_transfer_predict_end_to_end(tmp_path, monkeypatch, task):
             str(tmp_path / "big.txt"),
             "--rollouts",
             "2",
-            *(["--polish"] if task in POLISH else []),  # refused where the task has no local search
+            *(["--polish"] if TASKS[task].improve is not None else []),  # refused where the task has no local search
             "--json",
             "e.json",
             "--plot",

@@ -72,7 +72,9 @@ def test_a_part_count_that_is_not_an_integer_is_refused_without_a_traceback(tiny
 def test_a_model_of_another_task_is_refused(tiny_model, graph_file, tmp_path):
     result = predict(tiny_model("mvc"), graph_file, tmp_path / "set.csv", "--ray-address", "local", "--partitions", "2")
     assert result.exit_code == 2
-    assert result.stderr == "error: --partitions solves mis; this model's task is mvc: drop --partitions\n"
+    assert (
+        result.stderr == "error: --partitions: the task must declare partitioned_solve (built-in: mis); mvc does not, drop --partitions\n"
+    )
 
 
 def test_a_folder_of_graphs_is_refused(tiny_model, graph_file, tmp_path):

@@ -6,14 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from graphtransfer.baselines.completion import FINISH, finish_independent_set, make_maximal
-from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.config import ModelConfig
-from graphtransfer.envs.mis import DEFER, EXCLUDE, IN_SET, INCLUDE, MISEnv, mis_step
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import erdos_renyi
 from graphtransfer.nn import build_policy
 from graphtransfer.solve.inference import solve
+from graphtransfer.tasks import TASKS
+from graphtransfer.tasks.mis.baselines import greedy_min_degree
+from graphtransfer.tasks.mis.completion import finish_independent_set, make_maximal
+from graphtransfer.tasks.mis.env import DEFER, EXCLUDE, IN_SET, INCLUDE, MISEnv, mis_step
 from tests.brute_force import is_maximal_independent
 from tests.conftest import graph_from_pairs
 
@@ -75,7 +76,7 @@ def test_solve_finishes_a_decoding_cut_short_by_the_pass_limit():
     graph = erdos_renyi(300, 4.0, 0)
     env = MISEnv([graph], horizon=1)  # one pass: an untrained policy leaves many nodes undecided
     policy = build_policy("node-wise", ModelConfig(width=16, head_width=16), env.observation_space, env.action_space)
-    plain, finished = solve(policy, env, seed=0), solve(policy, env, seed=0, finish=FINISH["mis"])
+    plain, finished = solve(policy, env, seed=0), solve(policy, env, seed=0, finish=TASKS["mis"].finish)
     assert plain.finished is None and not is_maximal_independent(graph, plain.solution)
     assert finished.feasible and is_maximal_independent(graph, finished.solution)
     assert finished.finished.by_policy == plain.objective  # the same seed: the policy decided the same nodes

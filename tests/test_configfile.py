@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 from graphtransfer.cli import app
 from graphtransfer.config import PPOConfig, RunConfig, ppo_for_task, schedule, task_defaults
 from graphtransfer.config.layers import check_layer, resolve
-from graphtransfer.envs import TASKS
+from graphtransfer.tasks import TASKS
 from graphtransfer.training.model import sb3_kwargs
 
 runner = CliRunner()
@@ -181,7 +181,7 @@ from pathlib import Path
 
 Path("imported").touch()
 
-from graphtransfer.envs.mis import MISEnv as Env
+from graphtransfer.tasks.mis.env import MISEnv as Env
 """
 
 

@@ -9,13 +9,13 @@ import torch
 
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
-from graphtransfer.envs.mis import MISEnv
 from graphtransfer.graphs import erdos_renyi, random_geometric
 from graphtransfer.nn import build_policy, configure_runtime
 from graphtransfer.solve import inference
-from graphtransfer.solve.device_mis import runs_on_device
+from graphtransfer.solve.device import runs_on_device
 from graphtransfer.solve.inference import solve
 from graphtransfer.solve.loading import policy_for_graphs
+from graphtransfer.tasks.mis.env import MISEnv
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -81,7 +81,7 @@ def test_a_mixed_precision_ppo_run_on_cuda_updates_finite_weights(tmp_path):
 @needs_cuda
 @pytest.mark.parametrize("make", [lambda: erdos_renyi(20_000, 8.0, 4), lambda: random_geometric(20_000, 8.0, 4)], ids=["er", "rgg"])
 def test_an_mis_solve_on_cuda_keeps_its_passes_there_and_finds_the_host_passes_set(monkeypatch, make):
-    """On a GPU the MIS passes stay there (graphtransfer.solve.device_mis): the same set, pass
+    """On a GPU the MIS passes stay there (graphtransfer.tasks.mis.device): the same set, pass
     for pass, as the env's own numpy steps between the same GPU forwards, and within 1% of the
     CPU's solve (whose forward rounds differently); on a graph whose wedges rarely close (ER: the
     domination check by pendants alone) and on one full of triangles (random geometric: the full check)."""

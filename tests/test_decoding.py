@@ -7,20 +7,15 @@ import numpy as np
 import pytest
 import torch
 
-from graphtransfer.baselines.completion import FINISH
-from graphtransfer.baselines.mis import greedy_in_order, greedy_min_degree
-from graphtransfer.baselines.mvc import greedy_max_degree
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.config import LOCAL_MAX_DENSE_PATIENCE, LOCAL_MAX_PATIENCE, ORDER_NOISE, ModelConfig, RunConfig, Runtime
-from graphtransfer.envs.factory import inference_env
-from graphtransfer.envs.mis import DEFER, EXCLUDE, INCLUDE, UNDECIDED, MISEnv
-from graphtransfer.envs.mvc import MVCEnv
 from graphtransfer.envs.protocol import Head
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import barabasi_albert, erdos_renyi, random_geometric
 from graphtransfer.graphs.generators import delaunay
 from graphtransfer.nn import build_policy
-from graphtransfer.solve.device_mis import device_passes, whole_graph
+from graphtransfer.nn.local_max import local_max_commits, with_gumbel_noise
+from graphtransfer.solve.device import whole_graph
 from graphtransfer.solve.inference import (
     caro_wei_bound,
     leave_out_candidates,
@@ -33,7 +28,13 @@ from graphtransfer.solve.inference import (
     with_exact_actions,
 )
 from graphtransfer.solve.loading import policy_for_graphs
-from graphtransfer.solve.local_max import local_max_commits, with_gumbel_noise
+from graphtransfer.tasks import TASKS
+from graphtransfer.tasks.factory import inference_env
+from graphtransfer.tasks.mis.baselines import greedy_in_order, greedy_min_degree
+from graphtransfer.tasks.mis.device import device_passes
+from graphtransfer.tasks.mis.env import DEFER, EXCLUDE, INCLUDE, UNDECIDED, MISEnv
+from graphtransfer.tasks.mvc.baselines import greedy_max_degree
+from graphtransfer.tasks.mvc.env import MVCEnv
 from tests.brute_force import is_independent, is_maximal_independent, is_vertex_cover
 from tests.conftest import graph_from_pairs
 
@@ -212,10 +213,10 @@ def test_a_briefly_trained_policy_beats_greedy_on_dense_graphs_with_the_default_
     for seed in range(6):
         graph = erdos_renyi(300, 64.0, seed)
         loaded = policy_for_graphs(briefly_trained_mis, [graph])
-        default = solve(loaded.policy, loaded.env, finish=FINISH["mis"])
+        default = solve(loaded.policy, loaded.env, finish=TASKS["mis"].finish)
         assert is_maximal_independent(graph, default.solution)
         found += default.objective
-        fixed_share += solve(loaded.policy, loaded.env, commit_fraction=0.02, finish=FINISH["mis"]).objective
+        fixed_share += solve(loaded.policy, loaded.env, commit_fraction=0.02, finish=TASKS["mis"].finish).objective
         greedy += int(greedy_min_degree(graph).sum())
     assert found > greedy and found > fixed_share, (found, greedy, fixed_share)
 
@@ -252,11 +253,11 @@ def test_dense_graphs_patience_finds_more_than_the_sparse_graphs_share():
         loaded = policy_for_graphs(zoo_folder("mis"), [graph])
         obs, _ = loaded.env.reset(seed=0)
         assert local_max_patience(obs) == LOCAL_MAX_DENSE_PATIENCE
-        default = solve(loaded.policy, loaded.env, finish=FINISH["mis"])
+        default = solve(loaded.policy, loaded.env, finish=TASKS["mis"].finish)
         assert is_maximal_independent(graph, default.solution)
         found += default.objective
         share = LOCAL_MAX_PATIENCE * caro_wei_bound(obs) / graph.num_nodes
-        sparse_share += solve(loaded.policy, loaded.env, commit_fraction=share, finish=FINISH["mis"]).objective
+        sparse_share += solve(loaded.policy, loaded.env, commit_fraction=share, finish=TASKS["mis"].finish).objective
         greedy += int(greedy_min_degree(graph).sum())
     assert found > sparse_share and found > greedy, (found, sparse_share, greedy)
 
@@ -264,7 +265,7 @@ def test_dense_graphs_patience_finds_more_than_the_sparse_graphs_share():
 def test_local_max_decoding_gives_a_maximal_independent_set_deciding_every_node(tiny_model):
     graph = random_geometric(3000, 8.0, 4)
     policy, env = _trained_mis(tiny_model, graph)
-    found = solve(policy, env, finish=FINISH["mis"])
+    found = solve(policy, env, finish=TASKS["mis"].finish)
     assert found.finished.undecided == 0 and found.finished.by_rule == 0  # the policy decided every node itself
     assert found.finished.for_maximality == 0  # nobody left out who could join: local-max excludes only neighbours of the set
     assert is_maximal_independent(graph, found.solution)
@@ -283,7 +284,7 @@ def test_local_max_decoding_never_stalls_on_a_dense_graph(tiny_model):
     """Look-alike neighbours everywhere: the surest node of the whole graph always commits."""
     graph = erdos_renyi(400, 200.0, 6)
     policy, env = _trained_mis(tiny_model, graph)
-    found = solve(policy, env, commit_fraction=1e-9, finish=FINISH["mis"])  # one candidate per pass: the slowest the rule can go
+    found = solve(policy, env, commit_fraction=1e-9, finish=TASKS["mis"].finish)  # one candidate per pass: the slowest the rule can go
     assert found.finished.undecided == 0 and found.passes < env.unwrapped.horizon
     assert found.passes <= found.finished.by_policy  # one node of the policy's joins per pass, the exact rules' besides
     assert is_maximal_independent(graph, found.solution)
@@ -320,7 +321,7 @@ def test_local_max_and_drawn_decodings_agree_where_every_maximal_set_is_the_same
     graph, _, _ = from_edges(pairs[:, 0], pairs[:, 1], cliques * size, "cliques")
     policy, env = _trained_mis(tiny_model, graph)
     for decoding in ("local-max", "drawn"):
-        found = solve(policy, env, decoding=decoding, finish=FINISH["mis"])
+        found = solve(policy, env, decoding=decoding, finish=TASKS["mis"].finish)
         assert found.objective == cliques, decoding
 
 
@@ -350,13 +351,13 @@ def test_gumbel_noise_at_scale_one_draws_the_first_place_in_proportion_to_exp_sc
 def test_sampled_local_max_gives_maximal_sets_that_differ_by_seed_and_repeat_for_one(tiny_model):
     graph = delaunay(400, 2)
     policy, env = _trained_mis(tiny_model, graph)
-    runs = [solve(policy, env, seed=seed, decoding="local-max-sampled", finish=FINISH["mis"]) for seed in range(4)]
+    runs = [solve(policy, env, seed=seed, decoding="local-max-sampled", finish=TASKS["mis"].finish) for seed in range(4)]
     for found in runs:
         assert found.decoding == "local-max-sampled" and found.finished.undecided == 0 and found.finished.by_rule == 0
         assert is_maximal_independent(graph, found.solution)
-    again = solve(policy, env, seed=2, decoding="local-max-sampled", finish=FINISH["mis"])
+    again = solve(policy, env, seed=2, decoding="local-max-sampled", finish=TASKS["mis"].finish)
     assert np.array_equal(again.solution, runs[2].solution)
-    plain = solve(policy, env, seed=2, finish=FINISH["mis"])  # the same env features: only the ranking's noise differs
+    plain = solve(policy, env, seed=2, finish=TASKS["mis"].finish)  # the same env features: only the ranking's noise differs
     assert not np.array_equal(plain.solution, runs[2].solution)
     assert len({found.solution.tobytes() for found in runs}) == 4
 
@@ -434,7 +435,7 @@ def test_a_briefly_trained_mvc_policy_covers_dense_graphs_with_fewer_nodes_than_
 
 @pytest.mark.parametrize("order_noise", [0.0, ORDER_NOISE])
 def test_mis_passes_kept_on_the_device_find_the_envs_set_pass_for_pass(order_noise):
-    """The GPU's MIS passes (graphtransfer.solve.device_mis), run here on the CPU, against the
+    """The GPU's MIS passes (graphtransfer.tasks.mis.device), run here on the CPU, against the
     env's own steps with the same built-in model, seed and candidates: the same set, the same
     passes, the env left where its steps leave it; also when the horizon cuts the episode."""
     checkpoint = read_checkpoint("mis")
@@ -473,10 +474,10 @@ def test_mis_passes_on_the_device_end_where_the_host_passes_end_when_the_kernel_
 
 
 def test_the_devices_domination_checks_find_the_envs_dominated_nodes():
-    from graphtransfer.envs.domination import pendant_dominated as pendant_dominated_on_host
-    from graphtransfer.envs.mis import by_destination
-    from graphtransfer.envs.mis import dominated as dominated_on_host
-    from graphtransfer.solve.device_mis import dominated, pendant_dominated
+    from graphtransfer.tasks.mis.device import dominated, pendant_dominated
+    from graphtransfer.tasks.mis.domination import pendant_dominated as pendant_dominated_on_host
+    from graphtransfer.tasks.mis.env import by_destination
+    from graphtransfer.tasks.mis.env import dominated as dominated_on_host
 
     for seed, (n, degree) in enumerate([(60, 2.0), (80, 5.0), (50, 20.0), (200, 60.0)]):
         for graph in (erdos_renyi(n, degree, seed), random_geometric(n, degree, seed)):

@@ -8,6 +8,7 @@ from graphtransfer.config import RunConfig
 from graphtransfer.graphs import erdos_renyi, write_graph
 from graphtransfer.reporting.draw import MAX_DRAW_NODES, actions_summary, draw_solution, spring_layout
 from graphtransfer.solve.inference import Solution
+from graphtransfer.tasks import TASKS
 from tests.conftest import graph_from_pairs
 
 runner = CliRunner()
@@ -56,7 +57,7 @@ def test_layout_is_deterministic_in_the_unit_square_and_keeps_neighbours_close()
 
 def test_graph_level_actions_go_into_the_title(tmp_path, path5):
     rows = np.array([[0, 2, 3], [1, 2, 1], [2, 0, 0]])  # step, measure, infected
-    assert actions_summary(rows, "epidemic") == "actions over 3 steps: lockdown x2, none x1 (first: lockdown)"
+    assert actions_summary(rows, TASKS["epidemic"]) == "actions over 3 steps: lockdown x2, none x1 (first: lockdown)"
     solution = Solution(rows, -0.5, True, 3, 0.0, 0.0)
     draw_solution(path5, solution, RunConfig(task="epidemic", head="graph-level"), tmp_path / "e.png")
     assert (tmp_path / "e.png").read_bytes()[:8] == PNG

@@ -11,20 +11,20 @@ from torch_geometric.data import Batch, Data
 from typer.testing import CliRunner
 
 from examples.line_upgrade import LineUpgradeEnv
-from graphtransfer.baselines.matching import exact_blossom, greedy_by_gain, greedy_by_weight, path_growing
-from graphtransfer.baselines.path import dijkstra_route
 from graphtransfer.cli import app
 from graphtransfer.config import ModelConfig
-from graphtransfer.envs import MatchingEnv, PathEnv, is_matching
 from graphtransfer.envs.contract import infer_head, observation_space
-from graphtransfer.envs.matching import SKIP, TAKE
-from graphtransfer.envs.path import route_query
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import barabasi_albert, edge_weights, erdos_renyi, write_edge_list
 from graphtransfer.nn import build_policy
 from graphtransfer.solve.inference import act, obs_to_tensors
 from graphtransfer.solve.memory import check_memory
+from graphtransfer.tasks import MatchingEnv, PathEnv, is_matching
+from graphtransfer.tasks.matching.baselines import exact_blossom, greedy_by_gain, greedy_by_weight, path_growing
+from graphtransfer.tasks.matching.env import SKIP, TAKE
+from graphtransfer.tasks.path.baselines import dijkstra_route
+from graphtransfer.tasks.path.env import route_query
 
 from .brute_force import TINY_GRAPHS, endpoints
 
@@ -260,9 +260,9 @@ def test_dqn_trains_the_edge_choice_example_and_its_q_network_transfers(tmp_path
     """``--algo dqn`` on an edge-choice env: a Q-value per edge from a shared head, strict load
     into the env of a larger graph, predict there."""
     from graphtransfer.checkpoint import load_policy_into_env, read_checkpoint
-    from graphtransfer.envs.factory import inference_env
     from graphtransfer.graphs import load_graphs
     from graphtransfer.nn.qnetwork import EdgeQPolicy
+    from graphtransfer.tasks.factory import inference_env
 
     env = line_upgrade_env(tmp_path, monkeypatch)
     steps = ["--steps", "96", "--n-envs", "2", "--batch-size", "16", "--width", "16", "--no-progress", "--set", "dqn.learning_starts=32"]

@@ -5,8 +5,9 @@ import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-from graphtransfer.envs.domination import closes_wedges, neighbourhood_masks, pendant_dominated
-from graphtransfer.envs.mis import (
+from graphtransfer.graphs import barabasi_albert, delaunay, erdos_renyi, load_graphs, random_geometric
+from graphtransfer.tasks.mis.domination import closes_wedges, neighbourhood_masks, pendant_dominated
+from graphtransfer.tasks.mis.env import (
     DEFER,
     EXCLUDE,
     IN_SET,
@@ -20,7 +21,6 @@ from graphtransfer.envs.mis import (
     mis_step,
     reduction_actions,
 )
-from graphtransfer.graphs import barabasi_albert, delaunay, erdos_renyi, load_graphs, random_geometric
 
 from .brute_force import TINY_GRAPHS, max_independent_set_size
 from .conftest import graph_from_pairs
@@ -160,7 +160,7 @@ def test_gymnasium_make_without_graphs_samples_the_small_set():
     ("script", "env_id"),
     [
         ("import gymnasium, graphtransfer", "graphtransfer/MIS-v0"),
-        ("import graphtransfer, gymnasium", "graphtransfer.envs:graphtransfer/MIS-v0"),
+        ("import graphtransfer, gymnasium", "graphtransfer.tasks:graphtransfer/MIS-v0"),
     ],
 )
 def test_gymnasium_finds_the_ids_after_import_graphtransfer(script, env_id):
@@ -266,7 +266,7 @@ def test_a_nodes_mask_is_the_or_of_its_closed_neighbourhoods_bits_in_blocks_as_w
     for u, v in graph.edge_index.T.tolist():
         expected[v] |= own[u]
     whole = neighbourhood_masks(src, degree, words)
-    monkeypatch.setattr("graphtransfer.envs.domination.MASK_BLOCK_NODES", 7)
+    monkeypatch.setattr("graphtransfer.tasks.mis.domination.MASK_BLOCK_NODES", 7)
     assert np.array_equal(whole, expected) and np.array_equal(neighbourhood_masks(src, degree, words), expected)
 
 
@@ -305,7 +305,7 @@ def test_domination_around_the_touched_nodes_is_the_whole_graphs(family, monkeyp
             left = np.bincount(edges[1], minlength=int(keep.sum()))
             touched = left < degree[keep]
             if seed % 2:
-                monkeypatch.setattr("graphtransfer.envs.domination.MASK_BLOCK_NODES", 5)
+                monkeypatch.setattr("graphtransfer.tasks.mis.domination.MASK_BLOCK_NODES", 5)
             full = dominated(edges, left)
             assert np.array_equal(dominated(edges, left, touched=touched), full), (family, seed)
             monkeypatch.undo()

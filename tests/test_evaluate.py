@@ -3,11 +3,11 @@ from dataclasses import replace
 import pytest
 
 from graphtransfer.config import Decoding, ModelConfig, RunConfig
-from graphtransfer.envs.factory import run_env
 from graphtransfer.graphs import barabasi_albert, erdos_renyi
 from graphtransfer.nn import build_policy
 from graphtransfer.reporting.report import family, format_rows, ratio_figure, rows_to_json
 from graphtransfer.solve.evaluate import EvalExtras, evaluate_policy
+from graphtransfer.tasks.factory import run_env
 
 
 @pytest.fixture(scope="module")  # read only; the local searches make it take seconds

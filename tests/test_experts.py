@@ -16,8 +16,6 @@ import torch
 from safetensors.torch import save
 from typer.testing import CliRunner
 
-from graphtransfer.baselines.completion import FINISH
-from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.checkpoint import CONFIG, read_checkpoint, save_checkpoint, state_tensors
 from graphtransfer.cli import app
 from graphtransfer.config import Decoding
@@ -27,6 +25,8 @@ from graphtransfer.graphs.generators import delaunay
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.predict import predict_graph
 from graphtransfer.solve.rollouts import best_of_rollouts, rollout_plan
+from graphtransfer.tasks import TASKS
+from graphtransfer.tasks.mis.baselines import greedy_min_degree
 from graphtransfer.transferring.transfer import transfer
 from tests.brute_force import is_maximal_independent
 
@@ -129,11 +129,11 @@ def test_the_best_of_rollouts_with_an_expert_is_the_best_of_each_weight_sets_own
     graph = erdos_renyi(300, 30.0, 3)
     loaded = policy_for_graphs(model, [graph])
     own = {name: t.clone() for name, t in state_tensors(loaded.policy).items()}
-    both = best_of_rollouts(loaded.policy, loaded.env, 6, Decoding(rollouts=6), FINISH["mis"], experts=model.experts)
+    both = best_of_rollouts(loaded.policy, loaded.env, 6, Decoding(rollouts=6), TASKS["mis"].finish, experts=model.experts)
     assert all(torch.equal(t, own[name]) for name, t in state_tensors(loaded.policy).items())  # its own weights are back
-    alone = best_of_rollouts(loaded.policy, loaded.env, 3, Decoding(rollouts=3), FINISH["mis"])
+    alone = best_of_rollouts(loaded.policy, loaded.env, 3, Decoding(rollouts=3), TASKS["mis"].finish)
     as_model = policy_for_graphs(replace(model, tensors=model.experts[0], experts=[]), [graph])
-    expert_alone = best_of_rollouts(as_model.policy, as_model.env, 3, Decoding(rollouts=3), FINISH["mis"])
+    expert_alone = best_of_rollouts(as_model.policy, as_model.env, 3, Decoding(rollouts=3), TASKS["mis"].finish)
     assert alone.objective != expert_alone.objective or not np.array_equal(alone.solution, expert_alone.solution)  # they decide otherwise
     assert both.objective == max(alone.objective, expert_alone.objective)
     assert both.expert == (0 if alone.objective >= expert_alone.objective else 1) and both.weight_sets == 2 and both.rollouts == 6

@@ -8,8 +8,8 @@ from typer.testing import CliRunner
 
 from graphtransfer import act, load_policy, obs_to_tensors, predict
 from graphtransfer.cli import app
-from graphtransfer.envs import MISEnv, MVCEnv
 from graphtransfer.graphs import load_graphs
+from graphtransfer.tasks import MISEnv, MVCEnv
 
 runner = CliRunner()
 SMALL = load_graphs("small")

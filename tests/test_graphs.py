@@ -227,8 +227,8 @@ def test_a_graph_replaced_by_its_kernel_lets_its_csr_go_and_one_solved_as_it_is_
     the kernel decided nothing (the graph solved is the given one); where the kernel replaced the graph
     (its rules decided nodes) or a renumbering did, the CSR kept on it goes."""
     from graphtransfer.checkpoint import read_checkpoint
-    from graphtransfer.envs.mis_kernel import mis_kernel
     from graphtransfer.solve.ordering import solving_order
+    from graphtransfer.tasks.mis.kernel import mis_kernel
 
     config = read_checkpoint("mis").config
     n = 2_000

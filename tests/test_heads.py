@@ -5,11 +5,11 @@ import pytest
 import torch
 
 from graphtransfer.config import ModelConfig
-from graphtransfer.envs import EpidemicEnv, MaxCutEnv, MISEnv, MVCEnv
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.graphs import barabasi_albert, erdos_renyi
 from graphtransfer.nn import build_policy
 from graphtransfer.solve.inference import obs_to_tensors
+from graphtransfer.tasks import EpidemicEnv, MaxCutEnv, MISEnv, MVCEnv
 
 
 def stacked(env, count, rng):

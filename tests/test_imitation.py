@@ -5,18 +5,18 @@ import numpy as np
 import pytest
 import torch
 
-from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.checkpoint import read_checkpoint
-from graphtransfer.envs import is_independent_set
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import erdos_renyi
+from graphtransfer.tasks import TASKS, is_independent_set
+from graphtransfer.tasks.mis.baselines import greedy_min_degree
 from graphtransfer.training.imitation import DECIDED_SHARE_MAX, imitate_search, residual_state, search_sets
 
 
 @pytest.fixture(scope="module")
 def dense():
     graphs = [erdos_renyi(150, 24.0, seed) for seed in (1, 2)]
-    return graphs, search_sets(graphs, iterations_per_node=5)
+    return graphs, search_sets(TASKS["mis"], graphs, iterations_per_node=5)
 
 
 def test_the_search_sets_are_independent_and_above_greedy(dense):
@@ -59,7 +59,7 @@ def test_fine_tuning_lowers_the_loss_changes_only_the_weights_and_is_reproducibl
 
 def test_only_mis_models_and_real_budgets(dense):
     graphs, found = dense
-    with pytest.raises(UsageError, match="MIS model"):
+    with pytest.raises(UsageError, match="learning from a search: the task must declare teacher"):
         imitate_search(read_checkpoint("mvc"), graphs, found, steps=1)
     with pytest.raises(UsageError, match="at least one step"):
         imitate_search(read_checkpoint("mis"), graphs, found, steps=0)

@@ -7,10 +7,10 @@ from stable_baselines3 import PPO
 from torch_geometric.data import Batch, Data
 
 from graphtransfer.config import ModelConfig
-from graphtransfer.envs import MISEnv, MVCEnv
 from graphtransfer.graphs import erdos_renyi
 from graphtransfer.nn import build_policy, policy_kwargs, to_disjoint
 from graphtransfer.solve.inference import act, objective_text, obs_to_tensors, pyg_to_padded
+from graphtransfer.tasks import MISEnv, MVCEnv
 
 
 def test_act_on_tensors_equals_sb3_predict_on_numpy():

@@ -9,8 +9,12 @@ import time
 import numpy as np
 import pytest
 
-from graphtransfer.baselines import BASELINES
-from graphtransfer.baselines.local_search import (
+from graphtransfer.errors import UsageError
+from graphtransfer.graphs import barabasi_albert, erdos_renyi, random_geometric
+from graphtransfer.tasks import TASKS
+from graphtransfer.tasks.mis.baselines import greedy_min_degree, random_order_greedy
+from graphtransfer.tasks.mis.kernel import mis_kernel
+from graphtransfer.tasks.mis.local_search import (
     GUIDED_SHARE,
     _kernel_start,
     _Search,
@@ -21,11 +25,7 @@ from graphtransfer.baselines.local_search import (
     polish_independent_set,
     reduced_search,
 )
-from graphtransfer.baselines.mis import greedy_min_degree, random_order_greedy
-from graphtransfer.baselines.mvc import greedy_max_degree
-from graphtransfer.envs.mis_kernel import mis_kernel
-from graphtransfer.errors import UsageError
-from graphtransfer.graphs import barabasi_albert, erdos_renyi, random_geometric
+from graphtransfer.tasks.mvc.baselines import greedy_max_degree
 from tests.brute_force import (
     TINY_GRAPHS,
     is_independent,
@@ -104,7 +104,7 @@ def test_a_start_that_is_not_independent_is_refused():
 
 def test_registered_as_a_baseline_for_both_tasks():
     graph = erdos_renyi(100, 6.0, 2)
-    mis, mvc = BASELINES["mis"]["local-search"](graph), BASELINES["mvc"]["local-search"](graph)
+    mis, mvc = TASKS["mis"].baselines["local-search"](graph), TASKS["mvc"].baselines["local-search"](graph)
     assert is_maximal_independent(graph, mis) and mis.sum() >= greedy_min_degree(graph).sum()
     assert is_vertex_cover(graph, mvc) and mvc.sum() <= greedy_max_degree(graph).sum()
 

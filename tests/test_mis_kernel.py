@@ -1,4 +1,4 @@
-"""The MIS kernel (graphtransfer.envs.mis_kernel): exact against brute force, lifted sets
+"""The MIS kernel (graphtransfer.tasks.mis.kernel): exact against brute force, lifted sets
 independent and maximal, lifted covers smallest, and the solve paths that use it (predict)."""
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 
 from graphtransfer import Decoding
-from graphtransfer.baselines.mis import greedy_min_degree
-from graphtransfer.envs import mis_kernel as mis_kernel_module
-from graphtransfer.envs.mis import is_independent_set
-from graphtransfer.envs.mis_kernel import RULE_DEGREE, half_integral_cover, low_degree_rounds, mis_kernel, mvc_kernel
-from graphtransfer.envs.mvc import MVCEnv, WeightedMVCEnv
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.generators import barabasi_albert, erdos_renyi, random_geometric
 from graphtransfer.graphs.graph import from_edges
 from graphtransfer.solve.predict import predict, predict_graph
+from graphtransfer.tasks.mis import kernel as mis_kernel_module
+from graphtransfer.tasks.mis.baselines import greedy_min_degree
+from graphtransfer.tasks.mis.env import is_independent_set
+from graphtransfer.tasks.mis.kernel import RULE_DEGREE, half_integral_cover, low_degree_rounds, mis_kernel, mvc_kernel
+from graphtransfer.tasks.mvc.env import MVCEnv, WeightedMVCEnv
 
 BUILT_IN = "mis"
 """the packaged MIS model (graphtransfer/zoo/mis): no training needed"""
@@ -375,7 +375,7 @@ def test_the_lp_rule_and_the_others_decide_barabasi_albert_m3_whole(monkeypatch)
     graph = barabasi_albert(3000, 3, seed=5)
     kernel = mis_kernel(graph)
     with monkeypatch.context() as patched:
-        patched.setattr("graphtransfer.envs.mis_kernel.LP_NODES", 0)
+        patched.setattr("graphtransfer.tasks.mis.kernel.LP_NODES", 0)
         assert mis_kernel(graph).decided < 30  # rules 1-4 alone: a few of the first nodes
     assert kernel.decided == graph.num_nodes - 1
     lifted = kernel.lift(np.ones(1, dtype=bool))
@@ -641,7 +641,7 @@ def test_the_kernels_edges_are_renumbered_block_by_block_as_all_at_once(block, m
 def test_a_kernels_edges_come_by_destination_and_the_env_reads_them_without_a_copy(make):
     """Rounds only (sparse ER) or the rules too (geometric): the kernel's graph lists its edges by
     destination, every edge once each way, so the env's ``by_destination`` hands back its own array."""
-    from graphtransfer.envs.mis import by_destination
+    from graphtransfer.tasks.mis.env import by_destination
 
     graph = make()
     shuffled = graph.edge_index[:, np.random.default_rng(0).permutation(graph.edge_index.shape[1])]

@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 from graphtransfer.checkpoint import CONFIG, load_strict, read_checkpoint, save_checkpoint
 from graphtransfer.cli import app
 from graphtransfer.config import ModelConfig, RunConfig
-from graphtransfer.envs.mis import MISEnv
 from graphtransfer.errors import CheckpointError
 from graphtransfer.graphs import erdos_renyi
 from graphtransfer.nn import build_policy
+from graphtransfer.tasks.mis.env import MISEnv
 
 runner = CliRunner()
 MODEL = ModelConfig(width=8, head_width=8, num_layers=1)

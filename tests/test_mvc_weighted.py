@@ -4,11 +4,10 @@ and the env's objective and rewards."""
 import numpy as np
 import pytest
 
-from graphtransfer.baselines import BASELINES, EXACT
-from graphtransfer.baselines.mvc import greedy_weight_degree
-from graphtransfer.envs import WeightedMVCEnv
 from graphtransfer.graphs import barabasi_albert, load_graphs
 from graphtransfer.graphs.weights import MAX_WEIGHT, node_weights
+from graphtransfer.tasks import TASKS, WeightedMVCEnv
+from graphtransfer.tasks.mvc.baselines import greedy_weight_degree
 
 from .brute_force import TINY_GRAPHS, is_vertex_cover, min_weight_vertex_cover
 from .conftest import graph_from_pairs
@@ -22,10 +21,10 @@ def harmonic(n):
 def test_exact_milp_finds_the_brute_force_optimum_and_greedy_stays_within_its_bound(graph):
     weights = node_weights(graph)
     optimum = min_weight_vertex_cover(graph, weights)
-    exact = EXACT["mvc-weighted"]["milp"](graph)
+    exact = TASKS["mvc-weighted"].exact["milp"](graph)
     assert exact.optimal and is_vertex_cover(graph, exact.solution)
     assert weights[exact.solution].sum() == optimum == WeightedMVCEnv.objective(graph, exact.solution)
-    for name, baseline in BASELINES["mvc-weighted"].items():
+    for name, baseline in TASKS["mvc-weighted"].baselines.items():
         cover = baseline(graph)
         assert is_vertex_cover(graph, cover), name
         assert weights[cover].sum() >= optimum, name

@@ -1,5 +1,5 @@
 """Nearly bipartite graphs: König's theorem on the graph less a cover of its odd edges
-(graphtransfer.baselines.near_bipartite), and predict's contest between that set and the policy's."""
+(graphtransfer.tasks.mis.near_bipartite), and predict's contest between that set and the policy's."""
 
 from __future__ import annotations
 
@@ -10,17 +10,18 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.default_quality import bipartite, grid_with_diagonals
-from graphtransfer.baselines import near_bipartite as near_bipartite_module
-from graphtransfer.baselines.mis import exact_milp, greedy_min_degree
-from graphtransfer.baselines.near_bipartite import near_bipartite_set
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.cli import app
 from graphtransfer.config import Decoding
-from graphtransfer.envs.mis import is_independent_set
 from graphtransfer.graphs import Graph, write_npz
 from graphtransfer.graphs.generators import barabasi_albert, erdos_renyi, random_geometric
 from graphtransfer.graphs.graph import from_edges
 from graphtransfer.solve.predict import predict_graph
+from graphtransfer.tasks import TASKS
+from graphtransfer.tasks.mis import near_bipartite as near_bipartite_module
+from graphtransfer.tasks.mis.baselines import exact_milp, greedy_min_degree
+from graphtransfer.tasks.mis.env import is_independent_set
+from graphtransfer.tasks.mis.near_bipartite import near_bipartite_set
 
 
 def nearly_bipartite(num_nodes: int, degree: float, odd_share: float, seed: int, both_sides: bool = False, shuffled: bool = True) -> Graph:
@@ -167,7 +168,7 @@ def test_predict_keeps_the_policys_set_where_it_is_the_better(monkeypatch):
         solution[np.flatnonzero(solution)[: solution.sum() // 2]] = False
         return dataclasses.replace(result, solution=solution)
 
-    monkeypatch.setattr("graphtransfer.solve.predict.near_bipartite_set", smaller)
+    monkeypatch.setitem(TASKS, "mis", dataclasses.replace(TASKS["mis"], rival=smaller))  # the MIS task's declared rival
     graph = nearly_bipartite(3000, 8.0, 0.004, 4, both_sides=True)
     solution, _ = predict_graph(read_checkpoint("mis"), graph)
     assert solution.rival is not None and not solution.rival.taken and solution.rival.margin < 0
@@ -204,7 +205,7 @@ def test_predict_skips_the_contest_on_kernels_where_the_decoding_hurries(monkeyp
     """From HASTY_FROM_NODES nodes (lowered here) predict answers with the policy's set alone: the
     refusal of a random graph costs seconds there (8-11 s at 10^7 nodes)."""
     monkeypatch.setattr("graphtransfer.solve.predict.HASTY_FROM_NODES", 2000)
-    monkeypatch.setattr("graphtransfer.solve.predict.near_bipartite_set", lambda graph: pytest.fail("contest above the limit"))
+    monkeypatch.setitem(TASKS, "mis", dataclasses.replace(TASKS["mis"], rival=lambda graph: pytest.fail("contest above the limit")))
     graph = nearly_bipartite(4000, 8.0, 0.004, 3, both_sides=True)
     solution, _ = predict_graph(read_checkpoint("mis"), graph, Decoding(rollouts=1))
     assert solution.rival is None and solution.finished is not None

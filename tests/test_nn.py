@@ -4,11 +4,11 @@ import torch
 from torch_geometric.data import Batch, Data
 
 from graphtransfer.config import ModelConfig
-from graphtransfer.envs.mis import MISEnv
 from graphtransfer.graphs import erdos_renyi
 from graphtransfer.nn import GNNExtractor, build_policy, message_passing, to_disjoint
 from graphtransfer.nn.distributions import NodeWiseCategorical
 from graphtransfer.nn.policy import mlp, run_mlp
+from graphtransfer.tasks.mis.env import MISEnv
 
 from .conftest import graph_from_pairs
 
@@ -211,8 +211,8 @@ def test_layers_in_chunks_give_the_same_gradients(conv):
 
 @pytest.mark.parametrize("head", ["node-wise", "node-choice"])
 def test_log_probs_and_values_under_a_budget_equal_the_whole_batch(head):
-    from graphtransfer.envs import MVCEnv
     from graphtransfer.nn import configure_runtime
+    from graphtransfer.tasks import MVCEnv
 
     graphs = [erdos_renyi(n, 4.0, n) for n in (30, 45, 22, 60)]
     env = MISEnv(graphs) if head == "node-wise" else MVCEnv(graphs)

@@ -6,10 +6,10 @@ import torch
 
 from examples.line_upgrade import LineUpgradeEnv
 from graphtransfer.config import ModelConfig
-from graphtransfer.envs import EpidemicEnv, MatchingEnv, MISEnv, MVCEnv
 from graphtransfer.graphs import erdos_renyi
 from graphtransfer.nn import build_policy, build_q_policy, compaction, configure_runtime
 from graphtransfer.nn.compaction import compact_isolated
+from graphtransfer.tasks import EpidemicEnv, MatchingEnv, MISEnv, MVCEnv
 
 from .conftest import graph_from_pairs
 

@@ -9,13 +9,13 @@ import graphtransfer.solve.ordering as solve_ordering
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.cli import app
 from graphtransfer.config import Decoding, RunConfig
-from graphtransfer.envs.mis import is_independent_set
 from graphtransfer.graphs import delaunay, erdos_renyi, read_graph, write_graph
 from graphtransfer.graphs.graph import from_edges, with_ids
 from graphtransfer.graphs.ordering import better_order, grows_like_an_expander, locality_order, mean_span, renumbered
 from graphtransfer.reporting.report import rows_to_json
 from graphtransfer.solve.evaluate import EvalRow
 from graphtransfer.solve.predict import predict_graph
+from graphtransfer.tasks.mis.env import is_independent_set
 from tests.brute_force import is_maximal_independent
 
 runner = CliRunner()

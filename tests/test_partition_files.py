@@ -13,8 +13,6 @@ from typer.testing import CliRunner
 
 from graphtransfer.cli import app
 from graphtransfer.config import ModelConfig, RunConfig
-from graphtransfer.envs.factory import inference_env
-from graphtransfer.envs.mis import IN_SET, OUT
 from graphtransfer.envs.protocol import Head
 from graphtransfer.errors import GraphFileError
 from graphtransfer.graphs import erdos_renyi, write_graph
@@ -26,6 +24,8 @@ from graphtransfer.nn import build_policy
 from graphtransfer.solve.partitioned import node_model
 from graphtransfer.solve.partitioned_mis import MISPartWorker
 from graphtransfer.solve.predict import write_solution_parts
+from graphtransfer.tasks.factory import inference_env
+from graphtransfer.tasks.mis.env import IN_SET, OUT
 from tests.test_outputs import assert_refused
 
 runner = CliRunner()

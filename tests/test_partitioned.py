@@ -7,7 +7,6 @@ import torch
 from gymnasium.utils import seeding
 
 from graphtransfer.config import ModelConfig, RunConfig
-from graphtransfer.envs.factory import inference_env
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import delaunay, erdos_renyi, random_geometric, write_graph
 from graphtransfer.graphs.graph import with_ids
@@ -19,6 +18,7 @@ from graphtransfer.solve.inference import obs_to_tensors, solve
 from graphtransfer.solve.loading import load_policy
 from graphtransfer.solve.partitioned import node_model, partitioned_node_outputs
 from graphtransfer.solve.partitioned_mis import partitioned_mis, predict_partitioned
+from graphtransfer.tasks.factory import inference_env
 
 ray = pytest.importorskip("ray")
 

@@ -6,12 +6,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from graphtransfer.baselines.matching import exact_blossom, greedy_by_gain, greedy_by_weight
-from graphtransfer.baselines.path import dijkstra_route
 from graphtransfer.cli import app
-from graphtransfer.envs import MatchingEnv, PathEnv
-from graphtransfer.envs.matching import TAKE, WAIT, gains, twin_edges
-from graphtransfer.envs.path import without_loops
 from graphtransfer.errors import GraphFileError, GraphInputWarning, UsageError
 from graphtransfer.graphs import (
     barabasi_albert,
@@ -24,6 +19,11 @@ from graphtransfer.graphs import (
 )
 from graphtransfer.graphs.formats.npz import write_npz
 from graphtransfer.graphs.weights import node_weights
+from graphtransfer.tasks import MatchingEnv, PathEnv
+from graphtransfer.tasks.matching.baselines import exact_blossom, greedy_by_gain, greedy_by_weight
+from graphtransfer.tasks.matching.env import TAKE, WAIT, gains, twin_edges
+from graphtransfer.tasks.path.baselines import dijkstra_route
+from graphtransfer.tasks.path.env import without_loops
 
 runner = CliRunner()
 NAME = lambda graph: graph.name  # noqa: E731
@@ -282,9 +282,9 @@ def test_predict_routes_between_the_source_and_target_a_user_names(tmp_path, rou
 
 def test_only_the_path_task_takes_a_source_and_target():
     from graphtransfer.config import RunConfig
-    from graphtransfer.envs.factory import inference_env
+    from graphtransfer.tasks.factory import inference_env
 
-    with pytest.raises(UsageError, match="--source and --target route the path task; this model's task is matching"):
+    with pytest.raises(UsageError, match=r"the task must declare takes_query \(built-in: path\); matching does not"):
         inference_env(RunConfig(task="matching"), erdos_renyi(30, 3.0, 0), query=(0, 1))
 
 
@@ -304,8 +304,8 @@ def test_a_tiny_trained_matching_policy_beats_greedy_by_weight_on_a_larger_graph
 
 
 def test_weighted_vertex_cover_prices_nodes_by_the_files_weights(tmp_path):
-    from graphtransfer.baselines.mvc import greedy_weight_degree
-    from graphtransfer.envs import WeightedMVCEnv
+    from graphtransfer.tasks import WeightedMVCEnv
+    from graphtransfer.tasks.mvc.baselines import greedy_weight_degree
 
     (tmp_path / "star.graph").write_text("4 3 10\n100 2 3 4\n1 1\n1 1\n1 1\n")  # a hub that costs 100, three leaves that cost 1
     graph = load_graph(tmp_path / "star.graph")

@@ -59,7 +59,8 @@ def test_eval_refuses_a_query_for_another_task_or_several_graphs(tiny_model, tmp
     (tmp_path / "g.txt").write_text(WEIGHTED)
     query = ("--source", "20", "--target", "50")
     result = run("eval", "--model", tiny_model("matching"), "--graphs", tmp_path / "g.txt", *query)
-    assert result.exit_code == 2 and result.stderr == "error: --source and --target route the path task; this model's task is matching\n"
+    refusal = "--source and --target: the task must declare takes_query (built-in: path); matching does not, drop --source and --target"
+    assert result.exit_code == 2 and result.stderr == f"error: {refusal}\n"
     result = run("eval", "--model", tiny_model("path"), "--graphs", "small", *query)
     assert result.exit_code == 2 and "--source and --target name nodes of one graph; --graphs names 24 graphs" in result.stderr
     result = run("eval", "--model", tiny_model("path"), "--graphs", "small", "--workers", "2", *query)

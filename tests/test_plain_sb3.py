@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from graphtransfer.envs import EpidemicEnv, MISEnv, MVCEnv
 from graphtransfer.graphs import erdos_renyi, load_graphs
 from graphtransfer.nn import GraphPolicy, NodeChoicePolicy, NodePolicy, policy_for
+from graphtransfer.tasks import EpidemicEnv, MISEnv, MVCEnv
 
 PAGE = Path(__file__).parents[1] / "docs" / "plain-sb3.md"
 

@@ -4,16 +4,16 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from graphtransfer.baselines.mis import greedy_min_degree
-from graphtransfer.baselines.mvc import greedy_max_degree
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.cli import app
-from graphtransfer.envs import is_independent_set, is_vertex_cover
-from graphtransfer.envs.mis_kernel import mis_kernel, mvc_kernel
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import erdos_renyi, load_graph, write_npz
 from graphtransfer.solve.polishing import check_polish_seconds, policy_starts, polish
 from graphtransfer.solve.predict import predict
+from graphtransfer.tasks import TASKS, is_independent_set, is_vertex_cover
+from graphtransfer.tasks.mis.baselines import greedy_min_degree
+from graphtransfer.tasks.mis.kernel import mis_kernel, mvc_kernel
+from graphtransfer.tasks.mvc.baselines import greedy_max_degree
 
 runner = CliRunner()
 
@@ -48,7 +48,7 @@ def test_polish_writes_a_valid_solution_at_least_as_good_as_the_policys(task, va
 def test_polish_uses_its_budget_and_finds_more_than_the_policy_on_a_sparse_graph(tiny_model, graph_file, tmp_path):
     graph = load_graph(graph_file)
     _, alone = predict(tiny_model("mis"), graph)
-    polished = polish("mis", graph, alone.solution, 1.5, seed=0)
+    polished = polish(TASKS["mis"], graph, alone.solution, 1.5, seed=0)
     assert 1.5 <= polished.seconds < 1.5 + 1.0 and polished.iterations > 0
     assert polished.objective > alone.objective  # a 1,500-node sparse graph always has (1,2)-swaps left after a tiny policy
     assert is_independent_set(graph, polished.solution)
@@ -74,7 +74,7 @@ def test_polish_refuses_a_task_without_a_search_and_a_folder_of_graphs(tiny_mode
     model = str(tiny_model("maxcut"))
     result = runner.invoke(app, ["predict", "--model", model, "--graph", str(graph_file), "--out", str(out), "--polish", "1"])
     assert result.exit_code == 2
-    assert result.stderr == "error: --polish searches mis and mvc solutions; a model of maxcut has no such search, drop --polish\n"
+    assert result.stderr == "error: --polish: the task must declare search (built-in: mis, mvc); maxcut does not, drop --polish\n"
     folder = runner.invoke(app, ["predict", "--model", model, "--graph", str(tmp_path), "--out", str(tmp_path / "o"), "--polish", "1"])
     assert folder.exit_code == 2 and "name a single graph file with --graph, not a folder" in folder.stderr
     assert not out.exists() and not (tmp_path / "o").exists()
@@ -114,7 +114,7 @@ def test_polish_on_a_kernel_made_before_keeps_its_solutions_valid_and_never_wors
     kernel = kernel_of(graph)
     assert kernel is not None and kernel.decided > 0
     start = greedy_min_degree(graph) if task == "mis" else greedy_max_degree(graph)
-    polished = polish(task, graph, start, 0.5, seed=0, kernel=kernel)
+    polished = polish(TASKS[task], graph, start, 0.5, seed=0, kernel=kernel)
     if task == "mis":
         assert is_independent_set(graph, polished.solution) and polished.objective >= start.sum()
     else:

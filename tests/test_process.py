@@ -138,7 +138,8 @@ def adam_steps(compiled):
     return weight.detach().tolist()
 """
 
-TRAINING_PROBE = """
+TRAINING_PROBE = (
+    """
 import sys
 from graphtransfer.cli import main
 sys.argv = ["graphtransfer", "train", "--task", "mis", "--graphs", "small", "--steps", "128", "--n-envs", "2", "--no-progress",
@@ -148,7 +149,9 @@ try:
 except SystemExit as stop:
     assert not stop.code, stop.code
 print("after train:", type(sys.modules["torch._dynamo"]).__name__)
-""" + ADAM_STEPS + """
+"""
+    + ADAM_STEPS
+    + """
 plain = adam_steps(False)  # its optimizer made and stepped with the compiler still deferred
 print("after plain steps:", type(sys.modules["torch._dynamo"]).__name__)
 compiled = adam_steps(True)  # made before the compiler loads, stepped inside a compiled function
@@ -156,6 +159,7 @@ import torch._dynamo
 print("after compile:", type(sys.modules["torch._dynamo"]).__name__, torch._dynamo.disable is sys.modules["torch._dynamo"].disable)
 print(plain, compiled)
 """
+)
 
 
 def test_training_never_loads_torchs_compiler_and_an_optimizer_made_before_it_steps_as_torchs_own(tmp_path):

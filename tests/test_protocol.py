@@ -3,11 +3,11 @@ could not work is refused when the env is built, naming the member."""
 
 import pytest
 
-from graphtransfer.envs.mis import MISEnv
-from graphtransfer.envs.mvc import MVCEnv
 from graphtransfer.envs.protocol import GraphEnvProtocol, Head, features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import erdos_renyi
+from graphtransfer.tasks.mis.env import MISEnv
+from graphtransfer.tasks.mvc.env import MVCEnv
 
 GRAPHS = [erdos_renyi(12, 3.0, 0)]
 

@@ -44,7 +44,7 @@ def test_ray_rollouts_train_the_weights_dummy_trains(local_ray, tmp_path, task):
 def test_the_ray_vec_env_answers_attribute_calls_like_dummy(local_ray):
     from stable_baselines3.common.env_util import make_vec_env
 
-    from graphtransfer.envs import MVCEnv
+    from graphtransfer.tasks import MVCEnv
     from graphtransfer.training.ray_vec_env import RayVecEnv
 
     graphs = load_graphs("small")[:3]

@@ -14,8 +14,6 @@ import torch
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.config import Decoding
 from graphtransfer.envs.base import GraphEnv
-from graphtransfer.envs.mis import _BY_DESTINATION, BY_DESTINATION_KEPT, by_destination, is_independent_set
-from graphtransfer.envs.mis_kernel import mis_kernel
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.generators import barabasi_albert, delaunay, erdos_renyi
@@ -25,6 +23,8 @@ from graphtransfer.solve.inference import solve
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.predict import predict_graph
 from graphtransfer.solve.residual_kernels import EARLY_KERNEL_SHARE, Level, kernel_due, lifted, residual_graph, solve_in_kernels
+from graphtransfer.tasks.mis.env import _BY_DESTINATION, BY_DESTINATION_KEPT, by_destination, is_independent_set
+from graphtransfer.tasks.mis.kernel import mis_kernel
 
 
 def largest_set(graph: Graph) -> np.ndarray:
@@ -307,7 +307,7 @@ def test_tasks_without_a_kernel_have_no_rule_and_decode_in_one_stretch(task):
     """Only MIS and MVC declare a kernel: every other task, the weighted cover included, gets no
     rule, so solve_one never cuts its decoding into levels."""
     from graphtransfer.config import RunConfig
-    from graphtransfer.envs.factory import graph_kernel
+    from graphtransfer.tasks.factory import graph_kernel
 
     assert graph_kernel(RunConfig(task=task)) is None
     assert graph_kernel(RunConfig(task="mis")) is mis_kernel and graph_kernel(RunConfig(task="mvc")) is not None

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from graphtransfer.baselines.completion import FINISH
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.cli import app
 from graphtransfer.config import (
@@ -23,7 +22,6 @@ from graphtransfer.config import (
     SAMPLED_ROLLOUT_DEGREE,
     Decoding,
 )
-from graphtransfer.envs.mis_kernel import mis_kernel
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import barabasi_albert, erdos_renyi, write_edge_list
 from graphtransfer.graphs.generators import delaunay
@@ -39,6 +37,8 @@ from graphtransfer.solve.rollouts import (
     rollouts_within_passes,
     solve_one,
 )
+from graphtransfer.tasks import TASKS
+from graphtransfer.tasks.mis.kernel import mis_kernel
 from tests.brute_force import is_maximal_independent
 
 runner = CliRunner()
@@ -98,13 +98,13 @@ def test_auto_counts_the_first_rollouts_passes_and_a_count_given_runs_in_full(ti
     monkeypatch.setattr("graphtransfer.solve.rollouts.ROLLOUT_PASS_BUDGET", 40)
     graph = erdos_renyi(120, 40.0, 3)
     loaded = policy_for_graphs(tiny_model("mis"), [graph])
-    first = solve_one(loaded.policy, loaded.env, Decoding(rollouts=1), FINISH["mis"])
+    first = solve_one(loaded.policy, loaded.env, Decoding(rollouts=1), TASKS["mis"].finish)
     count = rollout_count("auto", graph.num_nodes, graph.edge_index.shape[1])
     expected = 40 // first.passes
     assert 1 < expected < count == 64
-    assert best_of_rollouts(loaded.policy, loaded.env, count, finish=FINISH["mis"]).rollouts == expected
+    assert best_of_rollouts(loaded.policy, loaded.env, count, finish=TASKS["mis"].finish).rollouts == expected
     given = Decoding(rollouts=expected + 1)
-    assert best_of_rollouts(loaded.policy, loaded.env, expected + 1, given, FINISH["mis"]).rollouts == expected + 1
+    assert best_of_rollouts(loaded.policy, loaded.env, expected + 1, given, TASKS["mis"].finish).rollouts == expected + 1
 
 
 @pytest.mark.parametrize(
@@ -203,8 +203,8 @@ def test_a_hasty_rollout_decides_a_graph_in_fewer_passes_and_stays_a_maximal_set
     8; the built-in MIS model): fewer passes, a maximal independent set."""
     graph = erdos_renyi(20_000, 8.0, 0)
     loaded = policy_for_graphs(read_checkpoint("mis"), [graph])
-    default = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"])
-    hasty = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"], patience=HASTY_PATIENCE)
+    default = solve(loaded.policy, loaded.env, seed=0, finish=TASKS["mis"].finish)
+    hasty = solve(loaded.policy, loaded.env, seed=0, finish=TASKS["mis"].finish, patience=HASTY_PATIENCE)
     assert hasty.feasible and hasty.passes < default.passes
     assert is_maximal_independent(graph, hasty.solution.astype(bool))
 
@@ -215,8 +215,8 @@ def test_patience_finds_a_larger_set_than_the_default_with_the_built_in_model_on
     auto's (patient) rollouts at least as much as the default's best of as many."""
     graph = delaunay(3_000, 0)
     loaded = policy_for_graphs(read_checkpoint("mis"), [graph])
-    default = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"])
-    patient = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"], patience=AUTO_PATIENCE)
+    default = solve(loaded.policy, loaded.env, seed=0, finish=TASKS["mis"].finish)
+    patient = solve(loaded.policy, loaded.env, seed=0, finish=TASKS["mis"].finish, patience=AUTO_PATIENCE)
     assert patient.feasible and patient.objective > default.objective
     assert patient.passes > 2 * default.passes
 
@@ -230,13 +230,13 @@ def test_predict_makes_autos_one_rollout_patient_and_a_count_or_a_commit_fractio
     assert mis_kernel(graph) is None
     model = tiny_model("mis")
     loaded = policy_for_graphs(model, [graph])
-    default = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"])
-    patient = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"], patience=AUTO_PATIENCE)
+    default = solve(loaded.policy, loaded.env, seed=0, finish=TASKS["mis"].finish)
+    patient = solve(loaded.policy, loaded.env, seed=0, finish=TASKS["mis"].finish, patience=AUTO_PATIENCE)
     assert patient.passes > default.passes
     auto, _ = predict_graph(model, graph, Decoding(kernel_every=0))  # one stretch of passes, as solve runs them
     assert (auto.passes, auto.objective, auto.rollouts) == (patient.passes, patient.objective, 1)
     assert predict_graph(model, graph, Decoding(rollouts=1, kernel_every=0))[0].passes == default.passes
-    given = solve(loaded.policy, loaded.env, seed=0, commit_fraction=0.05, finish=FINISH["mis"])
+    given = solve(loaded.policy, loaded.env, seed=0, commit_fraction=0.05, finish=TASKS["mis"].finish)
     assert predict_graph(model, graph, Decoding(commit_fraction=0.05, kernel_every=0))[0].passes == given.passes
 
 
@@ -270,8 +270,8 @@ def test_dense_graphs_rollouts_are_all_local_max():
 def test_the_best_of_k_is_the_best_rollout_never_worse_than_the_first(tiny_model):
     graph = delaunay(200, 3)
     loaded = policy_for_graphs(tiny_model("mis"), [graph])
-    runs = [solve_one(loaded.policy, loaded.env, one, FINISH["mis"]) for one in rollout_plan(Decoding(), 8, "local-max")]
-    best = best_of_rollouts(loaded.policy, loaded.env, 8, finish=FINISH["mis"])
+    runs = [solve_one(loaded.policy, loaded.env, one, TASKS["mis"].finish) for one in rollout_plan(Decoding(), 8, "local-max")]
+    best = best_of_rollouts(loaded.policy, loaded.env, 8, finish=TASKS["mis"].finish)
     assert best.objective == max(run.objective for run in runs) >= runs[0].objective
     first_best = next(run for run in runs if run.objective == best.objective)  # ties go to the earliest rollout
     assert (best.seed, best.decoding, best.rollouts) == (first_best.seed, first_best.decoding, 8)
@@ -314,7 +314,7 @@ def test_one_rollout_is_the_single_rollout_of_before(tiny_model, tmp_path):
     shown = _predict(tiny_model("mis"), tmp_path / "g.txt", tmp_path / "one.csv", "--rollouts", "1", "--kernel-every", "0")
     assert ", 1 rollout, " in shown
     loaded = policy_for_graphs(tiny_model("mis"), [graph])
-    before = solve(loaded.policy, loaded.env, seed=0, finish=FINISH["mis"])
+    before = solve(loaded.policy, loaded.env, seed=0, finish=TASKS["mis"].finish)
     write_solution(tmp_path / "before.csv", before.solution, "node,in_set", graph.ids())
     assert (tmp_path / "one.csv").read_text().splitlines()[1:] == (tmp_path / "before.csv").read_text().splitlines()[1:]
 

@@ -5,10 +5,10 @@ import itertools
 import numpy as np
 import pytest
 
-from graphtransfer.baselines import epidemic as epidemic_rules
-from graphtransfer.envs import EpidemicEnv, MaxCutEnv, MVCEnv, cut_size, is_vertex_cover
-from graphtransfer.envs.epidemic import COST
 from graphtransfer.graphs import erdos_renyi
+from graphtransfer.tasks import EpidemicEnv, MaxCutEnv, MVCEnv, cut_size, is_vertex_cover
+from graphtransfer.tasks.epidemic import env as epidemic_rules
+from graphtransfer.tasks.epidemic.env import COST
 
 from .conftest import graph_from_pairs
 

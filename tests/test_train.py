@@ -27,7 +27,7 @@ GATED_ENV = """
 import time
 from pathlib import Path
 
-from graphtransfer.envs.mis import MISEnv
+from graphtransfer.tasks.mis.env import MISEnv
 
 
 class GatedMIS(MISEnv):

@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 
 from graphtransfer.checkpoint import load_policy_into_env, read_checkpoint
 from graphtransfer.cli import app
-from graphtransfer.envs.factory import run_env
 from graphtransfer.graphs import barabasi_albert, load_graphs, write_edge_list
 from graphtransfer.solve.evaluate import evaluate_policy
 from graphtransfer.solve.rollouts import ONE_ROLLOUT
+from graphtransfer.tasks.factory import run_env
 
 runner = CliRunner()
 TINY = ["--graphs", "small", "--steps", "256", "--n-envs", "2", "--width", "16", "--layers", "2", "--seed", "3", "--no-progress"]

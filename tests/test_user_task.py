@@ -12,14 +12,14 @@ import pytest
 from typer.testing import CliRunner
 
 from examples.user_mis import DeclaredMISEnv, UserMISEnv
-from graphtransfer.baselines.mis import greedy_min_degree
 from graphtransfer.cli import app
-from graphtransfer.envs.factory import as_task, make_env
 from graphtransfer.envs.protocol import LEAVE, features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, barabasi_albert, erdos_renyi, load_graph, write_edge_list
 from graphtransfer.graphs.graph import from_edges
-from graphtransfer.rules import independent_set_exact_actions
+from graphtransfer.tasks.factory import as_task, make_env
+from graphtransfer.tasks.mis.baselines import greedy_min_degree
+from graphtransfer.tasks.mis.rules import independent_set_exact_actions
 
 runner = CliRunner()
 ROOT = Path(__file__).parents[1]
@@ -74,7 +74,7 @@ def test_an_env_without_active_nodes_is_observed_as_it_is():
     ("env_class", "message"),
     [
         (NoActiveEnv, "NoActiveEnv declares commit_action and defer_action but no active_nodes(); the local-max decoding needs"),
-        (WrongRulesEnv, "WrongRulesEnv.rules is str; declare a Rules, e.g. graphtransfer.rules.independent_set"),
+        (WrongRulesEnv, "WrongRulesEnv.rules is str; declare a Rules, e.g. graphtransfer.tasks.independent_set"),
     ],
 )
 def test_an_incomplete_declaration_is_refused_in_one_line_that_says_what_is_missing(env_class, message):
@@ -149,8 +149,11 @@ def test_an_env_with_nothing_declared_says_which_member_enables_which_decoding(t
         "predict", "--model", str(trained / "plain"), "--graph", str(tmp_path / "g.txt"), "--out", str(tmp_path / "s.csv"),
         "--env", "examples.user_mis:UserMISEnv",
     )  # fmt: skip
-    assert re.search(r"drawn decoding; declare commit_action and defer_action with active_nodes\(\) for the local-max decoding; "
-                     r"rules \(graphtransfer.rules\) for exact rules, the kernel, a finishing rule and --polish", printed)  # fmt: skip
+    advice = (
+        r"drawn decoding; declare commit_action and defer_action with active_nodes\(\) for the local-max decoding; "
+        r"rules \(graphtransfer.tasks.independent_set\) for exact rules, the kernel, a finishing rule and --polish"
+    )
+    assert re.search(advice, printed)
 
 
 def test_max_passes_holds_for_an_env_without_a_horizon_and_no_training_horizon_stops_a_solve(trained, tmp_path, monkeypatch):
@@ -172,7 +175,7 @@ def test_max_passes_holds_for_an_env_without_a_horizon_and_no_training_horizon_s
 def test_two_hop_local_maxima_interact_only_through_open_nodes():
     import torch
 
-    from graphtransfer.solve.local_max import local_max_commits
+    from graphtransfer.nn.local_max import local_max_commits
 
     graph = path_graph(5)  # 0 - 1 - 2 - 3 - 4
     edges = torch.from_numpy(graph.edge_index)

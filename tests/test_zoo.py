@@ -13,14 +13,14 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.build_zoo import VALIDATION_SEED, score
-from graphtransfer.baselines.mis import greedy_min_degree
-from graphtransfer.baselines.mvc import greedy_max_degree
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.cli import app
 from graphtransfer.config import PPOConfig
-from graphtransfer.envs import is_independent_set, is_vertex_cover
 from graphtransfer.graphs import erdos_renyi, read_graph, write_edge_list
 from graphtransfer.solve.predict import predict_graph
+from graphtransfer.tasks import is_independent_set, is_vertex_cover
+from graphtransfer.tasks.mis.baselines import greedy_min_degree
+from graphtransfer.tasks.mvc.baselines import greedy_max_degree
 from graphtransfer.zoo import PROVENANCE, ZOO, zoo_folder, zoo_names
 
 runner = CliRunner()

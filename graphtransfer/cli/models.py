@@ -235,14 +235,14 @@ def tasks() -> None:
 
     Example: graphtransfer tasks
     """
-    from graphtransfer.baselines import BASELINES
-    from graphtransfer.envs import GYM_IDS, TASKS
+    from graphtransfer.tasks import TASKS
     from graphtransfer.zoo import zoo_names
 
     width = max(map(len, TASKS)) + 1
-    for name, env_class in TASKS.items():
+    for name, task in TASKS.items():
+        env_class = task.env
         sense = "maximise" if env_class.sense == "max" else "minimise"
         typer.echo(f"{name:<{width}} {env_class.head:<12} {sense} {env_class.objective_name}")
-        typer.echo(f"{'':<{width}} gymnasium id {GYM_IDS[name]}; baselines: {', '.join(BASELINES.get(name, {})) or 'none yet'}")
+        typer.echo(f"{'':<{width}} gymnasium id {task.gym_id}; baselines: {', '.join(task.baselines) or 'none yet'}")
         if name in zoo_names():
             typer.echo(f"{'':<{width}} built-in model: --model {name} (trained on sample_graphs/small; see its zoo.json)")

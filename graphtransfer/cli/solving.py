@@ -231,13 +231,12 @@ def _predict_partitioned(model: Path, graph: str, out: Path, parts: int | None, 
 
 
 def _report_weights(config, graph, prefix: str = "") -> None:
-    """Say which weights a built-in task that reads weights used: the file's own or hashed ones."""
-    from graphtransfer.envs import TASKS
+    """Say which weights a task that declares it reads weights used: the file's own or hashed ones."""
     from graphtransfer.graphs import weights_source
+    from graphtransfer.tasks.factory import task_of
 
-    if config.env is None:
-        for kind in TASKS[config.task].reads_weights:
-            typer.echo(prefix + weights_source(graph, kind))
+    for kind in task_of(config).reads_weights:
+        typer.echo(prefix + weights_source(graph, kind))
 
 
 def _predict_polished(
@@ -450,15 +449,15 @@ def _keep_rows_when_stopped(stopped, json_out: Path | None) -> None:
 
 def _check_eval_applies(model: Path, env: str | None, decoder: Decoding, runtime: Runtime, polish: bool) -> None:
     """eval's options that the model would ignore, refused before anything runs."""
-    from graphtransfer.baselines.polish import POLISH
     from graphtransfer.checkpoint import read_checkpoint
     from graphtransfer.solve.applicable import check_decoding_applies, check_runtime_applies
+    from graphtransfer.tasks.factory import task_of
 
     check_runtime_applies(runtime, runtime.device)
     config = read_checkpoint(model, env).config
     check_decoding_applies(config, decoder, typed_fields(Decoding))
-    if polish and (config.env is not None or config.task not in POLISH):
-        raise UsageError(f"--polish: a model of {config.name} has no local search to report after; leave it out")
+    if polish and task_of(config).improve is None:
+        raise task_of(config).refuse("--polish", "improve")
 
 
 def _check_eval_outputs(graphs: str, json_out: Path | None, plot: Path | None, force: bool) -> None:

@@ -13,7 +13,7 @@ from graphtransfer.envs.contract import EDGE_ATTR, observation_space, padded_edg
 from graphtransfer.graphs import Graph, load_graphs
 
 if TYPE_CHECKING:
-    from graphtransfer.envs.mis_kernel import MISKernel
+    from graphtransfer.envs.transforms import MISKernel
 
     KernelMethod = staticmethod[..., MISKernel | None]  # how a task declares its kernel rule: staticmethod(rule), a KernelRule
 
@@ -62,7 +62,7 @@ class GraphEnv(gym.Env):
 
     kernel: ClassVar[KernelMethod | None] = None
     """``kernel(graph)``: the graph shrunk by exact rules before inference, with the way back, or None where they decide
-    nothing (e.g. :func:`graphtransfer.envs.mis_kernel.mis_kernel`; applied with the decoding's ``reductions``, before
+    nothing (e.g. :func:`graphtransfer.tasks.mis.kernel.mis_kernel`; applied with the decoding's ``reductions``, before
     the first pass and between passes, :mod:`graphtransfer.solve.residual_kernels`); None: the task has none (the
     default). Set it as ``staticmethod(rule)``."""
 
@@ -93,7 +93,7 @@ class GraphEnv(gym.Env):
     def begin_episode(self, *, seed: int | None = None, options: dict | None = None) -> None:
         """All of :meth:`reset` but its observation: seed, pick the graph, start the task. A solve
         that keeps the episode's state elsewhere (MIS passes on a GPU,
-        :mod:`graphtransfer.solve.device_mis`) starts here and draws the same random numbers
+        :mod:`graphtransfer.tasks.mis.device`) starts here and draws the same random numbers
         after it that the observation would have."""
         super().reset(seed=seed)
         index = (options or {}).get("graph_index")

@@ -89,9 +89,9 @@ class GraphEnvProtocol(Protocol):
       likely ones unless sampling is asked for (``--no-deterministic``); default False: sampled.
     - ``horizon: int`` -- a settable episode length; set to the inference horizon when an env is
       built for inference.
-    - ``rules: Rules`` -- the problem's rules (:class:`Rules`; the product's own for independent
-      sets and vertex covers in :mod:`graphtransfer.rules`): exact rules in every local-max pass,
-      the kernel before and between passes, a finishing rule, and the search of ``--polish``.
+    - ``rules: Rules`` -- the problem's rules (:class:`Rules`; the MIS task's own as
+      ``graphtransfer.tasks.independent_set``): exact rules in every local-max pass, the kernel
+      before and between passes, a finishing rule, the searches of ``--polish``, baselines.
 
     Declaring ``active_nodes`` gives the policy the graph the active nodes span: observed edges
     that touch an inactive node are dropped, in training and at inference
@@ -125,23 +125,20 @@ class Rules:
             ``commit_action``, ``defer_action`` and ``active_nodes``). ``memo`` is a dict kept for
             the episode's graph across passes and episodes (emptied when the graph changes), where
             the rule may keep what it learned of the graph.
-        kernel: ``kernel(graph, lp=True) -> kernel | None`` (a
-            :class:`~graphtransfer.envs.mis_kernel.KernelRule`): the graph shrunk by exact rules
-            before the policy and between passes, its solution lifted back (needs ``solution()``
-            to be a ``(num_nodes,)`` bool set).
-        finish: ``finish(graph, solution, undecided) -> FinishedSet``
-            (:class:`~graphtransfer.baselines.completion.FinishedSet`): completes what the policy
-            left undecided once it stops (needs ``active_nodes``).
-        improve: ``improve(graph, solution) -> solution``: the search ``predict --polish`` runs
-            from the policy's solution.
-        renumberable: the rules read the graph's edges alone, so inference may renumber the
-            nodes of large graphs for speed and put the solution back in the graph's order.
+        kernel, finish, improve, search, rival, baselines, renumberable: as the env class's own
+            members of those names (:class:`TaskMembers`), which win where both are declared:
+            the kernel before and between passes (``solution()`` a ``(num_nodes,)`` bool set), the
+            finishing rule (needs ``active_nodes``), eval's and predict's ``--polish``, a rival
+            solve, eval's baselines, renumbering of large graphs.
     """
 
     exact_actions: Callable[[np.ndarray, int, np.ndarray, dict], np.ndarray] | None = None
     kernel: Callable[..., Any] | None = None
     finish: Callable[[Any, np.ndarray, np.ndarray], Any] | None = None
     improve: Callable[[Any, np.ndarray], np.ndarray] | None = None
+    search: Callable[..., Any] | None = None
+    rival: Callable[[Any], Any] | None = None
+    baselines: dict[str, Callable[[Any], np.ndarray]] | None = None
     renumberable: bool = False
 
 
@@ -162,6 +159,45 @@ class SettableHorizon(Protocol):
     """An env with :class:`GraphEnvProtocol`'s optional ``horizon``, the episode length."""
 
     horizon: int
+
+
+class TaskMembers(Protocol):
+    """What an env's class may declare about its task, read once into a
+    :class:`graphtransfer.tasks.Task` (built-in or the user's alike): class attributes, functions as
+    ``staticmethod(fn)``. None is required; each enables what its line says, for any env that
+    declares it, and an option that needs a missing member is refused in one line.
+
+    - ``kernel(graph, lp=True) -> MISKernel | None`` -- exact rules that shrink the graph before
+      and between passes (:class:`graphtransfer.envs.transforms.KernelRule`); the decoding's
+      ``reductions`` and ``--kernel-every`` apply it.
+    - ``renumberable: bool`` -- the task reads the edges alone, so inference may renumber the nodes.
+    - ``reads_weights: tuple[str, ...]`` -- which of the graph's weights the task reads ("edge", "node").
+    - ``finish(graph, solution, undecided) -> FinishedSet`` -- completes what the policy left
+      undecided and makes the solution maximal, after every decoding.
+    - ``improve(graph, solution) -> solution`` -- eval's ``--polish``: a search applied alike to the
+      policy's solution and the baselines'.
+    - ``search(graph, solution, seconds, seed, kernel) -> (solution, iterations)`` -- predict's
+      ``--polish``: a search from the policy's solution on the kernel the policy solved (``kernel``
+      the graph's kernel, ``None`` where the rules decided nothing, or ``"make"``).
+    - ``teacher(graph, iterations, seed) -> (num_nodes,) bool`` -- the sets a search finds, for
+      learning from a search (:mod:`graphtransfer.training.imitation`; node-wise with ``commit_action``).
+    - ``rival(graph) -> NearBipartiteSet | None`` -- a set found without the policy that competes
+      with the policy's own on graphs with a kernel (the near-bipartite solve).
+    - ``baselines: dict[str, fn]`` and ``exact: dict[str, fn]`` -- eval's fast baselines
+      (``fn(graph) -> solution``) and the exact solvers of small graphs (``-> ExactSolution``).
+    - ``optional_baselines: dict[str, fn]`` -- baselines that need an optional package, run when
+      asked (``eval --chils``): ``fn()`` checks the package and returns the baseline.
+    - ``device_passes(policy, env, seed, candidates, noise, generator, reductions, until)`` -- a whole
+      local-max episode on the policy's GPU; read from the class that declares it, never inherited
+      (a subclass may change the features or rules the passes copy).
+    - ``partitioned_solve: bool`` -- ``--partitions`` may solve the task part by part on Ray
+      (the MIS statuses and features, :mod:`graphtransfer.solve.partitioned`).
+    - ``takes_query: bool`` -- the constructor takes ``query=(source, target)`` positions
+      (``--source`` and ``--target``).
+    - ``decision_labels: dict[int, str]``, ``decision_colours: tuple[str, ...]`` and
+      ``action_names: tuple[str, ...]`` -- how a drawing labels and colours each node's decision,
+      and how a graph-level episode's actions are named.
+    """
 
 
 @dataclass(frozen=True)
@@ -215,7 +251,7 @@ def declaration_advice(features: EnvFeatures) -> str:
     if features.head is Head.NODE_CHOICE and features.step_many is None:
         advice.append("step_many(nodes) to commit several nodes a pass")
     if features.head in (Head.NODE_WISE, Head.NODE_CHOICE) and features.rules is None:
-        advice.append("rules (graphtransfer.rules) for exact rules, the kernel, a finishing rule and --polish")
+        advice.append("rules (graphtransfer.tasks.independent_set) for exact rules, the kernel, a finishing rule and --polish")
     return "declare " + "; ".join(advice) + " (docs: Make your env transfer well)" if advice else ""
 
 
@@ -265,7 +301,7 @@ def _check_members(name: str, task: Any, members: dict[str, Any]) -> None:
         )
     rules = members["rules"]
     if rules is not None and not isinstance(rules, Rules):
-        raise UsageError(f"{name}.rules is {type(rules).__name__}; declare a Rules, e.g. graphtransfer.rules.independent_set")
+        raise UsageError(f"{name}.rules is {type(rules).__name__}; declare a Rules, e.g. graphtransfer.tasks.independent_set")
     if rules is not None and rules.exact_actions is not None and members["commit_action"] is None:
         raise UsageError(f"{name}.rules has exact_actions, which need commit_action and defer_action beside them; add them")
     if rules is not None and rules.finish is not None and members["active_nodes"] is None:

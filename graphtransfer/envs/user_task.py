@@ -25,30 +25,13 @@ from typing import Any, cast
 import gymnasium as gym
 import numpy as np
 
-from graphtransfer.envs.protocol import JOIN, LEAVE, Rules
+from graphtransfer.envs.protocol import JOIN, LEAVE, EnvFeatures, Rules, features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
 
 USER_PASSES = 1024
 """the pass budget at inference of a user env that declares ``active_nodes`` and neither an
 ``inference_horizon`` nor a ``--max-passes``: it ends sooner, once no node is active"""
-
-FORWARDED = (
-    "head",
-    "sense",
-    "solution_header",
-    "action_masks",
-    "open_nodes",
-    "commit_action",
-    "defer_action",
-    "exact_actions",
-    "covers",
-    "inference_deterministic",
-    "inference_horizon",
-    "rules",
-)
-"""optional members of the user's env that :class:`UserTask` declares as they are"""
-
 
 class UserTask(gym.Env):
     """``env`` (a user's env, perhaps wrapped) with the members the decoding reads on a built-in task.
@@ -81,29 +64,44 @@ class UserTask(gym.Env):
         self.own_episodes = own_episodes
         self.padded = True
         self.observation_space, self.action_space = env.observation_space, env.action_space
-        declared: Any = env.unwrapped  # the user's class: its members are read as the protocol declares them
-        self.name = type(declared).__name__
-        self._declared = declared
-        self._commit: int = getattr(declared, "commit_action", 0)
-        self._defer: int = getattr(declared, "defer_action", 0)
-        for member in FORWARDED:
-            value = getattr(declared, member, None)
-            if value is not None:
-                setattr(self, member, value)
-        self._rules: Rules | None = getattr(declared, "rules", None)
-        if self._rules is not None and self._rules.exact_actions is not None and getattr(declared, "exact_actions", None) is None:
-            self.exact_actions = self._exact_actions
-        self._active: Callable[[], np.ndarray] | None = getattr(declared, "active_nodes", None)
-        if self._active is not None:
-            self.active_nodes = self._active_nodes
-        if getattr(declared, "step_many", None) is not None:
-            self.step_many = self._step_many
-        if getattr(declared, "solution", None) is not None:
-            self.solution, self.objective, self.feasible = declared.solution, declared.objective, declared.feasible
+        self.name = type(env.unwrapped).__name__
+        self._declare(features_of(env))
         self._left = np.zeros(0, dtype=bool)
         self._edges = np.zeros((2, 0), dtype=np.int64)
         self._memo: dict = {}  # the rules' memory of the graph (Rules.exact_actions)
         self.steps = 0
+
+    def _declare(self, features: EnvFeatures) -> None:
+        """Declare what the user's env declares (read once, :func:`~graphtransfer.envs.protocol.features_of`),
+        with the residual view, the rules' exact actions and the pass budget in between."""
+        self._features = features
+        self.head, self.sense, self.solution_header = features.head, features.sense, features.solution_header
+        self.inference_deterministic = features.inference_deterministic
+        self._commit, self._defer = features.commit_action or 0, features.defer_action or 0
+        self._rules = features.rules
+        self._active = features.active_nodes
+        declared: dict[str, Any] = {
+            "commit_action": features.commit_action,
+            "defer_action": features.defer_action,
+            "action_masks": features.action_masks,
+            "open_nodes": features.open_nodes,
+            "covers": features.covers,
+            "inference_horizon": features.inference_horizon,
+            "rules": features.rules,
+            "exact_actions": features.exact_actions,
+            "active_nodes": None if features.active_nodes is None else self._active_nodes,
+            "step_many": None if features.step_many is None else self._step_many,
+        }
+        if features.exact_actions is None and features.rules is not None and features.rules.exact_actions is not None:
+            declared["exact_actions"] = self._exact_actions
+        if features.answering is not None:
+            answering = features.answering
+            declared.update(solution=answering.solution, objective=answering.objective, feasible=answering.feasible)
+        for member, value in declared.items():
+            if value is None:
+                vars(self).pop(member, None)
+            else:
+                setattr(self, member, value)
 
     @property
     def unwrapped(self) -> gym.Env:
@@ -111,7 +109,8 @@ class UserTask(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         obs, info = self.env.reset(seed=seed, options=options)
-        self.graph = getattr(self._declared, "graph", None) or self.graph
+        if self._features.answering is not None:  # an env with an answer names the episode's graph
+            self.graph = self._features.answering.graph
         self.steps = 0
         self._left = np.zeros(int(obs["num_nodes"][0]), dtype=bool)
         return self._view(obs), info
@@ -128,7 +127,8 @@ class UserTask(gym.Env):
         return self._transition(result)
 
     def _step_many(self, nodes: np.ndarray):
-        return self._transition(self._declared.step_many(nodes))
+        step_many = cast(Callable[[np.ndarray], tuple], self._features.step_many)
+        return self._transition(step_many(nodes))
 
     def _transition(self, result: tuple):
         obs, reward, terminated, truncated, info = result
@@ -193,10 +193,7 @@ class UserTask(gym.Env):
         if self.rebuild is None:
             raise UsageError(f"{self.name} cannot be rebuilt on another graph; declare no kernel in its rules")
         self.env = self.rebuild(graph)
-        self._declared = self.env.unwrapped
-        self._active = getattr(self._declared, "active_nodes", None)
-        if getattr(self._declared, "solution", None) is not None:
-            self.solution = self._declared.solution
+        self._declare(features_of(self.env))
         self.graphs, self.graph = [graph], graph
         self._memo = {}
 

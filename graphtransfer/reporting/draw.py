@@ -18,18 +18,12 @@ from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
 from graphtransfer.io import save_figure
 from graphtransfer.solve.inference import Solution, objective_text
+from graphtransfer.tasks import Task
+from graphtransfer.tasks.factory import task_of
 
 GRAVITY = 2.0
 """pull towards the centre, of the order of the repulsion a node feels at distance 0.5"""
-# what a per-node decision means, by task; other per-node solutions are labelled by their value
-DECISIONS = {
-    "mis": {0: "not in the set", 1: "in the independent set"},
-    "mvc": {0: "not in the cover", 1: "in the vertex cover"},
-    "maxcut": {0: "side 0", 1: "side 1"},
-}
-GRAPH_LEVEL_ACTIONS = {"epidemic": ("none", "distancing", "lockdown")}
 _COLOURS = ("#b8bcc2", "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#ff7f0e")
-_MAXCUT_COLOURS = ("#1f77b4", "#ff7f0e")
 
 
 def check_drawable(graph: Graph) -> None:
@@ -89,13 +83,14 @@ def draw_solution(graph: Graph, solution: Solution, config: RunConfig, path: str
     axes.add_collection(LineCollection(segments, colors="#9aa0a6", linewidths=0.6, alpha=0.6, zorder=1))  # type: ignore[arg-type]
     size = float(np.clip(12000 / max(graph.num_nodes, 1), 6, 120))
     rows = np.asarray(solution.solution)
+    task = task_of(config)
     if rows.shape == (graph.num_nodes,):
-        _draw_decisions(axes, pos, rows, config.name, size)
+        _draw_decisions(axes, pos, rows, task, size)
         _label_nodes(axes, pos, graph)
         what = f"{config.name}, {config.head or 'policy'} decisions"
     else:
         axes.scatter(pos[:, 0], pos[:, 1], s=size, c=_COLOURS[2], edgecolors="white", linewidths=0.4, zorder=2)
-        what = f"{config.name}: {actions_summary(rows, config.name)}"
+        what = f"{config.name}: {actions_summary(rows, task)}"
     valid = "valid" if solution.feasible else "NOT valid"
     found = f"objective {objective_text(solution.objective)} ({valid})"
     axes.set_title(
@@ -110,10 +105,11 @@ def draw_solution(graph: Graph, solution: Solution, config: RunConfig, path: str
     plt.close(figure)
 
 
-def _draw_decisions(axes, pos: np.ndarray, decisions: np.ndarray, task: str, size: float) -> None:
-    """One scatter per decision value, so each gets a legend entry with its count."""
-    labels = DECISIONS.get(task, {})
-    colours = _MAXCUT_COLOURS if task == "maxcut" else _COLOURS
+def _draw_decisions(axes, pos: np.ndarray, decisions: np.ndarray, task: Task, size: float) -> None:
+    """One scatter per decision value, so each gets a legend entry with its count: the task's
+    ``decision_labels`` and ``decision_colours`` where it declares them; otherwise labelled by value."""
+    labels = task.decision_labels
+    colours = task.decision_colours or _COLOURS
     for index, value in enumerate(np.unique(decisions)):
         chosen = decisions == value
         label = labels.get(int(value), f"decision {value}")
@@ -143,12 +139,12 @@ def _label_nodes(axes, pos: np.ndarray, graph: Graph) -> None:
         axes.annotate(str(node), (x, y), fontsize=7, ha="center", va="center", zorder=4)
 
 
-def actions_summary(rows: np.ndarray, task: str) -> str:
+def actions_summary(rows: np.ndarray, task: Task) -> str:
     """Graph-level episodes: the action of each step, counted (``lockdown x12, none x3``)."""
     if rows.ndim != 2 or rows.shape[1] < 2 or not len(rows):
         return "graph-level policy"
-    names = GRAPH_LEVEL_ACTIONS.get(task)
-    if task not in GRAPH_LEVEL_ACTIONS and rows.dtype.kind == "f":  # a user env's (step, reward) rows
+    names = task.action_names
+    if names is None and rows.dtype.kind == "f":  # a user env's (step, reward) rows
         return f"{len(rows)} steps"
     actions = [names[int(a)] if names else str(int(a)) for a in rows[:, 1]]
     counts = ", ".join(f"{name} x{count}" for name, count in Counter(actions).most_common())

@@ -1,7 +1,7 @@
 """Decoding settings that cannot change how a model decodes are refused, never ignored.
 
 Whether one applies is asked of what the model's task declares (its kernel rule, exact rules,
-renumbering: :mod:`graphtransfer.envs.factory`), so a user env that declares them gets the options
+renumbering: :func:`graphtransfer.tasks.factory.task_of`), so a user env that declares them gets the options
 that a built-in task gets, and loses none it did not declare.
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Collection
 from dataclasses import fields
 
 from graphtransfer.config import Decoding, RunConfig, Runtime
-from graphtransfer.envs.factory import declared_rules, graph_kernel, renumberable
 from graphtransfer.errors import UsageError
+from graphtransfer.tasks.factory import graph_kernel, renumberable, task_of
 
 
 def given_fields(decoding: Decoding) -> list[str]:
@@ -44,8 +44,8 @@ def check_decoding_applies(config: RunConfig, decoding: Decoding, given: Collect
 def _exact_rules(config: RunConfig) -> bool:
     """Whether a user env declares exact actions (:class:`~graphtransfer.envs.protocol.Rules`); a
     built-in task's exact rules come with its kernel rule."""
-    rules = declared_rules(config)
-    return rules is not None and rules.exact_actions is not None
+    task = task_of(config)
+    return (task.rules is not None and task.rules.exact_actions is not None) or callable(getattr(task.env, "exact_actions", None))
 
 
 def check_runtime_applies(runtime: Runtime, device: str) -> None:

@@ -18,12 +18,7 @@ from pathlib import Path
 
 import torch
 
-from graphtransfer.baselines import BASELINES
-from graphtransfer.baselines.chils import chils_baselines
-from graphtransfer.baselines.completion import FINISH
-from graphtransfer.baselines.polish import POLISH
 from graphtransfer.config import Decoding, RunConfig, Runtime
-from graphtransfer.envs.factory import declared_rules, inference_env, named_query
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, load_graphs
@@ -31,6 +26,7 @@ from graphtransfer.solve.inference import DRAWN, Solution, check_decoding, peak_
 from graphtransfer.solve.loading import DEFAULT_RUNTIME, policy_for_graphs
 from graphtransfer.solve.ordering import solving_order
 from graphtransfer.solve.rollouts import DEFAULT_DECODING, best_of_rollouts, rollout_count, rollout_patience
+from graphtransfer.tasks.factory import inference_env, named_query, task_of
 
 
 @dataclass
@@ -88,10 +84,10 @@ class EvalExtras:
             ``inference_deterministic``; ``sampled`` for the others), then the other. The
             local-max decoding draws none, so a second row would repeat the first.
         polish: also report the best decoding and every baseline after the task's local search.
-        chils: MIS: also CHILS (:mod:`graphtransfer.baselines.chils`, an optional package), for
+        chils: MIS: also CHILS (:mod:`graphtransfer.tasks.mis.chils`, an optional package), for
             the local search's seconds.
         source, target: path, one graph: route between these nodes, named by the graph's own
-            ids (:func:`graphtransfer.envs.factory.named_query`), policy and baselines alike;
+            ids (:func:`graphtransfer.tasks.factory.named_query`), policy and baselines alike;
             without them, the graph's own query.
     """
 
@@ -125,11 +121,14 @@ def evaluate_policy(
             rollouts (:attr:`graphtransfer.checkpoint.Checkpoint.experts`).
     """
     check_one_graph(graphs, extras.source, extras.target)
-    baselines = BASELINES.get(config.task, {}) if config.env is None else {}
+    task = task_of(config)
+    baselines = dict(task.baselines)
     if extras.chils:
-        baselines = baselines | chils_baselines(config.name)
-    polisher = POLISH.get(config.task) if extras.polish and config.env is None else None
-    finish = finish_rule(config)
+        if "chils" not in task.optional_baselines:
+            raise task.refuse("--chils", "optional_baselines")
+        baselines["chils"] = task.optional_baselines["chils"]()
+    polisher = task.improve if extras.polish else None
+    finish = task.finish
     rows = []
     for graph in graphs:
         order = solving_order(config, graph, decoding.node_order, decoding.reductions)
@@ -149,7 +148,7 @@ def evaluate_policy(
             decodings[_draw_label(not first)] = order.restore(again)
         answers = [_run_baseline(name, _answering(fn, query), env.unwrapped, graph, polisher) for name, fn in baselines.items()]
         row = EvalRow(graph, decodings, answers, features.sense)
-        if polisher and features.answering is not None:  # polish searches exist for built-in tasks, which all answer
+        if polisher and features.answering is not None:  # a task that declares a search answers
             row.polished = features.answering.objective(graph, polisher(graph, row.best().solution))
         row.peak_rss_mib = peak_rss_mib()
         rows.append(row)
@@ -173,13 +172,9 @@ def _draw_label(deterministic: bool) -> str:
 
 
 def finish_rule(config: RunConfig):
-    """The task's finishing rule (:data:`graphtransfer.baselines.completion.FINISH`, or a user
-    env's :attr:`Rules.finish <graphtransfer.envs.protocol.Rules>`): complete what the policy left
-    undecided and make the solution maximal; ``None`` for tasks without one."""
-    if config.env is None:
-        return FINISH.get(config.task)
-    rules = declared_rules(config)
-    return None if rules is None else rules.finish
+    """The task's declared finishing rule (``finish``): complete what the policy left undecided and
+    make the solution maximal; ``None`` for tasks without one."""
+    return task_of(config).finish
 
 
 def _run_baseline(name, fn, env, graph, polisher) -> BaselineResult:

@@ -29,7 +29,6 @@ import torch
 from torch_geometric.data import Batch, Data
 from torch_geometric.utils import to_dense_batch
 
-from graphtransfer.baselines.completion import FinishedSet
 from graphtransfer.config import (
     DECODINGS,
     DEFAULT_COMMIT_FRACTION,
@@ -42,16 +41,17 @@ from graphtransfer.config import (
 from graphtransfer.envs.base import GraphEnv
 from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.envs.protocol import EnvFeatures, Head, features_of
+from graphtransfer.envs.transforms import FinishedSet
 from graphtransfer.envs.user_task import UserTask
 from graphtransfer.errors import UsageError
-from graphtransfer.solve.device_mis import device_passes, runs_on_device, whole_graph
-from graphtransfer.solve.local_max import LOGIT_EPS, Until, local_max_commits, with_gumbel_noise
+from graphtransfer.nn.local_max import LOGIT_EPS, Until, local_max_commits, with_gumbel_noise
+from graphtransfer.solve.device import device_passes, runs_on_device, whole_graph
 
 
 @dataclass(frozen=True)
 class NearBipartiteRival:
     """A set found without the policy that competed with the policy's own on a nearly bipartite
-    graph (:mod:`graphtransfer.baselines.near_bipartite`, :func:`graphtransfer.solve.predict.predict_graph`).
+    graph (:mod:`graphtransfer.tasks.mis.near_bipartite`, :func:`graphtransfer.solve.predict.predict_graph`).
 
     Attributes:
         odd_edges: the edges inside a colour of its two-colouring, of ``edges``.
@@ -79,14 +79,14 @@ class Solution:
     passes: int  # policy forward passes (env steps) it took
     seconds: float
     peak_rss_mib: float  # the process's peak resident memory so far
-    finished: FinishedSet | None = None  # what the finishing rule added, when one ran (see baselines.completion)
+    finished: FinishedSet | None = None  # what the finishing rule added, when one ran (the task's finish)
     seed: int = 0  # of the rollout that gave it
     decoding: str = ""  # the decoding that gave it: local-max or drawn
     rollouts: int = 1  # how many rollouts it is the best of (see graphtransfer.solve.rollouts); seconds count them all
     expert: int = 0  # the weight set that gave it: 0 the model's own, k its k-th expert (graphtransfer.checkpoint.Checkpoint.experts)
     weight_sets: int = 1  # how many weight sets took turns in the rollouts: 1 + the model's experts
     renumbered: bool = False  # solved with the nodes renumbered in locality order (graphtransfer.solve.ordering), rows put back
-    reduced: int = 0  # nodes the kernel's rules decided before the policy ran (graphtransfer.envs.mis_kernel)
+    reduced: int = 0  # nodes the kernel's rules decided before the policy ran (graphtransfer.tasks.mis.kernel)
     reduced_seconds: float = 0.0  # what the kernel took, counted in seconds too
     kernels: int = 0  # kernels of the undecided graph taken between passes that decided something (graphtransfer.solve.residual_kernels)
     rival: NearBipartiteRival | None = None  # a nearly bipartite graph's set found without the policy, where one was sought
@@ -158,12 +158,12 @@ def solve(
         reductions: node-wise local-max decodings of envs that name ``exact_actions`` (MIS):
             apply them every pass beside the policy's commits (:func:`with_exact_actions`);
             ``False``: the policy alone decides.
-        until: asked after every pass as ``until(undecided, degree)`` (:data:`~graphtransfer.solve.local_max.Until`:
+        until: asked after every pass as ``until(undecided, degree)`` (:data:`~graphtransfer.nn.local_max.Until`:
             the env's :meth:`~graphtransfer.envs.base.GraphEnv.active_nodes` and
             ``residual_degree()``, or the device passes' own tensors); true ends the episode there,
             the set as the passes left it (:mod:`graphtransfer.solve.residual_kernels` ends a
             stretch of passes early this way when the kernel has much to decide).
-        finish: the task's finishing rule (:data:`graphtransfer.baselines.completion.FINISH`),
+        finish: the task's finishing rule (:data:`graphtransfer.tasks.mis.completion.FINISH`),
             called as ``finish(graph, solution, undecided)`` once the policy stops; what it
             added is reported apart, in :attr:`Solution.finished`.
     """
@@ -193,7 +193,7 @@ def solve(
         with torch.random.fork_rng(devices=[policy.device] if policy.device.type == "cuda" else []), torch.inference_mode():
             # SB3's distributions sample from torch's global generator; the caller's state comes back after
             seed_sampling(seed, policy.device)
-            if on_device:  # MIS on a GPU: the whole episode there (see graphtransfer.solve.device_mis)
+            if on_device:  # MIS on a GPU: the whole episode there (see graphtransfer.tasks.mis.device)
                 rewards = device_passes(policy, env, seed, candidates, noise, generator, reductions, until)
             while not done:
                 obs, reward, terminated, truncated, _ = run_pass(policy, env, features, obs, deterministic, generator, commit_fraction)
@@ -383,7 +383,7 @@ def caro_wei_bound(obs: dict[str, np.ndarray]) -> float:
 
 def _local_max_step(policy, env, features, obs, deterministic, generator, commit_fraction, candidates, order_noise=0.0, exact=None):
     """One local-max pass of a node-wise env: the policy's commits (:func:`local_max_commits`),
-    and given the env's ``exact`` actions (MIS: :meth:`graphtransfer.envs.mis.MISEnv.exact_actions`),
+    and given the env's ``exact`` actions (MIS: :meth:`graphtransfer.tasks.mis.env.MISEnv.exact_actions`),
     the nodes they decide besides (:func:`with_exact_actions`)."""
     active = _active_nodes(features, obs)
     actions = np.full(obs["x"].shape[0], features.defer_action, dtype=np.int64)
@@ -409,7 +409,7 @@ def with_exact_actions(chosen: np.ndarray, exact: np.ndarray, edge_index: np.nda
     """A pass's actions ``chosen`` by the policy, overruled where the env's ``exact_actions``
     decide a node (anything but ``defer``); a policy commit next to an exact commit defers, so
     that the two never clash. In MIS the exact rules take isolated and pendant nodes and leave
-    out dominated ones (:func:`graphtransfer.envs.mis.reduction_actions`): the residual graph the
+    out dominated ones (:func:`graphtransfer.tasks.mis.env.reduction_actions`): the residual graph the
     policy ranks next holds no node that some largest set decides anyway.
 
     Shapes:

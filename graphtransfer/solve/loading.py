@@ -15,7 +15,6 @@ import gymnasium as gym
 
 from graphtransfer.checkpoint import Checkpoint, LoadReport, load_policy_into_env, read_checkpoint
 from graphtransfer.config import RunConfig, Runtime
-from graphtransfer.envs.factory import inference_env, run_env
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph, load_graph
 from graphtransfer.nn import configure_runtime
@@ -23,6 +22,7 @@ from graphtransfer.nn.devices import resolve_device
 from graphtransfer.nn.qnetwork import AnyPolicy
 from graphtransfer.process import keep_freed_memory
 from graphtransfer.solve.memory import check_memory, room_to_keep_freed_memory
+from graphtransfer.tasks.factory import inference_env, run_env
 
 DEFAULT_RUNTIME = Runtime()
 """every runtime setting at its default"""

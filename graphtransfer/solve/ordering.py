@@ -1,7 +1,7 @@
 """The graph a policy solves in place of the one it was given, and the way back.
 
 Two changes, both undone in the answer, so callers never see them. MIS and MVC graphs are first
-shrunk to their kernel by exact rules (:mod:`graphtransfer.envs.mis_kernel`; the decoding's
+shrunk to their kernel by exact rules (:mod:`graphtransfer.tasks.mis.kernel`; the decoding's
 ``reductions``): the policy solves the kernel and its solution is lifted back to the given graph. Large graphs of tasks
 that depend on their edges alone (MIS, MVC) are then solved renumbered in locality order
 (:mod:`graphtransfer.graphs.ordering`); the solution comes back in the graph's own order. A
@@ -18,13 +18,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from graphtransfer.config import NODE_ORDERS, RENUMBER_FROM_NODES, RunConfig
-from graphtransfer.envs.factory import graph_kernel, renumberable
-from graphtransfer.envs.mis_kernel import KernelRule, MISKernel
+from graphtransfer.envs.transforms import KernelRule, MISKernel
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.ordering import better_order, renumbered
 from graphtransfer.solve.inference import Solution
 from graphtransfer.solve.memory import check_memory
+from graphtransfer.tasks.factory import graph_kernel, renumberable
 
 
 @dataclass(frozen=True)

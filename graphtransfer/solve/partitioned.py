@@ -7,7 +7,7 @@ is only its boundary's rows:
 
 1. each part counts its nodes' degrees and sends its boundary's;
 2. each part builds its nodes' MIS features (the Caro-Wei cost reads the halo's degrees,
-   :func:`graphtransfer.envs.mis.node_features`), projects them and sends its boundary's rows;
+   :func:`graphtransfer.tasks.mis.env.node_features`), projects them and sends its boundary's rows;
 3. for every message-passing layer, each part gathers its halo's rows from the boundaries its
    owners sent, runs the layer for its own nodes and sends its boundary's new rows;
 4. each part runs the node head on its own nodes.
@@ -46,7 +46,6 @@ from torch import nn
 from torch_geometric.nn import GCNConv
 
 from graphtransfer.config import ModelConfig
-from graphtransfer.envs.mis import UNDECIDED, caro_wei_cost, node_features
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.partition import Part, PartMap, assign_parts, split
 from graphtransfer.graphs.partition_files import PartFile
@@ -55,6 +54,7 @@ from graphtransfer.nn.message_passing import GraphStructure, layer_function, rel
 from graphtransfer.nn.policy import run_mlp
 from graphtransfer.solve.memory import check_memory
 from graphtransfer.solve.parallel import import_ray, init_ray
+from graphtransfer.tasks.mis.env import UNDECIDED, caro_wei_cost, node_features
 
 
 @dataclass

@@ -35,7 +35,6 @@ from stable_baselines3.common.policies import BasePolicy
 
 from graphtransfer.checkpoint import read_checkpoint
 from graphtransfer.config import LOCAL_MAX_PATIENCE
-from graphtransfer.envs.mis import IN_SET, INCLUDE, OUT, UNDECIDED
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import GraphTransferError, UsageError
 from graphtransfer.graphs import Graph, from_edges, load_graph, resolve
@@ -54,6 +53,8 @@ from graphtransfer.solve.partitioned import (
     with_halo,
 )
 from graphtransfer.solve.predict import write_solution_parts
+from graphtransfer.tasks.factory import task_of
+from graphtransfer.tasks.mis.env import IN_SET, INCLUDE, OUT, UNDECIDED
 
 Draws = Callable[[int], np.ndarray]
 """a pass's uniform draw of every node, ``(N,)``, given the pass's number"""
@@ -269,8 +270,9 @@ def _partitioned_policy(model: str | Path, env: str | None):
     checked to run partitioned; a usage error that says why not otherwise."""
     checkpoint = read_checkpoint(model, env)
     config = checkpoint.config
-    if config.env is not None or config.task != "mis":
-        raise UsageError(f"--partitions solves mis; this model's task is {config.env or config.task}: drop --partitions")
+    task = task_of(config)
+    if not task.partitioned_solve:
+        raise task.refuse("--partitions", "partitioned_solve")
     try:
         placeholder, _, _ = from_edges(np.array([0]), np.array([1]), 2, "placeholder")
         loaded = policy_for_graphs(checkpoint, [placeholder])

@@ -1,7 +1,7 @@
 """Search after the policy (``predict --polish SECONDS``): the iterated local search of
-:mod:`graphtransfer.baselines.local_search` on the graph's kernel, started from the policy's
+:mod:`graphtransfer.tasks.mis.local_search` on the graph's kernel, started from the policy's
 solution and run for the seconds given, with uniform perturbations. Perturbations drawn by the policy's scores
-(:func:`~graphtransfer.baselines.local_search.guided_weights`) and the best few rollouts searched
+(:func:`~graphtransfer.tasks.mis.local_search.guided_weights`) and the best few rollouts searched
 in turn (:func:`policy_starts`) were measured against it and found no larger sets at equal CPU
 seconds (``bench/guided_search.py``). So
 were regions rebuilt by the policy inside the search and the policy's surest members fixed while
@@ -17,25 +17,22 @@ from typing import Literal
 import numpy as np
 import torch
 
-from graphtransfer.baselines.local_search import reduced_search, search_on_kernel
 from graphtransfer.checkpoint import Checkpoint, read_checkpoint
 from graphtransfer.config import Decoding, RunConfig, Runtime
 from graphtransfer.config.schema import check_budget_seconds
-from graphtransfer.envs.mis_kernel import MISKernel
 from graphtransfer.envs.protocol import features_of
-from graphtransfer.errors import UsageError
+from graphtransfer.envs.transforms import MISKernel
 from graphtransfer.graphs import Graph, load_graph, resolve
 from graphtransfer.io import check_output_file
+from graphtransfer.nn.local_max import LOGIT_EPS
 from graphtransfer.solve.evaluate import finish_rule
 from graphtransfer.solve.inference import Solution, active_subgraph, check_decoding, obs_to_tensors
 from graphtransfer.solve.loading import DEFAULT_RUNTIME, policy_for_graphs
-from graphtransfer.solve.local_max import LOGIT_EPS
 from graphtransfer.solve.ordering import solving_order
 from graphtransfer.solve.predict import predict_graph, write_solution
 from graphtransfer.solve.rollouts import DEFAULT_DECODING, rollout_plan, solve_one, taking_turns
-
-POLISH_TASKS = ("mis", "mvc")
-"""the tasks whose solutions ``--polish`` searches from (a set, or a cover as its complement)"""
+from graphtransfer.tasks import Task
+from graphtransfer.tasks.factory import task_of
 
 
 @dataclass(frozen=True)
@@ -121,33 +118,28 @@ def check_polish_seconds(seconds: object) -> float:
     return check_budget_seconds(seconds, "polish", 10)
 
 
-def check_polish_task(config: RunConfig) -> str:
-    """The model's task, where ``--polish`` has a search for it (:data:`POLISH_TASKS`)."""
-    if config.env is not None or config.task not in POLISH_TASKS:
-        raise UsageError(f"--polish searches mis and mvc solutions; a model of {config.name} has no such search, drop --polish")
-    return config.task
+def check_polish_task(config: RunConfig) -> Task:
+    """The model's task, where it declares a ``search`` for ``--polish``."""
+    task = task_of(config)
+    if task.search is None:
+        raise task.refuse("--polish", "search")
+    return task
 
 
 def polish(
-    task: str, graph: Graph, solution: np.ndarray, seconds: float, seed: int = 0, kernel: MISKernel | None | Literal["make"] = "make"
+    task: Task, graph: Graph, solution: np.ndarray, seconds: float, seed: int = 0, kernel: MISKernel | None | Literal["make"] = "make"
 ) -> Polished:
-    """``solution`` improved by the iterated local search on the graph's kernel
-    (:func:`~graphtransfer.baselines.local_search.search_on_kernel`) for ``seconds`` (the whole
-    budget: no early stop), never worse. MIS searches from the set; MVC from the cover's
-    complement, and returns the complement of the set it finds. ``kernel``: the graph's kernel
+    """``solution`` improved by the task's declared ``search`` for ``seconds`` (the whole budget: no
+    early stop), never worse (MIS: the iterated local search on the graph's kernel from the set,
+    :func:`graphtransfer.tasks.mis.search.search_set`; MVC from the cover's complement). ``kernel``: the graph's kernel
     where the caller has made it (predict's; None where the rules decided nothing); ``"make"``:
     made here, within ``seconds``."""
-    if task not in POLISH_TASKS:
-        raise UsageError(f"--polish searches mis and mvc solutions; task {task} has no such search, drop --polish")
+    if task.search is None:
+        raise task.refuse("--polish", "search")
     seconds = check_polish_seconds(seconds)
     started = time.perf_counter()
-    start = solution.astype(bool) if task == "mis" else ~solution.astype(bool)
-    if isinstance(kernel, str):  # "make"
-        result = reduced_search(graph, start=start, time_budget=seconds, seed=seed, stall_per_node=None)
-    else:
-        result = search_on_kernel(graph, kernel, start=start, time_budget=seconds, seed=seed, stall_per_node=None)
-    found = result.solution if task == "mis" else ~result.solution
-    return Polished(found, float(found.sum()), time.perf_counter() - started, result.iterations)
+    found, iterations = task.search(graph, solution, seconds, seed, kernel)
+    return Polished(found, float(found.sum()), time.perf_counter() - started, iterations)
 
 
 def predict_polished(

@@ -12,12 +12,11 @@ from typing import Literal
 
 import numpy as np
 
-from graphtransfer.baselines.near_bipartite import NearBipartiteSet, near_bipartite_set
 from graphtransfer.checkpoint import Checkpoint, read_checkpoint
 from graphtransfer.config import AUTO_ROLLOUTS, HASTY_FROM_NODES, Decoding, Runtime
 from graphtransfer.config.schema import DecodingName, Device, NodeOrder
-from graphtransfer.envs.factory import named_query
 from graphtransfer.envs.protocol import declaration_advice, features_of
+from graphtransfer.envs.transforms import NearBipartiteSet
 from graphtransfer.graphs import Graph, load_graph, resolve
 from graphtransfer.io import atomic_write, check_output_file, write_atomically
 from graphtransfer.solve.evaluate import finish_rule
@@ -25,6 +24,7 @@ from graphtransfer.solve.inference import NearBipartiteRival, Solution
 from graphtransfer.solve.loading import DEFAULT_RUNTIME, policy_for_graphs
 from graphtransfer.solve.ordering import SolvingOrder, solving_order
 from graphtransfer.solve.rollouts import DEFAULT_DECODING, best_of_rollouts, rollout_count, rollout_patience
+from graphtransfer.tasks.factory import named_query, task_of
 
 
 def predict(
@@ -131,9 +131,10 @@ def predict_graph(
     rule = finish_rule(checkpoint.config)
     solution = best_of_rollouts(loaded.policy, loaded.env, count, decoding, rule, patience, order.rule, checkpoint.experts)
     features = features_of(loaded.env)
-    if order.rule is not None and order.graph.num_nodes < HASTY_FROM_NODES:
+    rival_solve = task_of(checkpoint.config).rival
+    if rival_solve is not None and order.rule is not None and order.graph.num_nodes < HASTY_FROM_NODES:
         started = time.perf_counter()
-        rival = near_bipartite_set(order.graph)
+        rival = rival_solve(order.graph)
         solution = against_near_bipartite(solution, rival, time.perf_counter() - started, features.sense)
     advice = declaration_advice(features) if checkpoint.config.env is not None else ""
     return replace(order.restore(solution), advice=advice), features.solution_header
@@ -143,9 +144,9 @@ def against_near_bipartite(solution: Solution, found: NearBipartiteSet | None, s
     """The policy's ``solution`` of an MIS (``sense`` ``max``) or MVC (``min``: covers, the
     complements of the sets) graph, or where the graph is nearly bipartite and the graph less a
     cover of its odd edges, solved as bipartite, gives a better one (``found``, by
-    :func:`~graphtransfer.baselines.near_bipartite.near_bipartite_set`; ``None`` where it refused
+    :func:`~graphtransfer.tasks.mis.near_bipartite.near_bipartite_set`; ``None`` where it refused
     the graph), that one; either way with the contest in :attr:`Solution.rival` and its ``seconds``
-    (the refusal's too) counted. Up to :data:`~graphtransfer.baselines.near_bipartite.ODD_EDGE_SHARE` odd edges the
+    (the refusal's too) counted. Up to :data:`~graphtransfer.tasks.mis.near_bipartite.ODD_EDGE_SHARE` odd edges the
     policy can be the better of the two (a grid with 10% diagonals: 1.051x greedy against 1.047x),
     so the answer is never worse than the policy's; predict runs this where its reductions are on,
     as the kernel's LP decides graphs bipartite throughout, and on kernels of fewer than

@@ -1,6 +1,6 @@
 """The kernel again between passes: MIS and MVC decodings that shrink what is left by the exact rules.
 
-The kernel's rules (:mod:`graphtransfer.envs.mis_kernel`) run once on the given graph before the
+The kernel's rules (:mod:`graphtransfer.tasks.mis.kernel`) run once on the given graph before the
 policy (:mod:`graphtransfer.solve.ordering`); MIS's passes then apply the rules that fit a pass
 (isolated nodes join, dominated nodes leave) but not the ones that change the graph (a node of
 degree 2 folded with its neighbours, the LP's crowns). Yet every pass leaves a residual graph of
@@ -15,7 +15,7 @@ that the kernel's pendant, degree-2 and fold rules decide): on Barabási–Alber
 the first pass or two leave such a residual graph, which the kernel then decides whole.
 
 The kernels between passes leave out the LP's rule (crowns and bipartite components, rule 5 of
-:mod:`graphtransfer.envs.mis_kernel`; the kernel before the first pass keeps it): run in the 358
+:mod:`graphtransfer.tasks.mis.kernel`; the kernel before the first pass keeps it): run in the 358
 kernels between the passes of the default decoding on six graphs without triangles of 10^3-2.5 x
 10^5 nodes (Erdős–Rényi, Barabási–Albert, the demo's graph), it decided no node, and took 13-20% of
 the seconds of the solve on the Erdős–Rényi ones (1.19 of 5.9 s at 10^5 nodes of degree 8).
@@ -40,7 +40,7 @@ import numpy as np
 
 from graphtransfer.config import Decoding
 from graphtransfer.envs.base import GraphEnv
-from graphtransfer.envs.mis_kernel import KernelLift, KernelRule
+from graphtransfer.envs.transforms import KernelLift, KernelRule
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.graph import induced_subgraph
 from graphtransfer.solve.inference import Solution, solve
@@ -58,7 +58,7 @@ class Level:
 
     kernel: KernelLift | None
     """how its graph, a kernel of the residual graph of the level before, lifts to that graph (the kernel's edges are not
-    kept: :class:`~graphtransfer.envs.mis_kernel.KernelLift`); ``None``: that residual graph itself, or the first level"""
+    kept: :class:`~graphtransfer.tasks.mis.kernel.KernelLift`); ``None``: that residual graph itself, or the first level"""
     chosen: np.ndarray
     """``(n,)`` bool, the env's solution on its graph when its passes ended: the set (MVC: the cover)"""
     undecided: np.ndarray
@@ -139,7 +139,7 @@ def residual_graph(task: GraphEnv) -> tuple[Graph, np.ndarray]:
 
 
 def kernel_due(undecided, degree) -> bool:
-    """Whether the kernel has much to decide in a residual graph (:data:`~graphtransfer.solve.local_max.Until`): at
+    """Whether the kernel has much to decide in a residual graph (:data:`~graphtransfer.nn.local_max.Until`): at
     least :data:`EARLY_KERNEL_SHARE` of its ``undecided`` nodes have a ``degree`` of at most two (numpy arrays or
     torch tensors alike)."""
     left = int(undecided.sum())

@@ -36,8 +36,8 @@ from graphtransfer.config import (
     SEED_LIMIT,
     Decoding,
 )
-from graphtransfer.envs.mis_kernel import KernelRule
 from graphtransfer.envs.protocol import features_of
+from graphtransfer.envs.transforms import KernelRule
 from graphtransfer.errors import UsageError
 from graphtransfer.solve.inference import LOCAL_MAX, LOCAL_MAX_SAMPLED, Solution, check_decoding, observed_degree, solve
 from graphtransfer.solve.residual_kernels import solve_in_kernels

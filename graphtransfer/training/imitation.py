@@ -25,15 +25,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from graphtransfer.baselines.local_search import iterated_local_search
 from graphtransfer.checkpoint import Checkpoint, state_tensors
-from graphtransfer.envs.factory import inference_env
-from graphtransfer.envs.mis import INCLUDE
+from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, erdos_renyi, random_geometric
 from graphtransfer.graphs.graph import induced_subgraph
 from graphtransfer.solve.inference import obs_to_tensors
 from graphtransfer.solve.loading import policy_for_graphs
+from graphtransfer.tasks import Task
+from graphtransfer.tasks.factory import inference_env, task_of
 
 IMITATION_GRAPHS = [("er", nodes, degree) for nodes in (1_000, 2_000) for degree in (16.0, 64.0, 128.0, 200.0)] + [
     ("rgg", nodes, degree) for nodes in (1_000, 2_000) for degree in (64.0, 200.0)
@@ -77,13 +77,13 @@ def imitation_graphs() -> list[Graph]:
     return made
 
 
-def search_sets(graphs: list[Graph], iterations_per_node: int = SEARCH_ITERATIONS_PER_NODE, seed: int = 0) -> list[np.ndarray]:
-    """Each graph's independent set by :func:`~graphtransfer.baselines.local_search.iterated_local_search`
-    from greedy's, ``iterations_per_node`` perturbations per node and no time limit: ``(N,)`` bool each."""
-    return [
-        iterated_local_search(graph, None, time_budget=1e12, max_iterations=iterations_per_node * graph.num_nodes, seed=seed).solution
-        for graph in graphs
-    ]
+def search_sets(task: Task, graphs: list[Graph], iterations_per_node: int = SEARCH_ITERATIONS_PER_NODE, seed: int = 0) -> list[np.ndarray]:
+    """Each graph's set by the task's declared ``teacher`` (MIS: the iterated local search from
+    greedy's set, :func:`graphtransfer.tasks.mis.search.teacher_set`), ``iterations_per_node``
+    perturbations per node and no time limit: ``(N,)`` bool each."""
+    if task.teacher is None:
+        raise task.refuse("learning from a search", "teacher")
+    return [task.teacher(graph, iterations_per_node * graph.num_nodes, seed) for graph in graphs]
 
 
 def residual_state(graph: Graph, chosen: np.ndarray, rng: np.random.Generator) -> tuple[Graph, np.ndarray]:
@@ -111,8 +111,9 @@ def imitate_search(
     """Fine-tune ``checkpoint``'s MIS policy towards the sets ``chosen`` (one per graph, e.g.
     :func:`search_sets`) for ``steps`` residual graphs (:func:`residual_state`), Adam at
     ``learning_rate``, on one CPU thread; the checkpoint itself is not changed."""
-    if checkpoint.config.task != "mis":
-        raise UsageError(f"learning from a search takes an MIS model; {checkpoint.folder} is a {checkpoint.config.task} model")
+    task = task_of(checkpoint.config)
+    if task.teacher is None:
+        raise task.refuse("learning from a search", "teacher")
     if steps < 1 or not graphs or len(graphs) != len(chosen):
         raise UsageError(
             f"imitate_search needs at least one step and one set per graph; got {steps} steps, {len(graphs)} graphs, {len(chosen)} sets"
@@ -138,8 +139,9 @@ def imitate_search(
                 continue
             env = inference_env(checkpoint.config, subgraph)
             observation, _ = env.reset(seed=seed + step)
+            commit = features_of(env).commit_action
             env.close()
-            joining = policy.get_distribution(obs_to_tensors(observation, policy.device)).probs[0, : subgraph.num_nodes, INCLUDE]
+            joining = policy.get_distribution(obs_to_tensors(observation, policy.device)).probs[0, : subgraph.num_nodes, commit]
             loss = torch.nn.functional.binary_cross_entropy(joining.clamp(1e-6, 1 - 1e-6), torch.from_numpy(labels.astype(np.float32)))
             optimizer.zero_grad()
             loss.backward()

@@ -31,13 +31,13 @@ from graphtransfer.checkpoint import (
     save_or_keep,
 )
 from graphtransfer.config import RunConfig, Runtime
-from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.errors import ClusterLost, GraphTransferError, UsageError
 from graphtransfer.graphs import Graph, load_graphs, resolve
 from graphtransfer.io import check_output_folder
 from graphtransfer.nn.devices import check_device
 from graphtransfer.solve.loading import DEFAULT_RUNTIME
+from graphtransfer.tasks.factory import run_env
 from graphtransfer.training.callbacks import (
     EvalOnGraphs,
     PhaseTimer,

@@ -21,13 +21,13 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from graphtransfer.config import PPOConfig, RunConfig, schedule
 from graphtransfer.envs.contract import box_shape, check_contract
-from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import Head, head_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, load_graphs
 from graphtransfer.nn import POLICIES, Q_POLICIES, policy_kwargs, q_policy_kwargs
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.memory import available_bytes
+from graphtransfer.tasks.factory import run_env
 from graphtransfer.training.a2c import GraphA2C, GroupedA2CUpdate, MaskableA2C
 from graphtransfer.training.buffers import (
     CompactDictRolloutBuffer,

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from graphtransfer.config import DEFAULT_STUDY, RunConfig, Search
-from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import ClusterLost, GraphTransferError, UsageError
 from graphtransfer.graphs import Graph, load_graphs, resolve
@@ -40,6 +39,7 @@ from graphtransfer.process import allowed_cores
 from graphtransfer.solve.evaluate import evaluate_policy
 from graphtransfer.solve.parallel import answered, check_cluster, get_answered, import_ray, init_ray
 from graphtransfer.solve.rollouts import ONE_ROLLOUT
+from graphtransfer.tasks.factory import run_env
 from graphtransfer.training.callbacks import Periodic, defer_interrupts, eval_score, interrupt_pending, remembered_interrupts, rng_kept
 from graphtransfer.training.loop import train
 

@@ -12,9 +12,9 @@ import torch
 
 from graphtransfer.config import RunConfig
 from graphtransfer.config.schema import Device, check_budget_seconds
-from graphtransfer.envs.factory import run_env
 from graphtransfer.envs.protocol import head_of
 from graphtransfer.graphs import Graph, sample_subgraphs
+from graphtransfer.tasks.factory import run_env
 from graphtransfer.training.callbacks import PhaseTimer, StopAtDeadline, StopOnInterrupt
 from graphtransfer.training.model import check_buffer_fits, make_model
 

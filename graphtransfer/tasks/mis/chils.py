@@ -49,10 +49,8 @@ def chils_mis(graph: Graph, time_budget: float = DEFAULT_CHILS_SECONDS, seed: in
     return np.fromiter((solver.get_solution_vertex_configuration(v) for v in range(graph.num_nodes)), dtype=bool, count=graph.num_nodes)
 
 
-def chils_baselines(task: str) -> dict:
-    """``eval --chils``: CHILS as an extra MIS baseline, by name, after checking it can run."""
-    if task != "mis":
-        raise UsageError(f"--chils is an MIS baseline; a model of {task} has none, drop --chils")
+def chils_solver():
+    """``eval --chils``: CHILS as an extra MIS baseline, after checking it can run."""
     if not chils_available():
         raise UsageError("--chils needs the chils package: pip install 'graphtransfer[chils]'")
-    return {"chils": chils_mis}
+    return chils_mis

@@ -26,10 +26,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from graphtransfer.baselines.mis import greedy_min_degree
-from graphtransfer.envs.mis_kernel import MISKernel, mis_kernel
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
+from graphtransfer.tasks.mis.baselines import greedy_min_degree
+from graphtransfer.tasks.mis.kernel import MISKernel, mis_kernel
 
 DEFAULT_TIME_BUDGET = 10.0
 """Seconds :func:`iterated_local_search` searches by default."""
@@ -304,7 +304,7 @@ def reduced_search(
     stall_per_node: float | None = STALL_PER_NODE,
     clock: Callable[[], float] = time.perf_counter,
 ) -> SearchResult:
-    """:func:`search_on_kernel` of ``graph``'s kernel (:func:`graphtransfer.envs.mis_kernel.mis_kernel`:
+    """:func:`search_on_kernel` of ``graph``'s kernel (:func:`graphtransfer.tasks.mis.kernel.mis_kernel`:
     the nodes that exact rules decide, as some largest set decides them, left out), the kernel's
     time counted in ``time_budget``: the search every baseline and polish of this package runs.
     The rules lose no largest set, and the search's moves go where something is still undecided:

@@ -2,7 +2,7 @@
 
 Every env is built as ``factory(graphs=[Graph, ...], **env_kwargs)``: graphtransfer hands an env
 the graphs to sample from, which is how ``transfer`` points the same env at larger graphs.
-Built-in tasks come from the package's registry (:data:`graphtransfer.envs.TASKS`); a user env
+Built-in tasks come from the package's registry (:data:`graphtransfer.tasks.TASKS`); a user env
 is imported only under the name the user gave (a model folder's config is checked against it
 before anything is built, see :func:`graphtransfer.checkpoint.read_checkpoint`).
 """
@@ -19,42 +19,34 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from graphtransfer.config import MAX_PASSES, RunConfig
-from graphtransfer.envs import TASKS
 from graphtransfer.envs.adapters import GraphObservationAdapter
-from graphtransfer.envs.base import GraphEnv
 from graphtransfer.envs.contract import check_contract
-from graphtransfer.envs.mis_kernel import KernelRule
-from graphtransfer.envs.path import query_positions
-from graphtransfer.envs.protocol import EnvFeatures, Rules, SettableHorizon, features_of
+from graphtransfer.envs.protocol import EnvFeatures, SettableHorizon, features_of
+from graphtransfer.envs.transforms import KernelRule
 from graphtransfer.envs.user_task import USER_PASSES, UserTask
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
+from graphtransfer.tasks import TASKS, Task
+from graphtransfer.tasks.path.env import query_positions
+
+
+def task_of(config: RunConfig) -> Task:
+    """The run's task: a built-in one from the registry, or what the user env's class declares
+    (:class:`graphtransfer.tasks.Task`, the same members read the same way)."""
+    if config.env is None:
+        return _task(config.task)
+    return Task.of(_env_class(config.env), config.name)
 
 
 def renumberable(config: RunConfig) -> bool:
-    """Whether the run's task lets inference renumber a graph's nodes: a built-in task that
-    declares :attr:`~graphtransfer.envs.base.GraphEnv.renumberable`, or a user env whose
-    :class:`~graphtransfer.envs.protocol.Rules` say so."""
-    if config.env is None:
-        return _task(config.task).renumberable
-    rules = declared_rules(config)
-    return rules is not None and rules.renumberable
+    """Whether the run's task lets inference renumber a graph's nodes: its env class declares
+    :attr:`~graphtransfer.envs.base.GraphEnv.renumberable`."""
+    return task_of(config).renumberable
 
 
 def graph_kernel(config: RunConfig) -> KernelRule | None:
-    """The run's task's :attr:`~graphtransfer.envs.base.GraphEnv.kernel` rule, or a user env's
-    :attr:`Rules.kernel <graphtransfer.envs.protocol.Rules>`; ``None`` where it has none."""
-    if config.env is None:
-        return _task(config.task).kernel
-    rules = declared_rules(config)
-    return None if rules is None else rules.kernel
-
-
-def declared_rules(config: RunConfig) -> Rules | None:
-    """The ``rules`` a user env's class declares (``None`` for a gymnasium id or an env without
-    them); the class is the one the user named (:func:`graphtransfer.checkpoint.read_checkpoint`)."""
-    rules = getattr(_load(config.env), "rules", None) if config.env is not None else None
-    return rules if isinstance(rules, Rules) else None
+    """The run's task's :attr:`~graphtransfer.envs.base.GraphEnv.kernel` rule, where its env class declares one."""
+    return task_of(config).kernel
 
 
 def run_env(config: RunConfig, graphs: Sequence[Graph]) -> gym.Env:
@@ -76,7 +68,7 @@ def inference_env(config: RunConfig, graph: Graph, max_passes: int | None = None
     if max_passes is not None and (isinstance(max_passes, bool) or not 1 <= max_passes <= MAX_PASSES):
         raise UsageError(f"max_passes {max_passes!r} must be a whole number from 1 to {MAX_PASSES:,} (None: the task's)")
     if config.env is None:
-        horizon = max_passes or _task(config.task).inference_horizon
+        horizon = max_passes or _task(config.task).env.inference_horizon
         kwargs = {**config.env_kwargs, **({"horizon": horizon} if horizon else {}), **({"query": query} if query else {})}
         return make_env(config.task, None, kwargs, [graph], config.horizon)
     built = _user_env(config.env, config.env_kwargs, [graph])
@@ -93,7 +85,7 @@ def inference_env(config: RunConfig, graph: Graph, max_passes: int | None = None
 def named_query(config: RunConfig, graph: Graph, source: str | None, target: str | None) -> tuple[int, int] | None:
     """The route query a user named by the graph's own ids ``source`` and ``target``, as
     positions for :func:`inference_env`: both or neither (``None``: the graph's own query), for
-    a path model only, checked by :func:`graphtransfer.envs.path.query_positions` (ids that
+    a path model only, checked by :func:`graphtransfer.tasks.path.env.query_positions` (ids that
     exist, differ, and are connected); each refusal a :class:`UsageError` that says the fix."""
     if source is None and target is None:
         return None
@@ -104,8 +96,8 @@ def named_query(config: RunConfig, graph: Graph, source: str | None, target: str
 
 
 def _check_routes(config: RunConfig) -> None:
-    if config.env is not None or config.task != "path":
-        raise UsageError(f"--source and --target route the path task; this model's task is {config.env or config.task}")
+    if not task_of(config).takes_query:
+        raise task_of(config).refuse("--source and --target", "takes_query")
 
 
 def make_env(task: str | None, env: str | None, env_kwargs: dict[str, Any], graphs: Sequence[Graph], horizon: int | None = None) -> gym.Env:
@@ -120,7 +112,7 @@ def make_env(task: str | None, env: str | None, env_kwargs: dict[str, Any], grap
     """
     if env is None:
         kwargs = {**({"horizon": horizon} if horizon else {}), **env_kwargs}
-        return _construct(_task(task), kwargs, graphs, task)
+        return _construct(_task(task).env, kwargs, graphs, task)
     built = _user_env(env, env_kwargs, graphs)
     return as_task(built, env, env_kwargs, graphs) if _views_residual(features_of(built)) else built
 
@@ -149,10 +141,18 @@ def as_task(
     return UserTask(built, lambda graph: _user_env(env, env_kwargs, [graph]), list(graphs), budget, own_episodes)
 
 
-def _task(name: str | None) -> type[GraphEnv]:
-    if name not in TASKS:
+def _task(name: str | None) -> Task:
+    if name is None or name not in TASKS:
         raise UsageError(f"unknown task {name!r}; choose one of {sorted(TASKS)} or pass --env module:Class")
     return TASKS[name]
+
+
+def _env_class(spec: str):
+    """The class (or factory) ``--env`` names, whose members declare the task: a gymnasium id's entry point."""
+    if ":" not in spec and spec in gym.registry:
+        entry = gym.spec(spec).entry_point
+        return _load(entry) if isinstance(entry, str) else entry
+    return _load(spec)
 
 
 def _load(spec: str):

@@ -4,7 +4,7 @@ better side.
 
 A graph bipartite but for a small share of its edges (a user-item graph with some item-item links,
 a lattice with some diagonals) is decided neither by the kernel's LP step, which needs it bipartite
-throughout (:func:`graphtransfer.envs.mis_kernel.largest_bipartite_set`), nor well by a policy
+throughout (:func:`graphtransfer.tasks.mis.kernel.largest_bipartite_set`), nor well by a policy
 that decides in parallel: its passes start the two sides' sets in many places and the walls
 between them cost nodes (the built-in MIS model fell to min-degree greedy's sets or below on such graphs;
 ``bench/default_quality.py``). Here:
@@ -31,17 +31,16 @@ scale-free graphs: 20-36%) are refused, larger ones after a sample first: a ball
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
-from graphtransfer.baselines.completion import make_maximal
-from graphtransfer.envs.domination import closed_wedges
-from graphtransfer.envs.mis_kernel import LP_NODES, _tree_distances, largest_bipartite_set, neighbours_of, searchable
+from graphtransfer.envs.transforms import NearBipartiteSet
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.graph import induced_subgraph, sorted_unique
+from graphtransfer.tasks.mis.completion import make_maximal
+from graphtransfer.tasks.mis.domination import closed_wedges
+from graphtransfer.tasks.mis.kernel import LP_NODES, _tree_distances, largest_bipartite_set, neighbours_of, searchable
 
 ODD_EDGE_SHARE = 0.10
 """the largest share of a graph's edges inside a colour for which :func:`near_bipartite_set` solves
@@ -71,24 +70,6 @@ triangle (grids of 10^4-10^5 nodes with 1% or 3% diagonals: 5-16% odd, then 1% o
 degree 4: 19-21%, and no better)"""
 TRIANGLE_ROWS = 1 << 16
 """rows of the adjacency multiplied at once to find the edges in triangles (bounds the product's memory)"""
-
-
-@dataclass(frozen=True)
-class NearBipartiteSet:
-    """An independent set of the graph less a cover of its odd edges, solved as bipartite.
-
-    Attributes:
-        solution: ``(num_nodes,)`` bool, a maximal independent set of the graph.
-        odd_edges: the graph's edges inside a colour of the two-colouring.
-        edges: the graph's edges.
-        bound: no independent set of the graph is larger (König's set of the rest plus the cover;
-            ``None`` above :data:`EXACT_NODES` nodes, where the better side stood in for it).
-    """
-
-    solution: np.ndarray
-    odd_edges: int
-    edges: int
-    bound: int | None
 
 
 def near_bipartite_set(graph: Graph) -> NearBipartiteSet | None:
@@ -148,7 +129,7 @@ def _colouring(indptr: np.ndarray, indices: np.ndarray, src: np.ndarray) -> np.n
     indices)`` (``src``: :func:`_sources` of it), or ``None`` where more than
     :data:`ODD_EDGE_SHARE` of its edges stay odd. The levels are first taken over every edge; where
     that leaves some odd edges, but at most :data:`RETRY_SHARE`,
-    and sampled wedges close (:func:`~graphtransfer.envs.domination.closed_wedges`), again over the
+    and sampled wedges close (:func:`~graphtransfer.tasks.mis.domination.closed_wedges`), again over the
     edges in no triangle, the colouring with fewer odd edges kept (the product that finds those edges
     costs the graph's wedges: random and scale-free graphs, refused after the first, never pay it)."""
     n = indptr.size - 1

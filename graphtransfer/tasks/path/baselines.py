@@ -1,5 +1,5 @@
 """The shortest route for the path task: Dijkstra from the query's source. Solutions are
-``(steps + 1, 2)`` int64 ``step, node`` rows, as :class:`~graphtransfer.envs.path.PathEnv` writes them."""
+``(steps + 1, 2)`` int64 ``step, node`` rows, as :class:`~graphtransfer.tasks.path.env.PathEnv` writes them."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import dijkstra
 
-from graphtransfer.envs.path import route_query
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, edge_weights
+from graphtransfer.tasks.path.query import route_query
 
 
 def dijkstra_route(graph: Graph, query: tuple[int, int] | None = None) -> np.ndarray:
     """The shortest route for ``query`` (positions ``(source, target)``; default the graph's
-    own, :func:`~graphtransfer.envs.path.route_query`) by scipy's Dijkstra, lengths from
+    own, :func:`~graphtransfer.tasks.path.env.route_query`) by scipy's Dijkstra, lengths from
     :func:`~graphtransfer.graphs.edge_weights`."""
     source, target = route_query(graph) if query is None else query
     matrix = csr_array((edge_weights(graph), (graph.edge_index[0], graph.edge_index[1])), shape=(graph.num_nodes,) * 2)

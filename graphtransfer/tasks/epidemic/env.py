@@ -13,6 +13,9 @@ trade-off — lock down early and pay, or let it spread — has to be read off t
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import ClassVar
+
 import numpy as np
 from gymnasium import spaces
 
@@ -23,6 +26,34 @@ from graphtransfer.graphs import Graph
 MEASURES = ("none", "distancing", "lockdown")
 TRANSMISSION = np.array([1.0, 0.5, 0.1])  # factor on the per-contact infection probability
 COST = np.array([0.0, 0.02, 0.08])  # per step, in units of "fraction of population infected"
+
+
+# the fixed rules eval compares the policy with, each simulated on the same course of events as the policy
+# (the env draws its randomness independently of the measures taken)
+def simulate(graph: Graph, rule: Callable[[EpidemicEnv], int], seed: int = 0) -> np.ndarray:
+    """Run one episode on ``graph`` taking ``rule(env)`` each step; the solution rows."""
+    env = EpidemicEnv([graph])
+    env.reset(seed=seed)
+    done = False
+    while not done:
+        _, _, terminated, truncated, _ = env.step(rule(env))
+        done = terminated or truncated
+    return env.solution()
+
+
+def never(graph: Graph, seed: int = 0) -> np.ndarray:
+    """No measure, ever."""
+    return simulate(graph, lambda env: 0, seed)
+
+
+def always_lockdown(graph: Graph, seed: int = 0) -> np.ndarray:
+    """Lockdown from the first step until the epidemic is gone."""
+    return simulate(graph, lambda env: MEASURES.index("lockdown"), seed)
+
+
+def threshold(graph: Graph, seed: int = 0, level: float = 0.02) -> np.ndarray:
+    """Lockdown while more than ``level`` of the population is infected, distancing below it."""
+    return simulate(graph, lambda env: MEASURES.index("lockdown" if env.infected.mean() > level else "distancing"), seed)
 
 
 class EpidemicEnv(GraphEnv):
@@ -41,6 +72,9 @@ class EpidemicEnv(GraphEnv):
     head = Head.GRAPH_LEVEL
     objective_name = "return: -(infected fraction + measure cost), summed over steps"
     solution_header = "step,measure,infected"
+    # what the task declares (graphtransfer.envs.protocol.TaskMembers)
+    baselines: ClassVar[dict] = {"threshold-2%": threshold, "never": never, "always-lockdown": always_lockdown}
+    action_names = MEASURES
 
     def __init__(self, graphs: Graphs, horizon: int = 32, infection: float = 0.25, recovery: float = 0.2, initially_infected: float = 0.05):
         super().__init__(graphs, horizon)

@@ -7,12 +7,16 @@ count, so an episode returns the improvement over the random start as a fraction
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 from gymnasium import spaces
 
 from graphtransfer.envs.base import GraphEnv, Graphs
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
+from graphtransfer.tasks.maxcut.baselines import exact, greedy_one_flip, random_cut
+from graphtransfer.tasks.maxcut.search import one_flip_local_search
 
 KEEP, FLIP = 0, 1
 
@@ -26,6 +30,12 @@ class MaxCutEnv(GraphEnv):
     num_actions = 2
     head = Head.NODE_WISE
     objective_name = "cut edges"
+    # what the task declares (graphtransfer.envs.protocol.TaskMembers)
+    improve = staticmethod(one_flip_local_search)
+    baselines: ClassVar[dict] = {"one-flip": greedy_one_flip, "random-cut": random_cut}
+    exact: ClassVar[dict] = {"brute-force": exact}
+    decision_labels: ClassVar[dict] = {0: "side 0", 1: "side 1"}
+    decision_colours = ("#1f77b4", "#ff7f0e")
 
     def __init__(self, graphs: Graphs, horizon: int = 16):
         super().__init__(graphs, horizon)

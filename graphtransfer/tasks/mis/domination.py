@@ -1,7 +1,7 @@
 """Domination among closed neighbourhoods, vectorised: the MIS rule that a node whose closed
 neighbourhood holds a neighbour's can leave the set. The local-max decoding applies it every pass
-(:func:`graphtransfer.envs.mis.reduction_actions`), the kernel once before the policy
-(:mod:`graphtransfer.envs.mis_kernel`)."""
+(:func:`graphtransfer.tasks.mis.env.reduction_actions`), the kernel once before the policy
+(:mod:`graphtransfer.tasks.mis.kernel`)."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def dominated(edge_index: np.ndarray, degree: np.ndarray, words: int | None = No
     ``N[v] ⊆ N[u]`` after a removal and not before means that a neighbour of ``v`` outside
     ``N[u]`` was removed. The answer is then the whole graph's, at the cost of the touched nodes'
     neighbourhoods (a decoding's later passes on dense geometric graphs, where a pass removes a few
-    hundred nodes of 10^5: :meth:`graphtransfer.envs.mis.MISEnv.exact_actions`).
+    hundred nodes of 10^5: :meth:`graphtransfer.tasks.mis.env.MISEnv.exact_actions`).
 
     Shapes:
         edge_index: ``(2, E)`` directed edges (both directions); degree, touched: ``(N,)``; returns ``(N,)`` bool.

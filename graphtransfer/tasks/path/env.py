@@ -35,6 +35,8 @@ reset (training, after the first episode) draws a random source and a target rea
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 from gymnasium import spaces
 from scipy.sparse import csr_array
@@ -45,8 +47,9 @@ from graphtransfer.envs.protocol import Head
 from graphtransfer.errors import GraphInputError, UsageError
 from graphtransfer.graphs import Graph, edge_weights
 from graphtransfer.graphs.graph import edge_lookup
+from graphtransfer.tasks.path.baselines import dijkstra_route
+from graphtransfer.tasks.path.query import route_query
 
-QUERY_SEED = 0
 DETOUR = 2.0
 """a route may take this many times the source's hops to the target (+ 2) steps; Dijkstra's
 routes took 1.5 times the fewest hops on random geometric graphs of 10^4 to 2.5 × 10^5 nodes"""
@@ -77,6 +80,9 @@ class PathEnv(GraphEnv):
     # moves routed closer to Dijkstra than sampled ones (bench/path_matching_quality.py)
     inference_deterministic = True
     solution_header = "step,node"
+    # what the task declares (graphtransfer.envs.protocol.TaskMembers)
+    baselines: ClassVar[dict] = {"dijkstra": dijkstra_route}
+    takes_query = True
 
     def __init__(self, graphs: Graphs, horizon: int = 64, guide: str = "distance", query: tuple[int, int] | None = None):
         if guide not in GUIDES:
@@ -249,19 +255,6 @@ def route_length(graph: Graph, nodes: np.ndarray) -> float:
     if (columns < 0).any():
         return float("nan")
     return float(edge_weights(graph)[columns].astype(np.float64).sum())
-
-
-def route_query(graph: Graph) -> tuple[int, int]:
-    """The graph's own query, a function of the graph alone: the source is the first node with
-    edges in a permutation seeded by :data:`QUERY_SEED`; the target is the node farthest from it
-    in hops (the lowest id among ties), so routes cross the graph."""
-    degree = graph.degrees()
-    order = np.random.default_rng(QUERY_SEED).permutation(graph.num_nodes)
-    source = int(order[np.argmax(degree[order] > 0)])
-    matrix = csr_array((np.ones(graph.edge_index.shape[1]), (graph.edge_index[0], graph.edge_index[1])), shape=(graph.num_nodes,) * 2)
-    hops = shortest_path(matrix, unweighted=True, indices=source)
-    hops[~np.isfinite(hops)] = -1
-    return source, int(np.argmax(hops))
 
 
 def query_positions(graph: Graph, source: str, target: str) -> tuple[int, int]:

@@ -12,7 +12,7 @@ a maximum independent set, less what it decides):
    (so the kernel's set is one node smaller than the lifted one);
 4. a neighbour ``u`` of a node ``v`` leaves when ``v``'s closed neighbourhood lies inside ``u``'s
    (domination: ``v`` or one of its neighbours, all ``u``'s, can take ``u``'s place in any set);
-   applied to the whole graph at once first (:func:`graphtransfer.envs.domination.dominated`),
+   applied to the whole graph at once first (:func:`graphtransfer.tasks.mis.domination.dominated`),
    then to the nodes of degree at most :data:`RULE_DEGREE` the other rules change, and only on
    graphs with triangles (:data:`CLOSED_WEDGES`);
 5. the nodes at 0 in a half-integral optimum of the LP relaxation join and those at 1 leave
@@ -26,7 +26,7 @@ a maximum independent set, less what it decides):
    be bipartite (:func:`odd_cycle_near`), so bipartite graphs of any size are decided whole.
 
 Rules 1, 2 and 4 are what the local-max decoding also applies every pass
-(:func:`graphtransfer.envs.mis.reduction_actions`); rule 3 changes the graph, which no pass of an env
+(:func:`graphtransfer.tasks.mis.env.reduction_actions`); rule 3 changes the graph, which no pass of an env
 can, so the rules run once, before the policy, and their cascades (a fold or a removal lowers
 degrees, which make new pendants, folds and dominated nodes) run to the end. On Barabási–Albert
 graphs with ``m = 2`` and ``m = 3`` they leave nothing: the kernel's set is the maximum one
@@ -44,15 +44,15 @@ from __future__ import annotations
 import gc
 from array import array
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import breadth_first_order, connected_components, maximum_bipartite_matching, maximum_flow
 
-from graphtransfer.envs.domination import CLOSED_WEDGES, closed_wedges, dominated, run_positions
+from graphtransfer.envs.transforms import MISKernel
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.graph import non_decreasing, sorted_unique, stable_order
+from graphtransfer.tasks.mis.domination import CLOSED_WEDGES, closed_wedges, dominated, run_positions
 
 RULE_DEGREE = 8
 """rule 4 looks again at nodes of at most this degree when the other rules change their
@@ -69,98 +69,6 @@ set in a 0.55-s solve, where the policy found 0.927 of it in 3.8 s)"""
 ODD_CYCLE_BALL = 1 << 16
 """the nodes :func:`odd_cycle_near` reaches at most before it answers: on a random graph of 10^6 nodes its first few
 thousand already close an odd cycle; a lattice's ball of this size closes none"""
-
-
-class KernelRule(Protocol):
-    """A task's kernel rule (:attr:`graphtransfer.envs.base.GraphEnv.kernel`, e.g. :func:`mis_kernel`):
-    ``lp=False`` leaves rule 5 out."""
-
-    def __call__(self, graph: Graph, lp: bool = True) -> MISKernel | None: ...
-
-
-@dataclass(frozen=True)
-class MISKernel:
-    """A graph's kernel and the way from a kernel's independent set back to the graph's.
-
-    Attributes:
-        graph: the kernel, its nodes numbered ``0..k-1`` in the given graph's order; at least one
-            node (a graph the rules decide whole keeps one of the nodes they put in the set, an
-            isolated node, which any decoding takes).
-        nodes: ``(k,)`` int64, the position in the given graph of each kernel node (a folded
-            node is named by one of the two nodes it merged).
-        included: ``(i,)`` int64, positions the rules put in the set (possibly folded nodes).
-        folds: ``(f, 3)`` int64, each fold's ``(v, kept, merged)`` in the order made: ``kept``
-            names the folded node, ``merged`` the neighbour merged into it.
-        given: the graph it is the kernel of.
-        covers: the solutions are vertex covers (MVC), the complements of the independent sets.
-    """
-
-    graph: Graph
-    nodes: np.ndarray
-    included: np.ndarray
-    folds: np.ndarray
-    given: Graph
-    covers: bool = False
-
-    @property
-    def decided(self) -> int:
-        """The given graph's nodes the rules decided before anything ran on the kernel."""
-        return self.given.num_nodes - self.nodes.size
-
-    def measure(self, lifted: np.ndarray) -> tuple[float, bool]:
-        """A lifted solution's size and whether it is feasible in the given graph (independent, or
-        for covers covering every edge)."""
-        src, dst = self.given.edge_index
-        feasible = (lifted[src] | lifted[dst]).all() if self.covers else not (lifted[src] & lifted[dst]).any()
-        return float(lifted.sum()), bool(feasible)
-
-    def lift(self, chosen: np.ndarray) -> np.ndarray:
-        """``(num_nodes,)`` bool, the given graph's set of the kernel's set ``chosen`` (``(k,)``
-        bool): independent when ``chosen`` is, maximal when it is, and larger by the number of
-        rule-1/2 joins and folds. For covers, the given graph's cover of the kernel's cover
-        ``chosen``: a cover when ``chosen`` is, minimal when it is."""
-        return self.lifting.lift(chosen)
-
-    @property
-    def lifting(self) -> KernelLift:
-        """What :meth:`lift` reads, without the two graphs' edges: a decoding that keeps the kernels
-        of its residual graphs until the end keeps these (:mod:`graphtransfer.solve.residual_kernels`)."""
-        return KernelLift(self.given.num_nodes, self.nodes, self.included, self.folds, self.covers)
-
-
-@dataclass(frozen=True)
-class KernelLift:
-    """The way from a kernel's set back to its graph's (:meth:`MISKernel.lift`), and nothing else:
-    the 57 kernels of a random geometric graph of 10^5 nodes and average degree 200, kept whole with
-    their graphs' edges until the set was lifted, held 8.7 GiB at the solve's peak (3.9 GiB without them)."""
-
-    num_nodes: int
-    """the given graph's nodes"""
-    nodes: np.ndarray
-    included: np.ndarray
-    folds: np.ndarray
-    covers: bool = False
-    """as :class:`MISKernel`'s fields of these names"""
-
-    def lift(self, chosen: np.ndarray) -> np.ndarray:
-        """:meth:`MISKernel.lift`."""
-        chosen = np.asarray(chosen, dtype=bool)
-        if self.covers:
-            return ~self._lift_set(~chosen)
-        return self._lift_set(chosen)
-
-    def _lift_set(self, chosen: np.ndarray) -> np.ndarray:
-        lifted = np.zeros(self.num_nodes, dtype=bool)
-        lifted[self.nodes[chosen]] = True
-        lifted[self.included] = True
-        # a later fold may have merged an earlier folded node: last first. Read as three lists of ints, not a list per
-        # fold: 38,000 folds' lists made the collector's full pass run inside a solve (0.22 s of the 250k graph's 1.2 s)
-        for v, kept, merged in zip(*self.folds[::-1].T.tolist(), strict=True):
-            if lifted[kept]:
-                lifted[merged] = True
-            else:
-                lifted[v] = True
-        return lifted
 
 
 def mis_kernel(graph: Graph, lp: bool = True) -> MISKernel | None:
@@ -187,7 +95,7 @@ def mis_kernel(graph: Graph, lp: bool = True) -> MISKernel | None:
 
 def graph_by_destination(edges: np.ndarray, num_nodes: int, name: str) -> Graph:
     """A kernel's graph, its edges ``(2, E)`` listed by destination (a stable sort, a merge where
-    they mostly are): the order the MIS env reads them in (:func:`graphtransfer.envs.mis.by_destination`),
+    they mostly are): the order the MIS env reads them in (:func:`graphtransfer.tasks.mis.env.by_destination`),
     which then takes them as they are instead of keeping a sorted copy beside them for the whole
     solve (an Erdős–Rényi kernel of 10^6 nodes: 128 MB)."""
     if not non_decreasing(edges[1]):

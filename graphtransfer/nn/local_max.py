@@ -1,7 +1,7 @@
 """The local-max decoding's rule for one pass: which of the surest nodes commit together.
 
 Used by :mod:`graphtransfer.solve.inference` (every node-wise and node-choice local-max pass) and
-:mod:`graphtransfer.solve.device_mis` (MIS passes that stay on the GPU).
+:mod:`graphtransfer.tasks.mis.device` (MIS passes that stay on the GPU).
 """
 
 from __future__ import annotations

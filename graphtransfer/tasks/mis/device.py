@@ -7,11 +7,11 @@ graph, the features, the renumbering of the undecided nodes) and the copies to a
 device (``bench/gpu.py``). Here each pass is a few kernels over the residual
 edges, and the only copies are the graph's edges once and each pass's random draws.
 
-The passes are :class:`~graphtransfer.envs.mis.MISEnv`'s, rule for rule (with the decoding's
+The passes are :class:`~graphtransfer.tasks.mis.env.MISEnv`'s, rule for rule (with the decoding's
 exact reductions, :func:`dominated` in torch): the same random features,
 drawn from the env's generator in the same order (``np_random.random(N)`` per observation), the same
 residual edges in the same order, the local-max commits of
-:func:`graphtransfer.solve.local_max.local_max_commits`, and at the end the env's status and
+:func:`graphtransfer.nn.local_max.local_max_commits`, and at the end the env's status and
 residual edges are set to where the passes left them, so the env's ``solution()``, the finishing
 rule and the objective read the episode as if its ``step`` had run. Run on the CPU the passes give
 the CPU path's set (tested); only float rounding of the features (torch's ``log`` against numpy's)
@@ -25,22 +25,8 @@ import math
 import numpy as np
 import torch
 
-from graphtransfer.envs.mis import IN_SET, INCLUDE, OUT, UNDECIDED, MISEnv
-from graphtransfer.solve.local_max import LOGIT_EPS, Until, local_max_commits, with_gumbel_noise
-
-
-def runs_on_device(env, policy) -> bool:
-    """Whether :func:`device_passes` can run this solve: the policy on a GPU and the env the
-    built-in MIS env itself on one graph (a subclass may change its features or rules)."""
-    task = env.unwrapped
-    return policy.device.type == "cuda" and type(task) is MISEnv and len(task.graphs) == 1
-
-
-def whole_graph(env) -> dict[str, np.ndarray]:
-    """What :func:`graphtransfer.solve.inference.local_max_candidates` reads of an episode's first
-    observation, from the env's one graph without building the observation."""
-    graph = env.unwrapped.graphs[0]
-    return {"num_nodes": np.array([graph.num_nodes]), "num_edges": np.array([graph.edge_index.shape[1]]), "edge_index": graph.edge_index}
+from graphtransfer.nn.local_max import LOGIT_EPS, Until, local_max_commits, with_gumbel_noise
+from graphtransfer.tasks.mis.constants import IN_SET, INCLUDE, NUM_FEATURES, OUT, UNDECIDED
 
 
 def device_passes(
@@ -57,12 +43,12 @@ def device_passes(
     ``policy.device`` from the env's start (:meth:`~graphtransfer.envs.base.GraphEnv.begin_episode`
     with ``seed``) to its end (every node decided, or the env's horizon); returns each pass's
     reward. With ``reductions``, each pass also applies the env's exact rules
-    (:func:`graphtransfer.envs.mis.reduction_actions`: isolated nodes join, dominated nodes leave,
+    (:func:`graphtransfer.tasks.mis.env.reduction_actions`: isolated nodes join, dominated nodes leave,
     see :func:`dominated`). ``until(undecided, degree)``, asked after every pass with the residual
     graph's undecided nodes and degrees as tensors, ends the episode there when true, as
     :func:`graphtransfer.solve.inference.solve` asks it of the env. The env is left as its own
     steps would leave it."""
-    task: MISEnv = env.unwrapped
+    task = env.unwrapped  # the MIS env
     task.begin_episode(seed=seed)
     device, num_nodes = policy.device, task.graph.num_nodes
     status = torch.zeros(num_nodes, dtype=torch.int8, device=device)  # UNDECIDED
@@ -117,7 +103,7 @@ def _pass_commits(policy, x, status, edges, candidates, order_noise, generator) 
 
 
 def dominated(edges: torch.Tensor, degree: torch.Tensor) -> torch.Tensor:
-    """:func:`graphtransfer.envs.mis.dominated` in torch, on the edges' device: the nodes ``u``
+    """:func:`graphtransfer.tasks.mis.env.dominated` in torch, on the edges' device: the nodes ``u``
     with a neighbour ``v`` whose closed neighbourhood lies inside ``u``'s (for equal ones, ``v``
     the lower id). The same bit-mask filter and neighbour-by-neighbour check; the masks hash the
     nodes differently, which changes only which pairs reach the check, not the answer.
@@ -158,7 +144,7 @@ def dominated(edges: torch.Tensor, degree: torch.Tensor) -> torch.Tensor:
 
 
 def pendant_dominated(edges: torch.Tensor, degree: torch.Tensor) -> torch.Tensor:
-    """:func:`graphtransfer.envs.domination.pendant_dominated` in torch: the nodes ``u`` with a
+    """:func:`graphtransfer.tasks.mis.domination.pendant_dominated` in torch: the nodes ``u`` with a
     neighbour ``v`` of degree 1 (for two adjacent pendants, the higher id)."""
     out = torch.zeros(degree.numel(), dtype=torch.bool, device=degree.device)
     src, dst = edges
@@ -175,7 +161,7 @@ def residual(edges: torch.Tensor, status: torch.Tensor) -> torch.Tensor:
 
 
 def node_features(status: torch.Tensor, edges: torch.Tensor, live_degree: torch.Tensor, draw: np.ndarray) -> torch.Tensor:
-    """:func:`graphtransfer.envs.mis.node_features` of the residual ``edges`` (each node's count of
+    """:func:`graphtransfer.tasks.mis.env.node_features` of the residual ``edges`` (each node's count of
     them ``live_degree``) and the pass's ``draw``, on ``status``'s device, in float64 until the
     float32 result as the env computes it.
 
@@ -188,7 +174,7 @@ def node_features(status: torch.Tensor, edges: torch.Tensor, live_degree: torch.
     cost = inverse.index_add(0, edges[0], inverse[edges[1]])
     undecided = status == UNDECIDED
     draw_t = torch.from_numpy(draw).to(status.device, non_blocking=True) * undecided
-    features = torch.zeros((num_nodes, MISEnv.num_features), dtype=torch.float32, device=status.device)
+    features = torch.zeros((num_nodes, NUM_FEATURES), dtype=torch.float32, device=status.device)
     features[torch.arange(num_nodes, device=status.device), status.long()] = 1.0
     features[:, 3] = torch.log1p(degree) + 0.3 * draw_t
     features[:, 4] = draw_t

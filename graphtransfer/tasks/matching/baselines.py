@@ -1,14 +1,14 @@
 """Classical maximum-weight-matching solvers to measure policies against. Solutions are
 ``(num_nodes,)`` int64, each node's mate (its position) and -1 where unmatched, weighted by
-:func:`graphtransfer.graphs.edge_weights`, as :class:`~graphtransfer.envs.matching.MatchingEnv` scores them."""
+:func:`graphtransfer.graphs.edge_weights`, as :class:`~graphtransfer.tasks.matching.env.MatchingEnv` scores them."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from graphtransfer.baselines.exact import ExactSolution, check_size
-from graphtransfer.envs.matching import PRICE_ROUNDS, gains, locally_heaviest, twin_edges
 from graphtransfer.graphs import Graph, edge_weights
+from graphtransfer.tasks.matching.rules import PRICE_ROUNDS, gains, locally_heaviest, twin_edges
 
 EXACT_MAX_NODES = 3000
 """Largest graph :func:`exact_blossom` accepts by default: networkx's blossom algorithm is pure
@@ -30,7 +30,7 @@ def greedy_by_weight(graph: Graph) -> np.ndarray:
 
 def greedy_by_gain(graph: Graph, rounds: int = PRICE_ROUNDS) -> np.ndarray:
     """Greedy on gains instead of weights: in each round every live edge whose gain
-    (:func:`~graphtransfer.envs.matching.gains`, its weight less what its endpoints could get
+    (:func:`~graphtransfer.tasks.matching.env.gains`, its weight less what its endpoints could get
     elsewhere) is the highest at both its endpoints joins (ties to the lower edge id), then the
     edges at matched nodes leave and the gains are recomputed on what is left. The rule the
     matching env's gain features point at, here without a policy, so that a policy's figure can

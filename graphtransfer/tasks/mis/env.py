@@ -21,17 +21,21 @@ import numpy as np
 from gymnasium import spaces
 
 from graphtransfer.envs.base import GraphEnv, Graphs
-from graphtransfer.envs.domination import closes_wedges, dominated, pendant_dominated
-from graphtransfer.envs.mis_kernel import mis_kernel
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.graph import non_decreasing, stable_order
+from graphtransfer.tasks.mis.baselines import exact_milp, greedy_min_degree, random_order_greedy
+from graphtransfer.tasks.mis.chils import chils_solver
+from graphtransfer.tasks.mis.completion import finish_independent_set
+from graphtransfer.tasks.mis.constants import DEFER, EXCLUDE, IN_SET, INCLUDE, NUM_FEATURES, OUT, UNDECIDED
+from graphtransfer.tasks.mis.domination import closes_wedges, dominated, pendant_dominated
+from graphtransfer.tasks.mis.kernel import mis_kernel
+from graphtransfer.tasks.mis.local_search import local_search, polish_independent_set
+from graphtransfer.tasks.mis.near_bipartite import near_bipartite_set
+from graphtransfer.tasks.mis.search import search_set, teacher_set
 
 if TYPE_CHECKING:
     from graphtransfer.envs.base import KernelMethod
-
-EXCLUDE, INCLUDE, DEFER = 0, 1, 2
-UNDECIDED, IN_SET, OUT = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,7 @@ class MISEnv(GraphEnv):
     on the mean of 13 graphs of 5,000 nodes of average degree 6-128, and from 0.99-1.01 to 1.00-1.03
     on the Erdős–Rényi graphs of degree 64 and 128 (``bench/transfer_quality.py``)."""
 
-    num_features = 6
+    num_features = NUM_FEATURES
     num_actions = 3
     head = Head.NODE_WISE
     objective_name = "independent set size"
@@ -75,6 +79,24 @@ class MISEnv(GraphEnv):
     commit_action, defer_action = INCLUDE, DEFER  # what a commit fraction below 1 lets the surest nodes do, and the rest
     renumberable = True
     kernel: ClassVar[KernelMethod | None] = staticmethod(mis_kernel)
+    # what the task declares (graphtransfer.envs.protocol.TaskMembers): a user's env that declares the same gets the same
+    finish = staticmethod(finish_independent_set)
+    improve = staticmethod(polish_independent_set)
+    search = staticmethod(search_set)
+    teacher = staticmethod(teacher_set)
+    rival = staticmethod(near_bipartite_set)
+    baselines: ClassVar[dict] = {"greedy-min-degree": greedy_min_degree, "random-greedy": random_order_greedy, "local-search": local_search}
+    exact: ClassVar[dict] = {"milp": exact_milp}
+    optional_baselines: ClassVar[dict] = {"chils": chils_solver}
+    partitioned_solve = True
+    decision_labels: ClassVar[dict] = {0: "not in the set", 1: "in the independent set"}
+
+    @staticmethod
+    def device_passes(*args):
+        """The whole episode on the policy's GPU (:func:`graphtransfer.tasks.mis.device.device_passes`)."""
+        from graphtransfer.tasks.mis.device import device_passes  # torch loads only where a GPU solve runs
+
+        return device_passes(*args)
 
     def __init__(self, graphs: Graphs, horizon: int = 32):
         super().__init__(graphs, horizon)
@@ -131,7 +153,7 @@ class MISEnv(GraphEnv):
         ``edge_index`` is the residual graph of the episode's undecided nodes, numbered in order
         (``num_nodes`` of them). After the episode's first check, where every node the last check
         found dominated has left since, only the pairs around the nodes that lost a neighbour
-        since are checked (:func:`~graphtransfer.envs.domination.dominated`'s ``touched``): the
+        since are checked (:func:`~graphtransfer.tasks.mis.domination.dominated`'s ``touched``): the
         same answer as a check of the whole residual graph, at a fraction of its cost on dense
         geometric graphs, whose passes each decide a few hundred of 10^5 nodes."""
         actions, self._last_check = checked_reduction_actions(
@@ -141,7 +163,7 @@ class MISEnv(GraphEnv):
 
     def has_triangles(self, edge_index: np.ndarray, num_nodes: int) -> bool:
         """Whether the domination check on this episode's graph needs triangles
-        (:func:`~graphtransfer.envs.domination.closes_wedges`), decided on the first call for the
+        (:func:`~graphtransfer.tasks.mis.domination.closes_wedges`), decided on the first call for the
         graph, at an episode's first pass, from ``edge_index`` (both directions: the graph's own
         edges then), and kept for every later pass and episode on it: residual graphs only lose
         edges, and the rollouts of a small graph would each pay the sampling again (18 ms at 1,000
@@ -302,8 +324,8 @@ def reduction_actions(
     graphs (``bench/default_quality.py``).
 
     Without ``triangles`` (graphs whose wedges rarely close,
-    :func:`~graphtransfer.envs.domination.closes_wedges`) only pendants dominate
-    (:func:`~graphtransfer.envs.domination.pendant_dominated`): a node's closed neighbourhood holds a
+    :func:`~graphtransfer.tasks.mis.domination.closes_wedges`) only pendants dominate
+    (:func:`~graphtransfer.tasks.mis.domination.pendant_dominated`): a node's closed neighbourhood holds a
     neighbour's only where that neighbour's other neighbours close triangles with it, so the full
     check would find little more there, at many times the cost.
 

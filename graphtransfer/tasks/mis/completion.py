@@ -4,7 +4,7 @@ with what the policy decided counted apart from what a rule added.
 The rule, applied after decoding stops (solved, or at the pass limit):
 
 1. Nodes still undecided are completed by greedy minimum degree on the subgraph they span
-   (:func:`~graphtransfer.baselines.mis.greedy_min_degree`: least degree first, ties to the lowest
+   (:func:`~graphtransfer.tasks.mis.baselines.greedy_min_degree`: least degree first, ties to the lowest
    position). None of them has a neighbour in the set (a node that joins excludes its undecided
    neighbours), so every node greedy takes can join.
 2. A final pass adds, the same way, every node that is outside the set with no neighbour in it:
@@ -13,42 +13,13 @@ The rule, applied after decoding stops (solved, or at the pass limit):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from graphtransfer.baselines.mis import greedy_min_degree
+from graphtransfer.envs.transforms import FinishedSet
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.graph import induced_subgraph
-
-
-@dataclass(frozen=True)
-class FinishedSet:
-    """A finished independent set and where its nodes came from.
-
-    Attributes:
-        solution: ``(num_nodes,)`` bool, a maximal independent set.
-        by_policy: nodes the policy put in the set.
-        undecided: nodes the policy left undecided (decoding stopped at its pass limit).
-        by_rule: of those, how many step 1 of the rule put in the set.
-        for_maximality: nodes the policy excluded that the final pass added.
-    """
-
-    solution: np.ndarray
-    by_policy: int
-    undecided: int
-    by_rule: int
-    for_maximality: int
-
-    def pass_limit_warning(self, passes: int) -> str | None:
-        """The line to print after ``warning:`` when decoding stopped with nodes undecided, else None."""
-        if not self.undecided:
-            return None
-        return (
-            f"the pass limit ({passes} passes) was reached with {self.undecided:,} of {self.solution.size:,} nodes undecided; "
-            f"greedy minimum degree completed them ({self.by_rule:,} joined the set); raise --max-passes to let the policy decide them"
-        )
+from graphtransfer.tasks.mis.baselines import greedy_min_degree
 
 
 def finish_independent_set(graph: Graph, chosen: np.ndarray, undecided: np.ndarray) -> FinishedSet:
@@ -57,7 +28,7 @@ def finish_independent_set(graph: Graph, chosen: np.ndarray, undecided: np.ndarr
     Args:
         chosen: ``(num_nodes,)`` bool, the nodes the policy put in the set (an independent set).
         undecided: ``(num_nodes,)`` bool, the nodes it had not decided when decoding stopped
-            (for the MIS env, :meth:`~graphtransfer.envs.mis.MISEnv.active_nodes`).
+            (for the MIS env, :meth:`~graphtransfer.tasks.mis.env.MISEnv.active_nodes`).
 
     Raises:
         UsageError: arrays of the wrong shape, or ``chosen`` that is not an independent set.
@@ -114,8 +85,3 @@ def _checked(graph: Graph, mask: np.ndarray, name: str) -> np.ndarray:
     if mask.shape != (graph.num_nodes,):
         raise UsageError(f"{name} has shape {mask.shape}; expected ({graph.num_nodes},), one bool per node")
     return mask.astype(bool)
-
-
-FINISH = {"mis": finish_independent_set}
-"""Per task, the rule that finishes a policy's solution: ``finish(graph, solution, undecided)``,
-``undecided`` being the env's :meth:`~graphtransfer.envs.base.GraphEnv.active_nodes` when decoding stopped."""

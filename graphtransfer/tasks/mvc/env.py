@@ -12,17 +12,28 @@ with the weights of :func:`graphtransfer.graphs.weights.node_weights` as node fe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 from gymnasium import spaces
 
 from graphtransfer.envs.base import GraphEnv, Graphs, as_graphs
-from graphtransfer.envs.mis_kernel import mvc_kernel
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.graph import sorted_unique
 from graphtransfer.graphs.weights import MAX_WEIGHT, node_weights
+from graphtransfer.tasks.mis.kernel import mvc_kernel
+from graphtransfer.tasks.mis.local_search import local_search_vertex_cover
+from graphtransfer.tasks.mis.near_bipartite import near_bipartite_set
+from graphtransfer.tasks.mis.search import search_cover
+from graphtransfer.tasks.mvc.baselines import (
+    exact_milp,
+    exact_milp_weighted,
+    greedy_max_degree,
+    greedy_weight_degree,
+    maximal_matching_2approx,
+)
 
 if TYPE_CHECKING:
     from graphtransfer.envs.base import KernelMethod
@@ -43,6 +54,17 @@ class MVCEnv(GraphEnv):
     renumberable = True
     kernel: ClassVar[KernelMethod | None] = staticmethod(mvc_kernel)
     covers = True  # the local-max decoding picks who stays out of the cover (graphtransfer.solve.inference)
+    # what the task declares (graphtransfer.envs.protocol.TaskMembers)
+    improve: ClassVar[Callable | None] = staticmethod(local_search_vertex_cover)
+    search: ClassVar[Callable | None] = staticmethod(search_cover)
+    rival: ClassVar[Callable | None] = staticmethod(near_bipartite_set)
+    baselines: ClassVar[dict] = {
+        "greedy-max-degree": greedy_max_degree,
+        "matching-2approx": maximal_matching_2approx,
+        "local-search": local_search_vertex_cover,
+    }
+    exact: ClassVar[dict] = {"milp": exact_milp}
+    decision_labels: ClassVar[dict] = {0: "not in the cover", 1: "in the vertex cover"}
 
     def __init__(self, graphs: Graphs, horizon: int | None = None):
         graphs = as_graphs(graphs)
@@ -127,6 +149,10 @@ class WeightedMVCEnv(MVCEnv):
     renumberable = False  # a node's weight follows from its number
 
     kernel = None  # the kernel's rules keep the size of a smallest cover, not its weight
+    improve = search = rival = None  # the searches and the rival keep a cover's size, not its weight
+    baselines: ClassVar[dict] = {"greedy-weight-degree": greedy_weight_degree, "greedy-max-degree": greedy_max_degree}
+    exact: ClassVar[dict] = {"milp": exact_milp_weighted}
+    decision_labels: ClassVar[dict] = {}
 
     def _start(self) -> None:
         super()._start()

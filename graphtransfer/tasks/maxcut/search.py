@@ -1,13 +1,10 @@
-"""Local-search polish applied equally to a policy's solution and to the baselines', so that a
-polished policy is only ever compared with an equally polished baseline."""
+"""Max-cut's local search, what eval's ``--polish`` applies equally to a policy's cut and to the
+baselines', so that a polished policy is only ever compared with an equally polished baseline."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from graphtransfer.baselines.local_search import local_search_vertex_cover, polish_independent_set
 from graphtransfer.graphs import Graph
 
 
@@ -28,10 +25,3 @@ def one_flip_local_search(graph: Graph, side: np.ndarray, max_sweeps: int = 50) 
             if 2 * int((side[neighbours] == side[v]).sum()) > neighbours.size:  # still improving now
                 side[v] ^= 1
     return side
-
-
-Polisher = Callable[[Graph, np.ndarray], np.ndarray]
-
-POLISH: dict[str, Polisher] = {"mis": polish_independent_set, "mvc": local_search_vertex_cover, "maxcut": one_flip_local_search}
-"""Per task, ``polish(graph, solution)``: for MIS and MVC the iterated local search started from
-the solution, in its default time budget (see :mod:`graphtransfer.baselines.local_search`)."""
