@@ -9,9 +9,9 @@ from graphtransfer.graphs import Graph
 from graphtransfer.graphs.graph import sorted_unique
 
 PRICE_ROUNDS = 5
-"""rounds of max-product message passing behind the gain features (see :func:`gains`): on graphs
-of 2,000 to 20,000 nodes, taking the highest-gain edges reached 1.02-1.04x greedy-by-weight's
-matching after 2 rounds and 1.04-1.08x after 5 (bench/RESULTS.md, issue 30)"""
+"""rounds of max-product message passing behind the gain features (see :func:`gains`): taking the
+highest-gain edges gets closer to greedy-by-weight's matching with more rounds, level after 5
+(``bench/path_matching_quality.py --task rounds``)"""
 
 
 def twin_edges(graph: Graph) -> np.ndarray:
