@@ -10,7 +10,7 @@ is the nodes that joined over the node count. graphtransfer trains and transfers
 (docs/guide/your-env.md): which action commits and which waits, which nodes are still undecided,
 and the product's own rules for independent sets. With them it decodes as the built-in MIS task
 does: the residual graph, local maxima of the policy's scores, exact rules in every pass, the
-kernel, a finishing rule and ``--polish``.
+kernel, a finishing rule and ``--polish``. ``LocalMaxMISEnv`` declares the first two alone.
 """
 
 from __future__ import annotations
@@ -89,12 +89,16 @@ class UserMISEnv(gym.Env):
         return {"x": x, "edge_index": edge_index, "num_nodes": np.array([n]), "num_edges": np.array([e])}
 
 
-class DeclaredMISEnv(UserMISEnv):
-    """``UserMISEnv`` with the declarations that make it transfer as the built-in MIS task does."""
+class LocalMaxMISEnv(UserMISEnv):
+    """``UserMISEnv`` with the residual view and the local-max decoding, without the problem's rules."""
 
     commit_action, defer_action = 1, 0  # local-max decoding: the surest nodes join, the rest wait
 
     def active_nodes(self):  # the undecided nodes: the policy sees the graph they span
         return self.status == UNDECIDED
+
+
+class DeclaredMISEnv(LocalMaxMISEnv):
+    """``UserMISEnv`` with the declarations that make it transfer as the built-in MIS task does."""
 
     rules = independent_set  # exact rules, kernel, finishing rule and search of independent sets
