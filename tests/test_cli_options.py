@@ -91,7 +91,7 @@ def test_help_shows_the_choices_and_ranges():
     [
         (["train", "--n-envs", "0"], "error: ppo.n_envs (--n-envs): 0 must be at least 1"),
         (["train", "--layers", "99"], "error: model.num_layers (--layers): 99 must be at most 32"),
-        (["train", "--conv", "gat"], "error: model.conv (--conv): 'gat' is not one of sage, gcn, gin"),
+        (["train", "--conv", "gat"], "error: model.conv (--conv): 'gat' is not one of sage, gcn, gin, gatv2, gine, transformer, nor a layer of yours as package.module:Class"),
         (["train", "--steps", "lots"], "error: ppo.total_timesteps (--steps): expected an integer, got 'lots'"),
         (["train", "--target-kl", "nan"], "error: ppo.target_kl (--target-kl): expected a number, got 'nan'"),
         (["train", "--horizon", "2.5"], "error: horizon (--horizon): expected an integer, got '2.5'"),

@@ -26,9 +26,9 @@ from graphtransfer.config import Decoding, RunConfig, Runtime
 from graphtransfer.envs.factory import declared_rules, inference_env, named_query
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
-from graphtransfer.graphs import Graph, load_graphs
+from graphtransfer.graphs import Graph
 from graphtransfer.solve.inference import DRAWN, Solution, check_decoding, peak_rss_mib
-from graphtransfer.solve.loading import DEFAULT_RUNTIME, policy_for_graphs
+from graphtransfer.solve.loading import DEFAULT_RUNTIME, GraphInput, graphs_of, policy_for_graphs
 from graphtransfer.solve.ordering import solving_order
 from graphtransfer.solve.rollouts import DEFAULT_DECODING, best_of_rollouts, rollout_count, rollout_patience
 
@@ -193,15 +193,16 @@ def _run_baseline(name, fn, env, graph, polisher) -> BaselineResult:
 
 def evaluate_model(
     model: str | Path,
-    graphs: str | Path,
+    graphs: GraphInput,
     decoding: Decoding = DEFAULT_DECODING,
     runtime: Runtime = DEFAULT_RUNTIME,
     env: str | None = None,
     extras: EvalExtras = NO_EXTRAS,
 ) -> tuple[RunConfig, list[EvalRow]]:
-    """Load the model folder ``model`` for the graphs ``graphs`` names (refusing any that would not
-    fit in memory) and :func:`evaluate_policy` it there; ``env`` names the user env of a model trained on one."""
-    loaded_graphs = load_graphs(graphs)
+    """Load the model folder ``model`` for the graphs ``graphs`` names (files, or PyG data:
+    :func:`~graphtransfer.solve.loading.graphs_of`; refusing any that would not fit in memory) and
+    :func:`evaluate_policy` it there; ``env`` names the user env of a model trained on one."""
+    loaded_graphs = graphs_of(graphs)
     loaded = policy_for_graphs(model, loaded_graphs, runtime, env)
     config = loaded.checkpoint.config
     return config, evaluate_policy(loaded.policy, config, loaded_graphs, decoding, extras, loaded.checkpoint.experts)
