@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from graphtransfer.cli.common import SOLVE_RUNTIME, EnvOption, friendly_errors, seconds_option, start_work
+from graphtransfer.cli.common import SOLVE_RUNTIME, ConvOption, EnvOption, friendly_errors, name_conv, seconds_option, start_work
 from graphtransfer.cli.options import takes_params
 from graphtransfer.config import Decoding, Runtime, check_setting
 from graphtransfer.errors import UsageError
@@ -63,6 +63,7 @@ def transfer(
             "--adapt (default: the source model's ppo.seed); the saved config records a given seed."
         ),
     ] = None,
+    conv: ConvOption = None,
 ) -> None:
     """Load a trained policy into a model for other graphs, report, evaluate zero-shot, save.
 
@@ -75,6 +76,7 @@ def transfer(
         prefer_small_pages()
     from graphtransfer.transferring.transfer import transfer as run_transfer
 
+    name_conv(conv)
     if finetune_steps < 0:
         raise UsageError(f"--finetune-steps {finetune_steps} must be 0 (no fine-tuning) or more")
     if seed is not None:
@@ -168,6 +170,7 @@ def export(
     ] = None,
     env: EnvOption = None,
     force: Annotated[bool, typer.Option(help="Replace --sb3 or --onnx if it exists; never a graph or a model file.")] = False,
+    conv: ConvOption = None,
 ) -> None:
     """Write a model as a Stable-Baselines3 zip (--sb3) or an ONNX file (--onnx), or both. Load an SB3 zip only
     yourself: SB3 zips hold pickles, which can run code; an ONNX file holds none.
@@ -178,6 +181,7 @@ def export(
     from graphtransfer.export import export_onnx, export_sb3
 
     model = _model_folder("export", model)
+    name_conv(conv)
     if sb3 is None and onnx is None:
         raise UsageError("export: name what to write: --sb3 FILE.zip, --onnx FILE.onnx, or both")
     if sb3 is not None and onnx is not None and sb3.resolve() == onnx.resolve():

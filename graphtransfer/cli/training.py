@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from graphtransfer.cli.common import friendly_errors, stop_exit_code, stopped_by
+from graphtransfer.cli.common import friendly_errors, name_conv, stop_exit_code, stopped_by
 from graphtransfer.cli.options import takes_params, takes_settings
-from graphtransfer.config import RunConfig, Search
+from graphtransfer.config import CONVS, RunConfig, Search
 from graphtransfer.errors import UsageError
 from graphtransfer.process import freeze_loaded_objects
 
@@ -91,6 +91,10 @@ def train(
 
       graphtransfer train --env mysim:EpidemicSim --vec-env ray --ray-address auto --n-envs 32
 
+      graphtransfer train --task matching --graphs small --conv gine
+
+      graphtransfer train --task mis --graphs small --conv mylayers:EdgeGate
+
       graphtransfer train --task mis --graphs small --track mlflow --track-uri runs/mlflow.db
 
       graphtransfer train --task mis --graphs small --track wandb
@@ -111,6 +115,8 @@ def train(
     from graphtransfer.training.tracking import tracking_summary
 
     tracking = _tracking(track, track_uri)
+    if settings.get("model.conv") not in (None, *CONVS):  # a layer of the user's, named on this command line: imported
+        name_conv(settings["model.conv"])
     freeze_loaded_objects()
     result = run_training(config, out, progress=progress and sys.stderr.isatty(), log=typer.echo, tracking=tracking, force=force)
     _report_training(result, config.env)

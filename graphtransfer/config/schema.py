@@ -133,11 +133,12 @@ def setting(
     cli: str = "",
     factory=None,
     open_low: bool = False,
+    metavar: str = "",
 ):
     """A dataclass field with its help text, its inclusive range ``low..high`` (``open_low``: above
     ``low``, not equal to it) and the name of its command-line option where that differs from the
     field's (``--steps`` for ``total_timesteps``)."""
-    metadata = {"help": help, "low": low, "high": high, "cli": cli, "open_low": open_low}
+    metadata = {"help": help, "low": low, "high": high, "cli": cli, "open_low": open_low, "metavar": metavar}
     if factory is not None:
         return field(default_factory=factory, metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -149,6 +150,7 @@ class ModelConfig:
         "sage",
         "message-passing layer: sage (GraphSAGE), gcn, gin, gatv2, gine (reads edge_attr), transformer, or your own PyG "
         "MessagePassing class as package.module:Class (its model then loads only with --conv package.module:Class again)",
+        metavar="LAYER",
     )
     num_layers: int = setting(3, "message-passing layers; a node sees this many hops", low=1, high=32, cli="layers")
     width: int = setting(64, "hidden channels of the GNN", low=1, high=2048)
