@@ -485,7 +485,7 @@ class GNNExtractor(BaseFeaturesExtractor):
             for chunk, start in enumerate(range(0, num_nodes, budget)):
                 stop = min(start + budget, num_nodes)
                 first, last = int(row_starts[chunk]), int(row_starts[chunk + 1])
-                edges = sorted_edges[:, first:last]
+                edges = sorted_edges[:, first:last].contiguous()
                 nodes = torch.unique(torch.cat([torch.arange(start, stop, device=h.device), edges[0]]))  # sorted
                 targets = torch.searchsorted(nodes, torch.arange(start, stop, device=h.device))
                 attr = None if sorted_attr is None else sorted_attr[first:last]

@@ -324,16 +324,26 @@ class UncheckedCategoricalDistribution(CategoricalDistribution):
 class GraphPolicy(MultiInputActorCriticPolicy):
     """SB3's ``MultiInputPolicy`` (one decision per graph) with :class:`GNNExtractor` pooled
     features by default; a ``Discrete`` action space gets :class:`UncheckedCategoricalDistribution`.
-    The weights and their names are SB3's own."""
+    The weights and their names are SB3's own. Like the node and edge policies, it takes a PyG
+    ``Data`` or ``Batch`` wherever it takes the contract's padded observations."""
 
     def __init__(self, observation_space: spaces.Dict, action_space: spaces.Space, lr_schedule: Schedule, **kwargs: Any):
         check_contract(observation_space)
         kwargs.setdefault("features_extractor_class", GNNExtractor)
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)
 
-    def extract_features(self, obs: PyTorchObs, features_extractor=None):  # type: ignore[override]
-        """SB3's, for a PyG ``Data`` or ``Batch`` too (SB3 would index it as a Dict of keys)."""
-        return super().extract_features(as_padded(obs), features_extractor)
+    # SB3's entry points, for a PyG Data or Batch too (SB3 would read it as a Dict of keys)
+    def forward(self, obs: PyTorchObs, deterministic: bool = False):
+        return super().forward(as_padded(obs), deterministic)
+
+    def evaluate_actions(self, obs: PyTorchObs, actions: torch.Tensor):
+        return super().evaluate_actions(as_padded(obs), actions)
+
+    def get_distribution(self, obs: PyTorchObs):
+        return super().get_distribution(as_padded(obs))
+
+    def predict_values(self, obs: PyTorchObs) -> torch.Tensor:
+        return super().predict_values(as_padded(obs))
 
     def _build(self, lr_schedule: Schedule) -> None:
         if type(self.action_dist) is CategoricalDistribution:
