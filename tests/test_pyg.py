@@ -3,7 +3,9 @@ observation space checked as a policy is built; the layers made from PyG's own c
 Transformer, a user's MessagePassing by --conv module:Class) trained, transferred 10x larger with
 every tensor loaded, and exported to ONNX; gymnasium's and SB3's check_env on every built-in env."""
 
+import re
 import warnings
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -32,6 +34,9 @@ from graphtransfer.transferring.transfer import transfer
 
 runner = CliRunner()
 BUILT_IN_ENVS = sorted(env_id for env_id in gym.registry if env_id.startswith("graphtransfer/"))
+DOC = (Path(__file__).resolve().parents[1] / "docs" / "guide" / "pyg.md").read_text()
+DOC_PYTHON = re.findall(r"```python\n(.*?)```", DOC, re.S)
+USER_LAYER = DOC_PYTHON[1]  # mylayers.py as the guide shows it
 
 
 @pytest.fixture(autouse=True)
@@ -82,6 +87,11 @@ def test_from_pyg_reads_one_direction_drops_loops_and_refuses_a_batch_of_several
     assert graph.num_nodes == 4 and graph.num_edges == 3 and graph.degrees().tolist() == [2, 2, 2, 0]
     with pytest.raises(UsageError, match="a Batch of 2 graphs; Graph.from_pyg takes one"):
         Graph.from_pyg(Batch.from_data_list([data, data]))
+
+
+def test_the_guides_python_block_runs_as_written(capsys):
+    exec(compile(DOC_PYTHON[0], "docs/guide/pyg.md", "exec"), {})
+    assert capsys.readouterr().out.endswith("nodes in the set of 2000\n")
 
 
 # -- Data into predict and evaluate -----------------------------------------------------------------
@@ -235,28 +245,6 @@ def test_a_node_budget_gives_the_same_embeddings_for_layers_run_as_pyg_classes(c
 
 
 # -- a user's MessagePassing class by --conv module:Class --------------------------------------------
-
-USER_LAYER = '''
-import torch
-from torch import nn
-from torch_geometric.nn import MessagePassing
-
-
-class Gate(MessagePassing):
-    """The mean of gated neighbour messages, plus a root weight."""
-
-    def __init__(self, in_channels, out_channels):
-        super().__init__(aggr="mean")
-        self.message_lin = nn.Linear(in_channels, out_channels)
-        self.gate = nn.Linear(2 * in_channels, 1)
-        self.root = nn.Linear(in_channels, out_channels, bias=False)
-
-    def forward(self, x, edge_index):
-        return self.propagate(edge_index, x=x) + self.root(x)
-
-    def message(self, x_i, x_j):
-        return torch.sigmoid(self.gate(torch.cat([x_i, x_j], -1))) * self.message_lin(x_j)
-'''
 
 
 def test_a_users_layer_trains_and_transfers_from_the_cli_and_its_model_needs_conv_to_load(tmp_path, monkeypatch):
