@@ -103,13 +103,14 @@ class GNNExtractor(BaseFeaturesExtractor):
     .. math:: h^{(0)} = W_0 x, \\qquad h^{(l+1)} = h^{(l)} + \\mathrm{ReLU}(\\mathrm{conv}_l(h^{(l)}, A) + U_l \\bar e)
 
     where :math:`\\bar e_i`, the mean feature of the edges into node ``i``, is there only when
-    the observation has ``edge_attr`` (:math:`U_l` is then one ``Linear(F_e, width)`` per layer;
-    without it the module holds exactly the parameters and numbers it always did). Why this
-    form rather than per-edge messages (PyG's ``GINEConv``, ``GATv2Conv(edge_dim=...)``): the
-    mean is one scatter per forward, linear in the features, so every layer keeps the cached
-    sparse structure path, and a per-edge decision reads its own edge's features in the edge
-    heads anyway. ``bench/edge_features.py`` measures ``GINEConv`` against it: several times as
-    long per forward, the gap growing with the graph.
+    the observation has ``edge_attr`` and the layers do not read it themselves (:math:`U_l` is
+    then one ``Linear(F_e, width)`` per layer; without it the module holds exactly the parameters
+    and numbers it always did). Why this form for sage, gcn and gin rather than per-edge messages
+    (``conv="gine"``, or ``"gatv2"`` and ``"transformer"``, which read each edge's features in its
+    message, PyG's ``edge_dim``): the mean is one scatter per forward, linear in the features, so
+    every layer keeps the cached sparse structure path, and a per-edge decision reads its own
+    edge's features in the edge heads anyway. ``bench/edge_features.py`` measures ``GINEConv``
+    against it: several times as long per forward, the gap growing with the graph.
 
     Without ``project_input`` the first layer reads the raw features instead,
     :math:`h^{(1)} = \\mathrm{ReLU}(\\mathrm{conv}_0(x, A))` (the plain recipe's GCN starts so),
@@ -130,7 +131,9 @@ class GNNExtractor(BaseFeaturesExtractor):
 
     Args:
         observation_space: a ``Dict`` space following the observation contract.
-        conv: ``"sage"`` (GraphSAGE), ``"gcn"`` or ``"gin"``.
+        conv: ``"sage"`` (GraphSAGE), ``"gcn"``, ``"gin"`` (these three with a structure-based
+            form on the CPU), ``"gatv2"``, ``"gine"``, ``"transformer"`` or a user's
+            ``"package.module:Class"`` named before (:mod:`graphtransfer.nn.user_conv`), each PyG's class.
         num_layers: message-passing layers.
         width: hidden channels.
         aggr: neighbourhood aggregation for GraphSAGE (``"max"``, ``"mean"``, ``"sum"``, ...).
