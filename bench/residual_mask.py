@@ -30,11 +30,11 @@ import statistics
 import time
 from functools import cached_property
 
-import gymnasium as gym
 import numpy as np
 import torch
 from torch_geometric.nn import GCNConv
 
+from graphtransfer.envs.contract import observation_space
 from graphtransfer.tasks.factory import make_env
 from graphtransfer.graphs import erdos_renyi
 from graphtransfer.nn.batching import to_disjoint
@@ -202,7 +202,7 @@ def compare(num_nodes: int, dropped: list[float], repeats: int) -> list[tuple[st
     _ = base.adjacency  # built once, as the extractor caches it
     obs = residual_batch(edges, num_nodes, dropped, seed=1)
     kept = float(obs["num_edges"].sum()) / (len(dropped) * edges.shape[1])
-    space = gym.spaces.Dict({"x": gym.spaces.Box(0, 1, (num_nodes, NUM_FEATURES), np.float32)})
+    space = observation_space(num_nodes, edges.shape[1], NUM_FEATURES)
     rows = []
     for name, kwargs in MODELS.items():
         torch.manual_seed(0)

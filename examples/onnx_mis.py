@@ -5,9 +5,10 @@ the MIS env and the local-max decoding, with the policy alone deciding (as ``pre
 without Python").
 
     graphtransfer export --model runs/mis/small --onnx mis.onnx
-    python examples/onnx_mis.py mis.onnx graph.txt      # an edge list: one "u v" pair per line
+    python examples/onnx_mis.py mis.onnx graph.txt [set.csv]   # an edge list: one "u v" pair per line
 
-Prints the set's size and writes nothing.
+Node ids are the file's own, in any numbering (1-based, gaps, SNAP's): row ``i`` of the arrays is
+the ``i``-th smallest id. Prints the set's size; with ``set.csv``, writes ``node,in_set`` per id.
 """
 
 from __future__ import annotations
@@ -23,12 +24,17 @@ INCLUDE = 1  # the action whose probability ranks the nodes
 PATIENCE = 0.15  # candidates per pass: this share of the graph's Caro-Wei bound
 
 
-def read_edge_list(path: str) -> tuple[int, np.ndarray]:
-    """Nodes and directed edges ``(2, 2E)`` (both directions) of a whitespace edge list of 0-based ids."""
-    pairs = np.loadtxt(path, dtype=np.int64, ndmin=2)
-    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
-    edges = np.unique(np.sort(pairs, axis=1), axis=0)
-    return int(pairs.max()) + 1, np.concatenate([edges.T, edges.T[::-1]], axis=1)
+def read_edge_list(path: str) -> tuple[np.ndarray, np.ndarray]:
+    """The node ids ``(N,)`` of a whitespace edge list of integer ids (sorted; row ``i`` is node
+    ``ids[i]``), and its edges ``(2, 2E)`` between rows, both directions. Ids are never rows: an id
+    absent from the file is no node (reading the largest id + 1 as the node count put every gap in
+    the set)."""
+    pairs = np.loadtxt(path, dtype=np.int64, ndmin=2)[:, :2]
+    ids, rows = np.unique(pairs, return_inverse=True)
+    rows = rows.reshape(pairs.shape)
+    rows = rows[rows[:, 0] != rows[:, 1]]
+    edges = np.unique(np.sort(rows, axis=1), axis=0)
+    return ids, np.concatenate([edges.T, edges.T[::-1]], axis=1)
 
 
 def features(num_nodes: int, edges: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -88,9 +94,11 @@ def solve(session: onnxruntime.InferenceSession, num_nodes: int, edges: np.ndarr
 def main() -> None:
     model, graph = sys.argv[1], sys.argv[2]
     session = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
-    num_nodes, edges = read_edge_list(graph)
-    chosen = solve(session, num_nodes, edges)
-    print(f"independent set of {int(chosen.sum())} nodes out of {num_nodes}")
+    ids, edges = read_edge_list(graph)
+    chosen = solve(session, ids.size, edges)
+    print(f"independent set of {int(chosen.sum())} nodes out of {ids.size}")
+    if len(sys.argv) > 3:
+        np.savetxt(sys.argv[3], np.column_stack([ids, chosen]), fmt="%d", delimiter=",", header="node,in_set", comments="")
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ _EXPORTS = {
     "resume": ("graphtransfer.training.loop", "resume"),
     "train": ("graphtransfer.training.loop", "train"),
     "transfer": ("graphtransfer.transferring.transfer", "transfer"),
+    "use_conv": ("graphtransfer.nn.user_conv", "use_conv"),
 }
 
 __all__ = sorted(_EXPORTS)

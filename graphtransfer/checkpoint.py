@@ -48,6 +48,7 @@ from graphtransfer.errors import CheckpointError, GraphTransferError
 from graphtransfer.io import atomic_write, folder_lock, not_a_regular_file, sync_folder
 from graphtransfer.nn import Q_POLICIES, build_policy, build_q_policy
 from graphtransfer.nn.qnetwork import AnyPolicy
+from graphtransfer.nn.user_conv import check_conv_named
 from graphtransfer.zoo import zoo_folder, zoo_names
 
 CONFIG = "config.json"
@@ -242,6 +243,7 @@ def read_checkpoint(folder: str | Path, env: str | None = None) -> Checkpoint:
         config = RunConfig.from_dict(meta["config"], str(folder / CONFIG))
         _check_algo_head(config, folder)
         check_env_named(config, env, folder)
+        check_conv_named(config.model.conv, folder)
         try:
             tensors = {role: _read_tensors(folder, entry) for role, entry in _named_files(folder, meta).items()}
         except _Replaced:

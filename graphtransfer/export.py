@@ -127,7 +127,8 @@ class EdgeScorer(torch.nn.Module):
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_attr: torch.Tensor) -> torch.Tensor:
         uses_edges = self.extractor.edge_encoders is not None
         context = mean_incoming(edge_attr, edge_index[1], x.shape[0]) if uses_edges else None
-        return edge_mlp(self.head, self.extractor.embed_gathered(x, edge_index, context), edge_index, edge_attr)
+        h = self.extractor.embed_gathered(x, edge_index, context, edge_attr if self.extractor.reads_edges else None)
+        return edge_mlp(self.head, h, edge_index, edge_attr)
 
 
 def export_onnx(model: str | Path, out: str | Path, env: str | None = None, force: bool = False) -> OnnxExport:
@@ -153,7 +154,7 @@ def export_onnx(model: str | Path, out: str | Path, env: str | None = None, forc
     onnx, onnxruntime = _onnx_modules()
     loaded = policy_for_graphs(checkpoint, [random_geometric(64, 6.0, seed=0)], env=env)
     edges = head in EDGE_HEADS
-    if not edges and loaded.policy.features_extractor.edge_encoders is not None:
+    if not edges and loaded.policy.features_extractor.num_edge_features:
         raise UsageError(f"--onnx: {model} reads edge features; ONNX export covers node heads without them, export it with --sb3 instead")
     if edges and EDGE_ATTR not in check_contract(loaded.env.observation_space).spaces:
         raise UsageError(

@@ -1,12 +1,11 @@
 """The masked path measured by bench/residual_mask.py computes what PyG computes on each residual
 graph alone, so its timings compare equal work."""
 
-import gymnasium as gym
-import numpy as np
 import pytest
 import torch
 
 from bench.residual_mask import ResidualStructure, residual_nodes
+from graphtransfer.envs.contract import observation_space
 from graphtransfer.nn import GNNExtractor
 from graphtransfer.nn.message_passing import GraphStructure
 
@@ -43,7 +42,7 @@ def pyg_alone(extractor: GNNExtractor, x: torch.Tensor, edge_index: torch.Tensor
 @pytest.mark.parametrize(("conv", "aggr"), CASES)
 def test_masked_residual_graphs_equal_pyg_on_each_alone_with_gradients(conv, aggr, project_input):
     torch.manual_seed(0)
-    space = gym.spaces.Dict({"x": gym.spaces.Box(-1, 1, (6, 3), np.float32)})
+    space = observation_space(6, 10, 3)
     extractor = GNNExtractor(space, conv=conv, num_layers=3, width=8, aggr=aggr, project_input=project_input)
     obs = residual_obs()
     x = torch.randn(len(KEPT), 6, 3)  # random features: no tied maxima

@@ -36,7 +36,9 @@ def test_every_config_backed_option_shows_the_schemas_help_choices_and_default(c
             continue
         assert shown == declared.metadata["help"], f"{command} --{param.name}: help differs from the schema's"
         choices = _choices(hint)
-        if choices:
+        if choices and declared.metadata.get("metavar"):  # a name for the choices (--conv LAYER): the help lists them
+            assert param.metavar == declared.metadata["metavar"] and all(choice in shown for choice in choices), param.name
+        elif choices:
             assert param.metavar == "[" + "|".join(choices) + "]", f"{command} --{param.name}: choices differ from the schema's"
         low, high = declared.metadata["low"], declared.metadata["high"]
         if low is not None and high is not None:
@@ -82,7 +84,15 @@ def test_every_parameter_object_option_shows_its_fields_help_choices_range_and_d
 
 def test_help_shows_the_choices_and_ranges():
     shown = " ".join(runner.invoke(app, ["train", "--help"], env={"COLUMNS": "300"}).output.split())
-    for text in ("[sage|gcn|gin]", "[ppo|a2c|dqn]", "[auto|cpu|cuda]", "[dummy|subproc|ray]", "<int> 1..4,096", "[default: 30000]"):
+    for text in (
+        "--conv LAYER",
+        "gin, gatv2, gine",
+        "[ppo|a2c|dqn]",
+        "[auto|cpu|cuda]",
+        "[dummy|subproc|ray]",
+        "<int> 1..4,096",
+        "[default: 30000]",
+    ):
         assert text in shown
 
 
@@ -91,7 +101,11 @@ def test_help_shows_the_choices_and_ranges():
     [
         (["train", "--n-envs", "0"], "error: ppo.n_envs (--n-envs): 0 must be at least 1"),
         (["train", "--layers", "99"], "error: model.num_layers (--layers): 99 must be at most 32"),
-        (["train", "--conv", "gat"], "error: model.conv (--conv): 'gat' is not one of sage, gcn, gin"),
+        (
+            ["train", "--conv", "gat"],
+            "error: model.conv (--conv): 'gat' is not one of sage, gcn, gin, gatv2, gine, transformer, "
+            "nor a layer of yours as package.module:Class",
+        ),
         (["train", "--steps", "lots"], "error: ppo.total_timesteps (--steps): expected an integer, got 'lots'"),
         (["train", "--target-kl", "nan"], "error: ppo.target_kl (--target-kl): expected a number, got 'nan'"),
         (["train", "--horizon", "2.5"], "error: horizon (--horizon): expected an integer, got '2.5'"),

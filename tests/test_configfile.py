@@ -109,7 +109,11 @@ def test_a_bad_config_file_is_one_line_naming_the_file_and_key(tmp_path, text, m
             "error: --set model.widht=3: unknown key model.widht; model has conv, num_layers, width, aggr, head_width, project_input\n",
         ),
         ("ppo.clip_range=lin_", "error: --set ppo.clip_range=lin_: ppo.clip_range: 'lin_' is not a number or a schedule; write e.g. "),
-        ("model.conv=gat", "error: --set model.conv=gat: model.conv: 'gat' is not one of sage, gcn, gin\n"),
+        (
+            "model.conv=gat",
+            "error: --set model.conv=gat: model.conv: 'gat' is not one of sage, gcn, gin, gatv2, gine, transformer, "
+            "nor a layer of yours as package.module:Class\n",
+        ),
     ],
 )
 def test_a_bad_set_is_one_line_naming_the_key(item, message):

@@ -3,6 +3,7 @@ size, equal to the policy's own outputs, and every bad request is one line that 
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -165,8 +166,8 @@ def test_the_example_solves_mis_with_onnx_runtime_and_numpy_alone(tiny_model, tm
         f"sys.argv = ['onnx_mis.py', {str(out)!r}, {str(edges_file)!r}]\n"
         f"namespace = runpy.run_path({str(example)!r})\n"
         "session = namespace['onnxruntime'].InferenceSession(sys.argv[1])\n"
-        "n, edges = namespace['read_edge_list'](sys.argv[2])\n"
-        "chosen = namespace['solve'](session, n, edges)\n"
+        "ids, edges = namespace['read_edge_list'](sys.argv[2])\n"
+        "chosen = namespace['solve'](session, ids.size, edges)\n"
         "src, dst = edges\n"
         "assert not (chosen[src] & chosen[dst]).any(), 'not independent'\n"
         "covered = chosen.copy(); covered[dst[chosen[src]]] = True\n"
@@ -178,3 +179,28 @@ def test_the_example_solves_mis_with_onnx_runtime_and_numpy_alone(tiny_model, tm
     found = int(result.stdout.strip())
     _, ours = predict(model, graph, rollouts=1, reductions=False)  # the example decodes with the policy alone
     assert abs(found - ours.objective) <= 0.03 * ours.objective, (found, ours.objective)
+
+
+def test_the_example_names_the_files_own_ids_on_a_graph_whose_ids_are_not_rows(tiny_model, tmp_path):
+    """An edge list whose ids have gaps (7, 10, 25, ... as SNAP's do): the example's nodes are the
+    ids in the file, none invented for the gaps, and its CSV names them; the set is independent."""
+    from graphtransfer.graphs import barabasi_albert
+
+    model, out = tiny_model("mis"), tmp_path / "mis.onnx"
+    assert export(model, out).exit_code == 0
+    graph = barabasi_albert(300, 3, seed=6)
+    ids = 7 + 5 * np.arange(graph.num_nodes) + np.arange(graph.num_nodes) ** 2  # gaps that grow: max id ~ 91,000
+    src, dst = graph.edge_index[:, graph.edge_index[0] < graph.edge_index[1]]
+    edges_file, csv = tmp_path / "gaps.txt", tmp_path / "set.csv"
+    edges_file.write_text("".join(f"{ids[u]} {ids[v]}\n" for u, v in zip(src, dst, strict=True)))
+    example = Path(__file__).resolve().parents[1] / "examples" / "onnx_mis.py"
+    result = subprocess.run(
+        [sys.executable, str(example), str(out), str(edges_file), str(csv)], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith(f"out of {graph.num_nodes}")
+    rows = np.loadtxt(csv, delimiter=",", skiprows=1, dtype=np.int64)
+    assert rows[:, 0].tolist() == sorted(ids.tolist())
+    chosen = dict(zip(rows[:, 0].tolist(), rows[:, 1].astype(bool).tolist(), strict=True))
+    assert not any(chosen[ids[u]] and chosen[ids[v]] for u, v in zip(src, dst, strict=True))
+    assert f"independent set of {sum(chosen.values())} nodes" in result.stdout

@@ -1,9 +1,9 @@
 import gymnasium as gym
-import numpy as np
 import pytest
 import torch
 from torch_geometric.nn import GCNConv
 
+from graphtransfer.envs.contract import observation_space
 from graphtransfer.nn import GNNExtractor, message_passing
 from graphtransfer.nn.extractor import make_conv
 from graphtransfer.nn.message_passing import ALL_ROWS, GraphStructure, layer_function
@@ -15,7 +15,7 @@ CASES = [("sage", "max"), ("sage", "mean"), ("sage", "sum"), ("sage", "min"), ("
 
 
 def space(num_features: int = 3) -> gym.spaces.Dict:
-    return gym.spaces.Dict({"x": gym.spaces.Box(-1, 1, (6, num_features), np.float32)})
+    return observation_space(6, 10, num_features)  # the extractor reads the width of x; the other keys are checked
 
 
 def reference(extractor: GNNExtractor, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:

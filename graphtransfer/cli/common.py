@@ -161,6 +161,24 @@ EnvOption = Annotated[
 ]
 
 
+ConvOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="MODULE:CLASS",
+        help="The user's own layer the model was trained with (--conv at train). A model folder never imports code it "
+        "names: pass the layer yourself, and only one you trust.",
+    ),
+]
+
+
+def name_conv(conv: str | None) -> None:
+    """Import the user's layer named by ``--conv`` (:func:`graphtransfer.nn.user_conv.use_conv`); nothing without one."""
+    if conv is not None:
+        from graphtransfer.nn.user_conv import use_conv
+
+        use_conv(conv)
+
+
 SOLVE_RUNTIME = ("threads", "max_nodes_per_batch", "mixed_precision")
 """the runtime options of predict, eval and transfer, made from :class:`graphtransfer.config.Runtime`"""
 

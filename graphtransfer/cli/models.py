@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from graphtransfer.cli.common import SOLVE_RUNTIME, EnvOption, friendly_errors, seconds_option, start_work, stop_exit_code, stopped_by
+from graphtransfer.cli.common import (
+    SOLVE_RUNTIME,
+    ConvOption,
+    EnvOption,
+    friendly_errors,
+    name_conv,
+    seconds_option,
+    start_work,
+    stop_exit_code,
+    stopped_by,
+)
 from graphtransfer.cli.options import takes_params
 from graphtransfer.config import Decoding, Runtime, check_setting
 from graphtransfer.errors import UsageError
@@ -63,6 +73,7 @@ def transfer(
             "--adapt (default: the source model's ppo.seed); the saved config records a given seed."
         ),
     ] = None,
+    conv: ConvOption = None,
 ) -> None:
     """Load a trained policy into a model for other graphs, report, evaluate zero-shot, save.
 
@@ -78,6 +89,7 @@ def transfer(
     from graphtransfer.transferring.transfer import transfer as run_transfer
 
     check_runtime_applies(runtime, resolve_device(runtime.device))
+    name_conv(conv)
     if finetune_steps < 0:
         raise UsageError(f"--finetune-steps {finetune_steps} must be 0 (no fine-tuning) or more")
     if seed is not None:
@@ -185,6 +197,7 @@ def export(
     ] = None,
     env: EnvOption = None,
     force: Annotated[bool, typer.Option(help="Replace --sb3 or --onnx if it exists; never a graph or a model file.")] = False,
+    conv: ConvOption = None,
 ) -> None:
     """Write a model as a Stable-Baselines3 zip (--sb3) or an ONNX file (--onnx), or both. Load an SB3 zip only
     yourself: SB3 zips hold pickles, which can run code; an ONNX file holds none.
@@ -195,6 +208,7 @@ def export(
     from graphtransfer.export import export_onnx, export_sb3
 
     model = _model_folder("export", model)
+    name_conv(conv)
     if sb3 is None and onnx is None:
         raise UsageError("export: name what to write: --sb3 FILE.zip, --onnx FILE.onnx, or both")
     if sb3 is not None and onnx is not None and sb3.resolve() == onnx.resolve():

@@ -82,7 +82,9 @@ class FieldOption:
 
     def metavar(self) -> str:
         """``[sage|gcn|gin]`` for choices, else the type with its range: ``<int> 1..4,096``, ``<float> >=0``;
-        a number or a choice: ``<int> 1..4,096|auto``."""
+        a number or a choice: ``<int> 1..4,096|auto``; the field's own where it declares one (``--conv LAYER``)."""
+        if field_of(self.kind, self.field)[0].metadata.get("metavar"):
+            return field_of(self.kind, self.field)[0].metadata["metavar"]
         kinds = [option for option in _options(self.hint) if option is not type(None) and typing.get_origin(option) is not Literal]
         if not kinds:
             return "[" + "|".join(self.choices) + "]"

@@ -12,12 +12,14 @@ from graphtransfer.cli.common import (
     RAY_HELP,
     SOLVE_RUNTIME,
     WORKERS_HELP,
+    ConvOption,
     EnvOption,
     SolvingDeviceOption,
     SourceOption,
     TargetOption,
     check_positive,
     friendly_errors,
+    name_conv,
     seconds_option,
     start_work,
     stop_exit_code,
@@ -79,6 +81,7 @@ def predict(
         ),
     ] = None,
     device: SolvingDeviceOption = "cpu",
+    conv: ConvOption = None,
 ) -> None:
     """Run a saved policy on a graph and write its solution; on a folder of graphs, one CSV per graph into --out.
 
@@ -101,6 +104,7 @@ def predict(
     from graphtransfer.solve.loading import keep_freed_memory_where_room
     from graphtransfer.solve.predict import predict_with
 
+    name_conv(conv)
     check_positive(workers=1 if workers is None else workers)
     on = resolve_device(device)
     runtime = replace(runtime, ray_address=ray_address, device=on)
@@ -372,6 +376,7 @@ def evaluate(
     source: SourceOption = None,
     target: TargetOption = None,
     device: SolvingDeviceOption = "cpu",
+    conv: ConvOption = None,
 ) -> None:
     """Evaluate a saved policy against the task's baselines on a set of graphs.
 
@@ -385,6 +390,7 @@ def evaluate(
     from graphtransfer.solve.evaluate import EvalExtras, EvaluationStopped
     from graphtransfer.solve.parallel import evaluate_with
 
+    name_conv(conv)
     check_positive(workers=1 if workers is None else workers)
     runtime = replace(runtime, ray_address=ray_address, device=resolve_device(device))
     extras = EvalExtras(deterministic, polish, chils, source, target)

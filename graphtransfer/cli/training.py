@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from graphtransfer.cli.common import friendly_errors, stop_exit_code, stopped_by
+from graphtransfer.cli.common import friendly_errors, name_conv, stop_exit_code, stopped_by
 from graphtransfer.cli.options import takes_params, takes_settings
-from graphtransfer.config import RunConfig, Search
+from graphtransfer.config import CONVS, RunConfig, Search
 from graphtransfer.errors import UsageError
 from graphtransfer.process import freeze_loaded_objects
 
@@ -91,6 +91,10 @@ def train(
 
       graphtransfer train --env mysim:EpidemicSim --vec-env ray --ray-address auto --n-envs 32
 
+      graphtransfer train --task matching --graphs small --conv gine
+
+      graphtransfer train --task mis --graphs small --conv mylayers:EdgeGate
+
       graphtransfer train --task mis --graphs small --track mlflow --track-uri runs/mlflow.db
 
       graphtransfer train --task mis --graphs small --track wandb
@@ -99,10 +103,11 @@ def train(
         from graphtransfer.training.loop import resume as resume_training
 
         _refuse_settings_beside_resume(ctx)
+        _name_users_conv(settings)
         freeze_loaded_objects()
         runtime = {name: settings.get(f"runtime.{name}") for name in ("max_nodes_per_batch", "mixed_precision")}  # None: the run's
         result = resume_training(resume, progress=progress and sys.stderr.isatty(), log=typer.echo, env=settings.get("env"), **runtime)
-        return _report_training(result, settings.get("env"))
+        return _report_training(result, settings.get("env"), settings.get("model.conv"))
     config = _train_config(config_file, settings, set_values or [])
     if print_config:
         typer.echo(config.to_yaml(), nl=False)
@@ -111,9 +116,10 @@ def train(
     from graphtransfer.training.tracking import tracking_summary
 
     tracking = _tracking(track, track_uri)
+    _name_users_conv(settings)
     freeze_loaded_objects()
     result = run_training(config, out, progress=progress and sys.stderr.isatty(), log=typer.echo, tracking=tracking, force=force)
-    _report_training(result, config.env)
+    _report_training(result, config.env, config.model.conv)
     if tracking is not None:
         typer.echo(tracking_summary(tracking, config))
 
@@ -145,20 +151,28 @@ def _typed(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name == "COMMANDLINE"
 
 
+def _name_users_conv(settings: dict[str, Any]) -> None:
+    """Import the user's layer where ``--conv`` on this command line names one (``module:Class``); a
+    config file's or a resumed folder's never is (the build then stops, saying to pass ``--conv``)."""
+    if settings.get("model.conv") not in (None, *CONVS):
+        name_conv(settings["model.conv"])
+
+
 def _refuse_settings_beside_resume(ctx: typer.Context) -> None:
     """A resumed run keeps its own settings; an option given beside --resume would be silently ignored.
     The runtime options (progress bar, node budget, mixed precision) change how it runs, not what it learns: they stay."""
     flags = {param.name: param.opts[0] for param in ctx.command.params}
-    runtime = ("resume", "progress", "max_nodes_per_batch", "mixed_precision", "env")
+    runtime = ("resume", "progress", "max_nodes_per_batch", "mixed_precision", "env", "conv")
     typed = [name for name in ctx.params if name not in runtime and _typed(ctx, name)]
     if typed:
         options = ", ".join(flags[name] for name in typed)
         raise UsageError(f"--resume takes every setting from the folder's config.json; drop {options}")
 
 
-def _report_training(result: TrainResult, env: str | None) -> None:
+def _report_training(result: TrainResult, env: str | None, conv: str | None = None) -> None:
     if result.interrupted:
         named = f" --env {env}" if env else ""
+        named += f" --conv {conv}" if conv not in (None, *CONVS) else ""
         typer.echo(
             f"{stopped_by()} at step {result.steps} of {result.budget}; saved {result.folder}; "
             f"resume with: graphtransfer train --resume {result.folder}{named}",

@@ -26,7 +26,7 @@ import yaml
 from graphtransfer.errors import CheckpointError, UsageError
 from graphtransfer.process import allowed_cores
 
-Conv = Literal["sage", "gcn", "gin"]
+Conv = Literal["sage", "gcn", "gin", "gatv2", "gine", "transformer"]
 Aggr = Literal["max", "mean", "sum", "min"]
 VecEnvKind = Literal["dummy", "subproc", "ray"]
 Device = Literal["auto", "cpu", "cuda"]
@@ -34,6 +34,8 @@ HeadName = Literal["", "node-wise", "node-choice", "edge-wise", "edge-choice", "
 Algo = Literal["ppo", "a2c", "dqn"]
 ALGOS: tuple[str, ...] = typing.get_args(Algo)
 CONVS: tuple[str, ...] = typing.get_args(Conv)
+USER_CONV = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+"""a user's own message-passing layer, ``package.module:Class`` (imported only where the user names it: ``--conv``)"""
 DecodingName = Literal["local-max", "drawn", "local-max-sampled"]
 DECODINGS: tuple[DecodingName, ...] = typing.get_args(DecodingName)
 """how node-wise tasks with commit and defer actions (MIS) and node-choice tasks with ``step_many`` (MVC) decode:
@@ -131,11 +133,12 @@ def setting(
     cli: str = "",
     factory=None,
     open_low: bool = False,
+    metavar: str = "",
 ):
     """A dataclass field with its help text, its inclusive range ``low..high`` (``open_low``: above
     ``low``, not equal to it) and the name of its command-line option where that differs from the
     field's (``--steps`` for ``total_timesteps``)."""
-    metadata = {"help": help, "low": low, "high": high, "cli": cli, "open_low": open_low}
+    metadata = {"help": help, "low": low, "high": high, "cli": cli, "open_low": open_low, "metavar": metavar}
     if factory is not None:
         return field(default_factory=factory, metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -143,7 +146,12 @@ def setting(
 
 @dataclass
 class ModelConfig:
-    conv: Conv = setting("sage", "message-passing layer: sage (GraphSAGE), gcn or gin")
+    conv: Conv | str = setting(
+        "sage",
+        "message-passing layer: sage (GraphSAGE), gcn, gin, gatv2, gine (reads edge_attr), transformer, or your own PyG "
+        "MessagePassing class as package.module:Class (its model then loads only with --conv package.module:Class again)",
+        metavar="LAYER",
+    )
     num_layers: int = setting(3, "message-passing layers; a node sees this many hops", low=1, high=32, cli="layers")
     width: int = setting(64, "hidden channels of the GNN", low=1, high=2048)
     aggr: Aggr = setting("max", "GraphSAGE neighbourhood aggregation: max, mean, sum or min")
@@ -625,6 +633,8 @@ def _check_value(where: str, key: str, value: Any, hint: Any, metadata: Mapping[
         raise UsageError(f"{where}: expected {names}, got {value!r}")
     if isinstance(converted, str) and key in ("ppo.learning_rate", "ppo.clip_range"):
         _check_schedule(where, converted)
+    if key == "model.conv" and converted not in CONVS and not USER_CONV.match(converted):
+        raise UsageError(f"{where}: {value!r} is not one of {', '.join(CONVS)}, nor a layer of yours as package.module:Class")
     problem = _out_of_range(converted, metadata.get("low"), metadata.get("high"), metadata.get("open_low", False))
     if problem:
         raise UsageError(f"{where}: {converted!r} {problem}")

@@ -114,6 +114,46 @@ class Graph:
             return f"{low}..{high}" + (" (1-based)" if low == 1 else "")
         return f"{low}..{high}, not contiguous"
 
+    def to_pyg(self):
+        """The graph as a PyG ``Data``: ``edge_index`` (both directions), ``num_nodes``, and where the
+        graph has them ``node_ids`` (a tensor for integer ids, the numpy array for names),
+        ``edge_weight`` and ``node_weight``; :meth:`from_pyg` reads it back to an equal graph. torch
+        and PyG are imported here, not with this module."""
+        import torch
+        from torch_geometric.data import Data
+
+        data = Data(edge_index=torch.from_numpy(self.edge_index), num_nodes=self.num_nodes)
+        if self.node_ids is not None:
+            data.node_ids = torch.from_numpy(self.node_ids) if self.node_ids.dtype.kind in "iu" else self.node_ids
+        for name in ("edge_weight", "node_weight"):
+            if getattr(self, name) is not None:
+                data[name] = torch.from_numpy(getattr(self, name))
+        return data
+
+    @classmethod
+    def from_pyg(cls, data, name: str = "") -> Graph:
+        """A PyG ``Data`` (or a ``Batch`` of one graph) as an undirected simple graph: its edges in
+        either or both directions, self-loops and repeats dropped, with ``node_ids``, ``edge_weight``
+        (a repeated edge keeps its first weight) and ``node_weight`` where the data has them. Node
+        features are not read: a task builds its own from the graph."""
+        import torch
+
+        graphs = getattr(data, "num_graphs", 1)
+        if graphs != 1:
+            raise GraphInputError(f"a Batch of {graphs} graphs; Graph.from_pyg takes one: pass each of batch.to_data_list()")
+        if data.edge_index is None or data.num_nodes is None:
+            raise GraphInputError("the Data has no edge_index or no num_nodes (nor x to count them); give both")
+
+        def array(value):
+            return value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
+
+        src, dst = array(data.edge_index)
+        weight = None if data.get("edge_weight") is None else array(data.edge_weight).reshape(-1)
+        graph, _, _ = from_edges(src, dst, int(data.num_nodes), name, weight)
+        ids = None if data.get("node_ids") is None else array(data.node_ids).reshape(-1)
+        node_weight = None if data.get("node_weight") is None else array(data.node_weight).astype(np.float64).reshape(-1)
+        return replace(with_ids(graph, ids), node_weight=node_weight)
+
 
 def with_ids(graph: Graph, ids: np.ndarray | None) -> Graph:
     """``graph`` with ``ids`` ``(num_nodes,)`` as its own node ids; ids that are exactly the

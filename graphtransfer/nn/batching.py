@@ -6,7 +6,10 @@ import warnings
 from typing import NamedTuple
 
 import torch
+from torch_geometric.data import Batch, Data
+from torch_geometric.utils import to_dense_batch
 
+from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.graphs.graph import stable_order
 
 
@@ -180,3 +183,46 @@ def shared_edges(obs: dict[str, torch.Tensor]) -> torch.Tensor | None:
     if edge_index.shape[0] > 1 and not bool((edge_index[1:] == edge_index[:1]).all()):
         return None
     return edge_index[0].long()
+
+
+def pyg_to_padded(data: Data | Batch) -> dict[str, torch.Tensor]:
+    """A PyG ``Data`` or ``Batch`` as a padded batch of the observation contract, vectorized.
+
+    Shapes:
+        returns x ``(B, max_nodes, F)``, edge_index ``(B, 2, max_edges)`` in each graph's own node
+        ids, num_nodes and num_edges ``(B, 1)``, and edge_attr ``(B, max_edges, F_e)`` where the
+        data has ``edge_attr``.
+    """
+    x, edge_index, edge_attr = data.x, data.edge_index, data.edge_attr
+    if not isinstance(data, Batch):
+        return {
+            "x": x[None],
+            "edge_index": edge_index[None],
+            "num_nodes": _column(x.shape[0], x),
+            "num_edges": _column(edge_index.shape[1], x),
+            **({} if edge_attr is None else {EDGE_ATTR: edge_attr.reshape(edge_index.shape[1], -1)[None]}),
+        }
+    dense_x, _ = to_dense_batch(x, data.batch)
+    graph_of_edge = data.batch[edge_index[0]]  # (E,), edges of a Batch are stored graph by graph
+    num_edges = torch.bincount(graph_of_edge, minlength=data.num_graphs)
+    slot = torch.arange(edge_index.shape[1], device=x.device) - (torch.cumsum(num_edges, 0) - num_edges)[graph_of_edge]
+    local = edge_index - data.ptr[graph_of_edge]
+    padded = torch.zeros((data.num_graphs, 2, int(num_edges.max())), dtype=torch.long, device=x.device)
+    padded[graph_of_edge, :, slot] = local.T
+    num_nodes = torch.diff(data.ptr)
+    padded_obs = {"x": dense_x, "edge_index": padded, "num_nodes": num_nodes[:, None], "num_edges": num_edges[:, None]}
+    if edge_attr is not None:
+        attr = edge_attr.reshape(edge_index.shape[1], -1)
+        padded_obs[EDGE_ATTR] = attr.new_zeros((data.num_graphs, int(num_edges.max()), attr.shape[1]))
+        padded_obs[EDGE_ATTR][graph_of_edge, slot] = attr
+    return padded_obs
+
+
+def as_padded(obs):
+    """``obs`` as the contract's padded batch where it is a PyG ``Data`` or ``Batch``
+    (:func:`pyg_to_padded`), else as it is: what the extractor and the policies take."""
+    return pyg_to_padded(obs) if isinstance(obs, Data) else obs
+
+
+def _column(value: int, like: torch.Tensor) -> torch.Tensor:
+    return torch.tensor([[value]], dtype=torch.long, device=like.device)

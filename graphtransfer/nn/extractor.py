@@ -15,15 +15,28 @@ import torch
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.type_aliases import PyTorchObs
 from torch import nn
-from torch_geometric.nn import GCNConv, GINConv, SAGEConv, global_add_pool, global_max_pool, global_mean_pool
+from torch_geometric.data import Data
+from torch_geometric.nn import (
+    GATv2Conv,
+    GCNConv,
+    GINConv,
+    GINEConv,
+    SAGEConv,
+    TransformerConv,
+    global_add_pool,
+    global_max_pool,
+    global_mean_pool,
+)
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
 from graphtransfer.config import CONVS
-from graphtransfer.envs.contract import EDGE_ATTR, box_shape, check_edge_attr_values, edge_feature_count
-from graphtransfer.nn.batching import DisjointGraph, IncomingEdges, incoming_edges, shared_edges, to_disjoint
+from graphtransfer.envs.contract import EDGE_ATTR, box_shape, check_contract, check_edge_attr_values, edge_feature_count
+from graphtransfer.errors import UsageError
+from graphtransfer.nn.batching import DisjointGraph, IncomingEdges, as_padded, incoming_edges, shared_edges, to_disjoint
 from graphtransfer.nn.compaction import Compaction, compact_isolated
 from graphtransfer.nn.message_passing import GraphStructure, layer_function, relu, residual_relu
 from graphtransfer.nn.pooling import mean_max_pool
+from graphtransfer.nn.user_conv import named_conv
 
 CSR_MIN_EDGES = 0  # structure path from 0 edges: it beat gathered edges from 200 nodes up (GCN 5x at 10k); bench and tests raise it
 STRUCTURES_KEPT = 4  # graphs whose structure an extractor keeps: one per static graph in training, a few to spare
@@ -33,15 +46,35 @@ shrinking residual graph (MIS) never repeats, and each one kept held another cop
 230 MB each)"""
 
 
-def make_conv(kind: str, channels_in: int, width: int, aggr: str) -> nn.Module:
-    """One message-passing layer of ``channels_in`` channels in and ``width`` out."""
+STRUCTURED = ("sage", "gcn", "gin")
+"""the layers with a structure-based form (:mod:`graphtransfer.nn.message_passing`); the others run as PyG's classes"""
+READS_EDGES = ("gatv2", "gine", "transformer")
+"""the layers that read each edge's features in its message (``edge_attr``, where the env has it) rather than
+through the extractor's mean edge term"""
+
+
+def make_conv(kind: str, channels_in: int, width: int, aggr: str, edge_dim: int = 0) -> nn.Module:
+    """One message-passing layer of ``channels_in`` channels in and ``width`` out, PyG's own class
+    (a user's ``package.module:Class`` once named, :mod:`graphtransfer.nn.user_conv`); ``edge_dim``,
+    the width of the edge features that GATv2, GINE and Transformer layers read (0: none). Every
+    weight's shape depends on these widths only."""
     if kind == "sage":
         return SAGEConv(channels_in, width, aggr=aggr)
     if kind == "gcn":
         return GCNConv(channels_in, width)
     if kind == "gin":
         return GINConv(nn.Sequential(nn.Linear(channels_in, width), nn.ReLU(), nn.Linear(width, width)), train_eps=True)
-    raise ValueError(f"conv={kind!r} is not known; choose one of {CONVS}")
+    if kind == "gatv2":
+        return GATv2Conv(channels_in, width, edge_dim=edge_dim or None)
+    if kind == "gine":
+        if not edge_dim:
+            raise UsageError("conv gine reads each edge's features (edge_attr) in its messages; this env's observations have none: use gin")
+        return GINEConv(nn.Sequential(nn.Linear(channels_in, width), nn.ReLU(), nn.Linear(width, width)), train_eps=True, edge_dim=edge_dim)
+    if kind == "transformer":
+        return TransformerConv(channels_in, width, edge_dim=edge_dim or None)
+    if ":" in kind:
+        return named_conv(kind)(channels_in, width)
+    raise ValueError(f"conv={kind!r} is not known; choose one of {CONVS}, or a layer of yours as package.module:Class")
 
 
 def check_node_budget(value: int | None) -> int | None:
@@ -70,13 +103,14 @@ class GNNExtractor(BaseFeaturesExtractor):
     .. math:: h^{(0)} = W_0 x, \\qquad h^{(l+1)} = h^{(l)} + \\mathrm{ReLU}(\\mathrm{conv}_l(h^{(l)}, A) + U_l \\bar e)
 
     where :math:`\\bar e_i`, the mean feature of the edges into node ``i``, is there only when
-    the observation has ``edge_attr`` (:math:`U_l` is then one ``Linear(F_e, width)`` per layer;
-    without it the module holds exactly the parameters and numbers it always did). Why this
-    form rather than per-edge messages (PyG's ``GINEConv``, ``GATv2Conv(edge_dim=...)``): the
-    mean is one scatter per forward, linear in the features, so every layer keeps the cached
-    sparse structure path, and a per-edge decision reads its own edge's features in the edge
-    heads anyway. ``bench/edge_features.py`` measures ``GINEConv`` against it: several times as
-    long per forward, the gap growing with the graph.
+    the observation has ``edge_attr`` and the layers do not read it themselves (:math:`U_l` is
+    then one ``Linear(F_e, width)`` per layer; without it the module holds exactly the parameters
+    and numbers it always did). Why this form for sage, gcn and gin rather than per-edge messages
+    (``conv="gine"``, or ``"gatv2"`` and ``"transformer"``, which read each edge's features in its
+    message, PyG's ``edge_dim``): the mean is one scatter per forward, linear in the features, so
+    every layer keeps the cached sparse structure path, and a per-edge decision reads its own
+    edge's features in the edge heads anyway. ``bench/edge_features.py`` measures ``GINEConv``
+    against it: several times as long per forward, the gap growing with the graph.
 
     Without ``project_input`` the first layer reads the raw features instead,
     :math:`h^{(1)} = \\mathrm{ReLU}(\\mathrm{conv}_0(x, A))` (the plain recipe's GCN starts so),
@@ -97,7 +131,9 @@ class GNNExtractor(BaseFeaturesExtractor):
 
     Args:
         observation_space: a ``Dict`` space following the observation contract.
-        conv: ``"sage"`` (GraphSAGE), ``"gcn"`` or ``"gin"``.
+        conv: ``"sage"`` (GraphSAGE), ``"gcn"``, ``"gin"`` (these three with a structure-based
+            form on the CPU), ``"gatv2"``, ``"gine"``, ``"transformer"`` or a user's
+            ``"package.module:Class"`` named before (:mod:`graphtransfer.nn.user_conv`), each PyG's class.
         num_layers: message-passing layers.
         width: hidden channels.
         aggr: neighbourhood aggregation for GraphSAGE (``"max"``, ``"mean"``, ``"sum"``, ...).
@@ -121,16 +157,21 @@ class GNNExtractor(BaseFeaturesExtractor):
         aggr: str = "max",
         project_input: bool = True,
     ):
+        check_contract(observation_space)  # as policy_for does: a missing key is one line here, not a KeyError later
         super().__init__(observation_space, features_dim=2 * width)
         num_features = box_shape(observation_space, "x")[-1]
         self.width, self.project_input = width, project_input
         self.encode = nn.Sequential(nn.Linear(num_features, width), nn.ReLU()) if project_input else None
         first_in = width if project_input else num_features
-        self.convs = nn.ModuleList(make_conv(conv, first_in if i == 0 else width, width, aggr) for i in range(num_layers))
         self.num_edge_features = edge_feature_count(observation_space)
-        self.edge_encoders = (
-            nn.ModuleList(nn.Linear(self.num_edge_features, width) for _ in range(num_layers)) if self.num_edge_features else None
-        )
+        self.reads_edges = conv in READS_EDGES and self.num_edge_features > 0
+        """whether the layers read ``edge_attr`` themselves (GATv2, GINE, Transformer), the mean edge term then unused"""
+        self.structured = conv in STRUCTURED
+        """whether the layers have a structure-based form: else PyG's class runs on gathered edges everywhere"""
+        edge_dim = self.num_edge_features if self.reads_edges else 0
+        self.convs = nn.ModuleList(make_conv(conv, first_in if i == 0 else width, width, aggr, edge_dim) for i in range(num_layers))
+        mean_term = self.num_edge_features and not self.reads_edges
+        self.edge_encoders = nn.ModuleList(nn.Linear(self.num_edge_features, width) for _ in range(num_layers)) if mean_term else None
         self._structures: dict[tuple, GraphStructure] = {}  # see structure_for; never saved with the weights
 
     def node_embeddings(self, obs: PyTorchObs) -> tuple[torch.Tensor, DisjointGraph]:
@@ -146,13 +187,17 @@ class GNNExtractor(BaseFeaturesExtractor):
         ``max_nodes_per_batch`` nodes, layers run in chunks of target nodes
         (:meth:`_layers_in_chunks`): the same numbers (tested to 1e-6).
         """
+        obs = as_padded(obs)
         if not isinstance(obs, dict):
             raise TypeError(
-                f"GNNExtractor reads the contract's Dict observations (see graphtransfer.envs.contract); got {type(obs).__name__}"
+                "GNNExtractor reads the contract's Dict observations (see graphtransfer.envs.contract) or a PyG Data or Batch; "
+                f"got {type(obs).__name__}"
             )
         graph = to_disjoint(obs)
+        if self.reads_edges and graph.edge_attr is not None and not bool(torch.isfinite(graph.edge_attr).all()):
+            check_edge_attr_values(graph.edge_attr.detach().float().cpu().numpy())  # (the mean edge term checks its own)
         num_nodes, edges = graph.x.shape[0], graph.edge_index
-        sparse = graph.x.device.type == "cpu" and edges.shape[1] >= CSR_MIN_EDGES
+        sparse = self.structured and graph.x.device.type == "cpu" and edges.shape[1] >= CSR_MIN_EDGES
         budget = self.max_nodes_per_batch
         with self._autocast(graph.x.device):
             if budget is not None and num_nodes > budget:
@@ -160,11 +205,12 @@ class GNNExtractor(BaseFeaturesExtractor):
                 with warnings.catch_warnings():
                     if sparse:  # PyG's GCN path re-wraps the CSR tensor and torch warns that it is beta
                         warnings.simplefilter("ignore", UserWarning)
-                    h = self._layers_in_chunks(self._encode(graph.x), edges, budget, sparse and not torch.is_grad_enabled(), context)
+                    fast = sparse and not torch.is_grad_enabled()
+                    h = self._layers_in_chunks(self._encode(graph.x), edges, budget, fast, context, graph.edge_attr)
             elif sparse:
                 h = self._structure_embeddings(obs, graph)
             else:
-                h = self.embed_gathered(graph.x, edges, self._edge_context(graph.edge_attr, edges[1], num_nodes))
+                h = self.embed_gathered(graph.x, edges, self._edge_context(graph.edge_attr, edges[1], num_nodes), graph.edge_attr)
         return h.float(), graph
 
     def compacted_embeddings(self, obs: PyTorchObs) -> tuple[torch.Tensor, DisjointGraph, Compaction | None]:
@@ -172,6 +218,7 @@ class GNNExtractor(BaseFeaturesExtractor):
         (:func:`~graphtransfer.nn.compaction.compact_isolated`, with ``compact_isolated`` on),
         and the :class:`~graphtransfer.nn.compaction.Compaction` that reads them back (``None``
         where nothing was merged: the embeddings and graph are then :meth:`node_embeddings`'s)."""
+        obs = as_padded(obs)
         compaction = self._compaction(obs)
         h, graph = self.node_embeddings(obs if compaction is None else compaction.obs)
         return h, graph, compaction
@@ -184,20 +231,35 @@ class GNNExtractor(BaseFeaturesExtractor):
             return None
         return compact_isolated(obs)
 
-    def embed_gathered(self, x: torch.Tensor, edge_index: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
-        """Node embeddings over gathered edge tensors, PyG's layers as they are: the path on a GPU
-        and the one an exported policy (ONNX) holds, where a cached sparse structure cannot go.
+    def embed_gathered(
+        self, x: torch.Tensor, edge_index: torch.Tensor, context: torch.Tensor | None = None, edge_attr: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Node embeddings over gathered edge tensors, PyG's layers as they are: the path on a GPU,
+        for layers without a structure form (GATv2, GINE, Transformer, a user's) everywhere, and
+        the one an exported policy (ONNX) holds, where a cached sparse structure cannot go.
         The same numbers as the structure path (tested to 1e-5).
 
         Shapes:
             x: ``(N, F)``; edge_index: ``(2, E)``; context: ``(N, F_e)`` from :meth:`_edge_context`
-            or ``None``; returns ``(N, width)``.
+            or ``None``; edge_attr: ``(E, F_e)``, read by the layers that read edges; returns ``(N, width)``.
         """
         h = self._encode(x)
-        for index, conv in enumerate(self.convs):
-            out = torch.relu(self._with_edges(conv(h, edge_index), index, context))
+        for index in range(len(self.convs)):
+            out = torch.relu(self._with_edges(self._conv(index, h, edge_index, edge_attr), index, context))
             h = h + out if self._residual(index) else out
         return h
+
+    def _conv(self, index: int, h: torch.Tensor, edge_index: torch.Tensor, edge_attr: torch.Tensor | None) -> torch.Tensor:
+        """Layer ``index``'s PyG call, with the edges' features where it reads them (:data:`READS_EDGES`).
+
+        Shapes:
+            h: ``(N, F)``; edge_index: ``(2, E)``; edge_attr: ``(E, F_e)`` or ``None``; returns ``(N, width)``.
+        """
+        if not self.reads_edges:
+            return self.convs[index](h, edge_index)
+        if edge_attr is None:
+            raise ValueError("this model was built for observations with edge_attr; the batch has none")
+        return self.convs[index](h, edge_index, edge_attr.to(h.dtype))
 
     def _edge_context(self, edge_attr: torch.Tensor | None, destination: torch.Tensor, num_nodes: int) -> torch.Tensor | None:
         """Each node's mean incoming edge features, what the layers' edge term reads; ``None``
@@ -377,12 +439,20 @@ class GNNExtractor(BaseFeaturesExtractor):
         return torch.nn.functional.linear(x, projection.weight, projection.bias).relu_()
 
     def _layers_in_chunks(
-        self, h: torch.Tensor, edge_index: torch.Tensor, budget: int, sparse: bool, context: torch.Tensor | None = None
+        self,
+        h: torch.Tensor,
+        edge_index: torch.Tensor,
+        budget: int,
+        sparse: bool,
+        context: torch.Tensor | None = None,
+        edge_attr: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Every layer for ``budget`` target nodes at a time, reading the previous layer's whole
         node matrix: exact (each node aggregates the same edges), and a layer's per-edge work
         never spans more than the edges into ``budget`` nodes. GCN's normalisation (self-loops,
         degrees) is computed once for the whole graph, as the unchunked layer computes it."""
+        if not self.structured:
+            return self._subgraphs_in_chunks(h, edge_index, budget, context, edge_attr)
         num_nodes = h.shape[0]
         weight = None
         if isinstance(self.convs[0], GCNConv):
@@ -395,6 +465,34 @@ class GNNExtractor(BaseFeaturesExtractor):
             for start in range(0, num_nodes, budget):
                 stop = min(start + budget, num_nodes)
                 rows = _conv_rows(conv, h, source, incoming, start, stop, sparse)
+                rows = torch.relu(self._with_edges(rows, index, None if context is None else context[start:stop]))
+                out[start:stop] = h[start:stop] + rows if self._residual(index) else rows
+            h = out
+        return h
+
+    def _subgraphs_in_chunks(
+        self, h: torch.Tensor, edge_index: torch.Tensor, budget: int, context: torch.Tensor | None, edge_attr: torch.Tensor | None
+    ) -> torch.Tensor:
+        """:meth:`_layers_in_chunks` for layers run as PyG's classes: each chunk's targets, with
+        the edges into them and those edges' sources, as one subgraph for the layer. Exact for a
+        layer whose output at a node reads only that node, the edges into it and their sources
+        (GATv2's self-loops and attention, GINE, Transformer); a user's layer that reads more
+        (a source's degree, as GCN's normalisation does) differs under a node budget."""
+        num_nodes = h.shape[0]
+        order = torch.argsort(edge_index[1], stable=True)
+        sorted_edges = edge_index[:, order]
+        sorted_attr = None if edge_attr is None else edge_attr[order]
+        row_starts = torch.searchsorted(sorted_edges[1], torch.arange(0, num_nodes + budget, budget, device=h.device).clamp_(max=num_nodes))
+        for index in range(len(self.convs)):
+            out = h.new_empty((num_nodes, self.width))
+            for chunk, start in enumerate(range(0, num_nodes, budget)):
+                stop = min(start + budget, num_nodes)
+                first, last = int(row_starts[chunk]), int(row_starts[chunk + 1])
+                edges = sorted_edges[:, first:last].contiguous()
+                nodes = torch.unique(torch.cat([torch.arange(start, stop, device=h.device), edges[0]]))  # sorted
+                targets = torch.searchsorted(nodes, torch.arange(start, stop, device=h.device))
+                attr = None if sorted_attr is None else sorted_attr[first:last]
+                rows = self._conv(index, h[nodes], torch.searchsorted(nodes, edges), attr)[targets]
                 rows = torch.relu(self._with_edges(rows, index, None if context is None else context[start:stop]))
                 out[start:stop] = h[start:stop] + rows if self._residual(index) else rows
             h = out
@@ -428,7 +526,8 @@ class GNNExtractor(BaseFeaturesExtractor):
             mean = global_add_pool(h * compaction.real_counts()[:, None], graph.batch, size) / compaction.counts.sum(1, keepdim=True)
         return torch.cat([mean, global_max_pool(h, graph.batch, size)], dim=1)
 
-    def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+    def forward(self, obs: dict[str, torch.Tensor] | Data) -> torch.Tensor:
+        obs = as_padded(obs)
         compaction = self._compaction(obs)
         compacted = obs if compaction is None else compaction.obs
         shared = shared_edges(compacted) if self._on_structure_path(compacted) else None
@@ -443,7 +542,7 @@ class GNNExtractor(BaseFeaturesExtractor):
         """Whether :meth:`node_embeddings` would run this batch over a :class:`GraphStructure`
         whole (on the CPU, within the node budget). At 148,640 nodes and 8 samples, pooling
         the graph-level forward node-major saves a 304 MB transposed copy and its gradient."""
-        if obs["x"].device.type != "cpu":
+        if obs["x"].device.type != "cpu" or not self.structured:
             return False  # before reading any count: each read would make the host wait for the device
         budget = self.max_nodes_per_batch
         return int(obs["num_edges"].sum()) >= CSR_MIN_EDGES and (budget is None or int(obs["num_nodes"].sum()) <= budget)

@@ -32,9 +32,9 @@ from torch.distributions import Categorical
 
 import graphtransfer.nn.message_passing as message_passing
 from graphtransfer.config import ModelConfig
-from graphtransfer.envs.contract import edge_feature_count
+from graphtransfer.envs.contract import check_contract, edge_feature_count
 from graphtransfer.envs.protocol import Head, head_of
-from graphtransfer.nn.batching import DisjointGraph
+from graphtransfer.nn.batching import DisjointGraph, as_padded
 from graphtransfer.nn.distributions import NodeWiseCategorical
 from graphtransfer.nn.extractor import GNNExtractor
 
@@ -155,6 +155,7 @@ class NodePolicy(NodeHeads, ActorCriticPolicy):
     def __init__(
         self, observation_space: spaces.Dict, action_space: spaces.MultiDiscrete, lr_schedule: Schedule, head_width: int = 64, **kwargs: Any
     ):
+        check_contract(observation_space)  # as policy_for does: one line at construction, not a KeyError at the first step
         nvec = np.asarray(action_space.nvec)
         if nvec.ndim != 1 or (nvec != nvec[0]).any():
             raise ValueError(f"{type(self).__name__} needs MultiDiscrete([k] * units), the same k for every unit; got nvec {nvec[:5]}...")
@@ -196,6 +197,7 @@ class NodeChoicePolicy(NodeHeads, MaskableActorCriticPolicy):
     def __init__(
         self, observation_space: spaces.Dict, action_space: spaces.Discrete, lr_schedule: Schedule, head_width: int = 64, **kwargs: Any
     ):
+        check_contract(observation_space)
         self.head_width = head_width
         kwargs.setdefault("features_extractor_class", GNNExtractor)
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)
@@ -322,11 +324,26 @@ class UncheckedCategoricalDistribution(CategoricalDistribution):
 class GraphPolicy(MultiInputActorCriticPolicy):
     """SB3's ``MultiInputPolicy`` (one decision per graph) with :class:`GNNExtractor` pooled
     features by default; a ``Discrete`` action space gets :class:`UncheckedCategoricalDistribution`.
-    The weights and their names are SB3's own."""
+    The weights and their names are SB3's own. Like the node and edge policies, it takes a PyG
+    ``Data`` or ``Batch`` wherever it takes the contract's padded observations."""
 
     def __init__(self, observation_space: spaces.Dict, action_space: spaces.Space, lr_schedule: Schedule, **kwargs: Any):
+        check_contract(observation_space)
         kwargs.setdefault("features_extractor_class", GNNExtractor)
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)
+
+    # SB3's entry points, for a PyG Data or Batch too (SB3 would read it as a Dict of keys)
+    def forward(self, obs: PyTorchObs, deterministic: bool = False):
+        return super().forward(as_padded(obs), deterministic)
+
+    def evaluate_actions(self, obs: PyTorchObs, actions: torch.Tensor):
+        return super().evaluate_actions(as_padded(obs), actions)
+
+    def get_distribution(self, obs: PyTorchObs):
+        return super().get_distribution(as_padded(obs))
+
+    def predict_values(self, obs: PyTorchObs) -> torch.Tensor:
+        return super().predict_values(as_padded(obs))
 
     def _build(self, lr_schedule: Schedule) -> None:
         if type(self.action_dist) is CategoricalDistribution:

@@ -21,9 +21,9 @@ import torch
 from graphtransfer.config import Decoding, RunConfig, Runtime
 from graphtransfer.envs.protocol import features_of
 from graphtransfer.errors import UsageError
-from graphtransfer.graphs import Graph, load_graphs
+from graphtransfer.graphs import Graph
 from graphtransfer.solve.inference import DRAWN, Solution, check_decoding, peak_rss_mib
-from graphtransfer.solve.loading import DEFAULT_RUNTIME, policy_for_graphs
+from graphtransfer.solve.loading import DEFAULT_RUNTIME, GraphInput, graphs_of, policy_for_graphs
 from graphtransfer.solve.ordering import solving_order
 from graphtransfer.solve.rollouts import DEFAULT_DECODING, best_of_rollouts, rollout_count, rollout_patience
 from graphtransfer.tasks.factory import inference_env, named_query, task_of
@@ -188,15 +188,16 @@ def _run_baseline(name, fn, env, graph, polisher) -> BaselineResult:
 
 def evaluate_model(
     model: str | Path,
-    graphs: str | Path,
+    graphs: GraphInput,
     decoding: Decoding = DEFAULT_DECODING,
     runtime: Runtime = DEFAULT_RUNTIME,
     env: str | None = None,
     extras: EvalExtras = NO_EXTRAS,
 ) -> tuple[RunConfig, list[EvalRow]]:
-    """Load the model folder ``model`` for the graphs ``graphs`` names (refusing any that would not
-    fit in memory) and :func:`evaluate_policy` it there; ``env`` names the user env of a model trained on one."""
-    loaded_graphs = load_graphs(graphs)
+    """Load the model folder ``model`` for the graphs ``graphs`` names (files, or PyG data:
+    :func:`~graphtransfer.solve.loading.graphs_of`; refusing any that would not fit in memory) and
+    :func:`evaluate_policy` it there; ``env`` names the user env of a model trained on one."""
+    loaded_graphs = graphs_of(graphs)
     check_one_graph(loaded_graphs, extras.source, extras.target)
     loaded = policy_for_graphs(model, loaded_graphs, runtime, env)
     config = loaded.checkpoint.config

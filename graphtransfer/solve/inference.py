@@ -27,7 +27,6 @@ import gymnasium as gym
 import numpy as np
 import torch
 from torch_geometric.data import Batch, Data
-from torch_geometric.utils import to_dense_batch
 
 from graphtransfer.config import (
     DECODINGS,
@@ -44,6 +43,7 @@ from graphtransfer.envs.protocol import EnvFeatures, Head, features_of
 from graphtransfer.envs.transforms import FinishedSet
 from graphtransfer.envs.user_task import UserTask
 from graphtransfer.errors import UsageError
+from graphtransfer.nn.batching import pyg_to_padded
 from graphtransfer.nn.local_max import LOGIT_EPS, Until, local_max_commits, with_gumbel_noise
 from graphtransfer.solve.device import device_passes, runs_on_device, whole_graph
 
@@ -670,40 +670,3 @@ def act(policy, obs: dict[str, torch.Tensor] | Data | Batch, deterministic: bool
     with torch.inference_mode():
         actions = policy._predict(padded, deterministic=deterministic)
     return actions[0] if single and actions.dim() > 1 else actions
-
-
-def pyg_to_padded(data: Data | Batch) -> dict[str, torch.Tensor]:
-    """A PyG ``Data`` or ``Batch`` as a padded batch of the observation contract, vectorized.
-
-    Shapes:
-        returns x ``(B, max_nodes, F)``, edge_index ``(B, 2, max_edges)`` in each graph's own node
-        ids, num_nodes and num_edges ``(B, 1)``, and edge_attr ``(B, max_edges, F_e)`` where the
-        data has ``edge_attr``.
-    """
-    x, edge_index, edge_attr = data.x, data.edge_index, data.edge_attr
-    if not isinstance(data, Batch):
-        return {
-            "x": x[None],
-            "edge_index": edge_index[None],
-            "num_nodes": _column(x.shape[0], x),
-            "num_edges": _column(edge_index.shape[1], x),
-            **({} if edge_attr is None else {EDGE_ATTR: edge_attr.reshape(edge_index.shape[1], -1)[None]}),
-        }
-    dense_x, _ = to_dense_batch(x, data.batch)
-    graph_of_edge = data.batch[edge_index[0]]  # (E,), edges of a Batch are stored graph by graph
-    num_edges = torch.bincount(graph_of_edge, minlength=data.num_graphs)
-    slot = torch.arange(edge_index.shape[1], device=x.device) - (torch.cumsum(num_edges, 0) - num_edges)[graph_of_edge]
-    local = edge_index - data.ptr[graph_of_edge]
-    padded = torch.zeros((data.num_graphs, 2, int(num_edges.max())), dtype=torch.long, device=x.device)
-    padded[graph_of_edge, :, slot] = local.T
-    num_nodes = torch.diff(data.ptr)
-    padded_obs = {"x": dense_x, "edge_index": padded, "num_nodes": num_nodes[:, None], "num_edges": num_edges[:, None]}
-    if edge_attr is not None:
-        attr = edge_attr.reshape(edge_index.shape[1], -1)
-        padded_obs[EDGE_ATTR] = attr.new_zeros((data.num_graphs, int(num_edges.max()), attr.shape[1]))
-        padded_obs[EDGE_ATTR][graph_of_edge, slot] = attr
-    return padded_obs
-
-
-def _column(value: int, like: torch.Tensor) -> torch.Tensor:
-    return torch.tensor([[value]], dtype=torch.long, device=like.device)

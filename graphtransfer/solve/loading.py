@@ -8,15 +8,19 @@ weights strictly, and apply the runtime settings.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeAlias
 
 import gymnasium as gym
+from torch_geometric.data import Batch, Data
 
 from graphtransfer.checkpoint import Checkpoint, LoadReport, load_policy_into_env, read_checkpoint
 from graphtransfer.config import RunConfig, Runtime
 from graphtransfer.envs.protocol import Head
-from graphtransfer.graphs import Graph, load_graph
+from graphtransfer.errors import UsageError
+from graphtransfer.graphs import Graph, load_graph, load_graphs
 from graphtransfer.nn import configure_runtime
 from graphtransfer.nn.devices import resolve_device
 from graphtransfer.nn.qnetwork import AnyPolicy
@@ -26,6 +30,26 @@ from graphtransfer.tasks.factory import inference_env, run_env
 
 DEFAULT_RUNTIME = Runtime()
 """every runtime setting at its default"""
+
+GraphInput: TypeAlias = "str | Path | Graph | Data | Sequence[Graph | Data]"
+"""what names graphs to solve: a file, folder or sample name, a :class:`Graph`, a PyG ``Data`` or
+``Batch``, or a list of graphs and ``Data``"""
+
+
+def graphs_of(graphs: GraphInput) -> list[Graph]:
+    """The graphs ``graphs`` names (:data:`GraphInput`): read from files, or made from PyG data by
+    :meth:`Graph.from_pyg` (a ``Batch`` graph by graph; the task builds its own node features)."""
+    if isinstance(graphs, str | Path):
+        return load_graphs(graphs)
+    if isinstance(graphs, Graph):
+        return [graphs]
+    if isinstance(graphs, Batch):
+        return [Graph.from_pyg(data, f"batch[{i}]") for i, data in enumerate(graphs.to_data_list())]
+    if isinstance(graphs, Data):
+        return [Graph.from_pyg(graphs, "data")]
+    if isinstance(graphs, Sequence) and graphs and all(isinstance(graph, Graph | Data) for graph in graphs):
+        return [graph if isinstance(graph, Graph) else Graph.from_pyg(graph, f"data[{i}]") for i, graph in enumerate(graphs)]
+    raise UsageError(f"graphs: got {type(graphs).__name__}; expected a graph file or folder, a Graph, a PyG Data or Batch, or a list")
 
 
 @dataclass

@@ -29,7 +29,7 @@ from graphtransfer.graphs import Graph, load_graphs, resolve
 from graphtransfer.io import check_output_file
 from graphtransfer.solve.evaluate import NO_EXTRAS, EvalExtras, EvalRow, check_one_graph, evaluate_model, evaluate_policy
 from graphtransfer.solve.inference import Solution
-from graphtransfer.solve.loading import DEFAULT_RUNTIME, policy_for_graphs
+from graphtransfer.solve.loading import DEFAULT_RUNTIME, GraphInput, graphs_of, policy_for_graphs
 from graphtransfer.solve.predict import predict_graph, write_solution
 from graphtransfer.solve.rollouts import DEFAULT_DECODING
 
@@ -45,7 +45,7 @@ Job = Callable[[Checkpoint, Graph], Result]
 
 def evaluate(
     model: str | Path,
-    graphs: str | Path,
+    graphs: GraphInput,
     workers: int | None = None,
     ray_address: str | None = None,
     max_nodes_per_batch: int | None = None,
@@ -86,7 +86,7 @@ def evaluate(
 
 def evaluate_with(
     model: str | Path,
-    graphs: str | Path,
+    graphs: GraphInput,
     decoding: Decoding = DEFAULT_DECODING,
     runtime: Runtime = DEFAULT_RUNTIME,
     workers: int | None = None,
@@ -97,7 +97,7 @@ def evaluate_with(
     if (workers or 1) == 1 and runtime.ray_address is None:
         return evaluate_model(model, graphs, decoding, runtime, env, extras)
     checkpoint = read_checkpoint(model, env)
-    loaded = load_graphs(graphs)
+    loaded = graphs_of(graphs)
     check_one_graph(loaded, extras.source, extras.target)  # each worker sees one graph: checked here
     job = functools.partial(evaluate_graph, decoding=decoding, runtime=runtime, extras=extras)
     try:

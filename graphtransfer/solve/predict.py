@@ -17,11 +17,12 @@ from graphtransfer.config import AUTO_ROLLOUTS, HASTY_FROM_NODES, Decoding, Runt
 from graphtransfer.config.schema import DecodingName, Device, NodeOrder
 from graphtransfer.envs.protocol import declaration_advice, features_of
 from graphtransfer.envs.transforms import NearBipartiteSet
+from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, load_graph, resolve
 from graphtransfer.io import atomic_write, check_output_file, write_atomically
 from graphtransfer.solve.evaluate import finish_rule
 from graphtransfer.solve.inference import NearBipartiteRival, Solution
-from graphtransfer.solve.loading import DEFAULT_RUNTIME, policy_for_graphs
+from graphtransfer.solve.loading import DEFAULT_RUNTIME, GraphInput, graphs_of, policy_for_graphs
 from graphtransfer.solve.ordering import SolvingOrder, solving_order
 from graphtransfer.solve.rollouts import DEFAULT_DECODING, best_of_rollouts, rollout_count, rollout_patience
 from graphtransfer.tasks.factory import named_query, task_of
@@ -29,7 +30,7 @@ from graphtransfer.tasks.factory import named_query, task_of
 
 def predict(
     model: str | Path,
-    graph: str | Path | Graph,
+    graph: GraphInput,
     out: str | Path | None = None,
     max_passes: int | None = None,
     deterministic: bool | None = None,
@@ -47,8 +48,8 @@ def predict(
     source: str | None = None,
     target: str | None = None,
 ) -> tuple[Graph, Solution]:
-    """Run the model in folder ``model`` on ``graph`` (a :class:`Graph` or what names one); write
-    the solution to ``out`` as CSV.
+    """Run the model in folder ``model`` on ``graph`` (a :class:`Graph`, a PyG ``Data``, or what names
+    one); write the solution to ``out`` as CSV.
 
     The decoding keywords (``max_passes``, ``deterministic``, ``seed``, ``commit_fraction``,
     ``decoding``, ``rollouts``, ``node_order``, ``reductions``) build one :class:`graphtransfer.Decoding` and the
@@ -83,7 +84,7 @@ def predict(
 
 def predict_with(
     model: str | Path,
-    graph: str | Path | Graph,
+    graph: GraphInput,
     out: str | Path | None = None,
     decoding: Decoding = DEFAULT_DECODING,
     runtime: Runtime = DEFAULT_RUNTIME,
@@ -95,13 +96,21 @@ def predict_with(
     """:func:`predict` with its decoding and runtime settings as the objects themselves."""
     checkpoint = read_checkpoint(model, env)
     if out is not None:
-        check_output_file(Path(out), [] if isinstance(graph, Graph) else [resolve(graph)], force)
-    loaded = graph if isinstance(graph, Graph) else load_graph(graph)
+        check_output_file(Path(out), [resolve(graph)] if isinstance(graph, str | Path) else [], force)
+    loaded = load_graph(graph) if isinstance(graph, str | Path) else _one_graph(graph)
     query = named_query(checkpoint.config, loaded, source, target)
     solution, header = predict_graph(checkpoint, loaded, decoding, runtime, query=query)
     if out is not None:
         write_solution(out, solution.solution, header, loaded.ids())
     return loaded, solution
+
+
+def _one_graph(graph: GraphInput) -> Graph:
+    """The one graph of a :class:`Graph` or PyG input; several are refused, naming what solves them."""
+    graphs = graphs_of(graph)
+    if len(graphs) != 1:
+        raise UsageError(f"predict solves one graph; this input holds {len(graphs)}: call predict on each, or evaluate on them all")
+    return graphs[0]
 
 
 def predict_graph(

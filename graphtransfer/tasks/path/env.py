@@ -58,6 +58,9 @@ BALL_RADIUS = 4
 POTENTIAL_CLIP = 4.0
 """the guide's relative potential is clipped to ± this many mean edge lengths (or hops)"""
 GUIDES = ("distance", "hops")
+OFF_MASK_REWARD = -1.0
+"""the reward of an action outside ``action_masks()`` (the route stays where it is): as much as a whole shortest
+route. Every action of the space is a step, as gymnasium's and SB3's ``check_env`` ask; a masked policy never pays it"""
 
 
 class PathEnv(GraphEnv):
@@ -185,7 +188,7 @@ class PathEnv(GraphEnv):
         neighbours, lengths = self._neighbours()
         hit = np.flatnonzero(neighbours == node)
         if hit.size == 0 or not self.mask[node]:
-            raise ValueError(f"node {node} is not an allowed next step from node {self.current}; act within action_masks()")
+            return OFF_MASK_REWARD  # no move: the budget counts the route's nodes, so every route still arrives
         self.current = node
         self.route.append(node)
         self.visited[node] = True
