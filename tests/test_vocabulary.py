@@ -79,9 +79,12 @@ def test_cuda_without_a_gpu_is_refused_before_anything_is_written(tiny_model, tm
 
 @pytest.mark.parametrize("device", ["gpu", "CUDA", "1", ""])
 def test_a_device_that_is_none_of_the_three_is_one_line(device, tiny_model, tmp_path):
-    line = one_error_line(predict(tiny_model("mis"), "small", tmp_path / "s.csv", "--device", device))
-    assert line == f"error: --device {device!r} must be one of auto, cpu, cuda, e.g. --device cpu"
+    """predict, eval and transfer (below) check --device as train does, from the schema."""
+    expected = f"error: Runtime.device (--device): {device!r} is not one of auto, cpu, cuda"
+    assert one_error_line(predict(tiny_model("mis"), "small", tmp_path / "s.csv", "--device", device)) == expected
     assert not (tmp_path / "s.csv").exists()
+    evaluated = runner.invoke(app, ["eval", "--model", str(tiny_model("mis")), "--graphs", "small", "--device", device])
+    assert one_error_line(evaluated) == expected
 
 
 def transfer(model, graph, out, *extra):
