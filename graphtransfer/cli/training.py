@@ -173,7 +173,10 @@ def _report_training(result: TrainResult, env: str | None) -> None:
     typer.echo(f"saved {result.folder}")
 
 
-TUNE_SETTINGS = ("task", "graphs", "env", "env_kwargs", "total_timesteps", "n_envs", "seed", "threads", "eval_graphs", "eval_every")
+TUNE_SETTINGS = (
+    *("task", "graphs", "env", "env_kwargs", "total_timesteps", "n_envs", "seed"),
+    *("threads", "device", "eval_graphs", "eval_every"),
+)
 """tune's options that set a config key of every trial, by option name; each is made from its schema field"""
 
 
