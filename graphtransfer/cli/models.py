@@ -46,7 +46,7 @@ def transfer(
             help="Task of the source model (checked); with a graph set name as --src, reads runs/TASK/SRC (TASK: mis if not given)."
         ),
     ] = None,
-    out: Annotated[Path | None, typer.Option(help="Model folder to write (default: runs/TASK/DST).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Model folder to write (default: runs/TASK/GRAPHS).")] = None,
     force: Annotated[bool, typer.Option(help="Replace the model already in --out.")] = False,
     finetune_steps: Annotated[
         int,
