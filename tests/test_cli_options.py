@@ -49,13 +49,9 @@ def test_every_config_backed_option_shows_the_schemas_help_choices_and_default(c
             assert param.default == expected, f"{command} --{param.name}: default differs from the schema's"
 
 
-OWN_MEANING = {
-    *(("eval", "deterministic"), ("predict", "ray_address"), ("eval", "ray_address"), ("transfer", "seed")),
-    *(("predict", "device"), ("eval", "device")),
-}
+OWN_MEANING = {("eval", "deterministic"), ("predict", "ray_address"), ("eval", "ray_address"), ("transfer", "seed")}
 """options named as a Decoding or Runtime field that mean something else there (eval reports both ways; the Ray
-cluster of a folder's workers; transfer's seed of its evaluations and fine-tuning; predict's and eval's device defaults
-to cpu, so that results do not depend on the machine, where training's is auto), declared by hand"""
+cluster of a folder's workers; transfer's seed of its evaluations and fine-tuning), declared by hand"""
 
 
 PARAMETER_OBJECTS = {"predict": (Decoding, Runtime), "eval": (Decoding, Runtime), "transfer": (Decoding, Runtime), "tune": (Search,)}
@@ -100,13 +96,13 @@ def test_help_shows_the_choices_and_ranges():
     ("args", "message"),
     [
         (["train", "--n-envs", "0"], "error: ppo.n_envs (--n-envs): 0 must be at least 1"),
-        (["train", "--layers", "99"], "error: model.num_layers (--layers): 99 must be at most 32"),
+        (["train", "--layers", "99"], "error: model.num_layers (--num-layers): 99 must be at most 32"),
         (
             ["train", "--conv", "gat"],
             "error: model.conv (--conv): 'gat' is not one of sage, gcn, gin, gatv2, gine, transformer, "
             "nor a layer of yours as package.module:Class",
         ),
-        (["train", "--steps", "lots"], "error: ppo.total_timesteps (--steps): expected an integer, got 'lots'"),
+        (["train", "--steps", "lots"], "error: ppo.total_timesteps (--total-timesteps): expected an integer, got 'lots'"),
         (["train", "--target-kl", "nan"], "error: ppo.target_kl (--target-kl): expected a number, got 'nan'"),
         (["train", "--horizon", "2.5"], "error: horizon (--horizon): expected an integer, got '2.5'"),
         (["train", "--env-kwargs", "[1]"], "error: --env-kwargs '[1]' is not a JSON object; pass an object such as '{\"horizon\": 16}'"),

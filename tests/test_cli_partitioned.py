@@ -79,7 +79,7 @@ def test_a_model_of_another_task_is_refused(tiny_model, graph_file, tmp_path):
 
 def test_a_folder_of_graphs_is_refused(tiny_model, graph_file, tmp_path):
     result = predict(tiny_model("mis"), graph_file.parent, tmp_path / "out", "--ray-address", "local", "--partitions", "2")
-    assert result.exit_code == 2 and result.stderr.startswith("error: --partitions splits one graph; --graph names a folder")
+    assert result.exit_code == 2 and result.stderr.startswith("error: --partitions splits one graph; --graphs names a folder")
 
 
 def test_an_existing_solution_is_kept_without_force(tiny_model, graph_file, tmp_path):

@@ -42,7 +42,7 @@ def test_draw_takes_one_graph_not_a_folder(tiny_model, tmp_path):
     command = ["predict", "--model", str(tiny_model("mis")), "--graph", str(tmp_path / "g"), "--out", str(tmp_path / "o")]
     result = runner.invoke(app, [*command, "--draw", str(tmp_path / "s.png")])
     assert result.exit_code == 2
-    assert result.stderr == "error: --draw draws one graph; name a single graph file with --graph, not a folder\n"
+    assert result.stderr == "error: --draw draws one graph; name a single graph file with --graphs, not a folder\n"
 
 
 def test_layout_is_deterministic_in_the_unit_square_and_keeps_neighbours_close():

@@ -96,4 +96,4 @@ def test_workers_with_a_single_graph_is_refused(tiny_model, folder, tmp_path):
     command = ["predict", "--model", str(tiny_model("mis")), "--graph", str(folder / "er-30.npz"), "--out", str(tmp_path / "s.csv")]
     result = runner.invoke(app, [*command, "--workers", "2"])
     assert result.exit_code == 2
-    assert result.stderr == "error: --workers and --ray-address spread a folder of graphs over workers; --graph names a single graph\n"
+    assert result.stderr == "error: --workers and --ray-address spread a folder of graphs over workers; --graphs names a single graph\n"

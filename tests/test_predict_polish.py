@@ -76,7 +76,7 @@ def test_polish_refuses_a_task_without_a_search_and_a_folder_of_graphs(tiny_mode
     assert result.exit_code == 2
     assert result.stderr == "error: --polish: the task must declare search (built-in: mis, mvc); maxcut does not, drop --polish\n"
     folder = runner.invoke(app, ["predict", "--model", model, "--graph", str(tmp_path), "--out", str(tmp_path / "o"), "--polish", "1"])
-    assert folder.exit_code == 2 and "name a single graph file with --graph, not a folder" in folder.stderr
+    assert folder.exit_code == 2 and "name a single graph file with --graphs, not a folder" in folder.stderr
     assert not out.exists() and not (tmp_path / "o").exists()
 
 

@@ -76,6 +76,7 @@ def test_a_tracked_run_holds_its_settings_its_scalars_and_its_model(tmp_path, mo
     assert len(runs) == 2 and {run.info.status for run in runs} == {"FINISHED"}
     first = runs[0]
     assert first.data.params["ppo.n_steps"] == "16" and first.data.params["task"] == "mis"
+    assert not [key for key in first.data.params if key.startswith("dqn.")]  # a PPO run: the algorithm's own settings only
     rows = list(csv.DictReader(open(tmp_path / "run" / "progress.csv")))  # the second run's, the same settings and seed
     for key in ("rollout/ep_rew_mean", "train/value_loss"):  # every row SB3 wrote, at its env step, as TensorBoard gets it
         history = [(m.step, pytest.approx(m.value)) for m in client.get_metric_history(runs[1].info.run_id, key)]
@@ -95,3 +96,14 @@ def test_two_processes_track_into_one_database_at_once(tmp_path):
         assert process.wait(timeout=600) == 0, process.stderr.read()
     _, runs = runs_in(tmp_path / "m.db")
     assert sorted(run.info.run_name for run in runs) == ["run0", "run1"] and {run.info.status for run in runs} == {"FINISHED"}
+
+
+@pytest.mark.parametrize(("algo", "sections"), [("ppo", {"ppo"}), ("a2c", {"ppo"}), ("dqn", {"ppo", "dqn"})])
+def test_a_run_records_the_settings_of_its_own_algorithm_only(algo, sections):
+    """ppo holds what every algorithm shares (steps, envs, learning rate), so every run records it; dqn only a DQN run."""
+    from graphtransfer.config import RunConfig
+    from graphtransfer.training.tracking import flat_settings, tracked_settings
+
+    recorded = flat_settings(tracked_settings(RunConfig(algo=algo)))
+    assert {key.partition(".")[0] for key in recorded} & {"ppo", "dqn"} == sections
+    assert recorded["algo"] == algo and "model.width" in recorded and "runtime.device" in recorded

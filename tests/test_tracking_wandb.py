@@ -92,6 +92,20 @@ def test_a_wandb_run_holds_its_settings_its_scalars_and_its_model(tmp_path, monk
     assert any(name.endswith(".safetensors") for name in files) and not any(name.startswith(".") for name in files)
 
 
+def test_wandb_dir_names_the_folder_and_a_ppo_run_records_no_dqn_settings(tmp_path, monkeypatch):
+    """Without --track-uri the runs go where W&B's own WANDB_DIR says; the config holds the sections the run uses."""
+    pytest.importorskip("wandb")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "elsewhere"))
+    result = runner.invoke(app, ["train", *TINY, "--out", "run", "--track", "wandb"])
+    assert result.exit_code == 0, result.output
+    assert f"tracked in W&B (offline): {tmp_path / 'elsewhere' / 'wandb'}," in result.stdout
+    assert not (tmp_path / "wandb").exists()
+    (run,) = offline_runs(tmp_path / "elsewhere")
+    assert run["config"]["algo"] == "ppo" and "ppo" in run["config"] and "dqn" not in run["config"]
+
+
 def test_without_wandb_the_extra_is_named_and_nothing_is_written(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setitem(sys.modules, "wandb", None)  # what import finds on an install without the extra

@@ -198,7 +198,8 @@ def test_a_ctrl_c_that_python_drops_is_remembered_and_stops_the_next_training_ru
 def test_resume_refuses_settings_it_would_ignore(tmp_path):
     result = runner.invoke(app, ["train", "--resume", str(tmp_path), "--steps", "100", "--seed", "3", "--config", "c.yaml", "--set", "x=1"])
     assert result.exit_code == 2
-    assert result.stderr == "error: --resume takes every setting from the folder's config.json; drop --steps, --seed, --config, --set\n"
+    dropped = "--total-timesteps, --seed, --config, --set"  # --steps typed: its primary name
+    assert result.stderr == f"error: --resume takes every setting from the folder's config.json; drop {dropped}\n"
 
 
 def _wait_for(path, process, timeout=120.0):

@@ -5,13 +5,15 @@ modules import this."""
 
 from __future__ import annotations
 
+import difflib
 import functools
+import importlib
 import signal
 import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -22,6 +24,33 @@ from graphtransfer.process import free_cores, freeze_loaded_objects
 def fail(message: str, code: int) -> None:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
+
+
+CLICK_ERRORS = importlib.import_module(typer.BadParameter.__module__)
+"""the exceptions of the Click that Typer parses with: its own copy (``typer._click``) from Typer 0.2x, Click itself before"""
+
+
+def usage_error_line(err: Any) -> str:
+    """Click's usage error (an unknown option, a missing or malformed one, an unknown command) as
+    the one line every other bad input gets, naming the command and, for an unknown option, the
+    closest option it has by its primary name: ``train: no such option --stepz; did you mean
+    --total-timesteps (--steps)?``."""
+    ctx, commands = getattr(err, "ctx", None), []
+    while ctx is not None and ctx.parent is not None:
+        commands.append(ctx.info_name or "")
+        ctx = ctx.parent
+    where = " ".join(reversed(commands))
+    if not isinstance(err, CLICK_ERRORS.NoSuchOption):
+        message = err.format_message()
+        return f"{where + ': ' if where else ''}{message[:1].lower()}{message[1:]}"
+    line = f"{where + ': ' if where else ''}no such option {err.option_name}"
+    params = err.ctx.command.get_params(err.ctx) if err.ctx is not None else []
+    primaries = {flag: opts[0] for param in params for opts in (param.opts, param.secondary_opts) for flag in opts}
+    closest = difflib.get_close_matches(err.option_name, list(primaries), n=1)
+    if not closest:
+        return f"{line}; 'graphtransfer {where + ' ' if where else ''}--help' lists them"
+    primary = primaries[closest[0]]
+    return f"{line}; did you mean {primary if primary == closest[0] else f'{primary} ({closest[0]})'}?"
 
 
 def friendly_errors(command):
@@ -142,16 +171,6 @@ SourceOption = Annotated[
 TargetOption = Annotated[str | None, typer.Option(help="path: the node to route to, by the graph's own id; with --source.")]
 
 
-SolvingDeviceOption = Annotated[
-    str,
-    typer.Option(
-        metavar="cpu|cuda|auto",
-        help="Where the policy's passes run: cpu (default), cuda (an error where torch sees no GPU) or auto (cuda where "
-        "torch sees a GPU, else cpu); the decoding around them runs on the CPU.",
-    ),
-]
-
-
 EnvOption = Annotated[
     str | None,
     typer.Option(
@@ -179,7 +198,7 @@ def name_conv(conv: str | None) -> None:
         use_conv(conv)
 
 
-SOLVE_RUNTIME = ("threads", "max_nodes_per_batch", "mixed_precision")
+SOLVE_RUNTIME = ("threads", "device", "max_nodes_per_batch", "mixed_precision")
 """the runtime options of predict, eval and transfer, made from :class:`graphtransfer.config.Runtime`"""
 
 

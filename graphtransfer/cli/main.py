@@ -14,19 +14,54 @@ import functools
 import os
 import sys
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import typer
 from typer.core import TyperGroup
 
-from graphtransfer.cli.common import stop_like_ctrl_c
+from graphtransfer.cli.common import CLICK_ERRORS, stop_like_ctrl_c, usage_error_line
 from graphtransfer.cli.models import export, plot, tasks, transfer
 from graphtransfer.cli.solving import evaluate, predict
 from graphtransfer.cli.training import train, tune
 from graphtransfer.process import freeze_loaded_objects, tune_process
 
+
+class Commands(TyperGroup):
+    """The app's commands, whose usage errors (an unknown option, a missing or malformed one, an
+    unknown command) are one ``error:`` line and exit 2, as every other bad input, not Click's
+    usage panel: parsed here for the app's own options, and in :meth:`invoke` for every command's
+    (``graphs``' too, which it invokes)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        with _one_line(ctx):
+            return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: Any) -> Any:
+        with _one_line(ctx):
+            return super().invoke(ctx)
+
+
+NO_ARGS_IS_HELP = getattr(CLICK_ERRORS, "NoArgsIsHelpError", ())
+"""what Click (8.2 on) raises for a bare command that shows its help"""
+
+
+@contextmanager
+def _one_line(ctx: typer.Context) -> Iterator[None]:
+    try:
+        yield
+    except NO_ARGS_IS_HELP:  # the bare command: its help, as asked for
+        raise
+    except CLICK_ERRORS.UsageError as err:
+        if ctx.resilient_parsing:  # shell completion asks, nobody reads the answer
+            raise
+        typer.echo(f"error: {usage_error_line(err)}", err=True)
+        raise typer.Exit(2) from None
+
+
 app = typer.Typer(
+    cls=Commands,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,

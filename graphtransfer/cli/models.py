@@ -17,6 +17,7 @@ from graphtransfer.cli.common import (
     start_work,
     stop_exit_code,
     stopped_by,
+    use_threads,
 )
 from graphtransfer.cli.options import takes_params
 from graphtransfer.config import Decoding, Runtime, check_setting
@@ -33,12 +34,12 @@ def _model_folder(command: str, option: Path | None) -> Path:
 
 @friendly_errors
 @takes_params(Decoding, "decoder", "max_passes")
-@takes_params(Runtime, "runtime", *SOLVE_RUNTIME, "device")
+@takes_params(Runtime, "runtime", *SOLVE_RUNTIME)
 def transfer(
     src: Annotated[
         str, typer.Option(help="Trained model folder, the graph set name it was trained on, or a built-in model's name (mis, mvc).")
     ],
-    dst: Annotated[str, typer.Option(help="Sample set name, graph file or folder to transfer to.")],
+    dst: Annotated[str, typer.Option("--graphs", "--dst", help="Sample set name, graph file or folder to transfer to.")],
     decoder: Decoding,
     runtime: Runtime,
     task: Annotated[
@@ -47,7 +48,7 @@ def transfer(
             help="Task of the source model (checked); with a graph set name as --src, reads runs/TASK/SRC (TASK: mis if not given)."
         ),
     ] = None,
-    out: Annotated[Path | None, typer.Option(help="Model folder to write (default: runs/TASK/DST).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Model folder to write (default: runs/TASK/GRAPHS).")] = None,
     force: Annotated[bool, typer.Option(help="Replace the model already in --out.")] = False,
     finetune_steps: Annotated[
         int,
@@ -77,9 +78,9 @@ def transfer(
 ) -> None:
     """Load a trained policy into a model for other graphs, report, evaluate zero-shot, save.
 
-    Example: graphtransfer transfer --src small --dst large --finetune-steps 16 --max-nodes-per-batch 250000
-    Example: graphtransfer transfer --src small --dst er-n5000-d64-s1.txt --adapt 60
-    Example: graphtransfer transfer --src small --dst large --device cuda --finetune-steps 16
+    Example: graphtransfer transfer --src small --graphs large --finetune-steps 16 --max-nodes-per-batch 250000
+    Example: graphtransfer transfer --src small --graphs er-n5000-d64-s1.txt --adapt 60
+    Example: graphtransfer transfer --src small --graphs large --device cuda --finetune-steps 16
     """
     adapt_seconds = None if adapt is None else seconds_option("--adapt", adapt, 60)
     if finetune_steps == 0 and adapt_seconds is None:  # it only solves: see graphtransfer.process.prefer_small_pages
@@ -177,7 +178,9 @@ def plot(
 
 
 @friendly_errors
+@takes_params(Runtime, "runtime", "threads")
 def export(
+    runtime: Runtime,
     model: Annotated[
         Path | None, typer.Option(help="Model folder written by train or transfer, or a built-in model's name (mis, mvc); required.")
     ] = None,
@@ -213,6 +216,7 @@ def export(
         raise UsageError("export: name what to write: --sb3 FILE.zip, --onnx FILE.onnx, or both")
     if sb3 is not None and onnx is not None and sb3.resolve() == onnx.resolve():
         raise UsageError(f"export: --sb3 and --onnx both name {sb3}; give each its own file")
+    use_threads(runtime.threads)
     if sb3 is not None:
         algorithm = export_sb3(model, sb3, graphs, env, force)
         typer.echo(f"wrote {sb3}: load it with {algorithm}.load({str(sb3)!r}, env=...) and the run's env on the same graphs")

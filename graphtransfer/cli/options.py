@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal, Union
 
 import typer
 
-from graphtransfer.config import SECTIONS, RunConfig, check_field, check_setting, cli_keys, field_of
+from graphtransfer.config import SECTIONS, RunConfig, check_field, check_setting, cli_keys, field_of, option_aliases
 from graphtransfer.errors import UsageError
 
 _TYPE_NAMES = {int: "<int>", float: "<float>", str: "<str>", dict: "<json>"}
@@ -66,18 +66,21 @@ class FieldOption:
         return tuple(choice for option in literals for choice in typing.get_args(option) if choice)
 
     def parameter(self) -> inspect.Parameter:
-        """The Typer parameter, with the schema's default: a flag pair for a bool, else the option's
-        text, which the schema's checker converts (so its error is one line, never a usage panel)."""
+        """The Typer parameter, with the schema's default and the field's aliases: a flag pair for a
+        bool, else the option's text, which the schema's checker converts (so its error is one
+        line, never a usage panel)."""
         declared = field_of(self.kind, self.field)[0]
+        aliases = option_aliases(self.kind, self.field)
         if bool in _options(self.hint):
-            option = typer.Option(f"{self.flag}/--no-{self.flag[2:]}", help=_escaped(self.help))
+            pairs = [f"{flag}/--no-{flag[2:]}" for flag in (self.flag, *aliases)]
+            option = typer.Option(*pairs, help=_escaped(self.help))
             return inspect.Parameter(self.name, KEYWORD, default=declared.default, annotation=Annotated[bool | None, option])
         default: str | None
         if declared.default_factory is not MISSING:
             default = json.dumps(declared.default_factory())
         else:
             default = None if declared.default is None else str(declared.default)
-        option = typer.Option(self.flag, help=_escaped(self.help), metavar=self.metavar())
+        option = typer.Option(self.flag, *aliases, help=_escaped(self.help), metavar=self.metavar())
         return inspect.Parameter(self.name, KEYWORD, default=default, annotation=Annotated[str | None, option])
 
     def metavar(self) -> str:

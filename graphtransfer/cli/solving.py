@@ -14,7 +14,6 @@ from graphtransfer.cli.common import (
     WORKERS_HELP,
     ConvOption,
     EnvOption,
-    SolvingDeviceOption,
     SourceOption,
     TargetOption,
     check_positive,
@@ -50,7 +49,14 @@ PREDICT_DECODING = (
 @takes_params(Runtime, "runtime", *SOLVE_RUNTIME)
 def predict(
     model: Annotated[Path, typer.Option(help="Model folder written by train or transfer, or a built-in model's name (mis, mvc).")],
-    graph: Annotated[str, typer.Option(help="Graph file in any supported format (see 'graphtransfer graphs info'), or a sample name.")],
+    graph: Annotated[
+        str,
+        typer.Option(
+            "--graphs",
+            "--graph",
+            help="Graph file in any supported format (see 'graphtransfer graphs info'), a folder of them, or a sample name.",
+        ),
+    ],
     out: Annotated[Path, typer.Option(help="CSV to write: one 'node,decision' row per node, or one row per step for graph-level tasks.")],
     decoder: Decoding,
     runtime: Runtime,
@@ -65,7 +71,7 @@ def predict(
         int | None,
         typer.Option(
             help="mis, one graph: split it into this many parts, each solved on a worker of the Ray cluster of --ray-address, "
-            "the parts exchanging only their boundaries (default: the part count of a --graph folder that 'graphtransfer "
+            "the parts exchanging only their boundaries (default: the part count of a --graphs folder that 'graphtransfer "
             "graphs partition' wrote). See docs/guide/scale.md",
         ),
     ] = None,
@@ -80,18 +86,17 @@ def predict(
             "write that; the policy's own objective is printed beside it.",
         ),
     ] = None,
-    device: SolvingDeviceOption = "cpu",
     conv: ConvOption = None,
 ) -> None:
     """Run a saved policy on a graph and write its solution; on a folder of graphs, one CSV per graph into --out.
 
-    Example: graphtransfer predict --model runs/mis/large --graph large --out solution.csv [--max-nodes-per-batch 50000]
-    Example: graphtransfer predict --model runs/mis/small --graph graphs/ --out solutions/ --workers 2
-    Example: graphtransfer predict --model runs/path/small --graph roads.txt --out route.csv --source 17 --target 4032
-    Example: graphtransfer predict --model runs/mis/small --graph er.txt --out solution.csv --polish 10
-    Example: graphtransfer predict --model runs/mis/small --graph big.txt --out solution.csv --ray-address auto --partitions 4
-    Example: graphtransfer predict --model runs/mis/small --graph big-parts/ --out solution.csv --ray-address auto
-    Example: graphtransfer predict --model runs/mis/small --graph large --out solution.csv --device cuda --mixed-precision
+    Example: graphtransfer predict --model runs/mis/large --graphs large --out solution.csv [--max-nodes-per-batch 50000]
+    Example: graphtransfer predict --model runs/mis/small --graphs graphs/ --out solutions/ --workers 2
+    Example: graphtransfer predict --model runs/path/small --graphs roads.txt --out route.csv --source 17 --target 4032
+    Example: graphtransfer predict --model runs/mis/small --graphs er.txt --out solution.csv --polish 10
+    Example: graphtransfer predict --model runs/mis/small --graphs big.txt --out solution.csv --ray-address auto --partitions 4
+    Example: graphtransfer predict --model runs/mis/small --graphs big-parts/ --out solution.csv --ray-address auto
+    Example: graphtransfer predict --model runs/mis/small --graphs large --out solution.csv --device cuda --mixed-precision
     """
     prefer_small_pages()  # before torch loads
     from graphtransfer.checkpoint import read_checkpoint
@@ -106,14 +111,14 @@ def predict(
 
     name_conv(conv)
     check_positive(workers=1 if workers is None else workers)
-    on = resolve_device(device)
+    typed, on = runtime.device, resolve_device(runtime.device)
     runtime = replace(runtime, ray_address=ray_address, device=on)
     check_runtime_applies(runtime, on)
     given = typed_fields(Decoding)
     seconds = None if polish is None else seconds_option("--polish", polish, 10)
     if partitions is not None or _names_partitioned_graph(graph):
         if on != "cpu":
-            raise UsageError(f"--partitions solves on the Ray workers' CPUs; drop --device {device}")
+            raise UsageError(f"--partitions solves on the Ray workers' CPUs; drop --device {typed}")
         single_process_options = {
             "--workers": workers is not None,
             "--polish": seconds is not None,
@@ -133,14 +138,14 @@ def predict(
         return _predict_partitioned(model, graph, out, partitions, address, decoder.seed, env, force)
     if resolve(graph).is_dir():
         if source is not None or target is not None:
-            raise UsageError("--source and --target name nodes of one graph; --graph names a folder")
+            raise UsageError("--source and --target name nodes of one graph; --graphs names a folder")
         if seconds is not None:
-            raise UsageError("--polish searches one graph's solution; name a single graph file with --graph, not a folder")
+            raise UsageError("--polish searches one graph's solution; name a single graph file with --graphs, not a folder")
         check_decoding_applies(read_checkpoint(model, env).config, decoder, given)
         start_work(runtime.threads)
         return _predict_folder(model, graph, out, draw, workers, env, force, decoder, runtime)
     if workers is not None or ray_address is not None:
-        raise UsageError("--workers and --ray-address spread a folder of graphs over workers; --graph names a single graph")
+        raise UsageError("--workers and --ray-address spread a folder of graphs over workers; --graphs names a single graph")
     if seconds is not None:
         if draw is not None:
             raise UsageError("--draw draws the policy's own solution; drop --polish or --draw")
@@ -192,7 +197,7 @@ def predict(
 
 
 def _names_partitioned_graph(graph: str) -> bool:
-    """Whether ``--graph`` names a partitioned graph's folder (``graphtransfer graphs partition``)."""
+    """Whether ``--graphs`` names a partitioned graph's folder (``graphtransfer graphs partition``)."""
     from graphtransfer.graphs import resolve
     from graphtransfer.graphs.partition_files import is_partition_folder
 
@@ -210,7 +215,7 @@ def _check_partitioned(graph: str, ray_address: str | None, single_process_optio
         raise UsageError("--partitions solves one graph on a Ray cluster: give --ray-address too (local starts one in this process)")
     if resolve(graph).is_dir() and not is_partition_folder(resolve(graph)):
         raise UsageError(
-            "--partitions splits one graph; --graph names a folder that is not a partitioned graph (graphtransfer graphs partition "
+            "--partitions splits one graph; --graphs names a folder that is not a partitioned graph (graphtransfer graphs partition "
             "writes one; --ray-address alone spreads a folder's graphs)"
         )
     clashing = [name for name, given in single_process_options.items() if given]
@@ -327,7 +332,7 @@ def _predict_folder(
     from graphtransfer.solve.parallel import predict_many_with
 
     if draw is not None:
-        raise UsageError("--draw draws one graph; name a single graph file with --graph, not a folder")
+        raise UsageError("--draw draws one graph; name a single graph file with --graphs, not a folder")
     results = predict_many_with(model, graphs, out, decoding, runtime, workers, env, force)
     for graph, solution, path in results:
         valid = "yes" if solution.feasible else "NO"
@@ -340,7 +345,7 @@ def _predict_folder(
         _fail("a solution is not feasible (constraint violated); this is a bug, please report it", 1)
 
 
-EVAL_DECODING = ("decoding", "commit_fraction", "rollouts", "max_passes", "node_order", "reductions", "kernel_every")
+EVAL_DECODING = ("decoding", "commit_fraction", "seed", "rollouts", "max_passes", "node_order", "reductions", "kernel_every")
 """eval's decoding options, made from :class:`graphtransfer.config.Decoding` (its --deterministic is its own)"""
 
 
@@ -375,7 +380,6 @@ def evaluate(
     ] = False,
     source: SourceOption = None,
     target: TargetOption = None,
-    device: SolvingDeviceOption = "cpu",
     conv: ConvOption = None,
 ) -> None:
     """Evaluate a saved policy against the task's baselines on a set of graphs.
@@ -392,7 +396,7 @@ def evaluate(
 
     name_conv(conv)
     check_positive(workers=1 if workers is None else workers)
-    runtime = replace(runtime, ray_address=ray_address, device=resolve_device(device))
+    runtime = replace(runtime, ray_address=ray_address, device=resolve_device(runtime.device))
     extras = EvalExtras(deterministic, polish, chils, source, target)
     _check_eval_applies(model, env, decoder, runtime, polish)
     _check_eval_outputs(graphs, json_out, plot, force)

@@ -20,10 +20,10 @@ if TYPE_CHECKING:
 
 TRAIN_SETTINGS = (
     *("task", "graphs", "env", "env_kwargs", "algo", "horizon"),
-    *("steps", "n_envs", "n_steps", "batch_size", "epochs", "target_kl", "seed"),
+    *("total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "target_kl", "seed"),
     *("threads", "device", "vec_env", "ray_address", "max_nodes_per_batch", "mixed_precision"),
-    *("conv", "layers", "width"),
-    *("eval_graphs", "eval_every", "checkpoint_every", "verbose", "tensorboard"),
+    *("conv", "num_layers", "width"),
+    *("eval_graphs", "eval_every", "checkpoint_every", "stdout", "tensorboard"),
 )
 """train's options that set a config key, by option name; each is made from its schema field"""
 
@@ -81,7 +81,7 @@ def train(
 
       graphtransfer train --task mis --graphs small
 
-      graphtransfer train --task mvc --algo dqn --steps 20000 --set dqn.buffer_size=20000
+      graphtransfer train --task mvc --algo dqn --total-timesteps 20000 --set dqn.buffer_size=20000
 
       graphtransfer train --config runs/mis/small/config.yaml --out runs/mis/again
 
@@ -187,7 +187,10 @@ def _report_training(result: TrainResult, env: str | None, conv: str | None = No
     typer.echo(f"saved {result.folder}")
 
 
-TUNE_SETTINGS = ("task", "graphs", "env", "env_kwargs", "steps", "n_envs", "seed", "eval_graphs", "eval_every")
+TUNE_SETTINGS = (
+    *("task", "graphs", "env", "env_kwargs", "total_timesteps", "n_envs", "seed"),
+    *("threads", "device", "eval_graphs", "eval_every"),
+)
 """tune's options that set a config key of every trial, by option name; each is made from its schema field"""
 
 
@@ -219,15 +222,15 @@ def tune(
 
     Examples:
 
-      graphtransfer tune --task mis --graphs small --eval-graphs evalset/ --steps 20000 --n-trials 30 --timeout 3600
+      graphtransfer tune --task mis --graphs small --eval-graphs evalset/ --total-timesteps 20000 --n-trials 30 --timeout 3600
 
-      graphtransfer tune --graphs small --steps 20000 --n-trials 40 --n-jobs 2 --sampler random --pruner none
+      graphtransfer tune --graphs small --total-timesteps 20000 --n-trials 40 --n-jobs 2 --sampler random --pruner none
 
       graphtransfer tune --graphs small --storage postgresql://me@db-host/studies --study-name mis-small --n-trials 200
 
       graphtransfer tune --graphs small --storage postgresql://me@db-host/studies --ray-address auto --n-jobs 16
 
-      graphtransfer train --config runs/tune/mis/small/best.yaml --steps 100000
+      graphtransfer train --config runs/tune/mis/small/best.yaml --total-timesteps 100000
 
       graphtransfer tune --out runs/tune/mis/small --n-trials 0 --plot
     """

@@ -131,14 +131,18 @@ def setting(
     low: float | None = None,
     high: float | None = None,
     cli: str = "",
+    aliases: tuple[str, ...] = (),
     factory=None,
     open_low: bool = False,
     metavar: str = "",
 ):
     """A dataclass field with its help text, its inclusive range ``low..high`` (``open_low``: above
-    ``low``, not equal to it) and the name of its command-line option where that differs from the
-    field's (``--steps`` for ``total_timesteps``)."""
-    metadata = {"help": help, "low": low, "high": high, "cli": cli, "open_low": open_low, "metavar": metavar}
+    ``low``, not equal to it) and its command-line option: named as the field (``--total-timesteps``
+    for ``total_timesteps``, the YAML key and SB3's argument), ``aliases`` the older names it also
+    takes (``--steps``). ``cli`` renames the option of a parameter object's field whose keyword
+    elsewhere differs (``--decoding`` for :attr:`Decoding.method`, ``predict(decoding=...)``); no
+    setting of a :class:`RunConfig` has one."""
+    metadata = {"help": help, "low": low, "high": high, "cli": cli, "aliases": aliases, "open_low": open_low, "metavar": metavar}
     if factory is not None:
         return field(default_factory=factory, metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -152,7 +156,7 @@ class ModelConfig:
         "MessagePassing class as package.module:Class (its model then loads only with --conv package.module:Class again)",
         metavar="LAYER",
     )
-    num_layers: int = setting(3, "message-passing layers; a node sees this many hops", low=1, high=32, cli="layers")
+    num_layers: int = setting(3, "message-passing layers; a node sees this many hops", low=1, high=32, aliases=("layers",))
     width: int = setting(64, "hidden channels of the GNN", low=1, high=2048)
     aggr: Aggr = setting("max", "GraphSAGE neighbourhood aggregation: max, mean, sum or min")
     head_width: int = setting(64, "hidden width of the node head and the value head", low=1, high=2048)
@@ -173,13 +177,13 @@ class PPOConfig:
     """PPO's settings, and those every algorithm shares (steps, envs, learning rate, gamma, seed;
     A2C also reads n_steps, gae_lambda and ent_coef). How the run computes is :class:`Runtime`."""
 
-    total_timesteps: int = setting(30_000, "env steps to train for (summed over parallel envs)", low=1, high=10**12, cli="steps")
+    total_timesteps: int = setting(30_000, "env steps to train for (summed over parallel envs)", low=1, high=10**12, aliases=("steps",))
     n_envs: int = setting(8, "parallel copies of the env, each sampling its own graphs", low=1, high=4096)
     n_steps: int = setting(
         32, "steps per env between updates; more than fit in memory are refused with a count that fits", low=1, high=10**8
     )
     batch_size: int = setting(64, "observations per minibatch", low=1, high=10**8)
-    n_epochs: int = setting(4, "passes over each rollout", low=1, high=10**4, cli="epochs")
+    n_epochs: int = setting(4, "passes over each rollout", low=1, high=10**4, aliases=("epochs",))
     learning_rate: float | str = setting(3e-4, "a number, or 'lin_<start>': linear decay from start to 0 over the run")
     gamma: float = setting(0.99, "discount factor", low=0.0, high=1.0)
     gae_lambda: float = setting(0.95, "GAE's lambda", low=0.0, high=1.0)
@@ -212,7 +216,7 @@ class DQNConfig:
 class LogConfig:
     """What a training run writes besides its model, all inside the run folder."""
 
-    stdout: bool = setting(False, "print SB3's table of training statistics after every rollout", cli="verbose")
+    stdout: bool = setting(False, "print SB3's table of training statistics after every rollout", aliases=("verbose",))
     tensorboard: bool = setting(False, "also write TensorBoard event files to tensorboard/ (pip install 'graphtransfer[tensorboard]')")
     eval_graphs: str | None = setting(
         None,
@@ -236,13 +240,15 @@ class Runtime:
 
     threads: int | None = setting(
         None,
-        "torch CPU threads (default: training 1; predict, eval and transfer one per core no other process holds, 1 on graphs "
-        "of fewer than 10,000 nodes)",
+        "torch CPU threads (default: train and each tune trial 1; predict, eval, transfer and export one per core no other "
+        "process holds, 1 on graphs of fewer than 10,000 nodes)",
         low=1,
         high=1024,
     )
     device: Device = setting(
-        "auto", "where the policy runs: cpu, cuda (an error where torch sees no GPU) or auto (cuda where torch sees a GPU, else cpu)"
+        "cpu",
+        "where the policy runs: cpu (the default of every command: the same results on any machine), cuda (an error where "
+        "torch sees no GPU) or auto (cuda where torch sees a GPU, else cpu); predict's decoding around it runs on the CPU",
     )
     max_nodes_per_batch: int | None = setting(
         None,
@@ -547,13 +553,20 @@ def check_field(where: str, kind: type, name: str, value: Any) -> Any:
 
 
 def cli_keys() -> dict[str, str]:
-    """Command-line option name (as a Python parameter) -> dotted key, for every setting that has one."""
+    """Command-line option name (as a Python parameter: the field's, ``total_timesteps``) -> dotted
+    key (``ppo.total_timesteps``), for every setting; the option's aliases are :func:`option_aliases`."""
     keys = {}
     for section, kind in (("", RunConfig), *SECTIONS.items()):
         for f in fields(kind):
             if f.metadata:
                 keys[f.metadata["cli"] or f.name] = f"{section}.{f.name}" if section else f.name
     return keys
+
+
+def option_aliases(kind: type, name: str) -> tuple[str, ...]:
+    """The older flags that the field ``name`` of ``kind`` also takes on the command line, as flags
+    (``("--steps",)`` for :attr:`PPOConfig.total_timesteps`)."""
+    return tuple("--" + alias.replace("_", "-") for alias in field_of(kind, name)[0].metadata.get("aliases", ()))
 
 
 def check_layer(source: str, data: dict[str, Any]) -> dict[str, Any]:

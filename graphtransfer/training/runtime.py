@@ -21,7 +21,7 @@ class RuntimeSettings(BaseAlgorithm):
     report: Callable[[str], None] | None = None
     """where the algorithm may say something about an update (the train command prints it)"""
     report_every_update: bool = False
-    """also report each update (``train --verbose``), where the algorithm has something to say"""
+    """also report each update (``train --stdout``), where the algorithm has something to say"""
 
     def __init__(self, *args: Any, max_nodes_per_batch: int | None = None, mixed_precision: bool = False, **kwargs: Any):
         self.max_nodes_per_batch = check_node_budget(max_nodes_per_batch)

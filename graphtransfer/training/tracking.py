@@ -9,8 +9,8 @@ record offline by default, so nothing needs the network:
   it (MLflow 3 keeps its folder store only behind an opt-out); ``--track-uri`` names another
   database (a path or ``sqlite:///path``) or any MLflow URI (a server). The run is written through
   an ``MlflowClient`` of its own: the process's global MLflow state is left as it was.
-- W&B: an offline run in ``wandb/`` under the working directory, or under the folder
-  ``--track-uri`` names, for ``wandb sync`` to upload later; ``WANDB_MODE`` (``online``, a
+- W&B: an offline run in ``wandb/`` under the folder ``--track-uri`` names, else under
+  ``WANDB_DIR``, else under the working directory, for ``wandb sync`` to upload later; ``WANDB_MODE`` (``online``, a
   logged-in user's choice) overrides the offline default. The project is the run's task (or env)
   name, the run is named after the model folder.
 """
@@ -31,7 +31,7 @@ from urllib.parse import urlparse
 from filelock import FileLock
 from stable_baselines3.common.logger import KVWriter
 
-from graphtransfer.config import RunConfig
+from graphtransfer.config import ALGOS, RunConfig
 from graphtransfer.errors import GraphTransferError, UsageError
 from graphtransfer.io import check_path_form
 
@@ -79,7 +79,7 @@ def check_tracking(tracking: Tracking) -> None:
     if tracking.tool not in TRACKERS:
         raise UsageError(f"--track {tracking.tool!r} must be one of {', '.join(TRACKERS)}, e.g. --track mlflow")
     if tracking.tool == "wandb":
-        _check_wandb_folder(wandb_folder(tracking))
+        _check_wandb_folder(tracking)
         _wandb()
         return
     database = local_database(tracking.uri or DEFAULT_STORE)
@@ -146,7 +146,7 @@ class MLflowRun:
         self.uri = tracking_uri(tracking)
         try:
             self.client, self.run_id = _start_run(mlflow, tracking, config, folder)
-            params = [mlflow.entities.Param(key, _param_text(value)) for key, value in flat_settings(config.to_dict()).items()]
+            params = [mlflow.entities.Param(key, _param_text(value)) for key, value in flat_settings(tracked_settings(config)).items()]
             for first in range(0, len(params), 100):  # MLflow takes at most 100 parameters per batch
                 self.client.log_batch(self.run_id, params=params[first : first + 100])
         except Exception as err:  # MLflow's own errors, SQLAlchemy's, the disk's: nothing was trained yet
@@ -220,6 +220,14 @@ def _param_text(value: Any) -> str:
     return text if len(text) <= MAX_PARAM_CHARS else text[: MAX_PARAM_CHARS - 3] + "..."
 
 
+def tracked_settings(config: RunConfig) -> dict[str, Any]:
+    """The run's settings as a tracker records them: every section but those of the algorithms the
+    run does not use (a PPO run has no ``dqn.*``; the ``ppo`` section holds what every algorithm
+    shares, so every run has it)."""
+    unused = {algo for algo in ALGOS if algo != config.algo and algo != "ppo"}
+    return {key: value for key, value in config.to_dict().items() if key not in unused}
+
+
 def flat_settings(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """A nested settings mapping as dotted keys, as ``--set`` names them (``ppo.gamma``)."""
     flat: dict[str, Any] = {}
@@ -285,13 +293,15 @@ def wandb_mode() -> str:
 
 
 def wandb_folder(tracking: Tracking) -> Path:
-    """The folder W&B's ``wandb/`` run folders go in."""
-    return Path(tracking.uri or ".")
+    """The folder W&B's ``wandb/`` run folders go in: ``--track-uri``, else ``WANDB_DIR`` as W&B
+    itself reads it, else the working directory."""
+    return Path(tracking.uri or os.environ.get("WANDB_DIR") or ".")
 
 
-def _check_wandb_folder(folder: Path) -> None:
+def _check_wandb_folder(tracking: Tracking) -> None:
     """A folder (made if new) that this process can write, never a file."""
-    option = "--track-uri" if str(folder) != "." else "--track wandb (its folder, the working directory)"
+    folder = wandb_folder(tracking)
+    option = "--track-uri" if tracking.uri else "WANDB_DIR" if str(folder) != "." else "--track wandb (its folder, the working directory)"
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"{option} {folder}: is a file; name the folder W&B's runs go in, e.g. --track-uri runs")
     check_path_form(folder.resolve() / "wandb", option)
@@ -324,7 +334,7 @@ class WandbRun:
                 project=tracking.experiment or config.name,
                 name=folder.name,
                 dir=str(self.where.resolve()),
-                config=config.to_dict(),
+                config=tracked_settings(config),
                 mode=wandb_mode(),
                 settings=quiet,
             )

@@ -79,7 +79,7 @@ def adapt(
     seed: int = 0,
     log: Callable[[str], None] = print,
     size: int = ADAPT_SUBGRAPH_NODES,
-    device: Device = "auto",
+    device: Device = "cpu",
 ) -> AdaptResult:
     """Train ``policy`` in place on subgraphs of ``size`` nodes of ``graphs`` (:func:`adaptation_graphs`) with the
     run's algorithm and settings (its envs and epochs, the learning rate at its start, rollouts of

@@ -93,7 +93,7 @@ def transfer(
     adapt_seconds: float | None = None,
     adapt_nodes: int = ADAPT_SUBGRAPH_NODES,
     seed: int | None = None,
-    device: Device = "auto",
+    device: Device = "cpu",
     force: bool = False,
 ) -> TransferResult:
     """Load the model ``src`` into a model for the graphs ``dst``, evaluate zero-shot there
@@ -107,7 +107,7 @@ def transfer(
     ``mixed_precision`` runs message passing in bfloat16 on CUDA. ``env`` names the user env of a
     model trained on one. The result's ``model`` is the saved model as an SB3 algorithm.
 
-    ``device`` (``cpu``, ``cuda`` or ``auto``: cuda where torch sees a GPU) is where the zero-shot
+    ``device`` (``cpu``, the default, ``cuda`` or ``auto``: cuda where torch sees a GPU) is where the zero-shot
     evaluation, the fine-tuning and the adaptation run; cuda without a GPU is refused before anything is read.
 
     ``seed`` seeds the evaluations' rollouts (default 0, as ``predict``) and the fine-tuning and
