@@ -2,8 +2,11 @@
 ``small`` (``graphtransfer train ... --steps 20000``), then predicted with the defaults on graphs
 of four families, set sizes as a ratio of min-degree greedy's, with the seconds of each solve.
 
+    graphtransfer train --env examples.user_mis:UserMISEnv --graphs small --out runs/user_mis
+    graphtransfer train --env examples.user_mis:DeclaredMISEnv --graphs small --out runs/declared_mis
+    graphtransfer train --task mis --graphs small --out runs/mis_20k    # each with --total-timesteps 20000
     python -m bench.user_env --models runs/user_mis:examples.user_mis:UserMISEnv \
-        runs/declared_mis:examples.user_mis:DeclaredMISEnv runs/mis --sizes 10000,100000
+        runs/declared_mis:examples.user_mis:DeclaredMISEnv runs/mis_20k --sizes 10000,100000 --repeats 3
 
 ``--models`` takes model folders, each ``FOLDER`` (a built-in task) or ``FOLDER:module:Class``
 (a user env, as ``predict --env`` names it). Prints one JSON line per graph and model, then a
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import time
 
 from graphtransfer.graphs import Graph, barabasi_albert, delaunay, erdos_renyi, random_geometric
@@ -36,10 +40,14 @@ def model_spec(text: str) -> tuple[str, str | None]:
     return folder, env or None
 
 
-def measure(folder: str, env: str | None, graph: Graph, greedy: int) -> dict:
-    started = time.perf_counter()
-    solution, _ = predict_graph(folder, graph, env=env)
-    seconds = time.perf_counter() - started
+def measure(folder: str, env: str | None, graph: Graph, greedy: int, repeats: int = 1) -> dict:
+    """One model's solve of ``graph``: its set and the median seconds of ``repeats`` solves."""
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        solution, _ = predict_graph(folder, graph, env=env)
+        times.append(time.perf_counter() - started)
+    seconds = statistics.median(times)
     return {
         "graph": graph.name,
         "model": folder,
@@ -59,6 +67,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000", help="node counts, comma-separated")
     parser.add_argument("--families", default=",".join(FAMILIES), help=f"of {', '.join(FAMILIES)}")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=1, help="solves per model and graph, models in turn; seconds: the median")
     args = parser.parse_args()
     models = [model_spec(text) for text in args.models]
     rows = []
@@ -67,7 +76,7 @@ def main() -> None:
             graph = FAMILIES[family](size, args.seed)
             greedy = int(greedy_min_degree(graph).sum())
             for folder, env in models:
-                row = {"family": family, "nodes": size, **measure(folder, env, graph, greedy)}
+                row = {"family": family, "nodes": size, **measure(folder, env, graph, greedy, args.repeats)}
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     print(f"\nload average {os.getloadavg()[0]:.2f}; ratio: set size / min-degree greedy's; vs last: / the last model's set")
