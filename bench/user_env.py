@@ -40,25 +40,28 @@ def model_spec(text: str) -> tuple[str, str | None]:
     return folder, env or None
 
 
-def measure(folder: str, env: str | None, graph: Graph, greedy: int, repeats: int = 1) -> dict:
-    """One model's solve of ``graph``: its set and the median seconds of ``repeats`` solves."""
-    times = []
+def solve_once(folder: str, env: str | None, graph: Graph) -> tuple[float, int, bool, float]:
+    """One model's solve of ``graph``: its set's size, passes, feasibility and seconds."""
+    started = time.perf_counter()
+    solution, _ = predict_graph(folder, graph, env=env)
+    return solution.objective, solution.passes, bool(solution.feasible), time.perf_counter() - started
+
+
+def measure(models: list[tuple[str, str | None]], graph: Graph, greedy: int, repeats: int) -> list[dict]:
+    """Every model's solve of ``graph``, ``repeats`` rounds with the models in turn; seconds: the median."""
+    runs: dict[str, list] = {folder: [] for folder, _ in models}
     for _ in range(repeats):
-        started = time.perf_counter()
-        solution, _ = predict_graph(folder, graph, env=env)
-        times.append(time.perf_counter() - started)
-    seconds = statistics.median(times)
-    return {
-        "graph": graph.name,
-        "model": folder,
-        "env": env,
-        "size": solution.objective,
-        "feasible": bool(solution.feasible),
-        "greedy": greedy,
-        "ratio": solution.objective / greedy,
-        "passes": solution.passes,
-        "seconds": round(seconds, 3),
-    }
+        for folder, env in models:
+            runs[folder].append(solve_once(folder, env, graph))
+    rows = []
+    for folder, env in models:
+        size, passes, feasible, _ = runs[folder][0]
+        seconds = statistics.median(run[3] for run in runs[folder])
+        rows.append(
+            {"graph": graph.name, "model": folder, "env": env, "size": size, "feasible": feasible, "greedy": greedy,
+             "ratio": size / greedy, "passes": passes, "seconds": round(seconds, 3)}
+        )  # fmt: skip
+    return rows
 
 
 def main() -> None:
@@ -67,7 +70,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000", help="node counts, comma-separated")
     parser.add_argument("--families", default=",".join(FAMILIES), help=f"of {', '.join(FAMILIES)}")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--repeats", type=int, default=1, help="solves per model and graph, models in turn; seconds: the median")
+    parser.add_argument("--repeats", type=int, default=1, help="rounds of solves per graph, the models in turn; seconds: the median")
     args = parser.parse_args()
     models = [model_spec(text) for text in args.models]
     rows = []
@@ -75,10 +78,9 @@ def main() -> None:
         for size in (int(s) for s in args.sizes.split(",")):
             graph = FAMILIES[family](size, args.seed)
             greedy = int(greedy_min_degree(graph).sum())
-            for folder, env in models:
-                row = {"family": family, "nodes": size, **measure(folder, env, graph, greedy, args.repeats)}
-                rows.append(row)
-                print(json.dumps(row), flush=True)
+            for row in measure(models, graph, greedy, args.repeats):
+                rows.append({"family": family, "nodes": size, **row})
+                print(json.dumps(rows[-1]), flush=True)
     print(f"\nload average {os.getloadavg()[0]:.2f}; ratio: set size / min-degree greedy's; vs last: / the last model's set")
     last = models[-1][0]
     for family in args.families.split(","):
