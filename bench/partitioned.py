@@ -4,13 +4,16 @@ the halo, at K = 2, 4 and 8 parts, on a local Ray instance of 2 CPUs started per
 actor is a process of its own, whose peak is read while it runs (:class:`Watcher`).
 
     .venv/bin/python -m bench.partitioned [--sizes 25000,100000] [--parts 2,4,8] [--families geometric,erdos-renyi]
-        [--model runs/mis/small --mis-sizes 25000]
+        [--model runs/mis/small --mis-sizes 25000] [--predict mis --predict-nodes 200000 --predict-parts 4]
 
 The policy is built with the default model settings and random weights: the forward's cost does
 not depend on what the weights learned. With ``--model``, a second table compares the MIS set of
 the partitioned decoding (graphtransfer.solve.partitioned_mis, each part drawing its own features)
-with the single-process local-max decoding of the same model. Prints Markdown tables for
-bench/RESULTS.md. Not part of the test run.
+with the single-process local-max decoding of the same model. With ``--predict``, a third table: ``predict``
+as a user runs it, one process against ``--partitions K`` (with the task's kernel before the split and
+between passes, and the exact rules of every pass, then without reductions), on Erdős–Rényi graphs
+of average degree 8 (seed 1, as ``graphtransfer graphs generate --generator erdos_renyi --avg-degree 8
+--seed 1`` makes them). Prints Markdown tables for bench/RESULTS.md. Not part of the test run.
 """
 
 from __future__ import annotations
@@ -28,14 +31,18 @@ import torch
 
 from graphtransfer.config import ModelConfig, RunConfig
 from graphtransfer.envs.protocol import Head
-from graphtransfer.graphs import erdos_renyi, random_geometric
+from graphtransfer.graphs import erdos_renyi, random_geometric, write_graph
 from graphtransfer.graphs.partition import halo_share
 from graphtransfer.nn import build_policy
 from graphtransfer.solve.inference import obs_to_tensors, solve
 from graphtransfer.solve.loading import load_policy
 from graphtransfer.solve.partitioned import partitioned_node_outputs
-from graphtransfer.solve.partitioned_mis import partitioned_mis
+from graphtransfer.solve.partitioned_mis import partitioned_decoding, predict_partitioned
+from graphtransfer.solve.predict import predict_graph
+from graphtransfer.tasks import TASKS
 from graphtransfer.tasks.factory import inference_env
+
+RULES = TASKS["mis"].partitioned_solve
 
 FAMILIES = {
     "geometric": ("random geometric, degree 8", lambda n: random_geometric(n, 8.0, 0)),
@@ -127,7 +134,7 @@ def compare_sets(model: str, sizes: list[int], part_counts: list[int]) -> None:
                 ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
                 try:
                     started = time.perf_counter()
-                    found = partitioned_mis(policy, graph, parts, seed=0)
+                    found = partitioned_decoding(policy, graph, parts, RULES, seed=0)
                     seconds = time.perf_counter() - started
                 finally:
                     ray.shutdown()
@@ -138,6 +145,28 @@ def compare_sets(model: str, sizes: list[int], part_counts: list[int]) -> None:
     print()
 
 
+def compare_predict(model: str, sizes: list[int], part_counts: list[int], folder: Path) -> None:
+    """``predict`` in one process (its defaults) against ``predict --partitions K`` with and without reductions."""
+    print("| graph | nodes | single set | single s | K | reductions | partitioned set | passes | kernels | partitioned s | / single |")
+    print("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
+    for nodes in sizes:
+        graph = erdos_renyi(nodes, 8.0, 1)
+        path = folder / f"er-{nodes}.npz"
+        write_graph(graph, path)
+        started = time.perf_counter()
+        single, _ = predict_graph(model, graph)
+        single_seconds = time.perf_counter() - started
+        for parts in part_counts:
+            for reductions in (True, False):
+                started = time.perf_counter()
+                found = predict_partitioned(model, path, folder / "set.csv", parts, "local", reductions=reductions)
+                seconds = time.perf_counter() - started
+                cells = f"{parts} | {'on' if reductions else 'off'} | {found.size:,} | {found.passes} | {found.kernels} | {seconds:.1f}"
+                row = f"| Erdős–Rényi, degree 8 | {nodes:,} | {single.objective:,.0f} | {single_seconds:.1f} | {cells}"
+                print(f"{row} | {found.size / single.objective:.4f} |", flush=True)
+    print()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="25000,100000")
@@ -145,10 +174,20 @@ def main() -> None:
     parser.add_argument("--model", help="a trained MIS model folder: also compare the decodings' sets")
     parser.add_argument("--mis-sizes", default="25000")
     parser.add_argument("--families", default=",".join(FAMILIES), help="which graph families, comma-separated")
+    parser.add_argument("--predict", help="a model (folder or built-in name): predict in one process against --partitions")
+    parser.add_argument("--predict-nodes", default="200000")
+    parser.add_argument("--predict-parts", default="4")
+    parser.add_argument("--folder", default="/tmp/bench-partitioned", help="where --predict writes its graphs and sets")
     args = parser.parse_args()
     torch.set_num_threads(1)
     command = f"python -m bench.partitioned --sizes {args.sizes} --parts {args.parts}"
     print(f"`{command}`, {time.strftime('%Y-%m-%d %H:%M')} UTC, load {' '.join(open('/proc/loadavg').read().split()[:3])} before\n")
+    if args.predict:
+        folder = Path(args.folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        nodes, parts = [int(n) for n in args.predict_nodes.split(",")], [int(k) for k in args.predict_parts.split(",")]
+        compare_predict(args.predict, nodes, parts, folder)
+        return
     if args.model:
         compare_sets(args.model, [int(n) for n in args.mis_sizes.split(",")], [int(k) for k in args.parts.split(",")])
     print(f"an idle Ray worker (graphtransfer imported): {idle_worker_mib():,.0f} MiB peak\n")
@@ -168,7 +207,7 @@ def main() -> None:
                     watcher = Watcher(os.getpid())
                     watcher.start()
                     started = time.perf_counter()
-                    outputs, split_parts = partitioned_node_outputs(policy, graph, parts, draw=obs["x"][:, 4])
+                    outputs, split_parts = partitioned_node_outputs(policy, graph, parts, RULES, draw=obs["x"][:, 4])
                     seconds = time.perf_counter() - started
                     watcher.stop()
                     peak = max(watcher.workers.values())

@@ -292,11 +292,6 @@ def _is_task_module(name: str) -> bool:
     return parts[:2] == ["graphtransfer", "tasks"] and len(parts) > 2 and parts[2] in TASK_FOLDERS
 
 
-# Not yet task-free: the partitioned solve still computes MIS's statuses and features itself (it asks
-# the task's ``partitioned_solve`` before it runs); this list only shrinks.
-PENDING = {"graphtransfer.solve.partitioned", "graphtransfer.solve.partitioned_mis"}
-
-
 def test_nothing_outside_tasks_names_a_task():
     """What a task can do is asked of its Task (what its env declares), never decided by its name or
     its env's class, so a user's env that declares the same gets the same; the task folders are
@@ -307,7 +302,6 @@ def test_nothing_outside_tasks_names_a_task():
         if module != "graphtransfer.tasks" and not module.startswith("graphtransfer.tasks.")
         for site in names_a_task(path.read_text(), module)
     ]
-    offenders = [site for site in offenders if not (site.split(":")[0] in PENDING and site.endswith("imports graphtransfer.tasks.mis.env"))]
     assert not offenders, offenders
 
 

@@ -22,8 +22,9 @@ from graphtransfer.graphs.partition_files import MAP_NAME, check_part_files, fil
 from graphtransfer.io import LOCK_NAME
 from graphtransfer.nn import build_policy
 from graphtransfer.solve.partitioned import node_model
-from graphtransfer.solve.partitioned_mis import MISPartWorker
+from graphtransfer.solve.partitioned_mis import DecodingPartWorker
 from graphtransfer.solve.predict import write_solution_parts
+from graphtransfer.tasks import TASKS
 from graphtransfer.tasks.factory import inference_env
 from graphtransfer.tasks.mis.env import IN_SET, OUT
 from tests.test_outputs import assert_refused
@@ -239,14 +240,14 @@ def test_the_workers_set_check_finds_two_adjacent_nodes_and_an_uncovered_one():
     env = inference_env(RunConfig(task="mis"), GRAPH)
     policy = build_policy(Head.NODE_WISE, ModelConfig(width=8), env.observation_space, env.action_space)
     part = split(GRAPH, assign_parts(GRAPH, 2))[0]
-    worker = MISPartWorker(part, node_model(policy))
+    worker = DecodingPartWorker(part, node_model(policy), TASKS["mis"].partitioned_solve)
     worker.load()
     source, target = part.edge_index[:, 0]
     worker.status[:] = OUT
     worker.status[[source, target]] = IN_SET
-    assert worker.check_set()[0] is False
+    assert worker.check_set()[0] == "not independent"
     worker.status[:] = OUT
-    assert worker.check_set() == (True, False, 0)
+    assert worker.check_set() == ("not maximal", 0)
 
 
 def test_the_solution_written_part_by_part_quotes_names_across_blocks(tmp_path, monkeypatch):

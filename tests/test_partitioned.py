@@ -8,7 +8,7 @@ from gymnasium.utils import seeding
 
 from graphtransfer.config import ModelConfig, RunConfig
 from graphtransfer.envs.protocol import Head
-from graphtransfer.graphs import delaunay, erdos_renyi, random_geometric, write_graph
+from graphtransfer.graphs import delaunay, erdos_renyi, from_edges, random_geometric, write_graph
 from graphtransfer.graphs.graph import with_ids
 from graphtransfer.graphs.partition import assign_parts, split
 from graphtransfer.graphs.partition_files import partition_graph
@@ -17,8 +17,12 @@ from graphtransfer.nn.message_passing import GraphStructure
 from graphtransfer.solve.inference import obs_to_tensors, solve
 from graphtransfer.solve.loading import load_policy
 from graphtransfer.solve.partitioned import node_model, partitioned_node_outputs
-from graphtransfer.solve.partitioned_mis import partitioned_mis, predict_partitioned
+from graphtransfer.solve.partitioned_mis import partitioned_decoding, predict_partitioned
+from graphtransfer.tasks import TASKS
 from graphtransfer.tasks.factory import inference_env
+
+MIS = TASKS["mis"]
+RULES = MIS.partitioned_solve
 
 ray = pytest.importorskip("ray")
 
@@ -53,7 +57,7 @@ def test_the_partitioned_forward_equals_the_single_process_forward(local_ray, ti
     graph = GRAPHS[family]()
     policy, env = load_policy(tiny_model("mis"), graph)
     expected, draw = single_process(policy, env)
-    outputs, split_parts = partitioned_node_outputs(policy, graph, parts, draw=draw)
+    outputs, split_parts = partitioned_node_outputs(policy, graph, parts, RULES, draw=draw)
     assert len(split_parts) == parts and all(part.num_halo for part in split_parts)
     np.testing.assert_allclose(outputs, expected, atol=1e-5, rtol=0)
 
@@ -66,7 +70,7 @@ def test_a_gin_model_without_input_projection_runs_partitioned_exactly(local_ray
     model = ModelConfig(conv="gin", num_layers=2, width=16, project_input=False)
     policy = build_policy(Head.NODE_WISE, model, env.observation_space, env.action_space)
     expected, draw = single_process(policy, env)
-    outputs, _ = partitioned_node_outputs(policy, graph, 3, draw=draw)
+    outputs, _ = partitioned_node_outputs(policy, graph, 3, RULES, draw=draw)
     np.testing.assert_allclose(outputs, expected, atol=1e-5, rtol=0)
 
 
@@ -74,8 +78,8 @@ def test_a_gin_model_without_input_projection_runs_partitioned_exactly(local_ray
 def test_each_part_draws_its_own_features_repeatably_from_the_seed(local_ray, tiny_model):
     graph = erdos_renyi(200, 6, seed=8)
     policy, _ = load_policy(tiny_model("mis"), graph)
-    first, _ = partitioned_node_outputs(policy, graph, 2, seed=3)
-    again, _ = partitioned_node_outputs(policy, graph, 2, seed=3)
+    first, _ = partitioned_node_outputs(policy, graph, 2, RULES, seed=3)
+    again, _ = partitioned_node_outputs(policy, graph, 2, RULES, seed=3)
     assert np.isfinite(first).all() and np.array_equal(first, again)  # another seed is another numpy stream: not solved, for CI's time
 
 
@@ -111,7 +115,7 @@ def test_a_part_count_beyond_the_graph_is_refused(tiny_model):
     graph = erdos_renyi(50, 4, seed=1)
     policy, _ = load_policy(tiny_model("mis"), graph)
     with pytest.raises(ValueError, match="parts 51: expected"):
-        partitioned_node_outputs(policy, graph, 51)
+        partitioned_node_outputs(policy, graph, 51, RULES)
 
 
 def env_draws(env, seed):
@@ -135,9 +139,9 @@ def test_the_partitioned_mis_with_the_envs_draws_is_the_single_process_set(local
     draws = env_draws(env, seed=0)
     obs, _ = env.reset(seed=0)
     assert np.array_equal(draws(0).astype(np.float32), obs["x"][:, 4])  # the stream is the env's
-    single = solve(policy, env, seed=0, decoding="local-max", reductions=False)  # the partitioned decoding applies none
+    single = solve(policy, env, seed=0, decoding="local-max", reductions=False)
     assert single.feasible and single.passes < env.unwrapped.horizon  # decided by the policy alone, no finishing rule
-    found = partitioned_mis(policy, graph, parts, draws=env_draws(env, seed=0))
+    found = partitioned_decoding(policy, graph, parts, RULES, draws=env_draws(env, seed=0), reductions=False)
     assert maximal_independent(graph, found.solution)
     assert np.array_equal(found.solution, single.solution) and found.passes == single.passes
 
@@ -150,6 +154,8 @@ def test_the_partitioned_mis_of_a_partitioned_folder_is_maximal_and_as_large_as_
     write_graph(graph, tmp_path / "delaunay.npz")
     partition_graph(tmp_path / "delaunay.npz", 3, tmp_path / "parts")
     policy, env = load_policy(tiny_model("mis"), graph)
+    # the policy alone: a part's exact rules are the pendant ones, which find almost nothing on a triangulation, and a part
+    # cannot check the domination that the single process's rules find there (it reads the neighbours' neighbourhoods)
     sizes = [solve(policy, env, seed=seed, decoding="local-max", reductions=False).objective for seed in range(4)]
     found = predict_partitioned(tiny_model("mis"), tmp_path / "parts", tmp_path / "set.csv", None, None, seed=1)
     rows = np.loadtxt(tmp_path / "set.csv", delimiter=",", skiprows=1, dtype=np.int64)
@@ -159,3 +165,61 @@ def test_the_partitioned_mis_of_a_partitioned_folder_is_maximal_and_as_large_as_
     assert maximal_independent(graph, chosen)
     # its draws are not the env's: it is one more seed, so its size lies where the seeds' do (on 500 nodes they differ by a few %)
     assert min(sizes) - 0.01 * graph.num_nodes <= found.size <= max(sizes) + 0.01 * graph.num_nodes
+
+
+def stars(count: int, leaves: int):
+    """``count`` stars of ``leaves`` leaves each, linked centre to centre in a path: the largest
+    independent set is every leaf."""
+    size = leaves + 1
+    centres = np.arange(count) * size
+    source = np.concatenate([np.repeat(centres, leaves), centres[:-1]])
+    target = np.concatenate([(centres[:, None] + np.arange(1, size)).ravel(), centres[1:]])
+    graph, _, _ = from_edges(source, target, count * size, "stars")
+    return graph
+
+
+@pytest.mark.slow
+def test_the_exact_rules_of_a_pass_and_the_kernel_decide_what_the_policy_alone_does_not(local_ray):
+    """A policy of random weights takes some centres of the stars; each part's pass rules (a node
+    with a pendant neighbour leaves, a node left without neighbours joins) take every leaf, and so
+    does the kernel before the split (which decides the graph whole: one part is left)."""
+    graph = stars(20, 4)
+    env = inference_env(RunConfig(task="mis"), graph)
+    torch.manual_seed(9)  # weights that rank centres first: 50 of the 80 leaves in a single process
+    policy = build_policy(Head.NODE_WISE, ModelConfig(width=16), env.observation_space, env.action_space)
+    alone = partitioned_decoding(policy, graph, 3, RULES, seed=1, reductions=False)
+    by_rules = partitioned_decoding(policy, graph, 3, RULES, seed=1)
+    kernel = partitioned_decoding(policy, graph, 3, RULES, seed=1, kernel=MIS.kernel)
+    assert maximal_independent(graph, alone.solution) and alone.solution.sum() < 80
+    assert by_rules.solution.sum() == kernel.solution.sum() == 80 and maximal_independent(graph, by_rules.solution)
+    assert kernel.reduced == graph.num_nodes - 1 and kernel.passes == 1
+
+
+@pytest.mark.slow
+def test_the_partitioned_mis_with_the_pass_rules_is_the_single_process_set_with_them(local_ray, tiny_model):
+    """On a graph whose wedges rarely close, the single process's exact rules of a pass are the
+    ones a part applies (isolated nodes join, pendants' neighbours leave): the same draws give the same set."""
+    graph = erdos_renyi(500, 3, seed=5)  # sparse: pendants in every pass
+    policy, env = load_policy(tiny_model("mis"), graph)
+    single = solve(policy, env, seed=0, decoding="local-max")
+    assert not env.unwrapped.has_triangles(graph.edge_index, graph.num_nodes)
+    alone = solve(policy, env, seed=0, decoding="local-max", reductions=False)
+    found = partitioned_decoding(policy, graph, 3, RULES, draws=env_draws(env, seed=0))
+    assert np.array_equal(found.solution, single.solution) and found.passes == single.passes
+    assert not np.array_equal(alone.solution, single.solution)  # the rules decided something
+
+
+@pytest.mark.slow
+def test_the_kernels_between_passes_lift_back_to_a_maximal_set(local_ray, tiny_model):
+    graph = erdos_renyi(600, 4, seed=9)
+    policy, _ = load_policy(tiny_model("mis"), graph)
+    found = partitioned_decoding(policy, graph, 3, RULES, seed=2, kernel=MIS.kernel, kernel_every=1)
+    assert found.reduced > 0 and found.kernels > 0
+    assert maximal_independent(graph, found.solution)
+
+
+def test_draws_and_a_kernel_are_refused_together(tiny_model):
+    graph = erdos_renyi(50, 4, seed=1)
+    policy, env = load_policy(tiny_model("mis"), graph)
+    with pytest.raises(ValueError, match="a kernel's graph has other nodes"):
+        partitioned_decoding(policy, graph, 2, RULES, draws=env_draws(env, 0), kernel=MIS.kernel)

@@ -14,8 +14,9 @@ from graphtransfer.graphs import random_geometric
 from graphtransfer.graphs.partition import assign_parts, split
 from graphtransfer.solve.loading import load_policy
 from graphtransfer.solve.memory import LIMIT_VARIABLE, MIB, estimate_peak_bytes
-from graphtransfer.solve.partitioned_mis import partitioned_mis
+from graphtransfer.solve.partitioned_mis import partitioned_decoding
 from graphtransfer.solve.predict import predict_graph
+from graphtransfer.tasks import TASKS
 from tests.test_partitioned import maximal_independent
 
 GRAPH = random_geometric(20_000, 8.0, seed=3)
@@ -54,14 +55,14 @@ def test_only_the_partitioned_solve_fits_workers_limited_in_memory(limited_ray, 
     assert "use a smaller graph or a machine with more memory" in str(cause)
 
     policy, _ = load_policy(model, GRAPH)
-    found = partitioned_mis(policy, GRAPH, PARTS, seed=0)
+    found = partitioned_decoding(policy, GRAPH, PARTS, TASKS["mis"].partitioned_solve, seed=0)
     assert maximal_independent(GRAPH, found.solution)
 
 
 def test_a_part_that_does_not_fit_is_refused_naming_the_part_and_the_fix(limited_ray, tiny_model):
     policy, _ = load_policy(tiny_model("mis"), GRAPH)
     with pytest.raises(UsageError) as refused:
-        partitioned_mis(policy, GRAPH, 2, seed=0)  # halves: each part above the limit
+        partitioned_decoding(policy, GRAPH, 2, TASKS["mis"].partitioned_solve, seed=0)  # halves: each part above the limit
     message = str(refused.value)
     assert message.startswith("part ") and f"is available (${LIMIT_VARIABLE})" in message
     assert message.endswith("split the graph into more --partitions or give the workers more memory")

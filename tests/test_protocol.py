@@ -6,6 +6,7 @@ import pytest
 from graphtransfer.envs.protocol import GraphEnvProtocol, Head, features_of
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import erdos_renyi
+from graphtransfer.tasks import Task, independent_set
 from graphtransfer.tasks.mis.env import MISEnv
 from graphtransfer.tasks.mvc.env import MVCEnv
 
@@ -68,3 +69,23 @@ class NodeWiseCover(MISEnv):
 def test_a_member_that_could_not_work_is_named(env_class, message):
     with pytest.raises(UsageError, match=message):
         features_of(env_class(GRAPHS))
+
+
+class DeclaresRulesOnly(GraphEnvProtocol):
+    """A user's MIS env that declares the task's rules but no partitioned_solve: its observation is its own."""
+
+    rules = independent_set
+
+
+class OldPartitioned(MISEnv):
+    partitioned_solve = True
+
+
+def test_partitions_for_an_env_that_declares_no_partitioned_solve_is_refused_in_one_line_naming_it():
+    task = Task.of(DeclaresRulesOnly)
+    assert task.kernel is not None and task.partitioned_solve is None  # the rules' kernel; a part's features are the env's own
+    assert str(task.refuse("--partitions", "partitioned_solve")) == (
+        "--partitions: the task must declare partitioned_solve (built-in: mis); DeclaresRulesOnly does not, drop --partitions"
+    )
+    with pytest.raises(UsageError, match=r"OldPartitioned.partitioned_solve is True; declare a graphtransfer.envs.protocol.PartRules"):
+        Task.of(OldPartitioned)

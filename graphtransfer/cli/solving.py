@@ -129,13 +129,11 @@ def predict(
             "--rollouts": decoder.rollouts not in (AUTO_ROLLOUTS, 1),
             "--max-nodes-per-batch": runtime.max_nodes_per_batch is not None,
             "--node-order": decoder.node_order != "auto",
-            "--reductions/--no-reductions": "reductions" in given,
-            "--kernel-every": "kernel_every" in given,
             "--deterministic/--no-deterministic": decoder.deterministic is not None,
             "--source/--target": source is not None or target is not None,
         }
         address = _check_partitioned(graph, ray_address, single_process_options)
-        return _predict_partitioned(model, graph, out, partitions, address, decoder.seed, env, force)
+        return _predict_partitioned(model, graph, out, partitions, address, decoder, env, force)
     if resolve(graph).is_dir():
         if source is not None or target is not None:
             raise UsageError("--source and --target name nodes of one graph; --graphs names a folder")
@@ -224,7 +222,9 @@ def _check_partitioned(graph: str, ray_address: str | None, single_process_optio
     return ray_address
 
 
-def _predict_partitioned(model: Path, graph: str, out: Path, parts: int | None, ray_address: str, seed: int, env, force: bool) -> None:
+def _predict_partitioned(
+    model: Path, graph: str, out: Path, parts: int | None, ray_address: str, decoder: Decoding, env, force: bool
+) -> None:
     from graphtransfer.checkpoint import read_checkpoint
     from graphtransfer.graphs import resolve
     from graphtransfer.graphs.partition import halo_share
@@ -233,10 +233,16 @@ def _predict_partitioned(model: Path, graph: str, out: Path, parts: int | None, 
 
     read_checkpoint(model, env)  # a bad model folder is reported before the graph is read
     check_output_file(out, [resolve(graph)], force)
-    found = predict_partitioned(model, graph, out, parts, ray_address, seed, env)
+    found = predict_partitioned(model, graph, out, parts, ray_address, decoder.seed, env, decoder.reductions, decoder.kernel_every)
     typer.echo(f"graph {found.graph}: {found.num_nodes} nodes, {found.num_edges} edges; node ids {found.ids}")
+    if found.reduced:
+        typer.echo(
+            f"exact reductions decided {found.reduced:,} of {found.num_nodes:,} nodes before the graph was split (--no-reductions: off)"
+        )
+    if found.kernels:
+        typer.echo(f"the undecided graph was shrunk to its kernel and split again {found.kernels} times (--kernel-every 0: off)")
     typer.echo(f"{len(found.parts)} parts on Ray, their halos {halo_share(found.parts):.2f} of the nodes")
-    typer.echo(f"objective {found.size} in {found.passes} passes; valid solution: yes (checked on the parts); wrote {out}")
+    typer.echo(f"objective {found.size} in {found.passes} passes; valid solution: yes; wrote {out}")
 
 
 def _report_weights(config, graph, prefix: str = "") -> None:

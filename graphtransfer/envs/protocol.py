@@ -142,6 +142,46 @@ class Rules:
     renumberable: bool = False
 
 
+@dataclass(frozen=True)
+class PartRules:
+    """What a node-wise task's local-max decoding reads of the task on one part of a graph, declared
+    on an env class as ``partitioned_solve`` (``predict --partitions``,
+    :mod:`graphtransfer.solve.partitioned_mis`). A part holds its own nodes ``0..n-1``, its halo
+    ``n..n+h-1`` (the other parts' neighbours of its nodes) and the edges into its own nodes, local
+    ids, ordered by destination (:class:`graphtransfer.graphs.partition.Part`); each rule reads no
+    more than that, so every part applies it to its own nodes alone.
+
+    Attributes:
+        undecided, joined, left: a node's status codes (int8): not decided yet, in the solution, out of it.
+        commit: the policy output whose probability ranks the undecided nodes (the env's ``commit_action``).
+        features: ``features(edge_index, degree, status, draw) -> (n, F) float32``, the observation's
+            node features of the part's own nodes, from the residual edges into them (both ends
+            undecided), every local node's residual degree over the whole graph ``(n + h,)``, and its
+            own nodes' status and uniform draws ``(n,)``.
+        settle: ``settle(edge_index, status, joined) -> (n,)``, the own nodes' status ``(n,)`` after the
+            nodes ``joined`` ``(n + h,)`` bool (no two adjacent) join: the step's rule (MIS: their
+            undecided neighbours leave).
+        check: ``check(edge_index, status, n) -> str | None``, what is wrong with the finished
+            solution at the part's ``n`` own nodes (``status`` ``(n + h,)``, ``edge_index`` every
+            edge into them), ``None`` where nothing is: every edge is some part's, so the parts'
+            answers check the whole solution.
+        exact_actions: ``exact_actions(edge_index, degree, ids, n) -> (n,)`` of :data:`JOIN`,
+            :data:`LEAVE`, :data:`WAIT`: what some optimal solution does with each own undecided
+            node, read from its neighbourhood alone (the residual edges, ``degree`` as for
+            ``features``, ``ids`` ``(n + h,)`` the nodes' global ids for ties); applied beside the
+            policy's commits every pass, as a single process applies ``Rules.exact_actions``.
+    """
+
+    undecided: int
+    joined: int
+    left: int
+    commit: int
+    features: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+    settle: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+    check: Callable[[np.ndarray, np.ndarray, int], str | None]
+    exact_actions: Callable[[np.ndarray, np.ndarray, np.ndarray, int], np.ndarray] | None = None
+
+
 class AnsweringEnv(Protocol):
     """An env with an answer of its own: :class:`GraphEnvProtocol`'s ``solution`` with the
     ``objective`` and ``feasible`` that judge it on the episode's ``graph``."""
@@ -190,8 +230,9 @@ class TaskMembers(Protocol):
     - ``device_passes(policy, env, seed, candidates, noise, generator, reductions, until)`` -- a whole
       local-max episode on the policy's GPU; read from the class that declares it, never inherited
       (a subclass may change the features or rules the passes copy).
-    - ``partitioned_solve: bool`` -- ``--partitions`` may solve the task part by part on Ray
-      (the MIS statuses and features, :mod:`graphtransfer.solve.partitioned`).
+    - ``partitioned_solve: PartRules`` -- ``--partitions`` solves the task part by part on Ray
+      with these statuses, features, step rule and exact rules (:class:`PartRules`); the kernel
+      first, where the task declares one and one process holds the graph.
     - ``takes_query: bool`` -- the constructor takes ``query=(source, target)`` positions
       (``--source`` and ``--target``).
     - ``decision_labels: dict[int, str]``, ``decision_colours: tuple[str, ...]`` and

@@ -6,8 +6,9 @@ is one call on every part's actor. What a part sends its neighbours, through Ray
 is only its boundary's rows:
 
 1. each part counts its nodes' degrees and sends its boundary's;
-2. each part builds its nodes' MIS features (the Caro-Wei cost reads the halo's degrees,
-   :func:`graphtransfer.tasks.mis.env.node_features`), projects them and sends its boundary's rows;
+2. each part builds its nodes' features as the task declares them for a part
+   (:attr:`PartRules.features <graphtransfer.envs.protocol.PartRules>`; MIS's Caro-Wei cost reads the
+   halo's degrees), projects them and sends its boundary's rows;
 3. for every message-passing layer, each part gathers its halo's rows from the boundaries its
    owners sent, runs the layer for its own nodes and sends its boundary's new rows;
 4. each part runs the node head on its own nodes.
@@ -21,7 +22,7 @@ single-process forward's (tested to 1e-5): each layer of each node reads the sam
 the same layer functions (:mod:`graphtransfer.nn.message_passing`); only sums may add up in
 another order.
 
-What it supports: node-wise policies (MIS) with GraphSAGE or GIN layers and no edge features.
+What it supports: node-wise policies of tasks that declare ``partitioned_solve`` (MIS) with GraphSAGE or GIN layers and no edge features.
 GCN's normalisation reads every source's degree over the whole graph, which a part's local
 structure does not hold; it is refused rather than approximated. A part comes to its actor either from the driver, which
 read and split the graph, or from the part's file of a partitioned graph on disk
@@ -46,6 +47,7 @@ from torch import nn
 from torch_geometric.nn import GCNConv
 
 from graphtransfer.config import ModelConfig
+from graphtransfer.envs.protocol import PartRules
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.partition import Part, PartMap, assign_parts, split
 from graphtransfer.graphs.partition_files import PartFile
@@ -54,7 +56,6 @@ from graphtransfer.nn.message_passing import GraphStructure, layer_function, rel
 from graphtransfer.nn.policy import run_mlp
 from graphtransfer.solve.memory import check_memory
 from graphtransfer.solve.parallel import import_ray, init_ray
-from graphtransfer.tasks.mis.env import UNDECIDED, caro_wei_cost, node_features
 
 
 @dataclass
@@ -146,10 +147,9 @@ def with_halo(part: Part, own: np.ndarray, blocks: tuple[np.ndarray, ...]) -> np
     return local
 
 
-def residual_edges(part: Part, status: np.ndarray) -> np.ndarray:
-    """The part's edges whose both ends the local status ``(n + h,)`` marks undecided, as the MIS
-    env's observation keeps them: ``(2, E_r)`` local ids (the part's own array where all are)."""
-    undecided = status == UNDECIDED
+def residual_edges(part: Part, undecided: np.ndarray) -> np.ndarray:
+    """The part's edges whose both ends are ``undecided`` ``(n + h,)`` bool, as a residual
+    observation keeps them: ``(2, E_r)`` local ids (the part's own array where all are)."""
     live = undecided[part.edge_index[0]] & undecided[part.edge_index[1]]
     return part.edge_index if live.all() else part.edge_index[:, live]
 
@@ -175,10 +175,11 @@ class PartWorker:
     Args:
         source: the part, its edges numbered locally, or its file, which the actor reads.
         model: the policy's layers (:func:`node_model`).
+        rules: the task's statuses and features on a part (its declared ``partitioned_solve``).
     """
 
-    def __init__(self, source: Part | PartFile, model: NodeModel):
-        self.source, self.model = source, model
+    def __init__(self, source: Part | PartFile, model: NodeModel, rules: PartRules):
+        self.source, self.model, self.rules = source, model, rules
 
     def load(self) -> None:
         """The part, read from its file where it has one, its state for the first pass, and its
@@ -186,9 +187,10 @@ class PartWorker:
         damaged file or a part too large is this call's one error, which :func:`gather` raises."""
         part = self.source if isinstance(self.source, Part) else self.source.read()
         self.part = part
-        self.status = np.full(part.num_local, UNDECIDED, dtype=np.int8)  # (n + h,): own, then halo
+        self.status = np.full(part.num_local, self.rules.undecided, dtype=np.int8)  # (n + h,): own, then halo
         self.edges = part.edge_index  # (2, E_r): the residual edges of the pass, local ids
         self.degree = np.zeros(0, dtype=np.int64)  # (n,): the pass's undecided-neighbour counts
+        self.local_degree = np.zeros(0)  # (n + h,) float64: the same with the halo's, from step 2 on
         self.active = np.arange(part.num_local)  # (a,): the pass's undecided local nodes, ascending (owned first)
         self.position = self.active  # (n + h,): each local node's active row, -1 for decided ones
         self.h = np.zeros((0, 0), dtype=np.float32)  # (a, F): the latest embeddings of the active rows
@@ -202,9 +204,10 @@ class PartWorker:
         if status_blocks:
             self.status[part.num_owned :] = halo_rows(part, status_blocks)
         self.h = np.zeros((0, 0), dtype=np.float32)  # the last pass's embeddings go before this pass's are made
-        self.edges = residual_edges(part, self.status)
+        undecided = self.status == self.rules.undecided
+        self.edges = residual_edges(part, undecided)
         self.degree = np.bincount(self.edges[1], minlength=part.num_owned)  # both directions are stored
-        self.active = np.flatnonzero(self.status == UNDECIDED)
+        self.active = np.flatnonzero(undecided)
         self.position = np.full(part.num_local, -1, dtype=np.int64)
         self.position[self.active] = np.arange(self.active.size)
         return self.degree[part.boundary]
@@ -215,7 +218,7 @@ class PartWorker:
         return self.active[: np.searchsorted(self.active, self.part.num_owned)]
 
     def embed(self, draw: np.ndarray | tuple[int, ...], *degree_blocks: np.ndarray) -> np.ndarray:
-        """Step 2: the MIS features of the part's undecided nodes, projected, and its boundary's
+        """Step 2: the task's features of the part's undecided nodes, projected, and its boundary's
         rows ``(s, width)``.
 
         Args:
@@ -224,11 +227,11 @@ class PartWorker:
             degree_blocks: the boundary degrees of the parts in :meth:`Part.senders`.
         """
         part, mine = self.part, self.owned_active
-        degree = with_halo(part, self.degree.astype(np.float64), degree_blocks)
-        cost = caro_wei_cost(self.edges[::-1], degree)  # sums over each owned node's in-neighbours
+        degree = self.local_degree = with_halo(part, self.degree.astype(np.float64), degree_blocks)
         if isinstance(draw, tuple):
             draw = np.random.default_rng([*draw, part.index]).random(part.num_owned)
-        own = self.model.encode(node_features(self.status[mine], degree[mine], cost[mine], draw[mine]))
+        features = self.rules.features(self.edges, degree, self.status[: part.num_owned], draw)
+        own = self.model.encode(features[mine])
         self.h = np.empty((self.active.size, own.shape[1]), dtype=np.float32)
         self.h[: mine.size] = own
         return self.boundary_rows(own)
@@ -285,7 +288,9 @@ def as_actor(cls: type) -> Any:
 
 
 @contextmanager
-def part_workers(ray, model: NodeModel, parts: list[Part] | list[PartFile], cls: type[PartWorker] = PartWorker) -> Iterator[list]:
+def part_workers(
+    ray, model: NodeModel, parts: list[Part] | list[PartFile], rules: PartRules, cls: type[PartWorker] = PartWorker
+) -> Iterator[list]:
     """One actor of ``cls`` per part (the part itself or its file), spread over the cluster's nodes,
     every part read (from its file: a damaged one is refused, :func:`graphtransfer.graphs.partition_files.read_part`) and its memory checked
     (:func:`check_part_memory`) before any pass; the actors are ended on the way out, their memory
@@ -293,7 +298,7 @@ def part_workers(ray, model: NodeModel, parts: list[Part] | list[PartFile], cls:
     on a cluster of fewer CPUs."""
     actor = as_actor(cls).options(scheduling_strategy="SPREAD")
     model_ref = ray.put(model)
-    workers = [actor.remote(part, model_ref) for part in parts]
+    workers = [actor.remote(part, model_ref, rules) for part in parts]
     try:
         gather(ray, [worker.load.remote() for worker in workers])
         yield workers
@@ -322,16 +327,18 @@ def partitioned_node_outputs(
     policy: NodePolicy,
     graph: Graph,
     parts: int,
+    rules: PartRules,
     draw: np.ndarray | None = None,
     seed: int = 0,
     ray_address: str | None = None,
 ) -> tuple[np.ndarray, list[PartMap]]:
-    """The node head's outputs for every node of ``graph`` on its first MIS observation,
+    """The node head's outputs for every node of ``graph`` on its task's first observation,
     computed in ``parts`` parts, one Ray actor per part (see the module).
 
     Args:
         policy: a node-wise policy (:func:`node_model` says which it runs).
         parts: how many parts, 1 to the graph's node count.
+        rules: the task's declared ``partitioned_solve``.
         draw: every node's uniform draw ``(N,)``, as the env's observation holds it (column 4);
             ``None``: each part draws its own from ``seed`` and its index (another draw than
             the single-process env's, from the same distribution).
@@ -346,7 +353,7 @@ def partitioned_node_outputs(
     split_parts = split(graph, assign_parts(graph, parts))
     nodes = [part.nodes for part in split_parts]
     draws = [(seed,) if draw is None else np.ascontiguousarray(draw[owned], dtype=np.float64) for owned in nodes]
-    with ray_session(ray_address) as ray, part_workers(ray, model, split_parts) as workers:
+    with ray_session(ray_address) as ray, part_workers(ray, model, split_parts, rules) as workers:
         part_map = [part.outline() for part in split_parts]
         del split_parts  # the workers hold the parts' edges now
         done = forward_refs(workers, len(model.extractor.convs), [part.senders for part in part_map], draws, None)

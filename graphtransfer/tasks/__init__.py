@@ -17,7 +17,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from graphtransfer.envs.protocol import Rules
+from graphtransfer.envs.protocol import PartRules, Rules
 from graphtransfer.envs.transforms import KernelRule
 from graphtransfer.errors import UsageError
 from graphtransfer.tasks.epidemic.env import EpidemicEnv
@@ -55,7 +55,7 @@ class Task:
     exact: Mapping[str, Callable] = field(default_factory=dict)
     optional_baselines: Mapping[str, Callable] = field(default_factory=dict)
     device_passes: Callable | None = None
-    partitioned_solve: bool = False
+    partitioned_solve: PartRules | None = None
     takes_query: bool = False
     decision_labels: Mapping[int, str] = field(default_factory=dict)
     decision_colours: tuple[str, ...] | None = None
@@ -78,6 +78,8 @@ class Task:
                 continue
             if member.type == "Callable | None" and not callable(value):
                 raise UsageError(f"{label}.{member.name} is {value!r}, not a function; declare it as staticmethod(fn), or leave it out")
+            if member.type == "PartRules | None" and not isinstance(value, PartRules):
+                raise UsageError(f"{label}.{member.name} is {value!r}; declare a graphtransfer.envs.protocol.PartRules, or leave it out")
             declared[member.name] = value
         rules = declared.get("rules")
         if isinstance(rules, Rules):

@@ -29,9 +29,11 @@ from graphtransfer.tasks.mis.chils import chils_solver
 from graphtransfer.tasks.mis.completion import finish_independent_set
 from graphtransfer.tasks.mis.constants import DEFER, EXCLUDE, IN_SET, INCLUDE, NUM_FEATURES, OUT, UNDECIDED
 from graphtransfer.tasks.mis.domination import closes_wedges, dominated, pendant_dominated
+from graphtransfer.tasks.mis.features import caro_wei_cost, node_features
 from graphtransfer.tasks.mis.kernel import mis_kernel
 from graphtransfer.tasks.mis.local_search import local_search, polish_independent_set
 from graphtransfer.tasks.mis.near_bipartite import near_bipartite_set
+from graphtransfer.tasks.mis.parts import MIS_PARTS
 from graphtransfer.tasks.mis.search import search_set, teacher_set
 
 if TYPE_CHECKING:
@@ -88,7 +90,7 @@ class MISEnv(GraphEnv):
     baselines: ClassVar[dict] = {"greedy-min-degree": greedy_min_degree, "random-greedy": random_order_greedy, "local-search": local_search}
     exact: ClassVar[dict] = {"milp": exact_milp}
     optional_baselines: ClassVar[dict] = {"chils": chils_solver}
-    partitioned_solve = True
+    partitioned_solve = MIS_PARTS
     decision_labels: ClassVar[dict] = {0: "not in the set", 1: "in the independent set"}
 
     @staticmethod
@@ -222,37 +224,6 @@ def by_destination(graph: Graph) -> np.ndarray:
         _BY_DESTINATION[key] = edges
         weakref.finalize(graph, _BY_DESTINATION.pop, key, None)  # before another object can take its id
     return edges
-
-
-def node_features(status: np.ndarray, live_degree: np.ndarray, cost: np.ndarray, draw: np.ndarray) -> np.ndarray:
-    """The observation's node features (see :class:`MISEnv`) from each node's status, its
-    undecided-neighbour count, its Caro-Wei cost over the residual graph (:func:`caro_wei_cost`)
-    and its uniform draw; a node's row reads nothing but its own values, so a part of a graph
-    computes its nodes' rows alone (graphtransfer.solve.partitioned).
-
-    Shapes:
-        all ``(N,)``; returns ``(N, 6)`` float32.
-    """
-    undecided = status == UNDECIDED
-    features = np.zeros((status.size, MISEnv.num_features), dtype=np.float32)
-    features[np.arange(status.size), status] = 1.0
-    draw = draw * undecided
-    features[:, 3] = np.log1p(live_degree) + 0.3 * draw
-    features[:, 4] = draw
-    features[:, 5] = np.log(cost) * undecided
-    return features
-
-
-def caro_wei_cost(edges: np.ndarray, degree: np.ndarray) -> np.ndarray:
-    """Each node's share of the graph's Caro-Wei bound that taking it into the set removes:
-    ``1 / (d(v) + 1) + sum over neighbours u of 1 / (d(u) + 1)``, over the graph of ``edges``
-    ``(2, E)`` (both directions) with ``degree`` ``(N,)``. The bound, the sum of ``1 / (d + 1)``
-    over all nodes, is what greedy in random order is expected to find at least; greedy taking the node
-    of least cost first found 0.6-9.6% larger sets than greedy by minimum degree (4.3% on
-    average) on nine Erdős–Rényi graphs of 2,000 nodes and average degree 16-128. Returns ``(N,)`` float64, at least ``1 / (d(v) + 1)``.
-    """
-    inverse = 1.0 / (degree + 1.0)
-    return inverse + np.bincount(edges[0], weights=inverse[edges[1]], minlength=degree.size)
 
 
 def mis_step(edge_index: np.ndarray, status: np.ndarray, action: np.ndarray) -> tuple[np.ndarray, int]:
