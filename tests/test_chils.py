@@ -18,7 +18,8 @@ def test_eval_chils_is_refused_for_a_task_other_than_mis(tiny_model, tmp_path):
     write_npz(erdos_renyi(60, 4.0, 0), tmp_path / "g.npz")
     result = runner.invoke(app, ["eval", "--model", str(tiny_model("mvc")), "--graphs", str(tmp_path / "g.npz"), "--chils"])
     assert result.exit_code == 2
-    assert result.stderr == "error: --chils: the task must declare optional_baselines (built-in: mis); mvc does not, drop --chils\n"
+    built_in = "mis, mvc-weighted"
+    assert result.stderr == f"error: --chils: the task must declare optional_baselines (built-in: {built_in}); mvc does not, drop --chils\n"
 
 
 def test_eval_chils_without_the_package_names_the_extra(tiny_model, tmp_path, monkeypatch):

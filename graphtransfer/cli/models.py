@@ -249,7 +249,7 @@ def export(
 
 
 def tasks() -> None:
-    """List the built-in tasks with their head, objective, baselines and built-in model.
+    """List the built-in tasks: head, objective, baselines, how the policy stands against the anchor, built-in model.
 
     Example: graphtransfer tasks
     """
@@ -262,5 +262,7 @@ def tasks() -> None:
         sense = "maximise" if env_class.sense == "max" else "minimise"
         typer.echo(f"{name:<{width}} {env_class.head:<12} {sense} {env_class.objective_name}")
         typer.echo(f"{'':<{width}} gymnasium id {task.gym_id}; baselines: {', '.join(task.baselines) or 'none yet'}")
+        if task.standing:
+            typer.echo(f"{'':<{width}} against its anchor: {task.standing}")
         if name in zoo_names():
             typer.echo(f"{'':<{width}} built-in model: --model {name} (trained on sample_graphs/small; see its zoo.json)")

@@ -238,6 +238,8 @@ class TaskMembers(Protocol):
     - ``decision_labels: dict[int, str]``, ``decision_colours: tuple[str, ...]`` and
       ``action_names: tuple[str, ...]`` -- how a drawing labels and colours each node's decision,
       and how a graph-level episode's actions are named.
+    - ``standing: str`` -- one line on how the policy stands against the task's anchor (its
+      strongest baseline), printed by ``graphtransfer tasks``; where it cannot compete, say so.
     """
 
 

@@ -60,6 +60,9 @@ class Task:
     decision_labels: Mapping[int, str] = field(default_factory=dict)
     decision_colours: tuple[str, ...] | None = None
     action_names: tuple[str, ...] | None = None
+    standing: str | None = None
+    """one line on how the policy stands against the task's strongest baseline (its anchor), and
+    what the policy is for where it cannot compete; ``graphtransfer tasks`` prints it"""
     rules: Rules | None = None
     """the :class:`~graphtransfer.envs.protocol.Rules` the env class declares; its members fill in
     those the class does not declare itself"""
@@ -90,9 +93,7 @@ class Task:
     def refuse(self, option: str, member: str) -> UsageError:
         """The one-line refusal of ``option`` for this task, which does not declare ``member``."""
         having = ", ".join(name for name, task in TASKS.items() if getattr(task, member))
-        return UsageError(
-            f"{option}: the task must declare {member} (built-in: {having}); {self.name} does not, drop {option}"
-        )
+        return UsageError(f"{option}: the task must declare {member} (built-in: {having}); {self.name} does not, drop {option}")
 
 
 TASKS: dict[str, Task] = {

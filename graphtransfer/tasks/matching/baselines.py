@@ -7,8 +7,17 @@ from __future__ import annotations
 import numpy as np
 
 from graphtransfer.baselines.exact import ExactSolution, check_size
+from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, edge_weights
 from graphtransfer.tasks.matching.rules import PRICE_ROUNDS, gains, locally_heaviest, twin_edges
+
+MILP_MAX_NODES = 100_000
+"""Largest graph :func:`exact_milp` accepts by default: HiGHS proved the optimum of 10,000-node
+Erdős–Rényi, Barabási–Albert and random geometric graphs in 1.2, 2.2 and 9.8 s on 2 shared cores."""
+
+DEFAULT_MILP_SECONDS = 30.0
+"""seconds :func:`optimum` gives HiGHS: at load 6 on 2 cores, 10 s did not prove the optimum of
+10,000-node Barabási–Albert and random geometric graphs"""
 
 EXACT_MAX_NODES = 3000
 """Largest graph :func:`exact_blossom` accepts by default: networkx's blossom algorithm is pure
@@ -112,3 +121,63 @@ def exact_blossom(graph: Graph, max_nodes: int = EXACT_MAX_NODES) -> ExactSoluti
     for u, v in nx.max_weight_matching(nx_graph):
         mate[u], mate[v] = v, u
     return ExactSolution(mate, True)
+
+
+def exact_milp(graph: Graph, time_limit: float = DEFAULT_MILP_SECONDS, max_nodes: int = MILP_MAX_NODES) -> ExactSolution:
+    """The maximum-weight matching as a 0/1 integer program solved by HiGHS
+    (:func:`scipy.optimize.milp`): maximise ``Σ w_e x_e`` subject to ``Σ_{e ∋ v} x_e ≤ 1`` at
+    every node. The degree constraints alone leave half-integral odd cycles; HiGHS's cuts close
+    them, and on random weights it proves the optimum 10-30 times faster than networkx's
+    blossom (:func:`exact_blossom`, 2-3.5 s at 1,000 nodes against 0.03-0.3 s).
+
+    When ``time_limit`` runs out first, the result is the heavier of HiGHS's best matching and
+    :func:`greedy_by_weight`'s, with ``optimal=False``.
+
+    Raises:
+        GraphTooLargeError: the graph has more than ``max_nodes`` nodes.
+    """
+    check_size(graph, max_nodes, "matching exact_milp", "'greedy-by-weight'")
+    if not time_limit > 0:
+        raise UsageError(f"time_limit={time_limit} must be a positive number of seconds, e.g. {DEFAULT_MILP_SECONDS}")
+    from scipy.optimize import Bounds, LinearConstraint, milp  # 0.1 s to import: only when asked
+    from scipy.sparse import csr_array
+
+    src, dst = graph.edge_index
+    once = np.flatnonzero(src < dst)
+    weights = edge_weights(graph)
+    u, v, w = src[once], dst[once], weights[once].astype(np.float64)
+    incidence = csr_array(
+        (np.ones(2 * once.size), (np.concatenate([u, v]), np.tile(np.arange(once.size), 2))), shape=(graph.num_nodes, once.size)
+    )  # (|V|, |E|)
+    result = milp(
+        c=-w,
+        constraints=LinearConstraint(incidence, 0, 1),
+        integrality=np.ones(once.size),
+        bounds=Bounds(0, 1),
+        options={"time_limit": float(time_limit)},
+    )
+    greedy = greedy_by_weight(graph)
+    if result.x is None:
+        return ExactSolution(greedy, False)
+    taken = result.x > 0.5
+    mate = np.full(graph.num_nodes, -1, dtype=np.int64)
+    mate[u[taken]], mate[v[taken]] = v[taken], u[taken]
+    if result.status == 0:
+        return ExactSolution(mate, True)
+    heavier = _matched_weight(graph, weights, mate) >= _matched_weight(graph, weights, greedy)
+    return ExactSolution(mate if heavier else greedy, False)
+
+
+def optimum(graph: Graph, time_limit: float = DEFAULT_MILP_SECONDS) -> np.ndarray:
+    """The anchor baseline: :func:`exact_milp`'s matching within ``time_limit`` seconds, the
+    optimum wherever HiGHS proves it in time (every graph of up to 10^4 nodes measured, on an idle
+    machine); otherwise the heavier of HiGHS's best and greedy's; above :data:`MILP_MAX_NODES`
+    nodes, :func:`greedy_by_weight`'s."""
+    if graph.num_nodes > MILP_MAX_NODES:
+        return greedy_by_weight(graph)
+    return exact_milp(graph, time_limit).solution
+
+
+def _matched_weight(graph: Graph, weights: np.ndarray, mate: np.ndarray) -> float:
+    src, dst = graph.edge_index
+    return float(weights[(mate[src] == dst) & (src < dst)].sum())

@@ -42,7 +42,7 @@ from graphtransfer.envs.base import GraphEnv, Graphs
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph, edge_weights
 from graphtransfer.graphs.graph import edge_lookup
-from graphtransfer.tasks.matching.baselines import exact_blossom, greedy_by_gain, greedy_by_weight, path_growing
+from graphtransfer.tasks.matching.baselines import exact_blossom, exact_milp, greedy_by_gain, greedy_by_weight, optimum, path_growing
 from graphtransfer.tasks.matching.rules import gains, locally_heaviest, twin_edges
 
 SKIP, TAKE, WAIT = 0, 1, 2
@@ -66,8 +66,14 @@ class MatchingEnv(GraphEnv):
     inference_horizon = 256  # passes allowed at inference, where graphs are far larger
     solution_header = "node,mate"
     # what the task declares (graphtransfer.envs.protocol.TaskMembers)
-    baselines: ClassVar[dict] = {"greedy-by-weight": greedy_by_weight, "greedy-by-gain": greedy_by_gain, "path-growing": path_growing}
-    exact: ClassVar[dict] = {"blossom": exact_blossom}
+    baselines: ClassVar[dict] = {
+        "greedy-by-weight": greedy_by_weight,
+        "greedy-by-gain": greedy_by_gain,
+        "path-growing": path_growing,
+        "optimum": optimum,
+    }
+    exact: ClassVar[dict] = {"blossom": exact_blossom, "milp": exact_milp}
+    standing = "below the optimum (eval's optimum baseline) and no search yet; figures: docs/guide/tasks.md"
 
     def __init__(self, graphs: Graphs, horizon: int = 32, priority: str = "gain"):
         if priority not in PRIORITIES:

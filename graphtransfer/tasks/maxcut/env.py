@@ -16,7 +16,7 @@ from graphtransfer.envs.base import GraphEnv, Graphs
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
 from graphtransfer.tasks.maxcut.baselines import exact, greedy_one_flip, random_cut
-from graphtransfer.tasks.maxcut.search import one_flip_local_search
+from graphtransfer.tasks.maxcut.search import tabu_cut, tabu_polish
 
 KEEP, FLIP = 0, 1
 
@@ -31,9 +31,10 @@ class MaxCutEnv(GraphEnv):
     head = Head.NODE_WISE
     objective_name = "cut edges"
     # what the task declares (graphtransfer.envs.protocol.TaskMembers)
-    improve = staticmethod(one_flip_local_search)
-    baselines: ClassVar[dict] = {"one-flip": greedy_one_flip, "random-cut": random_cut}
+    improve = staticmethod(tabu_polish)
+    baselines: ClassVar[dict] = {"one-flip": greedy_one_flip, "random-cut": random_cut, "tabu": tabu_cut}
     exact: ClassVar[dict] = {"brute-force": exact}
+    standing = "cannot compete alone with a tabu search; with it (eval --polish) level at equal seconds; figures: docs/guide/tasks.md"
     decision_labels: ClassVar[dict] = {0: "side 0", 1: "side 1"}
     decision_colours = ("#1f77b4", "#ff7f0e")
 

@@ -23,6 +23,7 @@ from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.graph import sorted_unique
 from graphtransfer.graphs.weights import MAX_WEIGHT, node_weights
+from graphtransfer.tasks.mis.chils import chils_cover_solver
 from graphtransfer.tasks.mis.kernel import mvc_kernel
 from graphtransfer.tasks.mis.local_search import local_search_vertex_cover
 from graphtransfer.tasks.mis.near_bipartite import near_bipartite_set
@@ -152,6 +153,8 @@ class WeightedMVCEnv(MVCEnv):
     improve = search = rival = None  # the searches and the rival keep a cover's size, not its weight
     baselines: ClassVar[dict] = {"greedy-weight-degree": greedy_weight_degree, "greedy-max-degree": greedy_max_degree}
     exact: ClassVar[dict] = {"milp": exact_milp_weighted}
+    optional_baselines: ClassVar[dict] = {"chils": chils_cover_solver}
+    standing = "heavier than CHILS's cover (eval --chils), lighter than greedy; no search yet; figures: docs/guide/tasks.md"
     decision_labels: ClassVar[dict] = {}
 
     def _start(self) -> None:

@@ -85,6 +85,10 @@ class PathEnv(GraphEnv):
     solution_header = "step,node"
     # what the task declares (graphtransfer.envs.protocol.TaskMembers)
     baselines: ClassVar[dict] = {"dijkstra": dijkstra_route}
+    standing = (
+        "Dijkstra is exact and faster: the policy is a learned router "
+        "for envs where Dijkstra does not apply (lengths unknown ahead, a local view)"
+    )
     takes_query = True
 
     def __init__(self, graphs: Graphs, horizon: int = 64, guide: str = "distance", query: tuple[int, int] | None = None):
