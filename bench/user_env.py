@@ -22,6 +22,7 @@ import os
 import statistics
 import time
 
+from graphtransfer.cli.common import use_threads
 from graphtransfer.graphs import Graph, barabasi_albert, delaunay, erdos_renyi, random_geometric
 from graphtransfer.solve.predict import predict_graph
 from graphtransfer.tasks.mis.baselines import greedy_min_degree
@@ -77,6 +78,7 @@ def main() -> None:
     for family in args.families.split(","):
         for size in (int(s) for s in args.sizes.split(",")):
             graph = FAMILIES[family](size, args.seed)
+            use_threads(None, graph.num_nodes)  # torch's threads as predict chooses them (its cores no other process holds)
             greedy = int(greedy_min_degree(graph).sum())
             for row in measure(models, graph, greedy, args.repeats):
                 rows.append({"family": family, "nodes": size, **row})
