@@ -141,11 +141,6 @@ CASES = [
     Case("predict `--deterministic` under local-max, which draws nothing", lambda: None, predicting("mis", "--deterministic")),
     Case("predict `--mixed-precision` on the CPU", lambda: None, predicting("mis", "--mixed-precision")),
     Case(
-        "predict `--partitions` with `--kernel-every`",
-        lambda: None,
-        predicting("mis", "--partitions", "2", "--ray-address", "local", "--kernel-every", "2"),
-    ),
-    Case(
         "eval `--kernel-every` with `--no-reductions`",
         lambda: None,
         ["eval", "--model", "mis", "--graphs", "graph.txt", "--kernel-every", "0", "--no-reductions"],
