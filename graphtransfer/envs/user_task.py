@@ -33,6 +33,7 @@ USER_PASSES = 1024
 """the pass budget at inference of a user env that declares ``active_nodes`` and neither an
 ``inference_horizon`` nor a ``--max-passes``: it ends sooner, once no node is active"""
 
+
 class UserTask(gym.Env):
     """``env`` (a user's env, perhaps wrapped) with the members the decoding reads on a built-in task.
 
