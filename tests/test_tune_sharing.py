@@ -54,13 +54,14 @@ def _read_until(process: subprocess.Popen, text: str) -> None:
 
 
 def pause_outside_a_write(process: subprocess.Popen, database: Path) -> None:
-    """SIGSTOP ``process`` at a moment it holds no write lock on the SQLite ``database`` (paused
-    inside a write, it would keep every other process out)."""
+    """SIGSTOP ``process`` at a moment it holds no lock on the SQLite ``database``: paused inside a
+    write, or inside a read (a shared lock, which a writer's commit waits for), it would keep every
+    other process out; an exclusive lock is had only when it holds neither."""
     for _ in range(200):
         process.send_signal(signal.SIGSTOP)
         try:
             with sqlite3.connect(database, timeout=0.2) as connection:
-                connection.execute("BEGIN IMMEDIATE")
+                connection.execute("BEGIN EXCLUSIVE")
                 connection.rollback()
             return
         except sqlite3.OperationalError:
