@@ -270,6 +270,16 @@ def test_a_users_layer_trains_and_transfers_from_the_cli_and_its_model_needs_con
     assert runner.invoke(app, [*predicting, "--conv", "mylayers:Gate"]).exit_code == 0
 
 
+def test_a_conv_named_for_a_model_of_a_built_in_layer_is_refused_not_ignored(tiny_model, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "mylayers.py").write_text(USER_LAYER)
+    command = ["predict", "--model", str(tiny_model("mis")), "--graph", "small", "--out", "s.csv", "--conv", "mylayers:Gate"]
+    result = runner.invoke(app, command)
+    assert result.exit_code == 2 and not (tmp_path / "s.csv").exists()
+    assert result.stderr == "error: --conv mylayers:Gate: this model's layer is sage, not a layer of yours; leave --conv out\n"
+
+
 def test_a_model_folder_naming_a_layer_never_imports_it(tiny_model, tmp_path, monkeypatch):
     """A config.json edited to name module:Class as its layer: refused before anything is imported."""
     import json

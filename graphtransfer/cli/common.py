@@ -13,6 +13,7 @@ import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -190,12 +191,21 @@ ConvOption = Annotated[
 ]
 
 
-def name_conv(conv: str | None) -> None:
-    """Import the user's layer named by ``--conv`` (:func:`graphtransfer.nn.user_conv.use_conv`); nothing without one."""
-    if conv is not None:
-        from graphtransfer.nn.user_conv import use_conv
+def name_conv(conv: str | None, model: str | Path | None = None, env: str | None = None) -> None:
+    """Import the user's layer named by ``--conv`` (:func:`graphtransfer.nn.user_conv.use_conv`), and
+    refuse it where ``model`` (a folder, or a built-in model's name; ``None``: the model to train)
+    was not trained with it, so that it is never ignored; nothing without one."""
+    if conv is None:
+        return
+    from graphtransfer.checkpoint import read_checkpoint
+    from graphtransfer.nn.user_conv import use_conv
 
-        use_conv(conv)
+    named = use_conv(conv)
+    if model is None:
+        return
+    used = read_checkpoint(model, env).config.model.conv
+    if used != named:
+        raise UsageError(f"--conv {conv}: this model's layer is {used}, not a layer of yours; leave --conv out")
 
 
 SOLVE_RUNTIME = ("threads", "device", "max_nodes_per_batch", "mixed_precision")

@@ -87,10 +87,11 @@ def transfer(
         prefer_small_pages()
     from graphtransfer.nn.devices import resolve_device
     from graphtransfer.solve.applicable import check_runtime_applies
+    from graphtransfer.transferring.transfer import resolve_model
     from graphtransfer.transferring.transfer import transfer as run_transfer
 
     check_runtime_applies(runtime, resolve_device(runtime.device))
-    name_conv(conv)
+    name_conv(conv, resolve_model(src, task or "mis"), env)
     if finetune_steps < 0:
         raise UsageError(f"--finetune-steps {finetune_steps} must be 0 (no fine-tuning) or more")
     if seed is not None:
@@ -211,7 +212,7 @@ def export(
     from graphtransfer.export import export_onnx, export_sb3
 
     model = _model_folder("export", model)
-    name_conv(conv)
+    name_conv(conv, model, env)
     if sb3 is None and onnx is None:
         raise UsageError("export: name what to write: --sb3 FILE.zip, --onnx FILE.onnx, or both")
     if sb3 is not None and onnx is not None and sb3.resolve() == onnx.resolve():

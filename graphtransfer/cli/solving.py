@@ -109,7 +109,7 @@ def predict(
     from graphtransfer.solve.loading import keep_freed_memory_where_room
     from graphtransfer.solve.predict import predict_with
 
-    name_conv(conv)
+    name_conv(conv, model, env)
     check_positive(workers=1 if workers is None else workers)
     typed, on = runtime.device, resolve_device(runtime.device)
     runtime = replace(runtime, ray_address=ray_address, device=on)
@@ -400,7 +400,7 @@ def evaluate(
     from graphtransfer.solve.evaluate import EvalExtras, EvaluationStopped
     from graphtransfer.solve.parallel import evaluate_with
 
-    name_conv(conv)
+    name_conv(conv, model, env)
     check_positive(workers=1 if workers is None else workers)
     runtime = replace(runtime, ray_address=ray_address, device=resolve_device(runtime.device))
     extras = EvalExtras(deterministic, polish, chils, source, target)
