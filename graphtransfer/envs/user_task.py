@@ -26,7 +26,6 @@ import gymnasium as gym
 import numpy as np
 
 from graphtransfer.envs.protocol import JOIN, LEAVE, EnvFeatures, Rules, features_of
-from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
 
 USER_PASSES = 1024
@@ -40,7 +39,7 @@ class UserTask(gym.Env):
     Args:
         env: the user's env as built, with contract spaces.
         rebuild: ``rebuild(graph)``, the same env class built on another graph (a kernel of the
-            residual graph); ``None`` where the env cannot be rebuilt.
+            residual graph).
         graphs: the graphs ``env`` was built on.
         budget: at inference, the passes allowed. ``None``: training, the env's own episodes.
         own_episodes: at inference, whether the env's own truncation (a training horizon) still
@@ -52,7 +51,7 @@ class UserTask(gym.Env):
     def __init__(
         self,
         env: gym.Env,
-        rebuild: Callable[[Graph], gym.Env] | None,
+        rebuild: Callable[[Graph], gym.Env],
         graphs: list[Graph],
         budget: int | None = None,
         own_episodes: bool = True,
@@ -185,14 +184,12 @@ class UserTask(gym.Env):
         """The declared rules' exact actions on a residual graph, in the env's action codes and
         :data:`~graphtransfer.envs.protocol.LEAVE` (see :class:`~graphtransfer.envs.protocol.Rules`)."""
         rules = cast(Rules, self._rules)
-        decided = rules.exact_actions(edge_index, num_nodes, self._active_nodes(), self._memo)  # type: ignore[misc]  # checked in __init__
+        decided = rules.exact_actions(edge_index, num_nodes, self._active_nodes(), self._memo)  # type: ignore[misc]  # exact_actions is declared (see _declare)
         return np.select([decided == JOIN, decided == LEAVE], [np.int64(self._commit), np.int64(LEAVE)], self._defer)
 
     def use_graph(self, graph: Graph) -> None:
         """Run the episodes from the next reset on ``graph`` (a kernel of a residual graph): the
         user's env built again on it."""
-        if self.rebuild is None:
-            raise UsageError(f"{self.name} cannot be rebuilt on another graph; declare no kernel in its rules")
         self.env = self.rebuild(graph)
         self._declare(features_of(self.env))
         self.graphs, self.graph = [graph], graph
