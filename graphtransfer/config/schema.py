@@ -28,7 +28,7 @@ from graphtransfer.process import allowed_cores
 
 Conv = Literal["sage", "gcn", "gin", "gatv2", "gine", "transformer"]
 Aggr = Literal["max", "mean", "sum", "min"]
-VecEnvKind = Literal["dummy", "subproc", "ray"]
+VecEnvKind = Literal["auto", "batched", "dummy", "subproc", "ray"]
 Device = Literal["auto", "cpu", "cuda"]
 HeadName = Literal["", "node-wise", "node-choice", "edge-wise", "edge-choice", "graph-level"]
 Algo = Literal["ppo", "a2c", "dqn"]
@@ -259,13 +259,13 @@ class Runtime:
     )
     mixed_precision: bool = setting(
         False,
-        "bfloat16 autocast of the GNN's message passing on CUDA (predict, eval and transfer refuse it on the CPU; train "
-        "ignores it there)",
+        "bfloat16 autocast of the GNN's message passing on CUDA (predict, eval and transfer refuse it on the CPU; train ignores it there)",
     )
     vec_env: VecEnvKind = setting(
-        "dummy",
-        "training: dummy (every env in this process), subproc (one process per env) or ray (one Ray actor per env, for envs "
-        "whose step is slow)",
+        "auto",
+        "training: batched (all envs stepped as one batch, where the env declares one: the same episodes, faster), dummy "
+        "(every env in this process, one at a time), subproc (one process per env), ray (one Ray actor per env, for slow "
+        "steps); auto: batched where the env declares it, else dummy",
     )
     ray_address: str | None = setting(
         None, "the Ray cluster of --vec-env ray ('auto', host:port; default: RAY_ADDRESS, else a local instance)"

@@ -29,6 +29,7 @@ from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.memory import available_bytes
 from graphtransfer.tasks.factory import run_env
 from graphtransfer.training.a2c import GraphA2C, GroupedA2CUpdate, MaskableA2C
+from graphtransfer.training.batched_vec_env import BatchedVecEnv, batched
 from graphtransfer.training.buffers import (
     CompactDictRolloutBuffer,
     CompactMaskableDictRolloutBuffer,
@@ -194,9 +195,7 @@ def make_model(config: RunConfig, graphs: list[Graph], seed: int) -> RuntimeSett
     ``learn`` makes an empty folder in the temp dir every call); :func:`_learn` sets the run's own."""
     runtime = config.runtime
     torch.set_num_threads(runtime.threads or 1)
-    ray = {"address": runtime.ray_address} if runtime.vec_env == "ray" else None
-    vec_env = VEC_ENVS[runtime.vec_env]
-    envs = make_vec_env(lambda: run_env(config, graphs), n_envs=config.ppo.n_envs, seed=seed, vec_env_cls=vec_env, vec_env_kwargs=ray)  # type: ignore[arg-type]  # SB3 types it as its own two VecEnv classes
+    envs = vector_env(config, graphs, seed)
     try:
         model = build_model(config, envs, seed)
         model.set_logger(Logger(None, []))
@@ -204,6 +203,31 @@ def make_model(config: RunConfig, graphs: list[Graph], seed: int) -> RuntimeSett
     except BaseException:
         envs.close()  # subprocess envs would outlive the error
         raise
+
+
+def vector_env(config: RunConfig, graphs: list[Graph], seed: int) -> VecEnv:
+    """The run's ``n_envs`` envs as the VecEnv ``runtime.vec_env`` names: ``auto`` is
+    :class:`BatchedVecEnv` where the env class declares a batch, else ``DummyVecEnv``; ``batched``
+    for an env without one is refused in one line."""
+    runtime = config.runtime
+    kind = runtime.vec_env
+    if kind in ("auto", "batched"):
+        probe = run_env(config, graphs)
+        if batched(probe):
+            envs = BatchedVecEnv([probe, *(run_env(config, graphs) for _ in range(config.ppo.n_envs - 1))])
+            envs.seed(seed)
+            return envs
+        probe.close()
+        if kind == "batched":
+            raise UsageError(
+                f"{config.name}: --vec-env batched needs an env class that declares `batched` (see docs/guide/your-env.md); "
+                "use --vec-env auto or dummy"
+            )
+        kind = "dummy"
+    ray = {"address": runtime.ray_address} if kind == "ray" else None
+    return make_vec_env(
+        lambda: run_env(config, graphs), n_envs=config.ppo.n_envs, seed=seed, vec_env_cls=VEC_ENVS[kind], vec_env_kwargs=ray
+    )  # type: ignore[arg-type]  # SB3 types it as its own two VecEnv classes
 
 
 def load_model(folder: str | Path, graphs: str | Path | list[Graph], env: str | None = None) -> RuntimeSettings:

@@ -100,6 +100,13 @@ class MISEnv(GraphEnv):
 
         return device_passes(*args)
 
+    @staticmethod
+    def batched(envs):
+        """K episodes stepped as one disjoint union, for training (:class:`~graphtransfer.tasks.mis.batched.MISBatch`)."""
+        from graphtransfer.tasks.mis.batched import MISBatch  # the batch reads this module's rules
+
+        return MISBatch(envs)
+
     def __init__(self, graphs: Graphs, horizon: int = 32):
         super().__init__(graphs, horizon)
         self.action_space = spaces.MultiDiscrete(np.full(self.max_nodes, self.num_actions))
