@@ -53,6 +53,8 @@ class Batch(Protocol):
     def apply(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Apply every episode's action; return each episode's reward and whether it is over."""
 
+    # a choice env's batch also has ``action_masks() -> (K, max_nodes or max_edges) bool``, its episodes' masks
+
 
 class UnionBatch:
     """The K episodes of a :class:`~graphtransfer.envs.base.GraphEnv` task as one disjoint union:

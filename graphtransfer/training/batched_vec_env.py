@@ -80,6 +80,11 @@ class BatchedVecEnv(VecEnv):
             setattr(env, attr_name, value)
 
     def env_method(self, method_name: str, *method_args, indices: VecEnvIndices = None, **method_kwargs) -> list[Any]:
+        """The envs' method, except ``action_masks`` of a batch that has it: the masks of the batch's
+        episodes, one row per env (what MaskablePPO and DQN ask of node- and edge-choice envs)."""
+        if method_name == "action_masks" and hasattr(self.batch, "action_masks"):
+            rows = self.batch.action_masks()
+            return [rows[i] for i in self._get_indices(indices)]
         return [getattr(env, method_name)(*method_args, **method_kwargs) for env in self._targets(indices)]
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
