@@ -11,6 +11,10 @@ is the nodes that joined over the node count. graphtransfer trains and transfers
 and the product's own rules for independent sets. With them it decodes as the built-in MIS task
 does: the residual graph, local maxima of the policy's scores, exact rules in every pass, the
 kernel, a finishing rule and ``--polish``. ``LocalMaxMISEnv`` declares the first two alone.
+
+``BatchedMISEnv`` is ``UserMISEnv`` with a batched step (``UserMISBatch``): training steps all its
+envs as one disjoint union, the same episodes as one by one, several times faster on small graphs
+(docs/guide/your-env.md, "Train on many episodes at once").
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from graphtransfer.envs.batched import UnionBatch
 from graphtransfer.tasks import independent_set
 
 UNDECIDED, IN_SET, OUT = 0, 1, 2
@@ -102,3 +107,51 @@ class DeclaredMISEnv(LocalMaxMISEnv):
     """``UserMISEnv`` with the declarations that make it transfer as the built-in MIS task does."""
 
     rules = independent_set  # exact rules, kernel, finishing rule and search of independent sets
+
+
+class UserMISBatch(UnionBatch):
+    """``UserMISEnv``'s rules over K episodes at once: env i's node u is union node
+    ``i * max_nodes + u`` (``UnionBatch``), so each rule below is ``UserMISEnv.step``'s, run once
+    on the union. Padding nodes are ``OUT``: they never act."""
+
+    def __init__(self, envs):
+        super().__init__(envs)
+        self.status = np.full(self.count * self.max_nodes, OUT, dtype=np.int8)
+        self.edges = np.zeros((2, 0), dtype=np.int64)
+
+    def reset(self, which, seeds):
+        for i in np.flatnonzero(which):
+            self.envs[i].reset(seed=seeds[i])  # the env's own start (its seed, its graph); its observation is not used
+        self.start(which)
+
+    def start(self, which):
+        super().start(which)
+        starting = np.repeat(which, self.max_nodes)
+        self.status[starting] = np.where(self.real[starting], UNDECIDED, OUT)
+        self.edges = self.replace_edges(self.edges, which)
+
+    def observe(self, which, out):
+        degree = np.bincount(self.edges[0], minlength=self.status.size)
+        x = np.stack([self.status == UNDECIDED, self.status == IN_SET, np.log1p(degree)], axis=1)
+        self.write_nodes("x", x.astype(np.float32), which, out)
+        self.write_structure(self.edges, which, out)
+
+    def apply(self, actions):
+        src, dst = self.edges
+        wants = (actions.reshape(-1) == 1) & (self.status == UNDECIDED)
+        beaten = np.zeros_like(wants)
+        both = wants[src] & wants[dst]
+        beaten[np.maximum(src, dst)[both]] = True  # the lower id wins a clash
+        joins = wants & ~beaten
+        self.status[joins] = IN_SET
+        beside = np.zeros_like(wants)
+        beside[dst[joins[src]]] = True
+        self.status[beside & (self.status == UNDECIDED)] = OUT
+        over = ~(self.status == UNDECIDED).reshape(self.count, self.max_nodes).any(axis=1)
+        return self.per_episode(joins) / self.size, over
+
+
+class BatchedMISEnv(UserMISEnv):
+    """``UserMISEnv`` that trains its envs as one batch."""
+
+    batched = UserMISBatch

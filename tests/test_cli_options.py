@@ -85,7 +85,7 @@ def test_help_shows_the_choices_and_ranges():
         "gin, gatv2, gine",
         "[ppo|a2c|dqn]",
         "[auto|cpu|cuda]",
-        "[dummy|subproc|ray]",
+        "[auto|batched|dummy|subproc|ray]",
         "<int> 1..4,096",
         "[default: 30000]",
     ):

@@ -14,7 +14,8 @@ from graphtransfer.solve.inference import solve
 from graphtransfer.tasks import TASKS
 from graphtransfer.tasks.mis.baselines import greedy_min_degree
 from graphtransfer.tasks.mis.completion import finish_independent_set, make_maximal
-from graphtransfer.tasks.mis.env import DEFER, EXCLUDE, IN_SET, INCLUDE, MISEnv, mis_step
+from graphtransfer.tasks.mis.env import DEFER, EXCLUDE, IN_SET, INCLUDE, MISEnv
+from graphtransfer.tasks.mis.step import mis_step
 from tests.brute_force import is_maximal_independent
 from tests.conftest import graph_from_pairs
 

@@ -81,7 +81,7 @@ BAD_FILES = [
         "ppo.learning_rate: 'linear_3e-4' is not a number or a schedule; write e.g. 3e-4",
     ),
     ("ppo:\n  learning_rate: lin_0\n", "ppo.learning_rate: 'lin_0' must start above 0"),
-    ("ppo:\n  vec_env: threads\n", "ppo.vec_env: 'threads' is not one of dummy, subproc, ray"),
+    ("ppo:\n  vec_env: threads\n", "ppo.vec_env: 'threads' is not one of auto, batched, dummy, subproc, ray"),
     ("log:\n  tensorboard: maybe\n", "log.tensorboard: expected true or false, got 'maybe'"),
     ("model: 64\n", "model: expected a mapping of model settings, found 64"),
     ("- task: mis\n", "expected a mapping of settings (task: mis, ppo: {...}), found a list"),

@@ -476,8 +476,8 @@ def test_mis_passes_on_the_device_end_where_the_host_passes_end_when_the_kernel_
 def test_the_devices_domination_checks_find_the_envs_dominated_nodes():
     from graphtransfer.tasks.mis.device import dominated, pendant_dominated
     from graphtransfer.tasks.mis.domination import pendant_dominated as pendant_dominated_on_host
-    from graphtransfer.tasks.mis.env import by_destination
     from graphtransfer.tasks.mis.env import dominated as dominated_on_host
+    from graphtransfer.tasks.mis.step import by_destination
 
     for seed, (n, degree) in enumerate([(60, 2.0), (80, 5.0), (50, 20.0), (200, 60.0)]):
         for graph in (erdos_renyi(n, degree, seed), random_geometric(n, degree, seed)):

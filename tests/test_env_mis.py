@@ -6,21 +6,10 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 from graphtransfer.graphs import barabasi_albert, delaunay, erdos_renyi, load_graphs, random_geometric
+from graphtransfer.tasks.mis.constants import DEFER, EXCLUDE, IN_SET, INCLUDE, OUT, UNDECIDED
 from graphtransfer.tasks.mis.domination import closes_wedges, neighbourhood_masks, pendant_dominated
-from graphtransfer.tasks.mis.env import (
-    DEFER,
-    EXCLUDE,
-    IN_SET,
-    INCLUDE,
-    OUT,
-    UNDECIDED,
-    MISEnv,
-    by_destination,
-    dominated,
-    is_independent_set,
-    mis_step,
-    reduction_actions,
-)
+from graphtransfer.tasks.mis.env import MISEnv, dominated, is_independent_set, reduction_actions
+from graphtransfer.tasks.mis.step import by_destination, mis_step
 
 from .brute_force import TINY_GRAPHS, max_independent_set_size
 from .conftest import graph_from_pairs

@@ -641,7 +641,7 @@ def test_the_kernels_edges_are_renumbered_block_by_block_as_all_at_once(block, m
 def test_a_kernels_edges_come_by_destination_and_the_env_reads_them_without_a_copy(make):
     """Rounds only (sparse ER) or the rules too (geometric): the kernel's graph lists its edges by
     destination, every edge once each way, so the env's ``by_destination`` hands back its own array."""
-    from graphtransfer.tasks.mis.env import by_destination
+    from graphtransfer.tasks.mis.step import by_destination
 
     graph = make()
     shuffled = graph.edge_index[:, np.random.default_rng(0).permutation(graph.edge_index.shape[1])]

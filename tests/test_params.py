@@ -42,7 +42,7 @@ runner = CliRunner()
         (Runtime, {"max_nodes_per_batch": -5}, "Runtime.max_nodes_per_batch (--max-nodes-per-batch): -5 must be at least 1"),
         (Runtime, {"device": "tpu"}, "Runtime.device (--device): 'tpu' is not one of auto, cpu, cuda"),
         (Runtime, {"mixed_precision": 1}, "Runtime.mixed_precision (--mixed-precision): expected true or false, got 1"),
-        (Runtime, {"vec_env": "threads"}, "Runtime.vec_env (--vec-env): 'threads' is not one of dummy, subproc, ray"),
+        (Runtime, {"vec_env": "threads"}, "Runtime.vec_env (--vec-env): 'threads' is not one of auto, batched, dummy, subproc, ray"),
     ],
 )
 def test_a_bad_parameter_is_one_usage_error_naming_the_field_and_its_option(kind, values, message):

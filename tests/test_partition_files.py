@@ -26,7 +26,7 @@ from graphtransfer.solve.partitioned_mis import DecodingPartWorker
 from graphtransfer.solve.predict import write_solution_parts
 from graphtransfer.tasks import TASKS
 from graphtransfer.tasks.factory import inference_env
-from graphtransfer.tasks.mis.env import IN_SET, OUT
+from graphtransfer.tasks.mis.constants import IN_SET, OUT
 from tests.test_outputs import assert_refused
 
 runner = CliRunner()

@@ -23,8 +23,9 @@ from graphtransfer.solve.inference import solve
 from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.predict import predict_graph
 from graphtransfer.solve.residual_kernels import EARLY_KERNEL_SHARE, Level, kernel_due, lifted, residual_graph, solve_in_kernels
-from graphtransfer.tasks.mis.env import _BY_DESTINATION, BY_DESTINATION_KEPT, by_destination, is_independent_set
+from graphtransfer.tasks.mis.env import is_independent_set
 from graphtransfer.tasks.mis.kernel import mis_kernel
+from graphtransfer.tasks.mis.step import _BY_DESTINATION, BY_DESTINATION_KEPT, by_destination
 
 
 def largest_set(graph: Graph) -> np.ndarray:

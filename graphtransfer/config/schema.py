@@ -253,8 +253,7 @@ class Runtime:
     max_nodes_per_batch: int | None = setting(
         None,
         "most graph nodes one pass of the GNN spans; larger batches and graphs run in chunks with the same results, in less "
-        "memory (e.g. --max-nodes-per-batch 50000); default: no limit (on the CPU PPO's and A2C's updates still split minibatches "
-        "of more than 32,768 nodes into groups of observations, which is faster there)",
+        "memory (e.g. 50000); default: no limit (on the CPU, updates still split minibatches of over 32,768 nodes, faster there)",
         low=1,
     )
     mixed_precision: bool = setting(
@@ -263,9 +262,8 @@ class Runtime:
     )
     vec_env: VecEnvKind = setting(
         "auto",
-        "training: batched (all envs stepped as one batch, where the env declares one: the same episodes, faster), dummy "
-        "(every env in this process, one at a time), subproc (one process per env), ray (one Ray actor per env, for slow "
-        "steps); auto: batched where the env declares it, else dummy",
+        "training: batched (the envs stepped as one batch: same episodes, faster; where the env declares one), dummy (one "
+        "by one), subproc (a process per env), ray (a Ray actor per env); auto: batched where declared, else dummy",
     )
     ray_address: str | None = setting(
         None, "the Ray cluster of --vec-env ray ('auto', host:port; default: RAY_ADDRESS, else a local instance)"

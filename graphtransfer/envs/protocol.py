@@ -361,3 +361,10 @@ def _check_members(name: str, task: Any, members: dict[str, Any]) -> None:
             raise UsageError(f"{name}.{member} is not a method; see graphtransfer.envs.protocol for what it must be")
     if members["solution"] is not None and not (callable(getattr(task, "objective", None)) and callable(getattr(task, "feasible", None))):
         raise UsageError(f"{name} has solution() but no objective(graph, solution) and feasible(graph, solution); add both")
+
+
+def batch_masks(batch: object) -> Callable[[], np.ndarray] | None:
+    """A batch's ``action_masks`` (its episodes' masks, ``(K, max_nodes or max_edges)``), which a
+    choice env's batch has (:class:`~graphtransfer.envs.batched.Batch`); None for other batches."""
+    masks = getattr(batch, "action_masks", None)
+    return masks if callable(masks) else None

@@ -47,7 +47,7 @@ from graphtransfer.training.callbacks import (
     best_so_far,
 )
 from graphtransfer.training.logs import CHECKPOINTS, PROGRESS, check_log_settings, make_logger, move_in, staging_folder
-from graphtransfer.training.model import check_algo, check_buffer_fits, make_model
+from graphtransfer.training.model import check_algo, check_buffer_fits, check_vec_env, make_model
 from graphtransfer.training.runtime import RuntimeSettings
 from graphtransfer.training.tracking import Tracking, TrackingFailed, check_tracking, start_tracking
 from graphtransfer.zoo import zoo_folder
@@ -123,6 +123,7 @@ def train(
     probe = run_env(config, graphs)
     config = replace(config, head=head_of(probe).value)
     check_algo(config)
+    check_vec_env(config, probe)
     check_buffer_fits(config, probe, log)
     model = make_model(config, graphs, ppo.seed)
     sizes = [g.num_nodes for g in graphs]

@@ -29,7 +29,7 @@ from graphtransfer.solve.loading import policy_for_graphs
 from graphtransfer.solve.memory import available_bytes
 from graphtransfer.tasks.factory import run_env
 from graphtransfer.training.a2c import GraphA2C, GroupedA2CUpdate, MaskableA2C
-from graphtransfer.training.batched_vec_env import BatchedVecEnv, batched
+from graphtransfer.training.batched_vec_env import BatchedVecEnv, batch_of, batched, overridden_by
 from graphtransfer.training.buffers import (
     CompactDictRolloutBuffer,
     CompactMaskableDictRolloutBuffer,
@@ -213,21 +213,33 @@ def vector_env(config: RunConfig, graphs: list[Graph], seed: int) -> VecEnv:
     kind = runtime.vec_env
     if kind in ("auto", "batched"):
         probe = run_env(config, graphs)
+        check_vec_env(config, probe)
         if batched(probe):
             envs = BatchedVecEnv([probe, *(run_env(config, graphs) for _ in range(config.ppo.n_envs - 1))])
             envs.seed(seed)
             return envs
         probe.close()
-        if kind == "batched":
-            raise UsageError(
-                f"{config.name}: --vec-env batched needs an env class that declares `batched` (see docs/guide/your-env.md); "
-                "use --vec-env auto or dummy"
-            )
         kind = "dummy"
     ray = {"address": runtime.ray_address} if kind == "ray" else None
     return make_vec_env(
         lambda: run_env(config, graphs), n_envs=config.ppo.n_envs, seed=seed, vec_env_cls=VEC_ENVS[kind], vec_env_kwargs=ray
     )  # type: ignore[arg-type]  # SB3 types it as its own two VecEnv classes
+
+
+def check_vec_env(config: RunConfig, env) -> None:
+    """Refuse ``--vec-env batched`` for an env whose class declares no batch, or whose class overrides
+    what its parent's batch runs, in one line."""
+    if config.runtime.vec_env != "batched" or batched(env):
+        return
+    if batch_of(env) is None:
+        raise UsageError(
+            f"{config.name}: --vec-env batched needs an env class that declares `batched` (see docs/guide/your-env.md); "
+            "use --vec-env auto or dummy"
+        )
+    raise UsageError(
+        f"{config.name}: --vec-env batched would skip {', '.join(overridden_by(env))}, which its parent's batch does not run; "
+        "use --vec-env auto or dummy (or declare a batch on the subclass)"
+    )
 
 
 def load_model(folder: str | Path, graphs: str | Path | list[Graph], env: str | None = None) -> RuntimeSettings:

@@ -10,8 +10,8 @@ import numpy as np
 from graphtransfer.envs.batched import Observation, UnionBatch
 from graphtransfer.graphs import Graph
 from graphtransfer.tasks.mis.constants import IN_SET, OUT, UNDECIDED
-from graphtransfer.tasks.mis.env import by_destination, mis_step
 from graphtransfer.tasks.mis.features import caro_wei_cost, node_features
+from graphtransfer.tasks.mis.step import by_destination, mis_step
 
 
 class MISBatch(UnionBatch):

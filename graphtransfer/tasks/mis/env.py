@@ -13,7 +13,6 @@ size as a fraction of the graph and the scale does not grow with graph size.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -23,11 +22,11 @@ from gymnasium import spaces
 from graphtransfer.envs.base import GraphEnv, Graphs
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
-from graphtransfer.graphs.graph import non_decreasing, stable_order
 from graphtransfer.tasks.mis.baselines import exact_milp, greedy_min_degree, random_order_greedy
+from graphtransfer.tasks.mis.batched import MISBatch
 from graphtransfer.tasks.mis.chils import chils_solver
 from graphtransfer.tasks.mis.completion import finish_independent_set
-from graphtransfer.tasks.mis.constants import DEFER, EXCLUDE, IN_SET, INCLUDE, NUM_FEATURES, OUT, UNDECIDED
+from graphtransfer.tasks.mis.constants import DEFER, EXCLUDE, IN_SET, INCLUDE, NUM_FEATURES, UNDECIDED
 from graphtransfer.tasks.mis.domination import closes_wedges, dominated, pendant_dominated
 from graphtransfer.tasks.mis.features import caro_wei_cost, node_features
 from graphtransfer.tasks.mis.kernel import mis_kernel
@@ -35,6 +34,7 @@ from graphtransfer.tasks.mis.local_search import local_search, polish_independen
 from graphtransfer.tasks.mis.near_bipartite import near_bipartite_set
 from graphtransfer.tasks.mis.parts import MIS_PARTS
 from graphtransfer.tasks.mis.search import search_set, teacher_set
+from graphtransfer.tasks.mis.step import by_destination, mis_step
 
 if TYPE_CHECKING:
     from graphtransfer.envs.base import KernelMethod
@@ -100,12 +100,7 @@ class MISEnv(GraphEnv):
 
         return device_passes(*args)
 
-    @staticmethod
-    def batched(envs):
-        """K episodes stepped as one disjoint union, for training (:class:`~graphtransfer.tasks.mis.batched.MISBatch`)."""
-        from graphtransfer.tasks.mis.batched import MISBatch  # the batch reads this module's rules
-
-        return MISBatch(envs)
+    batched = MISBatch  # training steps its envs as one disjoint union
 
     def __init__(self, graphs: Graphs, horizon: int = 32):
         super().__init__(graphs, horizon)
@@ -206,54 +201,6 @@ class MISEnv(GraphEnv):
     @staticmethod
     def feasible(graph: Graph, solution: np.ndarray) -> bool:
         return is_independent_set(graph, solution)
-
-
-_BY_DESTINATION: dict[int, np.ndarray] = {}
-BY_DESTINATION_KEPT = 4
-"""graphs whose edges by destination are kept: the graphs of an env or two (a solve goes through many kernels of one graph)"""
-
-
-def by_destination(graph: Graph) -> np.ndarray:
-    """``graph.edge_index`` ordered by destination (stably), computed once per graph of the last
-    :data:`BY_DESTINATION_KEPT` still alive: ``(2, E)``. An entry goes with its graph (a weak
-    reference's callback): a decoding's residual kernels, each a graph of its own and dropped once
-    the next is made, would otherwise stay in memory with their edges until pushed out."""
-    key = id(graph)
-    edges = _BY_DESTINATION.get(key)
-    if edges is None:
-        while len(_BY_DESTINATION) >= BY_DESTINATION_KEPT:  # the oldest goes
-            _BY_DESTINATION.pop(next(iter(_BY_DESTINATION)))
-        edges = graph.edge_index
-        if not non_decreasing(edges[1]):  # a residual graph of a solve comes in this order already
-            # np.take writes the rows C-contiguous at once: indexing [:, order] gave a Fortran-ordered copy that needed a
-            # second one (2M edges: 0.19 s of a 250k solve's first pass, against 0.06 s)
-            edges = np.take(edges, stable_order(edges[1]), axis=1)
-        _BY_DESTINATION[key] = edges
-        weakref.finalize(graph, _BY_DESTINATION.pop, key, None)  # before another object can take its id
-    return edges
-
-
-def mis_step(edge_index: np.ndarray, status: np.ndarray, action: np.ndarray) -> tuple[np.ndarray, int]:
-    """One step of the rules above; returns the new status and how many nodes joined the set.
-
-    Both directions of every edge are stored, so each test reads the flags by destination first
-    and an edge's source only where that passed: along the env's edges, ordered by destination,
-    the first read runs along the flags (ER, 10^7 nodes: 4.9 s of a solve's 21 passes in a
-    profile when every edge's source was looked up)."""
-    src, dst = edge_index
-    undecided = status == UNDECIDED
-    wants_in = undecided & (action == INCLUDE)
-    clash = np.zeros_like(wants_in)
-    into = np.flatnonzero(wants_in[dst])
-    clash[src[into[wants_in[src[into]]]]] = True
-    joins = wants_in & ~clash
-    status = status.copy()
-    status[joins] = IN_SET
-    near_new = np.zeros_like(joins)
-    near_new[src[joins[dst]]] = True
-    status[near_new & (status == UNDECIDED)] = OUT
-    status[(action == EXCLUDE) & (status == UNDECIDED)] = OUT
-    return status, int(joins.sum())
 
 
 def is_independent_set(graph: Graph, chosen: np.ndarray) -> bool:
