@@ -81,13 +81,13 @@ class UnionBatch:
         self._edges: dict[int, np.ndarray] = {}
 
     def reset(self, which: np.ndarray, seeds: Sequence[int | None]) -> None:
-        for index in np.flatnonzero(which):
+        for index in np.flatnonzero(which).tolist():
             self.envs[index].begin_episode(seed=seeds[index])
         self.start(which)
 
     def start(self, which: np.ndarray) -> None:
         """Load the graphs of the episodes of ``which``, just begun on their envs."""
-        for index in np.flatnonzero(which):
+        for index in np.flatnonzero(which).tolist():
             size = self.envs[index].graph.num_nodes
             self.size[index] = size
             slot = self.slot(index)

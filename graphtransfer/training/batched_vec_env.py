@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -32,7 +32,10 @@ class BatchedVecEnv(VecEnv):
         self.envs = list(envs)
         first = self.envs[0]
         super().__init__(len(self.envs), first.observation_space, first.action_space)
-        self.batch: Batch = type(first.unwrapped).batched([env.unwrapped for env in self.envs])
+        declared = batch_of(first)
+        if declared is None:
+            raise ValueError(f"{type(first.unwrapped).__name__} declares no batch (`batched`); train it on DummyVecEnv")
+        self.batch: Batch = declared([env.unwrapped for env in self.envs])
         self.observation = empty_observation_rows(first.observation_space, self.num_envs)
         self.steps = np.zeros(self.num_envs, dtype=np.int64)
         self.returns = np.zeros(self.num_envs)
@@ -149,7 +152,7 @@ def first_difference(make_env: Callable[[], gym.Env], n_envs: int = 5, steps: in
     together = BatchedVecEnv([make_env() for _ in range(n_envs)])
     together.seed(seed)
     try:
-        found = _differs("reset", single.reset(), together.reset())
+        found = _differs("reset", cast(Observation, single.reset()), together.reset())
         rng = np.random.default_rng(seed)
         for step in range(steps):
             actions = _random_actions(single, rng)

@@ -221,9 +221,8 @@ def vector_env(config: RunConfig, graphs: list[Graph], seed: int) -> VecEnv:
         probe.close()
         kind = "dummy"
     ray = {"address": runtime.ray_address} if kind == "ray" else None
-    return make_vec_env(
-        lambda: run_env(config, graphs), n_envs=config.ppo.n_envs, seed=seed, vec_env_cls=VEC_ENVS[kind], vec_env_kwargs=ray
-    )  # type: ignore[arg-type]  # SB3 types it as its own two VecEnv classes
+    vec_env = VEC_ENVS[kind]
+    return make_vec_env(lambda: run_env(config, graphs), n_envs=config.ppo.n_envs, seed=seed, vec_env_cls=vec_env, vec_env_kwargs=ray)  # type: ignore[arg-type]  # SB3 types it as its own two VecEnv classes
 
 
 def check_vec_env(config: RunConfig, env) -> None:
