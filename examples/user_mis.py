@@ -131,10 +131,12 @@ class UserMISBatch(UnionBatch):
         self.edges = self.replace_edges(self.edges, which)
 
     def observe(self, which, out):
-        degree = np.bincount(self.edges[0], minlength=self.status.size)
-        x = np.stack([self.status == UNDECIDED, self.status == IN_SET, np.log1p(degree)], axis=1)
+        edges, nodes = self.edges_of(self.edges, which), self.nodes_of(which)
+        degree = np.bincount(edges[0], minlength=self.status.size)[nodes]
+        status = self.status[nodes]
+        x = np.stack([status == UNDECIDED, status == IN_SET, np.log1p(degree)], axis=1)
         self.write_nodes("x", x.astype(np.float32), which, out)
-        self.write_structure(self.edges, which, out)
+        self.write_structure(edges, which, out)
 
     def apply(self, actions):
         src, dst = self.edges

@@ -127,38 +127,48 @@ class UnionBatch:
         """The episode each union node belongs to."""
         return nodes // self.max_nodes
 
-    def draws(self, which: np.ndarray) -> np.ndarray:
-        """``(K * max_nodes,)``: a uniform draw per real node of the episodes of ``which`` from its
-        env's generator (``env.np_random.random(num_nodes)``, as the env's own features draw), zeros elsewhere."""
-        draw = np.zeros(self.count * self.max_nodes)
-        for index in np.flatnonzero(which):
-            start = index * self.max_nodes
-            draw[start : start + self.size[index]] = self.envs[index].np_random.random(self.size[index])
-        return draw
+    def nodes_of(self, which: np.ndarray) -> np.ndarray:
+        """``(K * max_nodes,)`` bool: the union nodes (real and padding) of the episodes of ``which``."""
+        return np.repeat(which, self.max_nodes)
 
-    def write_structure(self, edges: np.ndarray, which: np.ndarray, out: Observation) -> np.ndarray:
+    def edges_of(self, edges: np.ndarray, which: np.ndarray) -> np.ndarray:
+        """The union ``edges`` of the episodes of ``which`` (all of them, uncopied, where ``which`` is everyone)."""
+        return edges if which.all() else edges[:, which[self.episode_of(edges[1])]]
+
+    def draws(self, which: np.ndarray) -> np.ndarray:
+        """A uniform draw per node of the episodes of ``which`` (``nodes_of(which)``, in union order)
+        from its env's generator, ``env.np_random.random(num_nodes)`` as the env's own features draw;
+        zeros for padding nodes."""
+        chosen = np.flatnonzero(which)
+        draw = np.zeros((chosen.size, self.max_nodes))
+        for row, index in enumerate(chosen.tolist()):
+            draw[row, : self.size[index]] = self.envs[index].np_random.random(self.size[index])
+        return draw.reshape(-1)
+
+    def write_structure(self, edges: np.ndarray, which: np.ndarray, out: Observation) -> None:
         """Write the contract's ``edge_index``, ``num_nodes`` and ``num_edges`` rows of the
-        episodes of ``which`` from the union's ``edges`` (in episode order): each episode's edges
-        in their slot's numbering, padded with zeros. Returns each edge's column in its episode's row."""
+        episodes of ``which`` from their union ``edges`` (:meth:`edges_of`, in episode order): each
+        episode's edges in its slot's numbering, padded with zeros."""
         episode = self.episode_of(edges[1])
         counts = np.bincount(episode, minlength=self.count)
-        column = np.arange(edges.shape[1]) - (np.cumsum(counts) - counts)[episode]
-        mine = which[episode]
-        rows = out["edge_index"]
-        rows[which] = 0
-        rows[episode[mine], 0, column[mine]] = edges[0, mine] - episode[mine] * self.max_nodes
-        rows[episode[mine], 1, column[mine]] = edges[1, mine] - episode[mine] * self.max_nodes
+        offset = episode * self.max_nodes
+        at = np.arange(edges.shape[1]) + (episode * 2 * self.max_edges - (np.cumsum(counts) - counts)[episode])
+        out["edge_index"][which] = 0
+        rows = out["edge_index"].reshape(-1)  # a view: each episode's row holds its sources, then its destinations
+        rows[at] = edges[0] - offset
+        rows[at + self.max_edges] = edges[1] - offset
         out["num_nodes"][which, 0] = self.size[which]
         out["num_edges"][which, 0] = counts[which]
-        return column
 
     def write_nodes(self, key: str, values: np.ndarray, which: np.ndarray, out: Observation) -> None:
-        """Write the union's per-node ``values`` ``(K * max_nodes, ...)`` into the rows of ``which``
-        of ``out[key]``, padding rows zero (as the env's padded observation has them)."""
-        values = values.reshape(self.count, self.max_nodes, *values.shape[1:]) * self.real.reshape(
-            self.count, self.max_nodes, *([1] * (values.ndim - 1))
-        )
-        out[key][which] = values[which]
+        """Write per-node ``values`` of the episodes of ``which`` (``(nodes, ...)`` over
+        :meth:`nodes_of`, in union order) into their rows of ``out[key]``, padding rows zero (as the
+        env's padded observation has them)."""
+        rows = values.reshape(-1, self.max_nodes, *values.shape[1:])
+        real = self.real.reshape(self.count, self.max_nodes)[which]
+        if not real.all():
+            rows = rows * real.reshape(*real.shape, *([1] * (values.ndim - 1)))
+        out[key][which] = rows
 
     def per_episode(self, values: np.ndarray) -> np.ndarray:
         """The sum over each episode's union nodes of a per-node quantity ``(K * max_nodes,)``."""

@@ -39,10 +39,11 @@ class MISBatch(UnionBatch):
         kept = undecided[src] & undecided[dst]
         if not kept.all():
             self.live = np.compress(kept, self.live, axis=1)
-        degree = np.bincount(self.live[1], minlength=self.status.size)
-        features = node_features(self.status, degree, caro_wei_cost(self.live, degree), self.draws(which))
-        self.write_nodes("x", features, which, out)
-        self.write_structure(self.live, which, out)
+        edges, nodes = self.edges_of(self.live, which), self.nodes_of(which)
+        degree = np.bincount(edges[1], minlength=self.status.size)
+        cost = caro_wei_cost(edges, degree)
+        self.write_nodes("x", node_features(self.status[nodes], degree[nodes], cost[nodes], self.draws(which)), which, out)
+        self.write_structure(edges, which, out)
 
     def apply(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         before = self.status

@@ -17,8 +17,9 @@ def node_features(status: np.ndarray, live_degree: np.ndarray, cost: np.ndarray,
         all ``(N,)``; returns ``(N, 6)`` float32.
     """
     undecided = status == UNDECIDED
-    features = np.zeros((status.size, NUM_FEATURES), dtype=np.float32)
-    features[np.arange(status.size), status] = 1.0
+    features = np.empty((status.size, NUM_FEATURES), dtype=np.float32)
+    for column in range(3):  # one-hot status: column k is status k (UNDECIDED, IN_SET, OUT)
+        features[:, column] = status == column
     draw = draw * undecided
     features[:, 3] = np.log1p(live_degree) + 0.3 * draw
     features[:, 4] = draw
