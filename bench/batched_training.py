@@ -36,6 +36,31 @@ SETTINGS: dict[str, dict] = {
     "default, one by one": {"n_envs": 8, "n_steps": 32, "batch_size": 64, "n_epochs": 4, "vec_env": "dummy"},
     "default, batched": {"n_envs": 8, "n_steps": 32, "batch_size": 64, "n_epochs": 4, "vec_env": "batched"},
     "best": {"n_envs": 256, "n_steps": 16, "batch_size": 1024, "n_epochs": 2, "vec_env": "batched"},
+    "64 envs, batch 256": {"n_envs": 64, "n_steps": 16, "batch_size": 256, "n_epochs": 4, "vec_env": "batched"},
+    "64 envs, batch 256, lr x4": {
+        "n_envs": 64,
+        "n_steps": 16,
+        "batch_size": 256,
+        "n_epochs": 4,
+        "learning_rate": 1.2e-3,
+        "vec_env": "batched",
+    },
+    "256 envs, batch 1024, lr x4": {
+        "n_envs": 256,
+        "n_steps": 16,
+        "batch_size": 1024,
+        "n_epochs": 4,
+        "learning_rate": 1.2e-3,
+        "vec_env": "batched",
+    },
+    "128 envs, batch 256, lr x2": {
+        "n_envs": 128,
+        "n_steps": 8,
+        "batch_size": 256,
+        "n_epochs": 4,
+        "learning_rate": 6e-4,
+        "vec_env": "batched",
+    },
 }
 """PPO settings (and the VecEnv) of each side: train's defaults for MIS, and the fastest setting
 found on two cores (``best``)"""
@@ -140,16 +165,17 @@ def throughput(args: argparse.Namespace) -> None:
 def curves(args: argparse.Namespace) -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     print(
-        f"`python -m bench.batched_training curves --steps {args.steps} --every {args.every} --seeds {args.seeds}`, "
+        f"`python -m bench.batched_training curves --steps {args.steps} --every {args.every} --seeds {args.seeds} "
+        f"--settings '{args.settings}'`, "
         f"{time.strftime('%Y-%m-%d %H:%M')}, load {load()} before\n"
     )
+    names = args.settings.split(";")
     found = {
         name: [
             measure(["--worker", "curve", name, str(args.steps), str(args.every), str(seed), str(args.threads)])["points"] for seed in seeds
         ]
-        for name in SETTINGS
+        for name in names
     }
-    names = list(SETTINGS)
     print("| env steps | " + " | ".join(f"{name}: set / greedy" for name in names) + " |")
     print("|---:|" + "---:|" * len(names))
     for index, point in enumerate(found[names[0]][0]):
@@ -170,6 +196,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=40960)
     parser.add_argument("--every", type=int, default=4096)
     parser.add_argument("--seeds", default="0,1")
+    parser.add_argument(
+        "--settings", default="default, one by one;default, batched;best", help="curves: the settings to compare, ;-separated"
+    )
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
