@@ -263,7 +263,7 @@ class Runtime:
     vec_env: VecEnvKind = setting(
         "auto",
         "training: batched (the envs stepped as one batch: same episodes, faster; where the env declares one), dummy (one "
-        "by one), subproc (a process per env), ray (a Ray actor per env); auto: batched where declared, else dummy",
+        "by one), subproc (a process per env), ray (a Ray actor per env); auto: batched where declared (2+ envs), else dummy",
     )
     ray_address: str | None = setting(
         None, "the Ray cluster of --vec-env ray ('auto', host:port; default: RAY_ADDRESS, else a local instance)"

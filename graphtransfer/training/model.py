@@ -207,14 +207,14 @@ def make_model(config: RunConfig, graphs: list[Graph], seed: int) -> RuntimeSett
 
 def vector_env(config: RunConfig, graphs: list[Graph], seed: int) -> VecEnv:
     """The run's ``n_envs`` envs as the VecEnv ``runtime.vec_env`` names: ``auto`` is
-    :class:`BatchedVecEnv` where the env class declares a batch, else ``DummyVecEnv``; ``batched``
-    for an env without one is refused in one line."""
+    :class:`BatchedVecEnv` where the env class declares a batch and there are two envs or more, else
+    ``DummyVecEnv``; ``batched`` for an env without one is refused in one line."""
     runtime = config.runtime
     kind = runtime.vec_env
     if kind in ("auto", "batched"):
         probe = run_env(config, graphs)
         check_vec_env(config, probe)
-        if batched(probe):
+        if batched(probe) and (kind == "batched" or config.ppo.n_envs > 1):  # one env has nothing to batch (and steps faster alone)
             envs = BatchedVecEnv([probe, *(run_env(config, graphs) for _ in range(config.ppo.n_envs - 1))])
             envs.seed(seed)
             return envs
