@@ -38,6 +38,13 @@ class MaxCutEnv(GraphEnv):
     decision_labels: ClassVar[dict] = {0: "side 0", 1: "side 1"}
     decision_colours = ("#1f77b4", "#ff7f0e")
 
+    @staticmethod
+    def batched(envs):
+        """K episodes stepped as one disjoint union, for training (:class:`~graphtransfer.tasks.maxcut.batched.MaxCutBatch`)."""
+        from graphtransfer.tasks.maxcut.batched import MaxCutBatch  # the batch reads this module's rules
+
+        return MaxCutBatch(envs)
+
     def __init__(self, graphs: Graphs, horizon: int = 16):
         super().__init__(graphs, horizon)
         self.action_space = spaces.MultiDiscrete(np.full(self.max_nodes, self.num_actions))
@@ -46,16 +53,11 @@ class MaxCutEnv(GraphEnv):
         self.side = self.np_random.integers(0, 2, self.graph.num_nodes).astype(np.int8)
 
     def _features(self, edges: np.ndarray) -> np.ndarray:
-        src, dst = edges
-        degree = np.bincount(src, minlength=self.graph.num_nodes)
-        same = np.bincount(src[self.side[src] == self.side[dst]], minlength=self.graph.num_nodes)
-        gain = (2 * same - degree) / np.maximum(degree, 1)
-        draw = self.np_random.random(self.graph.num_nodes)
-        return np.stack([self.side, gain, np.log1p(degree), draw], axis=1).astype(np.float32)
+        return cut_features(edges, self.side, self.np_random.random(self.graph.num_nodes))
 
     def _apply(self, action: np.ndarray) -> float:
         before = cut_size(self.graph, self.side)
-        self.side = self.side ^ (self._node_actions(action) == FLIP).astype(np.int8)
+        self.side = flipped(self.side, self._node_actions(action))
         return (cut_size(self.graph, self.side) - before) / max(self.graph.num_edges, 1)
 
     def _finished(self) -> bool:
@@ -68,6 +70,21 @@ class MaxCutEnv(GraphEnv):
     def objective(graph: Graph, solution: np.ndarray) -> float:
         """Edges whose endpoints are on different sides (larger is better)."""
         return float(cut_size(graph, solution))
+
+
+def cut_features(edges: np.ndarray, side: np.ndarray, draw: np.ndarray) -> np.ndarray:
+    """The node features of the class docstring, ``(N, 4)`` float32, of the nodes of ``edges``
+    ``(2, E)`` on their ``side`` ``(N,)``, with the fresh uniform ``draw`` ``(N,)``."""
+    src, dst = edges
+    degree = np.bincount(src, minlength=side.size)
+    same = np.bincount(src[side[src] == side[dst]], minlength=side.size)
+    gain = (2 * same - degree) / np.maximum(degree, 1)
+    return np.stack([side, gain, np.log1p(degree), draw], axis=1).astype(np.float32)
+
+
+def flipped(side: np.ndarray, action: np.ndarray) -> np.ndarray:
+    """``side`` ``(N,)`` int8 after the nodes whose ``action`` is :data:`FLIP` switch."""
+    return side ^ (action == FLIP).astype(np.int8)
 
 
 def cut_size(graph: Graph, side: np.ndarray) -> int:

@@ -1,0 +1,48 @@
+"""K max-cut episodes stepped as one disjoint union (:class:`~graphtransfer.envs.batched.UnionBatch`):
+a node's features and its flip read its own edges only, so :func:`~graphtransfer.tasks.maxcut.env.cut_features`
+and :func:`~graphtransfer.tasks.maxcut.env.flipped` run once over the union, and each episode's
+reward is its count of cut edges before and after, summed by episode. The random starting cut is
+the env's own (drawn as its episode begins)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from graphtransfer.envs.batched import Observation, UnionBatch
+from graphtransfer.tasks.maxcut.env import cut_features, flipped
+
+
+class MaxCutBatch(UnionBatch):
+    """The union's state: each node's side (padding nodes on side 0, never flipped) and the
+    episodes' edges, which a cut never changes."""
+
+    def __init__(self, envs):
+        super().__init__(envs)
+        self.side = np.zeros(self.count * self.max_nodes, dtype=np.int8)
+        self.edges = np.zeros((2, 0), dtype=np.int64)
+        self.undirected = np.ones(self.count, dtype=np.int64)
+        """each episode's undirected edge count, at least 1 (the reward's scale)"""
+
+    def start(self, which: np.ndarray) -> None:
+        super().start(which)
+        for index in np.flatnonzero(which):
+            env = self.envs[index]
+            slot = self.slot(index)
+            self.side[slot] = 0
+            self.side[slot.start : slot.start + env.graph.num_nodes] = env.side
+            self.undirected[index] = max(env.graph.num_edges, 1)
+        self.edges = self.replace_edges(self.edges, which)
+
+    def observe(self, which: np.ndarray, out: Observation) -> None:
+        self.write_nodes("x", cut_features(self.edges, self.side, self.draws(which)), which, out)
+        self.write_structure(self.edges, which, out)
+
+    def apply(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        before = self.cut_edges()
+        self.side = flipped(self.side, actions.reshape(-1) * self.real)
+        return (self.cut_edges() - before) / self.undirected, np.zeros(self.count, dtype=bool)
+
+    def cut_edges(self) -> np.ndarray:
+        """``(K,)``: each episode's undirected edges between the two sides."""
+        src, dst = self.edges
+        return np.bincount(self.episode_of(src[self.side[src] != self.side[dst]]), minlength=self.count) // 2
