@@ -87,11 +87,13 @@ def test_maskable_ppo_trains_on_a_batch_of_node_choice_episodes(tmp_path):
     config = RunConfig(
         task="mvc",
         graphs="small",
+        head="node-choice",
         model=ModelConfig(width=8, head_width=8, num_layers=1),
         ppo=PPOConfig(total_timesteps=64, n_envs=4, n_steps=16, batch_size=32, n_epochs=1, seed=0),
         runtime=Runtime(threads=1, device="cpu", vec_env="batched"),
     )
     model = make_model(config, GRAPHS, seed=0)
     assert isinstance(model.get_env(), BatchedVecEnv)
+    assert type(model).__name__ == "BudgetMaskablePPO"
     model.learn(64)
     assert model.num_timesteps >= 64

@@ -67,6 +67,14 @@ class MVCEnv(GraphEnv):
     exact: ClassVar[dict] = {"milp": exact_milp}
     decision_labels: ClassVar[dict] = {0: "not in the cover", 1: "in the vertex cover"}
 
+    @staticmethod
+    def batched(envs):
+        """K episodes stepped as one disjoint union, for training (:class:`~graphtransfer.tasks.mvc.batched.MVCBatch`,
+        or its weighted form for :class:`WeightedMVCEnv`)."""
+        from graphtransfer.tasks.mvc.batched import MVCBatch, WeightedMVCBatch  # the batches read this module's rules
+
+        return WeightedMVCBatch(envs) if isinstance(envs[0], WeightedMVCEnv) else MVCBatch(envs)
+
     def __init__(self, graphs: Graphs, horizon: int | None = None):
         graphs = as_graphs(graphs)
         super().__init__(graphs, horizon or max(g.num_nodes for g in graphs))
@@ -95,9 +103,7 @@ class MVCEnv(GraphEnv):
     def _features(self, edges: np.ndarray) -> np.ndarray:
         # Kept for active_nodes() and _finished(), which are asked about this same state.
         self._uncovered_degree = degree = np.bincount(edges[0], minlength=self.graph.num_nodes)
-        valid = degree > 0
-        draw = self.np_random.random(self.graph.num_nodes) * valid
-        return np.stack([self.in_cover, np.log1p(degree) + 0.3 * draw, draw, valid], axis=1).astype(np.float32)
+        return cover_features(self.in_cover, degree, self.np_random.random(self.graph.num_nodes))
 
     def _apply(self, action) -> float:
         return self._add(np.atleast_1d(action))
@@ -127,6 +133,23 @@ class MVCEnv(GraphEnv):
     @staticmethod
     def feasible(graph: Graph, solution: np.ndarray) -> bool:
         return is_vertex_cover(graph, solution)
+
+
+def cover_features(in_cover: np.ndarray, degree: np.ndarray, draw: np.ndarray) -> np.ndarray:
+    """:class:`MVCEnv`'s node features, ``(N, 4)`` float32, of nodes ``in_cover`` ``(N,)`` with
+    ``degree`` ``(N,)`` uncovered edges, given a fresh uniform ``draw`` ``(N,)`` (shown only where
+    a node has uncovered edges)."""
+    valid = degree > 0
+    draw = draw * valid
+    return np.stack([in_cover, np.log1p(degree) + 0.3 * draw, draw, valid], axis=1).astype(np.float32)
+
+
+def weighted_cover_features(unweighted: np.ndarray, degree: np.ndarray, shown: np.ndarray) -> np.ndarray:
+    """:class:`WeightedMVCEnv`'s node features, ``(N, 6)`` float32: the ``unweighted`` ones
+    (:func:`cover_features`), then the ``shown`` weight ``(N,)`` over :data:`MAX_WEIGHT` and the
+    greedy ratio of uncovered ``degree`` ``(N,)`` to it."""
+    ratio = np.log1p(degree / np.maximum(shown, 1e-6))
+    return np.column_stack([unweighted, shown / MAX_WEIGHT, ratio]).astype(np.float32)
 
 
 def is_vertex_cover(graph: Graph, chosen: np.ndarray) -> bool:
@@ -166,9 +189,7 @@ class WeightedMVCEnv(MVCEnv):
         self.shown = self.weights if self.graph.node_weight is None else self.weights * (MAX_WEIGHT / max(top, 1e-12))
 
     def _features(self, edges: np.ndarray) -> np.ndarray:
-        unweighted = super()._features(edges)
-        ratio = np.log1p(self._uncovered_degree / np.maximum(self.shown, 1e-6))
-        return np.column_stack([unweighted, self.shown / MAX_WEIGHT, ratio]).astype(np.float32)
+        return weighted_cover_features(super()._features(edges), self._uncovered_degree, self.shown)
 
     def _add(self, nodes: np.ndarray) -> float:
         nodes = sorted_unique(nodes[nodes < self.graph.num_nodes])  # padding slots are no nodes
