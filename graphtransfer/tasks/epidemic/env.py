@@ -76,6 +76,13 @@ class EpidemicEnv(GraphEnv):
     baselines: ClassVar[dict] = {"threshold-2%": threshold, "never": never, "always-lockdown": always_lockdown}
     action_names = MEASURES
 
+    @staticmethod
+    def batched(envs):
+        """K episodes stepped as one disjoint union, for training (:class:`~graphtransfer.tasks.epidemic.batched.EpidemicBatch`)."""
+        from graphtransfer.tasks.epidemic.batched import EpidemicBatch  # the batch reads this module's rules
+
+        return EpidemicBatch(envs)
+
     def __init__(self, graphs: Graphs, horizon: int = 32, infection: float = 0.25, recovery: float = 0.2, initially_infected: float = 0.05):
         super().__init__(graphs, horizon)
         self.infection, self.recovery, self.initially_infected = infection, recovery, initially_infected
@@ -88,21 +95,15 @@ class EpidemicEnv(GraphEnv):
         self.history: list[tuple[int, int, int]] = []
 
     def _features(self, edges: np.ndarray) -> np.ndarray:
-        src, dst = edges
-        degree = np.bincount(src, minlength=self.graph.num_nodes)
-        sick_neighbours = np.bincount(src[self.infected[dst]], minlength=self.graph.num_nodes)
-        return np.stack([self.infected, np.log1p(degree), sick_neighbours / np.maximum(degree, 1)], axis=1).astype(np.float32)
+        return epidemic_features(edges, self.infected)
 
     def _apply(self, action) -> float:
         measure = int(action)
-        src, dst = self.graph.edge_index
-        sick_neighbours = np.bincount(src[self.infected[dst]], minlength=self.graph.num_nodes)
-        escape = (1.0 - self.infection * TRANSMISSION[measure]) ** sick_neighbours
         # Draw both arrays every step whatever the measure, so one seed gives one course of
         # events and measures can be compared on it.
         catch, heal = self.np_random.random(self.graph.num_nodes), self.np_random.random(self.graph.num_nodes)
-        newly = ~self.infected & (catch >= escape)
-        self.infected = (self.infected & (heal >= self.recovery)) | newly
+        escape = 1.0 - self.infection * TRANSMISSION[measure]
+        self.infected = spread(self.graph.edge_index, self.infected, escape, catch, heal, self.recovery)
         self.history.append((len(self.history), measure, int(self.infected.sum())))
         return -self.infected.mean() - COST[measure]
 
@@ -117,3 +118,25 @@ class EpidemicEnv(GraphEnv):
     def objective(graph: Graph, solution: np.ndarray) -> float:
         """The episode's return (higher is better)."""
         return float(-(solution[:, 2] / graph.num_nodes + COST[solution[:, 1]]).sum())
+
+
+def epidemic_features(edges: np.ndarray, infected: np.ndarray) -> np.ndarray:
+    """:class:`EpidemicEnv`'s node features, ``(N, 3)`` float32, of the ``infected`` ``(N,)``
+    nodes of ``edges`` ``(2, E)``."""
+    src, dst = edges
+    degree = np.bincount(src, minlength=infected.size)
+    sick_neighbours = np.bincount(src[infected[dst]], minlength=infected.size)
+    return np.stack([infected, np.log1p(degree), sick_neighbours / np.maximum(degree, 1)], axis=1).astype(np.float32)
+
+
+def spread(
+    edges: np.ndarray, infected: np.ndarray, escape: float | np.ndarray, catch: np.ndarray, heal: np.ndarray, recovery: float | np.ndarray
+) -> np.ndarray:
+    """Who is infected after one step of the epidemic, ``(N,)`` bool: a susceptible node escapes
+    each infected neighbour along ``edges`` ``(2, E)`` with probability ``escape`` (the measure's),
+    and catches it where its uniform ``catch`` is past that; an infected node stays so unless its
+    ``heal`` draw is below ``recovery``. ``escape`` and ``recovery`` are one value, or one per node."""
+    src, dst = edges
+    sick_neighbours = np.bincount(src[infected[dst]], minlength=infected.size)
+    newly = ~infected & (catch >= escape**sick_neighbours)
+    return (infected & (heal >= recovery)) | newly
