@@ -1,0 +1,90 @@
+"""K matching episodes stepped as one disjoint union (:class:`~graphtransfer.envs.batched.UnionBatch`):
+every rule reads an edge's endpoints and their edges only, so the prices
+(:func:`~graphtransfer.tasks.matching.env.live_prices`), the features and the step
+(:func:`~graphtransfer.tasks.matching.env.match_step`) run once over the union's live edges.
+
+Episode ``i``'s directed edge ``e`` is union edge ``i * max_edges + e``: sorted union ids are the
+episodes' live edges in episode order, each episode's in its graph's order, as the observation
+columns them. One part loops over the episodes: each reward sums the weights that joined with
+numpy's own ``sum``, one episode at a time, since the env sums its float32 weights pairwise and no
+segmented numpy sum (``add.reduceat``, ``bincount``) adds them in that order."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from graphtransfer.envs.batched import Observation, UnionBatch
+from graphtransfer.envs.contract import EDGE_ATTR
+from graphtransfer.tasks.matching.env import WAIT, live_prices, match_step, matching_edge_features, matching_features
+
+
+class MatchingBatch(UnionBatch):
+    """The union's state: every union edge's ends, weight and twin (set as an episode begins, from
+    its env), each node's mate (a union node, -1 while unmatched), the live edges, and the prices
+    and columns of the last observation."""
+
+    def __init__(self, envs):
+        super().__init__(envs)
+        slots = self.count * self.max_edges
+        self.ends = np.zeros((2, slots), dtype=np.int64)
+        self.weights = np.zeros(slots, dtype=np.float32)
+        self.twin = np.arange(slots)
+        self.by_gain = np.zeros(slots, dtype=bool)
+        """each union edge's episode ranks by gain (the env's ``priority="gain"``), else by weight"""
+        self.scale = np.ones(self.count)
+        self.mate = np.full(self.count * self.max_nodes, -1, dtype=np.int64)
+        self.live = np.zeros(0, dtype=np.int64)
+        self.column = np.zeros(0, dtype=np.int64)
+
+    def edge_slot(self, index: int, count: int) -> slice:
+        """Episode ``index``'s first ``count`` union edges."""
+        return slice(index * self.max_edges, index * self.max_edges + count)
+
+    def start(self, which: np.ndarray) -> None:
+        super().start(which)
+        starting = [self.live[~which[self.live // self.max_edges]]]
+        for index in np.flatnonzero(which):
+            env = self.envs[index]
+            edges = self.edge_slot(index, env.graph.edge_index.shape[1])
+            self.ends[:, edges] = env.graph.edge_index + index * self.max_nodes
+            self.weights[edges], self.twin[edges] = env.weights, env.twin + edges.start
+            self.by_gain[edges] = env.priority == "gain"
+            self.scale[index] = env.scale
+            self.mate[self.slot(index)] = -1
+            starting.append(np.arange(edges.start, edges.stop))
+        self.live = np.sort(np.concatenate(starting))
+
+    def observe(self, which: np.ndarray, out: Observation) -> None:
+        nodes = self.mate.size
+        self.heaviest, self.gain, self.best_gain = live_prices(self.ends, nodes, self.weights, self.twin, self.live)
+        edges = self.ends[:, self.live]
+        node_scale = np.repeat(self.scale, self.max_nodes)
+        self.write_nodes("x", matching_features(edges, self.mate, self.heaviest, node_scale), which, out)
+        self.column = self.write_structure(edges, which, out)
+        features = matching_edge_features(
+            edges, self.weights[self.live], self.gain, self.heaviest, self.best_gain, self.scale[self.live // self.max_edges]
+        )
+        episode = self.live // self.max_edges
+        mine = which[episode]
+        out[EDGE_ATTR][which] = 0.0
+        out[EDGE_ATTR][episode[mine], self.column[mine]] = features[mine]
+
+    def apply(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        episode = self.live // self.max_edges
+        picked = np.full(self.weights.size, WAIT, dtype=np.int64)
+        picked[self.live] = np.asarray(actions).reshape(self.count, self.max_edges)[episode, self.column]
+        gain = np.full(self.weights.size, -np.inf)
+        gain[self.live] = self.gain
+        priority = np.where(self.by_gain, gain, self.weights)
+        joining, self.live = match_step(self.ends, priority, self.twin, self.live, picked, self.mate)
+        left = np.bincount(self.live // self.max_edges, minlength=self.count)
+        return self.joined_weight(joining) / 2 / self.size, left == 0
+
+    def joined_weight(self, joining: np.ndarray) -> np.ndarray:
+        """``(K,)``: each episode's summed weight of the ``joining`` edges (both directions), added
+        in the env's order (its joined edges, then their twins) by the env's own sum."""
+        episode = joining // self.max_edges
+        order = np.argsort(episode, kind="stable")
+        counts = np.bincount(episode, minlength=self.count)
+        parts = np.split(self.weights[joining[order]], np.cumsum(counts)[:-1])
+        return np.array([float(part.sum()) for part in parts])
