@@ -98,7 +98,8 @@ class MatchingEnv(GraphEnv):
 
     def _heaviest_live(self) -> None:
         """The heaviest live weight and the best live gain at every node, and every live edge's gain, for the features."""
-        self.heaviest, self.gain, self.best_gain = live_prices(self.graph.edge_index, self.graph.num_nodes, self.weights, self.twin, self.live)
+        graph = self.graph
+        self.heaviest, self.gain, self.best_gain = live_prices(graph.edge_index, graph.num_nodes, self.weights, self.twin, self.live)
 
     def _edges(self) -> np.ndarray:
         return self.graph.edge_index[:, self.live]

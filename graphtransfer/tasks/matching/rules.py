@@ -77,7 +77,9 @@ def locally_heaviest(graph: Graph, weights: np.ndarray, twin: np.ndarray, candid
     return locally_heaviest_over(graph.edge_index, graph.num_nodes, weights, twin, candidates)
 
 
-def locally_heaviest_over(edge_index: np.ndarray, num_nodes: int, weights: np.ndarray, twin: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+def locally_heaviest_over(
+    edge_index: np.ndarray, num_nodes: int, weights: np.ndarray, twin: np.ndarray, candidates: np.ndarray
+) -> np.ndarray:
     """The candidate edges that are the heaviest candidate at both endpoints (ties: the lower
     edge id), both directions of each: never two at one node, and the heaviest candidate always.
     ``weights`` may be any priority (the env passes gains).

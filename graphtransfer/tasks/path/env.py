@@ -102,9 +102,17 @@ class PathEnv(GraphEnv):
         self.query = None if query is None else (int(query[0]), int(query[1]))
         self.action_space = spaces.Discrete(self.max_nodes)
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    @staticmethod
+    def batched(envs):
+        """K episodes stepped as one disjoint union, for training (:class:`~graphtransfer.tasks.path.batched.PathBatch`)."""
+        from graphtransfer.tasks.path.batched import PathBatch  # the batch reads this module's rules
+
+        return PathBatch(envs)
+
+    def begin_episode(self, *, seed: int | None = None, options: dict | None = None) -> None:
+        """:meth:`GraphEnv.begin_episode` on the query a seeded reset routes (see the module docstring)."""
         self._canonical = seed is not None
-        return super().reset(seed=seed, options=options)
+        super().begin_episode(seed=seed, options=options)
 
     def _start(self) -> None:
         graph = self.graph
