@@ -1,5 +1,5 @@
 """K epidemic episodes stepped as one disjoint union (:class:`~graphtransfer.envs.batched.UnionBatch`):
-infection passes along edges only, so :func:`~graphtransfer.tasks.epidemic.env.spread` runs once
+infection passes along edges only, so :func:`~graphtransfer.tasks.epidemic.step.spread` runs once
 over the union, each node escaping with its episode's measure. The per-node draws of a step (who
 catches it, who heals) come from each env's own generator in the env's order, one episode at a
 time (:meth:`EpidemicBatch.course`); the rest is vectorized."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphtransfer.envs.batched import Observation, UnionBatch
-from graphtransfer.tasks.epidemic.env import COST, TRANSMISSION, epidemic_features, spread
+from graphtransfer.tasks.epidemic.step import COST, TRANSMISSION, epidemic_features, spread
 
 
 class EpidemicBatch(UnionBatch):

@@ -22,10 +22,10 @@ from gymnasium import spaces
 from graphtransfer.envs.base import GraphEnv, Graphs
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
+from graphtransfer.tasks.epidemic.batched import EpidemicBatch
+from graphtransfer.tasks.epidemic.step import COST, TRANSMISSION, epidemic_features, spread
 
 MEASURES = ("none", "distancing", "lockdown")
-TRANSMISSION = np.array([1.0, 0.5, 0.1])  # factor on the per-contact infection probability
-COST = np.array([0.0, 0.02, 0.08])  # per step, in units of "fraction of population infected"
 
 
 # the fixed rules eval compares the policy with, each simulated on the same course of events as the policy
@@ -76,12 +76,7 @@ class EpidemicEnv(GraphEnv):
     baselines: ClassVar[dict] = {"threshold-2%": threshold, "never": never, "always-lockdown": always_lockdown}
     action_names = MEASURES
 
-    @staticmethod
-    def batched(envs):
-        """K episodes stepped as one disjoint union, for training (:class:`~graphtransfer.tasks.epidemic.batched.EpidemicBatch`)."""
-        from graphtransfer.tasks.epidemic.batched import EpidemicBatch  # the batch reads this module's rules
-
-        return EpidemicBatch(envs)
+    batched = EpidemicBatch  # training steps its envs as one disjoint union
 
     def __init__(self, graphs: Graphs, horizon: int = 32, infection: float = 0.25, recovery: float = 0.2, initially_infected: float = 0.05):
         super().__init__(graphs, horizon)
@@ -118,25 +113,3 @@ class EpidemicEnv(GraphEnv):
     def objective(graph: Graph, solution: np.ndarray) -> float:
         """The episode's return (higher is better)."""
         return float(-(solution[:, 2] / graph.num_nodes + COST[solution[:, 1]]).sum())
-
-
-def epidemic_features(edges: np.ndarray, infected: np.ndarray) -> np.ndarray:
-    """:class:`EpidemicEnv`'s node features, ``(N, 3)`` float32, of the ``infected`` ``(N,)``
-    nodes of ``edges`` ``(2, E)``."""
-    src, dst = edges
-    degree = np.bincount(src, minlength=infected.size)
-    sick_neighbours = np.bincount(src[infected[dst]], minlength=infected.size)
-    return np.stack([infected, np.log1p(degree), sick_neighbours / np.maximum(degree, 1)], axis=1).astype(np.float32)
-
-
-def spread(
-    edges: np.ndarray, infected: np.ndarray, escape: float | np.ndarray, catch: np.ndarray, heal: np.ndarray, recovery: float | np.ndarray
-) -> np.ndarray:
-    """Who is infected after one step of the epidemic, ``(N,)`` bool: a susceptible node escapes
-    each infected neighbour along ``edges`` ``(2, E)`` with probability ``escape`` (the measure's),
-    and catches it where its uniform ``catch`` is past that; an infected node stays so unless its
-    ``heal`` draw is below ``recovery``. ``escape`` and ``recovery`` are one value, or one per node."""
-    src, dst = edges
-    sick_neighbours = np.bincount(src[infected[dst]], minlength=infected.size)
-    newly = ~infected & (catch >= escape**sick_neighbours)
-    return (infected & (heal >= recovery)) | newly

@@ -1,7 +1,7 @@
 """K matching episodes stepped as one disjoint union (:class:`~graphtransfer.envs.batched.UnionBatch`):
 every rule reads an edge's endpoints and their edges only, so the prices
-(:func:`~graphtransfer.tasks.matching.env.live_prices`), the features and the step
-(:func:`~graphtransfer.tasks.matching.env.match_step`) run once over the union's live edges.
+(:func:`~graphtransfer.tasks.matching.step.live_prices`), the features and the step
+(:func:`~graphtransfer.tasks.matching.step.match_step`) run once over the union's live edges.
 
 Episode ``i``'s directed edge ``e`` is union edge ``i * max_edges + e``: sorted union ids are the
 episodes' live edges in episode order, each episode's in its graph's order, as the observation
@@ -15,7 +15,7 @@ import numpy as np
 
 from graphtransfer.envs.batched import Observation, UnionBatch
 from graphtransfer.envs.contract import EDGE_ATTR
-from graphtransfer.tasks.matching.env import WAIT, live_prices, match_step, matching_edge_features, matching_features
+from graphtransfer.tasks.matching.step import WAIT, live_prices, match_step, matching_edge_features, matching_features
 
 
 class MatchingBatch(UnionBatch):

@@ -1,6 +1,6 @@
 """K max-cut episodes stepped as one disjoint union (:class:`~graphtransfer.envs.batched.UnionBatch`):
-a node's features and its flip read its own edges only, so :func:`~graphtransfer.tasks.maxcut.env.cut_features`
-and :func:`~graphtransfer.tasks.maxcut.env.flipped` run once over the union, and each episode's
+a node's features and its flip read its own edges only, so :func:`~graphtransfer.tasks.maxcut.step.cut_features`
+and :func:`~graphtransfer.tasks.maxcut.step.flipped` run once over the union, and each episode's
 reward is its count of cut edges before and after, summed by episode. The random starting cut is
 the env's own (drawn as its episode begins)."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphtransfer.envs.batched import Observation, UnionBatch
-from graphtransfer.tasks.maxcut.env import cut_features, flipped
+from graphtransfer.tasks.maxcut.step import cut_features, flipped
 
 
 class MaxCutBatch(UnionBatch):

@@ -16,9 +16,9 @@ from graphtransfer.envs.base import GraphEnv, Graphs
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
 from graphtransfer.tasks.maxcut.baselines import exact, greedy_one_flip, random_cut
+from graphtransfer.tasks.maxcut.batched import MaxCutBatch
 from graphtransfer.tasks.maxcut.search import tabu_cut, tabu_polish
-
-KEEP, FLIP = 0, 1
+from graphtransfer.tasks.maxcut.step import cut_features, flipped
 
 
 class MaxCutEnv(GraphEnv):
@@ -38,12 +38,7 @@ class MaxCutEnv(GraphEnv):
     decision_labels: ClassVar[dict] = {0: "side 0", 1: "side 1"}
     decision_colours = ("#1f77b4", "#ff7f0e")
 
-    @staticmethod
-    def batched(envs):
-        """K episodes stepped as one disjoint union, for training (:class:`~graphtransfer.tasks.maxcut.batched.MaxCutBatch`)."""
-        from graphtransfer.tasks.maxcut.batched import MaxCutBatch  # the batch reads this module's rules
-
-        return MaxCutBatch(envs)
+    batched = MaxCutBatch  # training steps its envs as one disjoint union
 
     def __init__(self, graphs: Graphs, horizon: int = 16):
         super().__init__(graphs, horizon)
@@ -70,21 +65,6 @@ class MaxCutEnv(GraphEnv):
     def objective(graph: Graph, solution: np.ndarray) -> float:
         """Edges whose endpoints are on different sides (larger is better)."""
         return float(cut_size(graph, solution))
-
-
-def cut_features(edges: np.ndarray, side: np.ndarray, draw: np.ndarray) -> np.ndarray:
-    """The node features of the class docstring, ``(N, 4)`` float32, of the nodes of ``edges``
-    ``(2, E)`` on their ``side`` ``(N,)``, with the fresh uniform ``draw`` ``(N,)``."""
-    src, dst = edges
-    degree = np.bincount(src, minlength=side.size)
-    same = np.bincount(src[side[src] == side[dst]], minlength=side.size)
-    gain = (2 * same - degree) / np.maximum(degree, 1)
-    return np.stack([side, gain, np.log1p(degree), draw], axis=1).astype(np.float32)
-
-
-def flipped(side: np.ndarray, action: np.ndarray) -> np.ndarray:
-    """``side`` ``(N,)`` int8 after the nodes whose ``action`` is :data:`FLIP` switch."""
-    return side ^ (action == FLIP).astype(np.int8)
 
 
 def cut_size(graph: Graph, side: np.ndarray) -> int:

@@ -1,14 +1,14 @@
 """K vertex-cover episodes stepped as one disjoint union (:class:`~graphtransfer.envs.batched.UnionBatch`):
 each episode's chosen node joins its cover at once over the union, the uncovered edges are filtered
 from the last step's as the env filters them, and the features and masks of every episode come
-from one count of uncovered edges (:func:`~graphtransfer.tasks.mvc.env.cover_features`)."""
+from one count of uncovered edges (:func:`~graphtransfer.tasks.mvc.step.cover_features`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from graphtransfer.envs.batched import Observation, UnionBatch
-from graphtransfer.tasks.mvc.env import cover_features, weighted_cover_features
+from graphtransfer.tasks.mvc.step import cover_features, weighted_cover_features
 
 
 class MVCBatch(UnionBatch):

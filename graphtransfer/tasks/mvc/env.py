@@ -35,6 +35,8 @@ from graphtransfer.tasks.mvc.baselines import (
     greedy_weight_degree,
     maximal_matching_2approx,
 )
+from graphtransfer.tasks.mvc.batched import MVCBatch, WeightedMVCBatch
+from graphtransfer.tasks.mvc.step import cover_features, weighted_cover_features
 
 if TYPE_CHECKING:
     from graphtransfer.envs.base import KernelMethod
@@ -67,13 +69,7 @@ class MVCEnv(GraphEnv):
     exact: ClassVar[dict] = {"milp": exact_milp}
     decision_labels: ClassVar[dict] = {0: "not in the cover", 1: "in the vertex cover"}
 
-    @staticmethod
-    def batched(envs):
-        """K episodes stepped as one disjoint union, for training (:class:`~graphtransfer.tasks.mvc.batched.MVCBatch`,
-        or its weighted form for :class:`WeightedMVCEnv`)."""
-        from graphtransfer.tasks.mvc.batched import MVCBatch, WeightedMVCBatch  # the batches read this module's rules
-
-        return WeightedMVCBatch(envs) if isinstance(envs[0], WeightedMVCEnv) else MVCBatch(envs)
+    batched = MVCBatch  # training steps its envs as one disjoint union
 
     def __init__(self, graphs: Graphs, horizon: int | None = None):
         graphs = as_graphs(graphs)
@@ -135,23 +131,6 @@ class MVCEnv(GraphEnv):
         return is_vertex_cover(graph, solution)
 
 
-def cover_features(in_cover: np.ndarray, degree: np.ndarray, draw: np.ndarray) -> np.ndarray:
-    """:class:`MVCEnv`'s node features, ``(N, 4)`` float32, of nodes ``in_cover`` ``(N,)`` with
-    ``degree`` ``(N,)`` uncovered edges, given a fresh uniform ``draw`` ``(N,)`` (shown only where
-    a node has uncovered edges)."""
-    valid = degree > 0
-    draw = draw * valid
-    return np.stack([in_cover, np.log1p(degree) + 0.3 * draw, draw, valid], axis=1).astype(np.float32)
-
-
-def weighted_cover_features(unweighted: np.ndarray, degree: np.ndarray, shown: np.ndarray) -> np.ndarray:
-    """:class:`WeightedMVCEnv`'s node features, ``(N, 6)`` float32: the ``unweighted`` ones
-    (:func:`cover_features`), then the ``shown`` weight ``(N,)`` over :data:`MAX_WEIGHT` and the
-    greedy ratio of uncovered ``degree`` ``(N,)`` to it."""
-    ratio = np.log1p(degree / np.maximum(shown, 1e-6))
-    return np.column_stack([unweighted, shown / MAX_WEIGHT, ratio]).astype(np.float32)
-
-
 def is_vertex_cover(graph: Graph, chosen: np.ndarray) -> bool:
     """Every edge has at least one endpoint chosen."""
     src, dst = graph.edge_index
@@ -171,6 +150,7 @@ class WeightedMVCEnv(MVCEnv):
     objective_name = "vertex cover weight"
     reads_weights = ("node",)
     renumberable = False  # a node's weight follows from its number
+    batched = WeightedMVCBatch  # its own: the unweighted batch would skip the weights
 
     kernel = None  # the kernel's rules keep the size of a smallest cover, not its weight
     improve = search = rival = None  # the searches and the rival keep a cover's size, not its weight

@@ -1,5 +1,5 @@
 """K routing episodes stepped as one disjoint union (:class:`~graphtransfer.envs.batched.UnionBatch`):
-the moves, the ball of :data:`~graphtransfer.tasks.path.env.BALL_RADIUS` hops around each moved
+the moves, the ball of :data:`~graphtransfer.tasks.path.step.BALL_RADIUS` hops around each moved
 route's current node (one breadth-first search from all of them over the union's rows), the
 allowed next steps and the features run once over the union, as :class:`~graphtransfer.tasks.path.env.PathEnv`
 runs them on one graph.
@@ -16,7 +16,7 @@ import numpy as np
 
 from graphtransfer.envs.batched import Observation, UnionBatch
 from graphtransfer.envs.contract import EDGE_ATTR
-from graphtransfer.tasks.path.env import BALL_RADIUS, OFF_MASK_REWARD, POTENTIAL_CLIP, relative
+from graphtransfer.tasks.path.step import BALL_RADIUS, OFF_MASK_REWARD, POTENTIAL_CLIP, relative
 
 
 class PathBatch(UnionBatch):

@@ -1,0 +1,38 @@
+"""Routing's rules of one step, which an env (:class:`~graphtransfer.tasks.path.env.PathEnv`) and a
+batch of episodes (:class:`~graphtransfer.tasks.path.batched.PathBatch`) share: what the
+observation shows around the current node, and what a move off the mask costs."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse import csr_array
+
+BALL_RADIUS = 4
+"""hops around the current node that the observation shows"""
+
+POTENTIAL_CLIP = 4.0
+"""the guide's relative potential is clipped to ± this many mean edge lengths (or hops)"""
+
+OFF_MASK_REWARD = -1.0
+"""the reward of an action outside ``action_masks()`` (the route stays where it is): as much as a whole shortest
+route. Every action of the space is a step, as gymnasium's and SB3's ``check_env`` ask; a masked policy never pays it"""
+
+
+def relative(values: np.ndarray, nodes: np.ndarray, current: int | np.ndarray) -> np.ndarray:
+    """``values[nodes] - values[current]`` (one current node, or each node's own), with nodes that
+    cannot reach the target (infinite values) as far as the clip allows."""
+    difference = values[nodes] - values[current]
+    return np.where(np.isfinite(difference), difference, np.inf)
+
+
+def ball(matrix: csr_array, centre: int, radius: int) -> np.ndarray:
+    """The nodes within ``radius`` hops of ``centre``, sorted, by a breadth-first search that
+    stops at the radius."""
+    seen = np.array([centre])
+    frontier = seen
+    for _ in range(radius):
+        frontier = np.setdiff1d(matrix[frontier].indices, seen)
+        if frontier.size == 0:
+            break
+        seen = np.union1d(seen, frontier)
+    return seen
