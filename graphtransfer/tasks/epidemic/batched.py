@@ -6,10 +6,22 @@ time (:meth:`EpidemicBatch.course`); the rest is vectorized."""
 
 from __future__ import annotations
 
+from typing import Protocol, cast
+
 import numpy as np
 
 from graphtransfer.envs.batched import Observation, UnionBatch
 from graphtransfer.tasks.epidemic.step import COST, TRANSMISSION, epidemic_features, spread
+
+
+class EpidemicStart(Protocol):
+    """What the batch reads of an :class:`~graphtransfer.tasks.epidemic.env.EpidemicEnv`: its
+    settings, and who is infected as its episode begins."""
+
+    infection: float
+    recovery: float
+    infected: np.ndarray
+    """``(num_nodes,)`` bool"""
 
 
 class EpidemicBatch(UnionBatch):
@@ -18,18 +30,19 @@ class EpidemicBatch(UnionBatch):
 
     def __init__(self, envs):
         super().__init__(envs)
+        self.epidemics = [cast(EpidemicStart, env) for env in self.envs]
         self.infected = np.zeros(self.count * self.max_nodes, dtype=bool)
         self.edges = np.zeros((2, 0), dtype=np.int64)
         episode = np.repeat(np.arange(self.count), self.max_nodes)
-        self.infection = np.array([env.infection for env in self.envs])[episode]
-        self.recovery = np.array([env.recovery for env in self.envs])[episode]
+        self.infection = np.array([env.infection for env in self.epidemics])[episode]
+        self.recovery = np.array([env.recovery for env in self.epidemics])[episode]
 
     def start(self, which: np.ndarray) -> None:
         super().start(which)
-        for index in np.flatnonzero(which):
-            env, slot = self.envs[index], self.slot(index)
+        for index in np.flatnonzero(which).tolist():
+            slot = self.slot(index)
             self.infected[slot] = False
-            self.infected[slot.start : slot.start + env.graph.num_nodes] = env.infected
+            self.infected[slot.start : slot.start + int(self.size[index])] = self.epidemics[index].infected
         self.edges = self.replace_edges(self.edges, which)
 
     def observe(self, which: np.ndarray, out: Observation) -> None:

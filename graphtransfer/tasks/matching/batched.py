@@ -11,11 +11,27 @@ segmented numpy sum (``add.reduceat``, ``bincount``) adds them in that order."""
 
 from __future__ import annotations
 
+from typing import Protocol, cast
+
 import numpy as np
 
 from graphtransfer.envs.batched import Observation, UnionBatch
 from graphtransfer.envs.contract import EDGE_ATTR
+from graphtransfer.graphs import Graph
 from graphtransfer.tasks.matching.step import WAIT, live_prices, match_step, matching_edge_features, matching_features
+
+
+class MatchingStart(Protocol):
+    """What the batch reads of a :class:`~graphtransfer.tasks.matching.env.MatchingEnv` whose episode has just begun."""
+
+    graph: Graph
+    priority: str
+    weights: np.ndarray
+    """``(2|E|,)`` float32, each directed edge's weight"""
+    twin: np.ndarray
+    """``(2|E|,)``, each edge's other direction"""
+    scale: float
+    """the graph's mean edge weight"""
 
 
 class MatchingBatch(UnionBatch):
@@ -43,8 +59,8 @@ class MatchingBatch(UnionBatch):
     def start(self, which: np.ndarray) -> None:
         super().start(which)
         starting = [self.live[~which[self.live // self.max_edges]]]
-        for index in np.flatnonzero(which):
-            env = self.envs[index]
+        for index in np.flatnonzero(which).tolist():
+            env = cast(MatchingStart, self.envs[index])
             edges = self.edge_slot(index, env.graph.edge_index.shape[1])
             self.ends[:, edges] = env.graph.edge_index + index * self.max_nodes
             self.weights[edges], self.twin[edges] = env.weights, env.twin + edges.start

@@ -6,10 +6,21 @@ the env's own (drawn as its episode begins)."""
 
 from __future__ import annotations
 
+from typing import Protocol, cast
+
 import numpy as np
 
 from graphtransfer.envs.batched import Observation, UnionBatch
+from graphtransfer.graphs import Graph
 from graphtransfer.tasks.maxcut.step import cut_features, flipped
+
+
+class CutStart(Protocol):
+    """What the batch reads of a :class:`~graphtransfer.tasks.maxcut.env.MaxCutEnv` whose episode has just begun."""
+
+    graph: Graph
+    side: np.ndarray
+    """``(num_nodes,)`` int8, the random starting cut"""
 
 
 class MaxCutBatch(UnionBatch):
@@ -25,8 +36,8 @@ class MaxCutBatch(UnionBatch):
 
     def start(self, which: np.ndarray) -> None:
         super().start(which)
-        for index in np.flatnonzero(which):
-            env = self.envs[index]
+        for index in np.flatnonzero(which).tolist():
+            env = cast(CutStart, self.envs[index])
             slot = self.slot(index)
             self.side[slot] = 0
             self.side[slot.start : slot.start + env.graph.num_nodes] = env.side

@@ -5,6 +5,8 @@ from one count of uncovered edges (:func:`~graphtransfer.tasks.mvc.step.cover_fe
 
 from __future__ import annotations
 
+from typing import Protocol, cast
+
 import numpy as np
 
 from graphtransfer.envs.batched import Observation, UnionBatch
@@ -54,6 +56,16 @@ class MVCBatch(UnionBatch):
         return -added.astype(np.int64) / self.size
 
 
+class WeightedStart(Protocol):
+    """What the weighted batch reads of a :class:`~graphtransfer.tasks.mvc.env.WeightedMVCEnv` whose episode has just begun."""
+
+    weights: np.ndarray
+    """``(num_nodes,)`` float64, what each node costs"""
+    shown: np.ndarray
+    """``(num_nodes,)``, the weights as the features show them"""
+    total_weight: float
+
+
 class WeightedMVCBatch(MVCBatch):
     """:class:`MVCBatch` whose nodes cost their weights: each node's weight and shown weight, and
     each episode's total, as its env set them at the episode's start."""
@@ -66,9 +78,9 @@ class WeightedMVCBatch(MVCBatch):
 
     def start(self, which: np.ndarray) -> None:
         super().start(which)
-        for index in np.flatnonzero(which):
-            env, slot = self.envs[index], self.slot(index)
-            real = slice(slot.start, slot.start + env.graph.num_nodes)
+        for index in np.flatnonzero(which).tolist():
+            env, slot = cast(WeightedStart, self.envs[index]), self.slot(index)
+            real = slice(slot.start, slot.start + int(self.size[index]))
             self.weights[slot] = self.shown[slot] = 0.0
             self.weights[real], self.shown[real] = env.weights, env.shown
             self.total_weight[index] = max(env.total_weight, 1.0)

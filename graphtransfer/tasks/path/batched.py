@@ -12,11 +12,40 @@ its graph's order."""
 
 from __future__ import annotations
 
+from typing import Protocol, cast
+
 import numpy as np
+from scipy.sparse import csr_array
 
 from graphtransfer.envs.batched import Observation, UnionBatch
 from graphtransfer.envs.contract import EDGE_ATTR
+from graphtransfer.graphs import Graph
 from graphtransfer.tasks.path.step import BALL_RADIUS, OFF_MASK_REWARD, POTENTIAL_CLIP, relative
+
+
+class RouteStart(Protocol):
+    """What the batch reads of a :class:`~graphtransfer.tasks.path.env.PathEnv` whose episode has
+    just begun: its query and what its start computed from it, on its graph's nodes and edges."""
+
+    graph: Graph
+    guide: str
+    matrix: csr_array
+    """the edge lengths by (source, destination)"""
+    edge_id: csr_array
+    """each edge's column + 1, laid out as ``matrix``"""
+    weights: np.ndarray
+    hops: np.ndarray
+    distance: np.ndarray
+    visited: np.ndarray
+    ball: np.ndarray
+    ball_edges: np.ndarray
+    mask: np.ndarray
+    current: int
+    target: int
+    budget: int
+    route: list[int]
+    shortest: float
+    scale: float
 
 
 class PathBatch(UnionBatch):
@@ -28,7 +57,8 @@ class PathBatch(UnionBatch):
     def __init__(self, envs):
         super().__init__(envs)
         nodes, slots = self.count * self.max_nodes, self.count * self.max_edges
-        self.distance_guide = np.array([env.guide == "distance" for env in self.envs])
+        self.routes = [cast(RouteStart, env) for env in self.envs]
+        self.distance_guide = np.array([route.guide == "distance" for route in self.routes])
         self.hops, self.distance = np.full(nodes, np.inf), np.full(nodes, np.inf)
         self.visited, self.inside, self.mask = (np.zeros(nodes, dtype=bool) for _ in range(3))
         self.current, self.target = np.zeros(self.count, dtype=np.int64), np.zeros(self.count, dtype=np.int64)
@@ -46,17 +76,17 @@ class PathBatch(UnionBatch):
 
     def start(self, which: np.ndarray) -> None:
         super().start(which)
-        starting = np.flatnonzero(which)
+        starting = np.flatnonzero(which).tolist()
         for index in starting:
             self.start_episode(index)
         kept = self.ball_edges[~which[self.ball_edges // self.max_edges]]
-        fresh = [self.envs[i].ball_edges + i * self.max_edges for i in starting]
+        fresh = [self.routes[i].ball_edges + i * self.max_edges for i in starting]
         self.ball_edges = np.sort(np.concatenate([kept, *fresh]))
         self.join_rows()
 
     def start_episode(self, index: int) -> None:
         """Copy episode ``index``'s start from its env, which has just begun it."""
-        env, slot = self.envs[index], self.slot(index)
+        env, slot = self.routes[index], self.slot(index)
         offset, real = slot.start, slice(slot.start, slot.start + env.graph.num_nodes)
         for mine, its in ((self.hops, env.hops), (self.distance, env.distance)):
             mine[slot] = np.inf
