@@ -51,14 +51,21 @@ class MatchingBatch(UnionBatch):
         self.mate = np.full(self.count * self.max_nodes, -1, dtype=np.int64)
         self.live = np.zeros(0, dtype=np.int64)
         self.column = np.zeros(0, dtype=np.int64)
+        """each live edge's column in its episode's observation"""
+        self.gain = np.zeros(0)
+        """each live edge's gain, as the last observation showed it (the step ranks by it)"""
 
     def edge_slot(self, index: int, count: int) -> slice:
         """Episode ``index``'s first ``count`` union edges."""
         return slice(index * self.max_edges, index * self.max_edges + count)
 
+    def edge_episode(self, edges: np.ndarray) -> np.ndarray:
+        """The episode each union edge belongs to."""
+        return edges // self.max_edges
+
     def start(self, which: np.ndarray) -> None:
         super().start(which)
-        starting = [self.live[~which[self.live // self.max_edges]]]
+        starting = [self.live[~which[self.edge_episode(self.live)]]]
         for index in np.flatnonzero(which).tolist():
             env = cast(MatchingStart, self.envs[index])
             edges = self.edge_slot(index, env.graph.edge_index.shape[1])
@@ -71,35 +78,30 @@ class MatchingBatch(UnionBatch):
         self.live = np.sort(np.concatenate(starting))
 
     def observe(self, which: np.ndarray, out: Observation) -> None:
-        nodes = self.mate.size
-        self.heaviest, self.gain, self.best_gain = live_prices(self.ends, nodes, self.weights, self.twin, self.live)
-        edges = self.ends[:, self.live]
+        heaviest, self.gain, best_gain = live_prices(self.ends, self.mate.size, self.weights, self.twin, self.live)
+        edges, episode = self.ends[:, self.live], self.edge_episode(self.live)
         node_scale = np.repeat(self.scale, self.max_nodes)
-        self.write_nodes("x", matching_features(edges, self.mate, self.heaviest, node_scale), which, out)
+        self.write_nodes("x", matching_features(edges, self.mate, heaviest, node_scale), which, out)
         self.column = self.write_structure(edges, which, out)
-        features = matching_edge_features(
-            edges, self.weights[self.live], self.gain, self.heaviest, self.best_gain, self.scale[self.live // self.max_edges]
-        )
-        episode = self.live // self.max_edges
+        features = matching_edge_features(edges, self.weights[self.live], self.gain, heaviest, best_gain, self.scale[episode])
         mine = which[episode]
         out[EDGE_ATTR][which] = 0.0
         out[EDGE_ATTR][episode[mine], self.column[mine]] = features[mine]
 
     def apply(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        episode = self.live // self.max_edges
         picked = np.full(self.weights.size, WAIT, dtype=np.int64)
-        picked[self.live] = np.asarray(actions).reshape(self.count, self.max_edges)[episode, self.column]
+        picked[self.live] = np.asarray(actions).reshape(self.count, self.max_edges)[self.edge_episode(self.live), self.column]
         gain = np.full(self.weights.size, -np.inf)
         gain[self.live] = self.gain
         priority = np.where(self.by_gain, gain, self.weights)
         joining, self.live = match_step(self.ends, priority, self.twin, self.live, picked, self.mate)
-        left = np.bincount(self.live // self.max_edges, minlength=self.count)
+        left = np.bincount(self.edge_episode(self.live), minlength=self.count)
         return self.joined_weight(joining) / 2 / self.size, left == 0
 
     def joined_weight(self, joining: np.ndarray) -> np.ndarray:
         """``(K,)``: each episode's summed weight of the ``joining`` edges (both directions), added
         in the env's order (its joined edges, then their twins) by the env's own sum."""
-        episode = joining // self.max_edges
+        episode = self.edge_episode(joining)
         order = np.argsort(episode, kind="stable")
         counts = np.bincount(episode, minlength=self.count)
         parts = np.split(self.weights[joining[order]], np.cumsum(counts)[:-1])

@@ -20,7 +20,7 @@ from scipy.sparse import csr_array
 from graphtransfer.envs.batched import Observation, UnionBatch
 from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.graphs import Graph
-from graphtransfer.tasks.path.step import BALL_RADIUS, OFF_MASK_REWARD, POTENTIAL_CLIP, relative
+from graphtransfer.tasks.path.step import BALL_RADIUS, OFF_MASK_REWARD, relative, route_features
 
 
 class RouteStart(Protocol):
@@ -184,19 +184,21 @@ class PathBatch(UnionBatch):
         out[EDGE_ATTR][episode[mine], column[mine], 0] = shown[mine]
 
     def features(self) -> np.ndarray:
-        """The union's node features ``(K * max_nodes, 7)``, as :meth:`PathEnv._features` makes an episode's."""
-        features = np.zeros((self.hops.size, 7), dtype=np.float32)
+        """The union's node features ``(K * max_nodes, 7)`` (:func:`~graphtransfer.tasks.path.step.route_features`)."""
         near = np.flatnonzero(self.inside)
         episode = near // self.max_nodes
         centre = self.current[episode]
-        features[self.current, 0] = features[self.target, 1] = 1.0
-        features[near, 2] = self.visited[near]
-        features[near, 3] = np.clip(relative(self.hops, near, centre), -1, 1)
+        by_distance = relative(self.distance, near, centre) / self.scale[episode]
         entries, owner = self.row_entries(self.current)
         lengths = self.lengths[entries]
-        features[self.indices[entries], 4] = lengths / self.scale[owner].astype(lengths.dtype)
-        features[near, 5] = self.mask[near]
-        by_distance = relative(self.distance, near, centre) / self.scale[episode]
-        potential = np.where(self.distance_guide[episode], by_distance, relative(self.hops, near, centre))
-        features[near, 6] = np.clip(potential, -POTENTIAL_CLIP, POTENTIAL_CLIP)
-        return features
+        return route_features(
+            self.hops.size,
+            ends=(self.current, self.target),
+            near=near,
+            centre=centre,
+            visited=self.visited,
+            hops=self.hops,
+            mask=self.mask,
+            steps=(self.indices[entries], lengths / self.scale[owner].astype(lengths.dtype)),  # float32, as the env divides
+            potential=np.where(self.distance_guide[episode], by_distance, relative(self.hops, near, centre)),
+        )

@@ -50,7 +50,7 @@ from graphtransfer.graphs.graph import edge_lookup
 from graphtransfer.tasks.path.baselines import dijkstra_route
 from graphtransfer.tasks.path.batched import PathBatch
 from graphtransfer.tasks.path.query import route_query
-from graphtransfer.tasks.path.step import BALL_RADIUS, OFF_MASK_REWARD, POTENTIAL_CLIP, ball, relative
+from graphtransfer.tasks.path.step import BALL_RADIUS, OFF_MASK_REWARD, ball, relative, route_features
 
 DETOUR = 2.0
 """a route may take this many times the source's hops to the target (+ 2) steps; Dijkstra's
@@ -167,20 +167,23 @@ class PathEnv(GraphEnv):
         return self.graph.edge_index[:, self.ball_edges]
 
     def _features(self, edges: np.ndarray) -> np.ndarray:
-        features = np.zeros((self.graph.num_nodes, self.num_features), dtype=np.float32)
         near = self.ball
-        features[self.current, 0] = features[self.target, 1] = 1.0
-        features[near, 2] = self.visited[near]
-        features[near, 3] = np.clip(relative(self.hops, near, self.current), -1, 1)
-        neighbours, lengths = self._neighbours()
-        features[neighbours, 4] = lengths / self.scale
-        features[near, 5] = self.mask[near]
         if self.guide == "distance":
             potential = relative(self.distance, near, self.current) / self.scale
         else:
             potential = relative(self.hops, near, self.current)
-        features[near, 6] = np.clip(potential, -POTENTIAL_CLIP, POTENTIAL_CLIP)
-        return features
+        neighbours, lengths = self._neighbours()
+        return route_features(
+            self.graph.num_nodes,
+            ends=(self.current, self.target),
+            near=near,
+            centre=self.current,
+            visited=self.visited,
+            hops=self.hops,
+            mask=self.mask,
+            steps=(neighbours, lengths / self.scale),
+            potential=potential,
+        )
 
     def _edge_features(self, edges: np.ndarray) -> np.ndarray:
         return (self.weights[self.ball_edges] / self.scale)[:, None]

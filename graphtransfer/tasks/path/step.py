@@ -36,3 +36,34 @@ def ball(matrix: csr_array, centre: int, radius: int) -> np.ndarray:
             break
         seen = np.union1d(seen, frontier)
     return seen
+
+
+def route_features(
+    num_nodes: int,
+    *,
+    ends: tuple[int | np.ndarray, int | np.ndarray],
+    near: np.ndarray,
+    centre: int | np.ndarray,
+    visited: np.ndarray,
+    hops: np.ndarray,
+    mask: np.ndarray,
+    steps: tuple[np.ndarray, np.ndarray],
+    potential: np.ndarray,
+) -> np.ndarray:
+    """:class:`~graphtransfer.tasks.path.env.PathEnv`'s node features ``(num_nodes, 7)`` float32
+    (see its docstring), zero outside the ``near`` nodes (the ball) but for the route's ``ends``
+    (current node, target): of a route, or of a batch's routes, one entry of each per route.
+
+    ``centre``: the current node of each near node's route (one for a route alone); ``visited``,
+    ``hops``, ``mask``: per node; ``steps``: the current nodes' neighbours and the lengths of the
+    edges to them over the mean edge length; ``potential``: each near node's guide, relative."""
+    features = np.zeros((num_nodes, 7), dtype=np.float32)
+    current, target = ends
+    features[current, 0] = features[target, 1] = 1.0
+    features[near, 2] = visited[near]
+    features[near, 3] = np.clip(relative(hops, near, centre), -1, 1)
+    neighbours, lengths = steps
+    features[neighbours, 4] = lengths
+    features[near, 5] = mask[near]
+    features[near, 6] = np.clip(potential, -POTENTIAL_CLIP, POTENTIAL_CLIP)
+    return features
