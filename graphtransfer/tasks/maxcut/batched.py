@@ -1,7 +1,7 @@
 """K max-cut episodes stepped as one disjoint union (:class:`~graphtransfer.envs.batched.UnionBatch`):
 a node's features and its flip read its own edges only, so :func:`~graphtransfer.tasks.maxcut.step.cut_features`
 and :func:`~graphtransfer.tasks.maxcut.step.flipped` run once over the union, and each episode's
-reward is its count of cut edges before and after, summed by episode. The random starting cut is
+reward is the change in its count of cut edges, counted by episode. The random starting cut is
 the env's own (drawn as its episode begins)."""
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ class MaxCutBatch(UnionBatch):
         self.edges = np.zeros((2, 0), dtype=np.int64)
         self.undirected = np.ones(self.count, dtype=np.int64)
         """each episode's undirected edge count, at least 1 (the reward's scale)"""
+        self.cut = np.zeros(self.count, dtype=np.int64)
+        """each episode's cut edges now: the next reward's baseline, counted once per step rather than before and after"""
 
     def start(self, which: np.ndarray) -> None:
         super().start(which)
@@ -43,15 +45,16 @@ class MaxCutBatch(UnionBatch):
             self.side[slot.start : slot.start + env.graph.num_nodes] = env.side
             self.undirected[index] = max(env.graph.num_edges, 1)
         self.edges = self.replace_edges(self.edges, which)
+        self.cut = self.cut_edges()
 
     def observe(self, which: np.ndarray, out: Observation) -> None:
         self.write_nodes("x", cut_features(self.edges, self.side, self.draws(which)), which, out)
         self.write_structure(self.edges, which, out)
 
     def apply(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        before = self.cut_edges()
         self.side = flipped(self.side, actions.reshape(-1) * self.real)
-        return (self.cut_edges() - before) / self.undirected, np.zeros(self.count, dtype=bool)
+        before, self.cut = self.cut, self.cut_edges()
+        return (self.cut - before) / self.undirected, np.zeros(self.count, dtype=bool)
 
     def cut_edges(self) -> np.ndarray:
         """``(K,)``: each episode's undirected edges between the two sides."""
