@@ -46,8 +46,9 @@ class EpidemicBatch(UnionBatch):
         self.edges = self.replace_edges(self.edges, which)
 
     def observe(self, which: np.ndarray, out: Observation) -> None:
-        self.write_nodes("x", epidemic_features(self.edges, self.infected), which, out)
-        self.write_structure(self.edges, which, out)
+        edges, nodes = self.edges_of(self.edges, which), self.nodes_of(which)
+        self.write_nodes("x", epidemic_features(edges, self.infected)[nodes], which, out)
+        self.write_structure(edges, which, out)
 
     def apply(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         measure = np.asarray(actions).reshape(self.count).astype(np.int64)

@@ -17,6 +17,7 @@ import numpy as np
 
 from graphtransfer.envs.batched import Observation, UnionBatch
 from graphtransfer.envs.contract import EDGE_ATTR
+from graphtransfer.envs.edge_rows import edge_columns, write_edge_values
 from graphtransfer.graphs import Graph
 from graphtransfer.tasks.matching.step import WAIT, live_prices, match_step, matching_edge_features, matching_features
 
@@ -36,8 +37,8 @@ class MatchingStart(Protocol):
 
 class MatchingBatch(UnionBatch):
     """The union's state: every union edge's ends, weight and twin (set as an episode begins, from
-    its env), each node's mate (a union node, -1 while unmatched), the live edges, and the prices
-    and columns of the last observation."""
+    its env), each node's mate (a union node, -1 while unmatched), the live edges, and the gains of the
+    last observation."""
 
     def __init__(self, envs):
         super().__init__(envs)
@@ -50,10 +51,8 @@ class MatchingBatch(UnionBatch):
         self.scale = np.ones(self.count)
         self.mate = np.full(self.count * self.max_nodes, -1, dtype=np.int64)
         self.live = np.zeros(0, dtype=np.int64)
-        self.column = np.zeros(0, dtype=np.int64)
-        """each live edge's column in its episode's observation"""
-        self.gain = np.zeros(0)
-        """each live edge's gain, as the last observation showed it (the step ranks by it)"""
+        self.gain = np.full(slots, -np.inf)
+        """each union edge's gain as the last observation of its episode showed it (the step ranks live edges by it)"""
 
     def edge_slot(self, index: int, count: int) -> slice:
         """Episode ``index``'s first ``count`` union edges."""
@@ -78,21 +77,22 @@ class MatchingBatch(UnionBatch):
         self.live = np.sort(np.concatenate(starting))
 
     def observe(self, which: np.ndarray, out: Observation) -> None:
-        heaviest, self.gain, best_gain = live_prices(self.ends, self.mate.size, self.weights, self.twin, self.live)
-        edges, episode = self.ends[:, self.live], self.edge_episode(self.live)
+        live = self.live if which.all() else self.live[which[self.edge_episode(self.live)]]
+        heaviest, gain, best_gain = live_prices(self.ends, self.mate.size, self.weights, self.twin, live)
+        self.gain[live] = gain
+        edges, episode, nodes = self.ends[:, live], self.edge_episode(live), self.nodes_of(which)
         node_scale = np.repeat(self.scale, self.max_nodes)
-        self.write_nodes("x", matching_features(edges, self.mate, heaviest, node_scale), which, out)
-        self.column = self.write_structure(edges, which, out)
-        features = matching_edge_features(edges, self.weights[self.live], self.gain, heaviest, best_gain, self.scale[episode])
-        mine = which[episode]
-        out[EDGE_ATTR][which] = 0.0
-        out[EDGE_ATTR][episode[mine], self.column[mine]] = features[mine]
+        self.write_nodes("x", matching_features(edges, self.mate, heaviest, node_scale)[nodes], which, out)
+        self.write_structure(edges, which, out)
+        features = matching_edge_features(edges, self.weights[live], gain, heaviest, best_gain, self.scale[episode])
+        write_edge_values(EDGE_ATTR, features, episode, which, out)
 
     def apply(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        episode = self.edge_episode(self.live)
         picked = np.full(self.weights.size, WAIT, dtype=np.int64)
-        picked[self.live] = np.asarray(actions).reshape(self.count, self.max_edges)[self.edge_episode(self.live), self.column]
+        picked[self.live] = np.asarray(actions).reshape(self.count, self.max_edges)[episode, edge_columns(episode, self.count)]
         gain = np.full(self.weights.size, -np.inf)
-        gain[self.live] = self.gain
+        gain[self.live] = self.gain[self.live]
         priority = np.where(self.by_gain, gain, self.weights)
         joining, self.live = match_step(self.ends, priority, self.twin, self.live, picked, self.mate)
         left = np.bincount(self.edge_episode(self.live), minlength=self.count)

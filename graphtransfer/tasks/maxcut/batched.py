@@ -12,7 +12,7 @@ import numpy as np
 
 from graphtransfer.envs.batched import Observation, UnionBatch
 from graphtransfer.graphs import Graph
-from graphtransfer.tasks.maxcut.step import cut_features, flipped
+from graphtransfer.tasks.maxcut.step import cut_features, flipped, side_counts
 
 
 class CutStart(Protocol):
@@ -48,8 +48,10 @@ class MaxCutBatch(UnionBatch):
         self.cut = self.cut_edges()
 
     def observe(self, which: np.ndarray, out: Observation) -> None:
-        self.write_nodes("x", cut_features(self.edges, self.side, self.draws(which)), which, out)
-        self.write_structure(self.edges, which, out)
+        edges, nodes = self.edges_of(self.edges, which), self.nodes_of(which)
+        degree, same = side_counts(edges, self.side)
+        self.write_nodes("x", cut_features(self.side[nodes], degree[nodes], same[nodes], self.draws(which)), which, out)
+        self.write_structure(edges, which, out)
 
     def apply(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         self.side = flipped(self.side, actions.reshape(-1) * self.real)

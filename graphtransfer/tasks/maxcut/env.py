@@ -18,7 +18,7 @@ from graphtransfer.graphs import Graph
 from graphtransfer.tasks.maxcut.baselines import exact, greedy_one_flip, random_cut
 from graphtransfer.tasks.maxcut.batched import MaxCutBatch
 from graphtransfer.tasks.maxcut.search import tabu_cut, tabu_polish
-from graphtransfer.tasks.maxcut.step import cut_features, flipped
+from graphtransfer.tasks.maxcut.step import cut_features, flipped, side_counts
 
 
 class MaxCutEnv(GraphEnv):
@@ -48,7 +48,8 @@ class MaxCutEnv(GraphEnv):
         self.side = self.np_random.integers(0, 2, self.graph.num_nodes).astype(np.int8)
 
     def _features(self, edges: np.ndarray) -> np.ndarray:
-        return cut_features(edges, self.side, self.np_random.random(self.graph.num_nodes))
+        degree, same = side_counts(edges, self.side)
+        return cut_features(self.side, degree, same, self.np_random.random(self.graph.num_nodes))
 
     def _apply(self, action: np.ndarray) -> float:
         before = cut_size(self.graph, self.side)

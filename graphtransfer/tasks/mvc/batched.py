@@ -29,13 +29,15 @@ class MVCBatch(UnionBatch):
         self.live = self.replace_edges(self.live, which)
 
     def observe(self, which: np.ndarray, out: Observation) -> None:
-        self.degree = np.bincount(self.live[0], minlength=self.in_cover.size)
-        self.write_nodes("x", self.features(self.draws(which)), which, out)
-        self.write_structure(self.live, which, out)
+        edges, nodes = self.edges_of(self.live, which), self.nodes_of(which)
+        degree = np.bincount(edges[0], minlength=self.in_cover.size)
+        self.degree[nodes] = degree[nodes]
+        self.write_nodes("x", self.features(nodes, self.draws(which)), which, out)
+        self.write_structure(edges, which, out)
 
-    def features(self, draw: np.ndarray) -> np.ndarray:
-        """The union's node features ``(K * max_nodes, F)`` given each node's fresh ``draw``."""
-        return cover_features(self.in_cover, self.degree, draw)
+    def features(self, nodes: np.ndarray, draw: np.ndarray) -> np.ndarray:
+        """The node features ``(nodes, F)`` of the union's ``nodes`` (bool), given each one's fresh ``draw``."""
+        return cover_features(self.in_cover[nodes], self.degree[nodes], draw)
 
     def action_masks(self) -> np.ndarray:
         """``(K, max_nodes)`` bool: the nodes with uncovered edges, as each env's ``action_masks``."""
@@ -85,8 +87,8 @@ class WeightedMVCBatch(MVCBatch):
             self.weights[real], self.shown[real] = env.weights, env.shown
             self.total_weight[index] = max(env.total_weight, 1.0)
 
-    def features(self, draw: np.ndarray) -> np.ndarray:
-        return weighted_cover_features(super().features(draw), self.degree, self.shown)
+    def features(self, nodes: np.ndarray, draw: np.ndarray) -> np.ndarray:
+        return weighted_cover_features(super().features(nodes, draw), self.degree[nodes], self.shown[nodes])
 
     def reward(self, node: np.ndarray, added: np.ndarray) -> np.ndarray:
         return -np.where(added, self.weights[node], 0.0) / self.total_weight

@@ -19,6 +19,7 @@ from scipy.sparse import csr_array
 
 from graphtransfer.envs.batched import Observation, UnionBatch
 from graphtransfer.envs.contract import EDGE_ATTR
+from graphtransfer.envs.edge_rows import write_edge_values
 from graphtransfer.graphs import Graph
 from graphtransfer.tasks.path.step import BALL_RADIUS, OFF_MASK_REWARD, relative, route_features
 
@@ -79,7 +80,7 @@ class PathBatch(UnionBatch):
         starting = np.flatnonzero(which).tolist()
         for index in starting:
             self.start_episode(index)
-        kept = self.ball_edges[~which[self.ball_edges // self.max_edges]]
+        kept = self.ball_edges[~which[self.edge_episode(self.ball_edges)]]
         fresh = [self.routes[i].ball_edges + i * self.max_edges for i in starting]
         self.ball_edges = np.sort(np.concatenate([kept, *fresh]))
         self.join_rows()
@@ -111,6 +112,10 @@ class PathBatch(UnionBatch):
         sizes, indices, lengths, ids = (np.concatenate(part) for part in zip(*self.rows, strict=True))
         self.indptr = np.concatenate([[0], np.cumsum(sizes)])
         self.indices, self.lengths, self.edge_ids = indices, lengths, ids
+
+    def edge_episode(self, edges: np.ndarray) -> np.ndarray:
+        """The episode each union edge belongs to."""
+        return edges // self.max_edges
 
     def row_entries(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The adjacency entries of ``nodes``' rows, and the position in ``nodes`` each belongs to."""
@@ -152,7 +157,7 @@ class PathBatch(UnionBatch):
         self.inside[slots] = seen[slots]
         entries, _ = self.row_entries(np.flatnonzero(seen))
         ids = self.edge_ids[entries]
-        kept = self.ball_edges[~moved[self.ball_edges // self.max_edges]]
+        kept = self.ball_edges[~moved[self.edge_episode(self.ball_edges)]]
         self.ball_edges = np.sort(np.concatenate([kept, ids[seen[self.ends[1, ids]]]]))
         self.mask[slots] = False
         self.mask[self.allowed(np.flatnonzero(moved))] = True
@@ -174,31 +179,31 @@ class PathBatch(UnionBatch):
         return self.mask.reshape(self.count, self.max_nodes).copy()
 
     def observe(self, which: np.ndarray, out: Observation) -> None:
-        self.write_nodes("x", self.features(), which, out)
-        edges = self.ends[:, self.ball_edges]
-        column = self.write_structure(edges, which, out)
-        episode = self.ball_edges // self.max_edges
-        mine = which[episode]
-        shown = self.weights[self.ball_edges] / self.scale[episode].astype(self.weights.dtype)  # float32, as the env divides
-        out[EDGE_ATTR][which] = 0.0
-        out[EDGE_ATTR][episode[mine], column[mine], 0] = shown[mine]
+        self.write_nodes("x", self.features(which)[self.nodes_of(which)], which, out)
+        ball_edges = self.ball_edges if which.all() else self.ball_edges[which[self.edge_episode(self.ball_edges)]]
+        self.write_structure(self.ends[:, ball_edges], which, out)
+        episode = self.edge_episode(ball_edges)
+        shown = self.weights[ball_edges] / self.scale[episode].astype(self.weights.dtype)  # float32, as the env divides
+        write_edge_values(EDGE_ATTR, shown[:, None], episode, which, out)
 
-    def features(self) -> np.ndarray:
-        """The union's node features ``(K * max_nodes, 7)`` (:func:`~graphtransfer.tasks.path.step.route_features`)."""
-        near = np.flatnonzero(self.inside)
-        episode = near // self.max_nodes
-        centre = self.current[episode]
-        by_distance = relative(self.distance, near, centre) / self.scale[episode]
-        entries, owner = self.row_entries(self.current)
-        lengths = self.lengths[entries]
+    def features(self, which: np.ndarray) -> np.ndarray:
+        """The node features ``(K * max_nodes, 7)`` of the episodes of ``which`` (zero elsewhere),
+        by :func:`~graphtransfer.tasks.path.step.route_features`."""
+        episodes = np.flatnonzero(which)
+        near = np.flatnonzero(self.inside & self.nodes_of(which))
+        centre = self.current[self.episode_of(near)]
+        by_distance = relative(self.distance, near, centre) / self.scale[self.episode_of(near)]
+        by_hops = relative(self.hops, near, centre)
+        entries, owner = self.row_entries(self.current[episodes])
+        lengths = self.lengths[entries] / self.scale[episodes[owner]].astype(self.lengths.dtype)  # float32, as the env divides
         return route_features(
             self.hops.size,
-            ends=(self.current, self.target),
+            ends=(self.current[episodes], self.target[episodes]),
             near=near,
             centre=centre,
             visited=self.visited,
             hops=self.hops,
             mask=self.mask,
-            steps=(self.indices[entries], lengths / self.scale[owner].astype(lengths.dtype)),  # float32, as the env divides
-            potential=np.where(self.distance_guide[episode], by_distance, relative(self.hops, near, centre)),
+            steps=(self.indices[entries], lengths),
+            potential=np.where(self.distance_guide[self.episode_of(near)], by_distance, by_hops),
         )
