@@ -7,6 +7,8 @@ Stricter than :func:`~graphtransfer.training.batched_vec_env.first_difference`, 
 is checked with: dtypes too, the masks before every step, and now and then an action off the mask,
 which a choice env takes as a step of its own."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -16,15 +18,25 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from graphtransfer.config import ModelConfig, PPOConfig, RunConfig, Runtime
 from graphtransfer.envs.protocol import Head
-from graphtransfer.graphs import erdos_renyi
+from graphtransfer.graphs import Graph, erdos_renyi
 from graphtransfer.tasks import TASKS
 from graphtransfer.tasks.factory import make_env
 from graphtransfer.training.batched_vec_env import BatchedVecEnv, batched
 from graphtransfer.training.model import make_model
 
 ENVS, SEED, STEPS = 5, 3, 60
+
+
+def with_own_weights(graph: Graph) -> Graph:
+    """``graph`` with edge weights of its own, as a file gives them (float64, the same both ways)."""
+    low, high = np.sort(graph.edge_index, axis=0)
+    return dataclasses.replace(graph, edge_weight=1.0 + (low * 31 + high * 17) % 13 / 3.7)
+
+
 GRAPHS = [erdos_renyi(n, 3.0, seed) for seed, n in enumerate([20, 35, 50, 12])]
-"""graphs of different sizes, so the episodes pad their slots differently"""
+GRAPHS[1] = with_own_weights(GRAPHS[1])
+"""graphs of different sizes, so the episodes pad their slots differently; one with its own
+weights (float64) among hashed ones (float32), which the weighted tasks divide and sum in each's dtype"""
 HORIZON = 8
 """short enough that some episodes are cut at it (truncated), long enough that others end"""
 

@@ -19,7 +19,7 @@ from graphtransfer.envs.batched import Observation, UnionBatch
 from graphtransfer.envs.contract import EDGE_ATTR
 from graphtransfer.envs.edge_rows import edge_columns, write_edge_values
 from graphtransfer.graphs import Graph
-from graphtransfer.tasks.matching.step import WAIT, live_prices, match_step, matching_edge_features, matching_features
+from graphtransfer.tasks.matching.step import WAIT, live_prices, match_step, matching_edge_features, matching_features, weight_scale
 
 
 class MatchingStart(Protocol):
@@ -28,7 +28,7 @@ class MatchingStart(Protocol):
     graph: Graph
     priority: str
     weights: np.ndarray
-    """``(2|E|,)`` float32, each directed edge's weight"""
+    """``(2|E|,)``, each directed edge's weight: float32 hashed, or a file's own float64"""
     twin: np.ndarray
     """``(2|E|,)``, each edge's other direction"""
     scale: float
@@ -44,7 +44,12 @@ class MatchingBatch(UnionBatch):
         super().__init__(envs)
         slots = self.count * self.max_edges
         self.ends = np.zeros((2, slots), dtype=np.int64)
-        self.weights = np.zeros(slots, dtype=np.float32)
+        self.weights = np.zeros(slots)
+        """every graph's weights in float64, exactly (a file's own are float64, hashed ones float32)"""
+        self.dtypes: list[np.dtype] = [self.weights.dtype] * self.count
+        """each episode's graph's weight dtype, which its env sums and divides in"""
+        self.divisor = np.ones(self.count)
+        """each episode's mean weight in its weights' dtype (:func:`~graphtransfer.tasks.matching.step.weight_scale`)"""
         self.twin = np.arange(slots)
         self.by_gain = np.zeros(slots, dtype=bool)
         """each union edge's episode ranks by gain (the env's ``priority="gain"``), else by weight"""
@@ -72,6 +77,8 @@ class MatchingBatch(UnionBatch):
             self.weights[edges], self.twin[edges] = env.weights, env.twin + edges.start
             self.by_gain[edges] = env.priority == "gain"
             self.scale[index] = env.scale
+            self.dtypes[index] = env.weights.dtype
+            self.divisor[index] = weight_scale(env.scale, env.weights)
             self.mate[self.slot(index)] = -1
             starting.append(np.arange(edges.start, edges.stop))
         self.live = np.sort(np.concatenate(starting))
@@ -84,7 +91,7 @@ class MatchingBatch(UnionBatch):
         node_scale = np.repeat(self.scale, self.max_nodes)
         self.write_nodes("x", matching_features(edges, self.mate, heaviest, node_scale)[nodes], which, out)
         self.write_structure(edges, which, out)
-        features = matching_edge_features(edges, self.weights[live], gain, heaviest, best_gain, self.scale[episode])
+        features = matching_edge_features(edges, self.weights[live], gain, heaviest, best_gain, self.scale[episode], self.divisor[episode])
         write_edge_values(EDGE_ATTR, features, episode, which, out)
 
     def apply(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -100,9 +107,9 @@ class MatchingBatch(UnionBatch):
 
     def joined_weight(self, joining: np.ndarray) -> np.ndarray:
         """``(K,)``: each episode's summed weight of the ``joining`` edges (both directions), added
-        in the env's order (its joined edges, then their twins) by the env's own sum."""
+        in the env's order (its joined edges, then their twins) by the env's own sum, in its dtype."""
         episode = self.edge_episode(joining)
         order = np.argsort(episode, kind="stable")
         counts = np.bincount(episode, minlength=self.count)
         parts = np.split(self.weights[joining[order]], np.cumsum(counts)[:-1])
-        return np.array([float(part.sum()) for part in parts])
+        return np.array([float(part.astype(dtype).sum()) for part, dtype in zip(parts, self.dtypes, strict=True)])

@@ -45,7 +45,7 @@ from graphtransfer.graphs.graph import edge_lookup
 from graphtransfer.tasks.matching.baselines import exact_blossom, exact_milp, greedy_by_gain, greedy_by_weight, optimum, path_growing
 from graphtransfer.tasks.matching.batched import MatchingBatch
 from graphtransfer.tasks.matching.rules import twin_edges
-from graphtransfer.tasks.matching.step import WAIT, live_prices, match_step, matching_edge_features, matching_features
+from graphtransfer.tasks.matching.step import WAIT, live_prices, match_step, matching_edge_features, matching_features, weight_scale
 
 PRIORITIES = ("gain", "weight")
 
@@ -109,7 +109,8 @@ class MatchingEnv(GraphEnv):
         return matching_features(edges, self.mate, self.heaviest, self.scale)
 
     def _edge_features(self, edges: np.ndarray) -> np.ndarray:
-        return matching_edge_features(edges, self.weights[self.live], self.gain, self.heaviest, self.best_gain, self.scale)
+        weight = self.weights[self.live]
+        return matching_edge_features(edges, weight, self.gain, self.heaviest, self.best_gain, self.scale, weight_scale(self.scale, weight))
 
     def _apply(self, action: np.ndarray) -> float:
         picked = np.full(self.graph.edge_index.shape[1], WAIT, dtype=np.int64)

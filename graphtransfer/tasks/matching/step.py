@@ -34,19 +34,27 @@ def matching_features(edges: np.ndarray, mate: np.ndarray, heaviest: np.ndarray,
 
 
 def matching_edge_features(
-    edges: np.ndarray, weight: np.ndarray, gain: np.ndarray, heaviest: np.ndarray, best_gain: np.ndarray, scale: float | np.ndarray
+    edges: np.ndarray,
+    weight: np.ndarray,
+    gain: np.ndarray,
+    heaviest: np.ndarray,
+    best_gain: np.ndarray,
+    scale: float | np.ndarray,
+    divisor: float | np.ndarray,
 ) -> np.ndarray:
-    """:class:`~graphtransfer.tasks.matching.env.MatchingEnv`'s edge features ``(L, 6)`` float32 of the live ``edges`` ``(2, L)`` of
-    ``weight`` and ``gain`` ``(L,)``, given the nodes' heaviest weight and best gain (:func:`live_prices`);
-    ``scale``: the graph's mean edge weight, or each edge's graph's ``(L,)``."""
+    """:class:`~graphtransfer.tasks.matching.env.MatchingEnv`'s edge features ``(L, 6)`` float32 of
+    the live ``edges`` ``(2, L)`` of ``weight`` and ``gain`` ``(L,)``, given the nodes' heaviest
+    weight and best gain (:func:`live_prices`). ``scale``: the graph's mean edge weight, and
+    ``divisor``: that scale in the weights' dtype (:func:`weight_scale`); one value, or each edge's graph's ``(L,)``."""
     at_ends = weight == heaviest[edges[0]], weight == heaviest[edges[1]]
     best = gain == best_gain[edges[0]], gain == best_gain[edges[1]]
-    return np.stack([weight / weight_scale(scale, weight), *at_ends, gain / scale, *best], axis=1).astype(np.float32)
+    return np.stack([weight / divisor, *at_ends, gain / scale, *best], axis=1).astype(np.float32)
 
 
 def weight_scale(scale: float | np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``scale`` in ``values``' dtype, as numpy divides an array by a Python float: the float32
-    weights then divide in float32, alone or stacked in a batch."""
+    """``scale`` in ``values``' dtype, as numpy divides an array by a Python float: hashed float32
+    weights divide in float32 (a batch, which holds every graph's weights in float64, divides by
+    this divisor in float64 and rounds to float32: the same quotient), a file's float64 weights in float64."""
     return np.asarray(scale, dtype=values.dtype)
 
 

@@ -65,7 +65,10 @@ class PathBatch(UnionBatch):
         self.current, self.target = np.zeros(self.count, dtype=np.int64), np.zeros(self.count, dtype=np.int64)
         self.budget, self.route_nodes = np.zeros(self.count, dtype=np.int64), np.zeros(self.count, dtype=np.int64)
         self.shortest, self.scale = np.ones(self.count), np.ones(self.count)
-        self.ends, self.weights = np.zeros((2, slots), dtype=np.int64), np.zeros(slots, dtype=np.float32)
+        self.ends, self.weights = np.zeros((2, slots), dtype=np.int64), np.zeros(slots)
+        self.divisor = np.ones(self.count)
+        """each episode's mean edge length in its lengths' dtype, as the env divides by it (its float32
+        hashed lengths in float32: divided in float64 and rounded to float32, the same quotient)"""
         self.ball_edges = np.zeros(0, dtype=np.int64)
         self.rows: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = [self.empty_rows()] * self.count
         self.join_rows()
@@ -73,7 +76,7 @@ class PathBatch(UnionBatch):
     def empty_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """An episode's adjacency rows before it begins: ``max_nodes`` empty rows."""
         nothing = np.zeros(0, dtype=np.int64)
-        return np.zeros(self.max_nodes, dtype=np.int64), nothing, np.zeros(0, dtype=np.float32), nothing
+        return np.zeros(self.max_nodes, dtype=np.int64), nothing, np.zeros(0), nothing
 
     def start(self, which: np.ndarray) -> None:
         super().start(which)
@@ -100,12 +103,13 @@ class PathBatch(UnionBatch):
         self.current[index], self.target[index] = env.current + offset, env.target + offset
         self.budget[index], self.route_nodes[index] = env.budget, len(env.route)
         self.shortest[index], self.scale[index] = env.shortest, env.scale
+        self.divisor[index] = np.asarray(env.scale, dtype=env.weights.dtype)
         edges = slice(index * self.max_edges, index * self.max_edges + env.weights.size)
         self.ends[:, edges], self.weights[edges] = env.graph.edge_index + offset, env.weights
         row_sizes = np.zeros(self.max_nodes, dtype=np.int64)
         row_sizes[: env.graph.num_nodes] = np.diff(env.matrix.indptr)
         ids = env.edge_id.data.astype(np.int64) - 1 + edges.start
-        self.rows[index] = (row_sizes, env.matrix.indices.astype(np.int64) + offset, env.matrix.data, ids)
+        self.rows[index] = (row_sizes, env.matrix.indices.astype(np.int64) + offset, env.matrix.data.astype(np.float64), ids)
 
     def join_rows(self) -> None:
         """The union's adjacency (CSR) from its episodes' rows, in episode order."""
@@ -183,8 +187,7 @@ class PathBatch(UnionBatch):
         ball_edges = self.ball_edges if which.all() else self.ball_edges[which[self.edge_episode(self.ball_edges)]]
         self.write_structure(self.ends[:, ball_edges], which, out)
         episode = self.edge_episode(ball_edges)
-        shown = self.weights[ball_edges] / self.scale[episode].astype(self.weights.dtype)  # float32, as the env divides
-        write_edge_values(EDGE_ATTR, shown[:, None], episode, which, out)
+        write_edge_values(EDGE_ATTR, (self.weights[ball_edges] / self.divisor[episode])[:, None], episode, which, out)
 
     def features(self, which: np.ndarray) -> np.ndarray:
         """The node features ``(K * max_nodes, 7)`` of the episodes of ``which`` (zero elsewhere),
@@ -195,7 +198,7 @@ class PathBatch(UnionBatch):
         by_distance = relative(self.distance, near, centre) / self.scale[self.episode_of(near)]
         by_hops = relative(self.hops, near, centre)
         entries, owner = self.row_entries(self.current[episodes])
-        lengths = self.lengths[entries] / self.scale[episodes[owner]].astype(self.lengths.dtype)  # float32, as the env divides
+        lengths = self.lengths[entries] / self.divisor[episodes[owner]]
         return route_features(
             self.hops.size,
             ends=(self.current[episodes], self.target[episodes]),
