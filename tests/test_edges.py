@@ -22,7 +22,7 @@ from graphtransfer.solve.inference import act, obs_to_tensors
 from graphtransfer.solve.memory import check_memory
 from graphtransfer.tasks import MatchingEnv, PathEnv, is_matching
 from graphtransfer.tasks.matching.baselines import exact_blossom, greedy_by_gain, greedy_by_weight, path_growing
-from graphtransfer.tasks.matching.env import SKIP, TAKE
+from graphtransfer.tasks.matching.step import SKIP, TAKE
 from graphtransfer.tasks.path.baselines import dijkstra_route
 from graphtransfer.tasks.path.env import route_query
 

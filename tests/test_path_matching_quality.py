@@ -21,7 +21,8 @@ from graphtransfer.graphs.formats.npz import write_npz
 from graphtransfer.graphs.weights import node_weights
 from graphtransfer.tasks import MatchingEnv, PathEnv
 from graphtransfer.tasks.matching.baselines import exact_blossom, greedy_by_gain, greedy_by_weight
-from graphtransfer.tasks.matching.env import TAKE, WAIT, gains, twin_edges
+from graphtransfer.tasks.matching.rules import gains, twin_edges
+from graphtransfer.tasks.matching.step import TAKE, WAIT
 from graphtransfer.tasks.path.baselines import dijkstra_route
 from graphtransfer.tasks.path.env import without_loops
 

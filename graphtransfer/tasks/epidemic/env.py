@@ -22,10 +22,10 @@ from gymnasium import spaces
 from graphtransfer.envs.base import GraphEnv, Graphs
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
+from graphtransfer.tasks.epidemic.batched import EpidemicBatch
+from graphtransfer.tasks.epidemic.step import COST, TRANSMISSION, epidemic_features, spread
 
 MEASURES = ("none", "distancing", "lockdown")
-TRANSMISSION = np.array([1.0, 0.5, 0.1])  # factor on the per-contact infection probability
-COST = np.array([0.0, 0.02, 0.08])  # per step, in units of "fraction of population infected"
 
 
 # the fixed rules eval compares the policy with, each simulated on the same course of events as the policy
@@ -76,6 +76,8 @@ class EpidemicEnv(GraphEnv):
     baselines: ClassVar[dict] = {"threshold-2%": threshold, "never": never, "always-lockdown": always_lockdown}
     action_names = MEASURES
 
+    batched = EpidemicBatch  # training steps its envs as one disjoint union
+
     def __init__(self, graphs: Graphs, horizon: int = 32, infection: float = 0.25, recovery: float = 0.2, initially_infected: float = 0.05):
         super().__init__(graphs, horizon)
         self.infection, self.recovery, self.initially_infected = infection, recovery, initially_infected
@@ -88,21 +90,15 @@ class EpidemicEnv(GraphEnv):
         self.history: list[tuple[int, int, int]] = []
 
     def _features(self, edges: np.ndarray) -> np.ndarray:
-        src, dst = edges
-        degree = np.bincount(src, minlength=self.graph.num_nodes)
-        sick_neighbours = np.bincount(src[self.infected[dst]], minlength=self.graph.num_nodes)
-        return np.stack([self.infected, np.log1p(degree), sick_neighbours / np.maximum(degree, 1)], axis=1).astype(np.float32)
+        return epidemic_features(edges, self.infected)
 
     def _apply(self, action) -> float:
         measure = int(action)
-        src, dst = self.graph.edge_index
-        sick_neighbours = np.bincount(src[self.infected[dst]], minlength=self.graph.num_nodes)
-        escape = (1.0 - self.infection * TRANSMISSION[measure]) ** sick_neighbours
         # Draw both arrays every step whatever the measure, so one seed gives one course of
         # events and measures can be compared on it.
         catch, heal = self.np_random.random(self.graph.num_nodes), self.np_random.random(self.graph.num_nodes)
-        newly = ~self.infected & (catch >= escape)
-        self.infected = (self.infected & (heal >= self.recovery)) | newly
+        escape = 1.0 - self.infection * TRANSMISSION[measure]
+        self.infected = spread(self.graph.edge_index, self.infected, escape, catch, heal, self.recovery)
         self.history.append((len(self.history), measure, int(self.infected.sum())))
         return -self.infected.mean() - COST[measure]
 

@@ -43,9 +43,10 @@ from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph, edge_weights
 from graphtransfer.graphs.graph import edge_lookup
 from graphtransfer.tasks.matching.baselines import exact_blossom, exact_milp, greedy_by_gain, greedy_by_weight, optimum, path_growing
-from graphtransfer.tasks.matching.rules import gains, locally_heaviest, twin_edges
+from graphtransfer.tasks.matching.batched import MatchingBatch
+from graphtransfer.tasks.matching.rules import twin_edges
+from graphtransfer.tasks.matching.step import WAIT, live_prices, match_step, matching_edge_features, matching_features, weight_scale
 
-SKIP, TAKE, WAIT = 0, 1, 2
 PRIORITIES = ("gain", "weight")
 
 
@@ -75,6 +76,8 @@ class MatchingEnv(GraphEnv):
     exact: ClassVar[dict] = {"blossom": exact_blossom, "milp": exact_milp}
     standing = "below the optimum (eval's optimum baseline) and no search yet; figures: docs/guide/tasks.md"
 
+    batched = MatchingBatch  # training steps its envs as one disjoint union
+
     def __init__(self, graphs: Graphs, horizon: int = 32, priority: str = "gain"):
         if priority not in PRIORITIES:
             raise ValueError(f"priority={priority!r}; choose one of {', '.join(PRIORITIES)}")
@@ -90,13 +93,9 @@ class MatchingEnv(GraphEnv):
         self._heaviest_live()
 
     def _heaviest_live(self) -> None:
-        """The heaviest live weight at every node, ``(num_nodes,)``, and the gain of every live
-        edge, ``(live,)``, for the features."""
-        self.heaviest = np.zeros(self.graph.num_nodes, dtype=np.float32)
-        np.maximum.at(self.heaviest, self.graph.edge_index[0, self.live], self.weights[self.live])
-        self.gain = gains(self.graph, self.weights, self.twin, self.live)
-        self.best_gain = np.full(self.graph.num_nodes, -np.inf)
-        np.maximum.at(self.best_gain, self.graph.edge_index[0, self.live], self.gain)
+        """The heaviest live weight and the best live gain at every node, and every live edge's gain, for the features."""
+        graph = self.graph
+        self.heaviest, self.gain, self.best_gain = live_prices(graph.edge_index, graph.num_nodes, self.weights, self.twin, self.live)
 
     def _edges(self) -> np.ndarray:
         return self.graph.edge_index[:, self.live]
@@ -107,29 +106,20 @@ class MatchingEnv(GraphEnv):
         return active
 
     def _features(self, edges: np.ndarray) -> np.ndarray:
-        degree = np.bincount(edges[0], minlength=self.graph.num_nodes)
-        return np.stack([self.mate >= 0, np.log1p(degree), self.heaviest / self.scale], axis=1).astype(np.float32)
+        return matching_features(edges, self.mate, self.heaviest, self.scale)
 
     def _edge_features(self, edges: np.ndarray) -> np.ndarray:
         weight = self.weights[self.live]
-        heaviest = weight == self.heaviest[edges[0]], weight == self.heaviest[edges[1]]
-        best = self.gain == self.best_gain[edges[0]], self.gain == self.best_gain[edges[1]]
-        return np.stack([weight / self.scale, *heaviest, self.gain / self.scale, *best], axis=1).astype(np.float32)
+        return matching_edge_features(edges, weight, self.gain, self.heaviest, self.best_gain, self.scale, weight_scale(self.scale, weight))
 
     def _apply(self, action: np.ndarray) -> float:
         picked = np.full(self.graph.edge_index.shape[1], WAIT, dtype=np.int64)
         picked[self.live] = np.asarray(action)[: self.live.size]
-        taken = (picked == TAKE) | (picked[self.twin] == TAKE)
-        skipped = (picked == SKIP) & (picked[self.twin] == SKIP)
         priority = self.weights
         if self.priority == "gain":
             priority = np.full(self.weights.size, -np.inf)
             priority[self.live] = self.gain
-        joining = locally_heaviest(self.graph, priority, self.twin, self.live[taken[self.live]])
-        src, dst = self.graph.edge_index[:, joining]
-        self.mate[src], self.mate[dst] = dst, src
-        src, dst = self.graph.edge_index[:, self.live]
-        self.live = self.live[~skipped[self.live] & (self.mate[src] < 0) & (self.mate[dst] < 0)]
+        joining, self.live = match_step(self.graph.edge_index, priority, self.twin, self.live, picked, self.mate)
         self._heaviest_live()
         return float(self.weights[joining].sum()) / 2 / self.graph.num_nodes  # both directions of each edge joined
 

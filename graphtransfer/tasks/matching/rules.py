@@ -23,6 +23,13 @@ def twin_edges(graph: Graph) -> np.ndarray:
 
 
 def gains(graph: Graph, weights: np.ndarray, twin: np.ndarray, live: np.ndarray, rounds: int = PRICE_ROUNDS) -> np.ndarray:
+    """:func:`gains_over` the edges of ``graph``."""
+    return gains_over(graph.edge_index, graph.num_nodes, weights, twin, live, rounds)
+
+
+def gains_over(
+    edge_index: np.ndarray, num_nodes: int, weights: np.ndarray, twin: np.ndarray, live: np.ndarray, rounds: int = PRICE_ROUNDS
+) -> np.ndarray:
     """Each live edge's weight less what its endpoints could get elsewhere, by ``rounds`` rounds
     of max-product message passing (belief propagation for maximum-weight matching).
 
@@ -32,11 +39,15 @@ def gains(graph: Graph, weights: np.ndarray, twin: np.ndarray, live: np.ndarray,
     alternatives. One round prices an endpoint by its next-heaviest edge; more rounds look
     further. Each round is one pass over the live edges, ``O(E)``.
 
+    A node's prices read its own edges only, so the gains over a disjoint union of graphs (a
+    training batch's) are each graph's.
+
     Shapes:
-        weights, twin: ``(2|E|,)``; live: ``(L,)`` directed edge ids, both directions of each
-        live edge; returns ``(L,)`` float64, the same for both directions of an edge.
+        edge_index, weights, twin: ``(2, 2|E|)``, ``(2|E|,)``, over nodes ``0..num_nodes-1``; live:
+        ``(L,)`` directed edge ids, both directions of each live edge; returns ``(L,)`` float64,
+        the same for both directions of an edge.
     """
-    src = graph.edge_index[0, live]
+    src = edge_index[0, live]
     position = np.full(weights.size, -1, dtype=np.int64)
     position[live] = np.arange(live.size)
     reverse = position[twin[live]]  # (L,): where each live edge's other direction sits
@@ -44,7 +55,7 @@ def gains(graph: Graph, weights: np.ndarray, twin: np.ndarray, live: np.ndarray,
     price = np.zeros(live.size)  # price[e] for e = (u, v): p(u, v)
     for _ in range(rounds):
         value = weight - price[reverse]  # what u gets from e = (u, x): w(u, x) - p(x, u)
-        price = np.maximum(0.0, best_but_this(graph.num_nodes, src, value))
+        price = np.maximum(0.0, best_but_this(num_nodes, src, value))
     return weight - price - price[reverse]
 
 
@@ -62,21 +73,32 @@ def best_but_this(num_nodes: int, src: np.ndarray, value: np.ndarray) -> np.ndar
 
 
 def locally_heaviest(graph: Graph, weights: np.ndarray, twin: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """:func:`locally_heaviest_over` the edges of ``graph``."""
+    return locally_heaviest_over(graph.edge_index, graph.num_nodes, weights, twin, candidates)
+
+
+def locally_heaviest_over(
+    edge_index: np.ndarray, num_nodes: int, weights: np.ndarray, twin: np.ndarray, candidates: np.ndarray
+) -> np.ndarray:
     """The candidate edges that are the heaviest candidate at both endpoints (ties: the lower
     edge id), both directions of each: never two at one node, and the heaviest candidate always.
     ``weights`` may be any priority (the env passes gains).
 
+    Edges compare at shared nodes only, ranked by weight then id, so over a disjoint union of
+    graphs whose edge ids keep each graph's order the answer is each graph's.
+
     Shapes:
-        weights, twin: ``(2|E|,)``; candidates: ``(C,)`` directed edge ids, one or both
-        directions of an edge; returns ``(2K,)`` directed edge ids.
+        edge_index, weights, twin: ``(2, 2|E|)``, ``(2|E|,)``, over nodes ``0..num_nodes-1``;
+        candidates: ``(C,)`` directed edge ids, one or both directions of an edge; returns
+        ``(2K,)`` directed edge ids.
     """
     edges = sorted_unique(np.minimum(candidates, twin[candidates]))  # one id per undirected edge
     if edges.size == 0:
         return edges
-    src, dst = graph.edge_index[:, edges]
+    src, dst = edge_index[:, edges]
     rank = np.empty(edges.size, dtype=np.int64)
     rank[np.lexsort((edges, -weights[edges].astype(np.float64)))] = np.arange(edges.size)  # heaviest first
-    best = np.full(graph.num_nodes, edges.size, dtype=np.int64)
+    best = np.full(num_nodes, edges.size, dtype=np.int64)
     np.minimum.at(best, src, rank)
     np.minimum.at(best, dst, rank)
     joined = edges[(best[src] == rank) & (best[dst] == rank)]

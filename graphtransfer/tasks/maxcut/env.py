@@ -16,9 +16,9 @@ from graphtransfer.envs.base import GraphEnv, Graphs
 from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
 from graphtransfer.tasks.maxcut.baselines import exact, greedy_one_flip, random_cut
+from graphtransfer.tasks.maxcut.batched import MaxCutBatch
 from graphtransfer.tasks.maxcut.search import tabu_cut, tabu_polish
-
-KEEP, FLIP = 0, 1
+from graphtransfer.tasks.maxcut.step import cut_features, flipped, side_counts
 
 
 class MaxCutEnv(GraphEnv):
@@ -38,6 +38,8 @@ class MaxCutEnv(GraphEnv):
     decision_labels: ClassVar[dict] = {0: "side 0", 1: "side 1"}
     decision_colours = ("#1f77b4", "#ff7f0e")
 
+    batched = MaxCutBatch  # training steps its envs as one disjoint union
+
     def __init__(self, graphs: Graphs, horizon: int = 16):
         super().__init__(graphs, horizon)
         self.action_space = spaces.MultiDiscrete(np.full(self.max_nodes, self.num_actions))
@@ -46,16 +48,12 @@ class MaxCutEnv(GraphEnv):
         self.side = self.np_random.integers(0, 2, self.graph.num_nodes).astype(np.int8)
 
     def _features(self, edges: np.ndarray) -> np.ndarray:
-        src, dst = edges
-        degree = np.bincount(src, minlength=self.graph.num_nodes)
-        same = np.bincount(src[self.side[src] == self.side[dst]], minlength=self.graph.num_nodes)
-        gain = (2 * same - degree) / np.maximum(degree, 1)
-        draw = self.np_random.random(self.graph.num_nodes)
-        return np.stack([self.side, gain, np.log1p(degree), draw], axis=1).astype(np.float32)
+        degree, same = side_counts(edges, self.side)
+        return cut_features(self.side, degree, same, self.np_random.random(self.graph.num_nodes))
 
     def _apply(self, action: np.ndarray) -> float:
         before = cut_size(self.graph, self.side)
-        self.side = self.side ^ (self._node_actions(action) == FLIP).astype(np.int8)
+        self.side = flipped(self.side, self._node_actions(action))
         return (cut_size(self.graph, self.side) - before) / max(self.graph.num_edges, 1)
 
     def _finished(self) -> bool:

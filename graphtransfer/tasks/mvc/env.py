@@ -35,6 +35,8 @@ from graphtransfer.tasks.mvc.baselines import (
     greedy_weight_degree,
     maximal_matching_2approx,
 )
+from graphtransfer.tasks.mvc.batched import MVCBatch, WeightedMVCBatch
+from graphtransfer.tasks.mvc.step import cover_features, weighted_cover_features
 
 if TYPE_CHECKING:
     from graphtransfer.envs.base import KernelMethod
@@ -67,6 +69,8 @@ class MVCEnv(GraphEnv):
     exact: ClassVar[dict] = {"milp": exact_milp}
     decision_labels: ClassVar[dict] = {0: "not in the cover", 1: "in the vertex cover"}
 
+    batched = MVCBatch  # training steps its envs as one disjoint union
+
     def __init__(self, graphs: Graphs, horizon: int | None = None):
         graphs = as_graphs(graphs)
         super().__init__(graphs, horizon or max(g.num_nodes for g in graphs))
@@ -95,9 +99,7 @@ class MVCEnv(GraphEnv):
     def _features(self, edges: np.ndarray) -> np.ndarray:
         # Kept for active_nodes() and _finished(), which are asked about this same state.
         self._uncovered_degree = degree = np.bincount(edges[0], minlength=self.graph.num_nodes)
-        valid = degree > 0
-        draw = self.np_random.random(self.graph.num_nodes) * valid
-        return np.stack([self.in_cover, np.log1p(degree) + 0.3 * draw, draw, valid], axis=1).astype(np.float32)
+        return cover_features(self.in_cover, degree, self.np_random.random(self.graph.num_nodes))
 
     def _apply(self, action) -> float:
         return self._add(np.atleast_1d(action))
@@ -148,6 +150,7 @@ class WeightedMVCEnv(MVCEnv):
     objective_name = "vertex cover weight"
     reads_weights = ("node",)
     renumberable = False  # a node's weight follows from its number
+    batched = WeightedMVCBatch  # its own: the unweighted batch would skip the weights
 
     kernel = None  # the kernel's rules keep the size of a smallest cover, not its weight
     improve = search = rival = None  # the searches and the rival keep a cover's size, not its weight
@@ -166,9 +169,7 @@ class WeightedMVCEnv(MVCEnv):
         self.shown = self.weights if self.graph.node_weight is None else self.weights * (MAX_WEIGHT / max(top, 1e-12))
 
     def _features(self, edges: np.ndarray) -> np.ndarray:
-        unweighted = super()._features(edges)
-        ratio = np.log1p(self._uncovered_degree / np.maximum(self.shown, 1e-6))
-        return np.column_stack([unweighted, self.shown / MAX_WEIGHT, ratio]).astype(np.float32)
+        return weighted_cover_features(super()._features(edges), self._uncovered_degree, self.shown)
 
     def _add(self, nodes: np.ndarray) -> float:
         nodes = sorted_unique(nodes[nodes < self.graph.num_nodes])  # padding slots are no nodes

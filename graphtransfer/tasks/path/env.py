@@ -48,19 +48,14 @@ from graphtransfer.errors import GraphInputError, UsageError
 from graphtransfer.graphs import Graph, edge_weights
 from graphtransfer.graphs.graph import edge_lookup
 from graphtransfer.tasks.path.baselines import dijkstra_route
+from graphtransfer.tasks.path.batched import PathBatch
 from graphtransfer.tasks.path.query import route_query
+from graphtransfer.tasks.path.step import BALL_RADIUS, OFF_MASK_REWARD, ball, relative, route_features
 
 DETOUR = 2.0
 """a route may take this many times the source's hops to the target (+ 2) steps; Dijkstra's
 routes took 1.5 times the fewest hops on random geometric graphs of 10^4 to 2.5 × 10^5 nodes"""
-BALL_RADIUS = 4
-"""hops around the current node that the observation shows"""
-POTENTIAL_CLIP = 4.0
-"""the guide's relative potential is clipped to ± this many mean edge lengths (or hops)"""
 GUIDES = ("distance", "hops")
-OFF_MASK_REWARD = -1.0
-"""the reward of an action outside ``action_masks()`` (the route stays where it is): as much as a whole shortest
-route. Every action of the space is a step, as gymnasium's and SB3's ``check_env`` ask; a masked policy never pays it"""
 
 
 class PathEnv(GraphEnv):
@@ -102,9 +97,12 @@ class PathEnv(GraphEnv):
         self.query = None if query is None else (int(query[0]), int(query[1]))
         self.action_space = spaces.Discrete(self.max_nodes)
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    batched = PathBatch  # training steps its envs as one disjoint union
+
+    def begin_episode(self, *, seed: int | None = None, options: dict | None = None) -> None:
+        """:meth:`GraphEnv.begin_episode` on the query a seeded reset routes (see the module docstring)."""
         self._canonical = seed is not None
-        return super().reset(seed=seed, options=options)
+        super().begin_episode(seed=seed, options=options)
 
     def _start(self) -> None:
         graph = self.graph
@@ -169,20 +167,23 @@ class PathEnv(GraphEnv):
         return self.graph.edge_index[:, self.ball_edges]
 
     def _features(self, edges: np.ndarray) -> np.ndarray:
-        features = np.zeros((self.graph.num_nodes, self.num_features), dtype=np.float32)
         near = self.ball
-        features[self.current, 0] = features[self.target, 1] = 1.0
-        features[near, 2] = self.visited[near]
-        features[near, 3] = np.clip(relative(self.hops, near, self.current), -1, 1)
-        neighbours, lengths = self._neighbours()
-        features[neighbours, 4] = lengths / self.scale
-        features[near, 5] = self.mask[near]
         if self.guide == "distance":
             potential = relative(self.distance, near, self.current) / self.scale
         else:
             potential = relative(self.hops, near, self.current)
-        features[near, 6] = np.clip(potential, -POTENTIAL_CLIP, POTENTIAL_CLIP)
-        return features
+        neighbours, lengths = self._neighbours()
+        return route_features(
+            self.graph.num_nodes,
+            ends=(self.current, self.target),
+            near=near,
+            centre=self.current,
+            visited=self.visited,
+            hops=self.hops,
+            mask=self.mask,
+            steps=(neighbours, lengths / self.scale),
+            potential=potential,
+        )
 
     def _edge_features(self, edges: np.ndarray) -> np.ndarray:
         return (self.weights[self.ball_edges] / self.scale)[:, None]
@@ -218,26 +219,6 @@ class PathEnv(GraphEnv):
         """The route walks along edges from the query's source to its target (the env's
         ``query``, else the graph's own): bound to the env, since the query is the env's."""
         return is_route(graph, np.asarray(solution)[:, 1], *self._query_of(graph))
-
-
-def relative(values: np.ndarray, nodes: np.ndarray, current: int) -> np.ndarray:
-    """``values[nodes] - values[current]``, with nodes that cannot reach the target (infinite
-    values) as far as the clip allows."""
-    difference = values[nodes] - values[current]
-    return np.where(np.isfinite(difference), difference, np.inf)
-
-
-def ball(matrix: csr_array, centre: int, radius: int) -> np.ndarray:
-    """The nodes within ``radius`` hops of ``centre``, sorted, by a breadth-first search that
-    stops at the radius."""
-    seen = np.array([centre])
-    frontier = seen
-    for _ in range(radius):
-        frontier = np.setdiff1d(matrix[frontier].indices, seen)
-        if frontier.size == 0:
-            break
-        seen = np.union1d(seen, frontier)
-    return seen
 
 
 def without_loops(route: list[int]) -> np.ndarray:
