@@ -149,14 +149,13 @@ class UnionBatch:
         """Write the contract's ``edge_index``, ``num_nodes`` and ``num_edges`` rows of the
         episodes of ``which`` from their union ``edges`` (:meth:`edges_of`, in episode order): each
         episode's edges in its slot's numbering, padded with zeros."""
-        episode = self.episode_of(edges[1])
-        counts = np.bincount(episode, minlength=self.count)
-        offset = episode * self.max_nodes
-        at = np.arange(edges.shape[1]) + (episode * 2 * self.max_edges - (np.cumsum(counts) - counts)[episode])
-        out["edge_index"][which] = 0
-        rows = out["edge_index"].reshape(-1)  # a view: each episode's row holds its sources, then its destinations
-        rows[at] = edges[0] - offset
-        rows[at + self.max_edges] = edges[1] - offset
+        counts = np.bincount(self.episode_of(edges[1]), minlength=self.count)
+        ends = np.cumsum(counts)
+        rows = out["edge_index"]
+        for index in np.flatnonzero(which).tolist():  # a slice per episode: 4x faster than one scatter at K=64, N=1,000
+            count, end = int(counts[index]), int(ends[index])
+            np.subtract(edges[:, end - count : end], index * self.max_nodes, out=rows[index, :, :count])
+            rows[index, :, count:] = 0
         out["num_nodes"][which, 0] = self.size[which]
         out["num_edges"][which, 0] = counts[which]
 
