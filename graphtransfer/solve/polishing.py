@@ -2,13 +2,13 @@
 (:attr:`graphtransfer.tasks.Task.search`), started from the policy's solution and run for the
 seconds given, its result scored by the task's own ``objective``. MIS's is the iterated local
 search of :mod:`graphtransfer.tasks.mis.local_search` on the graph's kernel, with uniform
-perturbations; max-cut's the tabu search of :mod:`graphtransfer.tasks.maxcut.search`. For MIS,
-perturbations drawn by the policy's scores
+perturbations and its best set merged region by region with its current one; max-cut's the tabu
+search of :mod:`graphtransfer.tasks.maxcut.search`; matching's that of
+:mod:`graphtransfer.tasks.matching.search`. For MIS, perturbations drawn by the policy's scores
 (:func:`~graphtransfer.tasks.mis.local_search.guided_weights`) and the best few rollouts searched
 in turn (:func:`policy_starts`) were measured against it and found no larger sets at equal CPU
-seconds (``bench/guided_search.py``). So
-were regions rebuilt by the policy inside the search and the policy's surest members fixed while
-the rest is searched (``bench/search_limits.py``)."""
+seconds (``bench/guided_search.py``). So were regions rebuilt by the policy inside the search and
+the policy's surest members fixed while the rest is searched (``bench/search_limits.py``)."""
 
 from __future__ import annotations
 

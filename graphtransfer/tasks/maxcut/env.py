@@ -35,7 +35,9 @@ class MaxCutEnv(GraphEnv):
     search = staticmethod(search_cut)
     baselines: ClassVar[dict] = {"one-flip": greedy_one_flip, "random-cut": random_cut, "tabu": tabu_cut}
     exact: ClassVar[dict] = {"brute-force": exact}
-    standing = "cannot compete alone with a tabu search; with it (eval or predict --polish) level at equal seconds; figures: docs/guide/tasks.md"
+    standing = (
+        "cannot compete alone with a tabu search; with it (eval or predict --polish) level at equal seconds; figures: docs/guide/tasks.md"
+    )
     decision_labels: ClassVar[dict] = {0: "side 0", 1: "side 1"}
     decision_colours = ("#1f77b4", "#ff7f0e")
 
