@@ -66,6 +66,13 @@ def test_a_bad_budget_is_refused_by_value(seconds):
         local_search_matching(graph, _none(graph), seconds)
 
 
+def test_a_start_that_is_not_a_matching_is_refused():
+    graph = graph_from_pairs([(0, 1), (1, 2), (2, 3)], 4, "path4")
+    for mate in ([1, 0, 0, -1], [2, -1, 0, -1], [1, 0, -1]):  # node 2 claims a taken mate; 0-2 is no edge; a short array
+        with pytest.raises(UsageError, match="mate must be a matching of path4"):
+            search_matching(graph, np.array(mate), 0.1)
+
+
 def test_a_tiny_policy_with_predict_polish_reaches_098_of_the_optimum(tiny_model, tmp_path):
     graph_path, out = tmp_path / "er400.npz", tmp_path / "matching.csv"
     write_npz(erdos_renyi(400, 5.0, 7), graph_path)

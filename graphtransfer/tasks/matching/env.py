@@ -43,7 +43,7 @@ from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph, edge_weights
 from graphtransfer.graphs.graph import edge_lookup
 from graphtransfer.tasks.matching.baselines import exact_blossom, exact_milp, greedy_by_gain, greedy_by_weight, optimum, path_growing
-from graphtransfer.tasks.matching.rules import gains, locally_heaviest, twin_edges
+from graphtransfer.tasks.matching.rules import gains, is_matching, locally_heaviest, twin_edges
 from graphtransfer.tasks.matching.search import improve_matching, search_matching
 
 SKIP, TAKE, WAIT = 0, 1, 2
@@ -158,18 +158,3 @@ class MatchingEnv(GraphEnv):
     @staticmethod
     def feasible(graph: Graph, solution: np.ndarray) -> bool:
         return is_matching(graph, solution)
-
-
-def is_matching(graph: Graph, mate: np.ndarray) -> bool:
-    """``mate`` ``(num_nodes,)`` pairs nodes symmetrically along edges of ``graph``; -1 is unmatched."""
-    mate = np.asarray(mate)
-    if mate.shape != (graph.num_nodes,) or ((mate < -1) | (mate >= graph.num_nodes)).any():
-        return False
-    matched = np.flatnonzero(mate >= 0)
-    if not (mate[mate[matched]] == matched).all() or (mate[matched] == matched).any():
-        return False
-    src, dst = graph.edge_index
-    keys = np.sort(src * graph.num_nodes + dst)
-    wanted = matched * graph.num_nodes + mate[matched]
-    found = np.minimum(np.searchsorted(keys, wanted), keys.size - 1) if keys.size else np.zeros(0, dtype=np.int64)
-    return bool(matched.size == 0 or (keys.size and (keys[found] == wanted).all()))

@@ -22,6 +22,7 @@ import numpy as np
 
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph, edge_weights
+from graphtransfer.tasks.matching.rules import is_matching
 
 DEFAULT_MATCHING_SECONDS = 10.0
 """seconds eval's ``--polish`` gives the search at most (it stops at the first local optimum)"""
@@ -44,12 +45,16 @@ class _Matching:
         heaviest = np.zeros(graph.num_nodes)
         np.maximum.at(heaviest, src, np.asarray(edge_weights(graph), dtype=np.float64))
         self.heaviest = heaviest.tolist()
-        self.mate = np.asarray(mate, dtype=np.int64).tolist()
-        self.mw = [0.0] * graph.num_nodes
-        for u in range(graph.num_nodes):
-            for k in range(self.indptr[u], self.indptr[u + 1]):
-                if self.nbr[k] == self.mate[u]:
-                    self.mw[u] = self.wt[k]
+        self.reset(np.asarray(mate, dtype=np.int64).tolist())
+
+    def reset(self, mate: list[int]) -> None:
+        """Make ``mate`` the matching, with each node's matched weight and the total."""
+        self.mate, self.mw = list(mate), [0.0] * len(mate)
+        for u, m in enumerate(self.mate):
+            if m >= 0:
+                for k in range(self.indptr[u], self.indptr[u + 1]):
+                    if self.nbr[k] == m:
+                        self.mw[u] = self.wt[k]
         self.weight = sum(self.mw) / 2
 
     def _match(self, a: int, b: int, w: float) -> None:
@@ -148,6 +153,8 @@ def local_search_matching(graph: Graph, mate: np.ndarray, seconds: float, seed: 
     and the kicks tried."""
     if not (isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and np.isfinite(seconds) and seconds > 0):
         raise UsageError(f"seconds={seconds!r} must be a positive number, e.g. {DEFAULT_MATCHING_SECONDS}")
+    if not is_matching(graph, mate):
+        raise UsageError(f"mate must be a matching of {graph.name or 'the graph'}: (num_nodes,) mates along its edges, -1 unmatched")
     deadline = time.perf_counter() + seconds
     rng = random.Random(seed)
     matching = _Matching(graph, mate)
@@ -163,21 +170,8 @@ def local_search_matching(graph: Graph, mate: np.ndarray, seconds: float, seed: 
         if matching.weight > best_weight + _GAIN_EPS:
             best, best_weight = list(matching.mate), matching.weight
         elif matching.weight < best_weight - _GAIN_EPS:
-            matching = _restart(matching, best, graph)
+            matching.reset(best)  # a kick that lost weight: the next one starts from the best again
     return np.asarray(best, dtype=np.int64), tries
-
-
-def _restart(matching: _Matching, best: list[int], graph: Graph) -> _Matching:
-    """``matching`` set back to ``best`` (the CSR kept)."""
-    matching.mate = list(best)
-    matching.mw = [0.0] * graph.num_nodes
-    for u, m in enumerate(best):
-        if m >= 0:
-            for k in range(matching.indptr[u], matching.indptr[u + 1]):
-                if matching.nbr[k] == m:
-                    matching.mw[u] = matching.wt[k]
-    matching.weight = sum(matching.mw) / 2
-    return matching
 
 
 def improve_matching(graph: Graph, mate: np.ndarray, seconds: float = DEFAULT_MATCHING_SECONDS, seed: int = 0) -> np.ndarray:
