@@ -81,9 +81,9 @@ def predict(
         str | None,
         typer.Option(
             metavar="SECONDS",
-            help="mis, mvc and maxcut, one graph: after the policy, improve its solution with the task's search for this many "
-            "seconds (the whole budget is used; mis and mvc: the iterated local search on the graph's kernel; maxcut: tabu "
-            "search) and write that; the policy's own objective is printed beside it.",
+            help="mis, mvc, maxcut and matching, one graph: after the policy, improve its solution with the task's search "
+            "(mis, mvc: iterated local search on the kernel; maxcut: tabu) for all of these seconds and write that; the "
+            "policy's own objective is printed beside it.",
         ),
     ] = None,
     conv: ConvOption = None,
