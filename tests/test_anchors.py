@@ -75,10 +75,10 @@ def test_tasks_says_where_each_policy_stands_against_its_anchor():
 def test_a_tiny_policy_with_its_search_meets_its_anchor_on_a_small_graph(tiny_model, task):
     graph = erdos_renyi(60, 4.0, 3)
     loaded = policy_for_graphs(str(tiny_model(task)), [graph])
-    [row] = evaluate_policy(loaded.policy, loaded.checkpoint.config, [graph], extras=EvalExtras(polish=task == "maxcut"))
+    [row] = evaluate_policy(loaded.policy, loaded.checkpoint.config, [graph], extras=EvalExtras(polish=True))
     anchors = {"maxcut": "tabu", "matching": "optimum"}
     anchor = next(b for b in row.baselines if b.name == anchors[task]).objective
     if task == "maxcut":  # the tabu search from the policy's cut: as good as from a random one
         assert row.polished >= anchor
-    else:  # no search: reported against the optimum, never above it
-        assert 0 < row.policy.objective <= anchor + 1e-9
+    else:  # the local search from the policy's matching: within 2% of the optimum, never above it
+        assert 0.98 * anchor <= row.polished <= anchor + 1e-9

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from graphtransfer.errors import UsageError
-from graphtransfer.graphs import barabasi_albert, erdos_renyi, random_geometric
+from graphtransfer.graphs import barabasi_albert, delaunay, erdos_renyi, random_geometric
 from graphtransfer.tasks import TASKS
 from graphtransfer.tasks.mis.baselines import greedy_min_degree, random_order_greedy
 from graphtransfer.tasks.mis.kernel import mis_kernel
@@ -22,6 +22,7 @@ from graphtransfer.tasks.mis.local_search import (
     iterated_local_search,
     local_search,
     local_search_vertex_cover,
+    merge_sets,
     polish_independent_set,
     reduced_search,
 )
@@ -273,3 +274,43 @@ def test_the_search_on_the_kernel_refuses_what_the_search_refuses():
         reduced_search(path, start=np.array([True, False]))
     with pytest.raises(UsageError, match="time_budget=nan must be a positive number of seconds"):
         reduced_search(path, time_budget=float("nan"))
+
+
+def test_a_merge_takes_the_larger_side_of_each_part_where_two_sets_differ():
+    # paths 0-1-2 and 3-4-5-6: the sets differ on {0, 1, 2} (first's side larger), {3, 4} (a tie:
+    # first's) and {6} (second's); the merge, {0, 2, 4, 6}, is larger than either and independent
+    graph = graph_from_pairs([(0, 1), (1, 2), (3, 4), (4, 5), (5, 6)], 7, "two-paths")
+    indptr, indices = graph.csr()
+    first = np.array([1, 0, 1, 0, 1, 0, 0], dtype=bool)  # 2 + 1
+    second = np.array([0, 1, 0, 1, 0, 0, 1], dtype=bool)  # 1 + 2
+    merged = merge_sets(indptr, indices, first, second)
+    assert merged.astype(int).tolist() == [1, 0, 1, 0, 1, 0, 1]
+    assert merge_sets(indptr, indices, first, first).tolist() == first.tolist()
+    assert is_independent(graph, merged)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_merge_of_two_independent_sets_is_independent_and_as_large_as_either(seed):
+    graph = random_geometric(600, 6.0, seed)
+    indptr, indices = graph.csr()
+    first = random_order_greedy(graph, seed)
+    second = random_order_greedy(graph, seed + 100)
+    merged = merge_sets(indptr, indices, first, second)
+    assert is_independent(graph, merged) and merged.sum() >= max(first.sum(), second.sum())
+
+
+def test_merging_finds_a_larger_set_on_a_mesh_and_keeps_it_a_maximal_local_optimum():
+    # the acceptance rule judges the whole set; merging keeps each region's better side
+    graph = delaunay(4000, 1)
+    start = greedy_min_degree(graph)
+    merged = iterated_local_search(graph, start, time_budget=60, max_iterations=30_000, seed=3)
+    alone = iterated_local_search(graph, start, time_budget=60, max_iterations=30_000, seed=3, merge_every=None)
+    assert merged.solution.sum() > alone.solution.sum()
+    assert is_maximal_independent(graph, merged.solution) and not has_a_swap(graph, merged.solution)
+
+
+@pytest.mark.parametrize("merge_every", [0, -3, 2.5, True, "1000"])
+def test_a_bad_merge_interval_is_refused(merge_every):
+    graph = erdos_renyi(50, 4.0, 0)
+    with pytest.raises(UsageError, match="merge_every="):
+        iterated_local_search(graph, max_iterations=10, merge_every=merge_every)

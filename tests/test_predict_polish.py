@@ -1,5 +1,7 @@
 """predict --polish SECONDS: the policy's solution searched further, both objectives reported."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -10,7 +12,8 @@ from graphtransfer.errors import UsageError
 from graphtransfer.graphs import erdos_renyi, load_graph, write_npz
 from graphtransfer.solve.polishing import check_polish_seconds, policy_starts, polish
 from graphtransfer.solve.predict import predict
-from graphtransfer.tasks import TASKS, is_independent_set, is_vertex_cover
+from graphtransfer.tasks import TASKS, cut_size, is_independent_set, is_vertex_cover
+from graphtransfer.tasks.maxcut.baselines import greedy_one_flip
 from graphtransfer.tasks.mis.baselines import greedy_min_degree
 from graphtransfer.tasks.mis.kernel import mis_kernel, mvc_kernel
 from graphtransfer.tasks.mvc.baselines import greedy_max_degree
@@ -71,10 +74,11 @@ def test_the_library_refuses_a_bad_budget_by_value(value):
 
 def test_polish_refuses_a_task_without_a_search_and_a_folder_of_graphs(tiny_model, graph_file, tmp_path):
     out = tmp_path / "s.csv"
-    model = str(tiny_model("maxcut"))
+    model = str(tiny_model("mvc-weighted"))
     result = runner.invoke(app, ["predict", "--model", model, "--graph", str(graph_file), "--out", str(out), "--polish", "1"])
     assert result.exit_code == 2
-    assert result.stderr == "error: --polish: the task must declare search (built-in: mis, mvc); maxcut does not, drop --polish\n"
+    refusal = "error: --polish: the task must declare search (built-in: mis, mvc, maxcut, matching); mvc-weighted does not, drop --polish\n"
+    assert result.stderr == refusal
     folder = runner.invoke(app, ["predict", "--model", model, "--graph", str(tmp_path), "--out", str(tmp_path / "o"), "--polish", "1"])
     assert folder.exit_code == 2 and "name a single graph file with --graphs, not a folder" in folder.stderr
     assert not out.exists() and not (tmp_path / "o").exists()
@@ -120,3 +124,37 @@ def test_polish_on_a_kernel_made_before_keeps_its_solutions_valid_and_never_wors
     else:
         assert is_vertex_cover(graph, polished.solution) and polished.objective <= start.sum()
     assert polished.iterations > 0
+
+
+def test_polish_on_a_maxcut_model_runs_the_tabu_search_and_meets_one_flip(tiny_model, tmp_path):
+    # a tiny PPO policy's cut is well below one-flip's; its tabu search must reach it on a small graph
+    graph_path, out = tmp_path / "er300.npz", tmp_path / "cut.csv"
+    write_npz(erdos_renyi(300, 6.0, 5), graph_path)
+    model = str(tiny_model("maxcut"))
+    result = runner.invoke(app, ["predict", "--model", model, "--graph", str(graph_path), "--out", str(out), "--polish", "1"])
+    assert result.exit_code == 0, result.output
+    graph = load_graph(graph_path)
+    sides = np.loadtxt(out, delimiter=",", skiprows=1, dtype=np.int64)[:, 1]
+    assert set(np.unique(sides)) <= {0, 1} and sides.size == graph.num_nodes
+    cut = cut_size(graph, sides)
+    assert f"search steps): objective {cut:.6g}\n" in result.output
+    _, alone = predict(model, graph)
+    assert f"policy: objective {alone.objective:.6g}" in result.output
+    assert cut >= alone.objective and cut >= cut_size(graph, greedy_one_flip(graph))
+
+
+def test_the_library_polish_scores_by_the_tasks_objective_and_refuses_what_cannot_search():
+    graph = erdos_renyi(200, 6.0, 1)
+    start = np.zeros(graph.num_nodes, dtype=np.int8)  # every edge uncut
+    polished = polish(TASKS["maxcut"], graph, start, 0.3, seed=0)
+    assert polished.objective == cut_size(graph, polished.solution) > 0 and polished.iterations > 0
+    with pytest.raises(
+        UsageError, match=r"^--polish: the task must declare search \(built-in: mis, mvc, maxcut, matching\); path does not"
+    ):
+        polish(TASKS["path"], graph, start, 0.3)
+    unscored = replace(TASKS["maxcut"], objective=None)
+    with pytest.raises(UsageError, match=r"^--polish: the task must declare objective .*; maxcut does not, drop --polish$"):
+        polish(unscored, graph, start, 0.3)
+    for seconds in (0, -1.0, float("nan"), float("inf"), 1e9):
+        with pytest.raises(UsageError, match="polish seconds"):
+            polish(TASKS["maxcut"], graph, start, seconds)

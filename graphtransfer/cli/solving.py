@@ -81,9 +81,9 @@ def predict(
         str | None,
         typer.Option(
             metavar="SECONDS",
-            help="mis and mvc, one graph: after the policy, improve its solution with the iterated local search for this "
-            "many seconds (the whole budget is used), run on the graph's kernel (the nodes exact rules decide left out), and "
-            "write that; the policy's own objective is printed beside it.",
+            help="mis, mvc, maxcut and matching, one graph: after the policy, improve its solution with the task's search "
+            "(mis, mvc: iterated local search on the kernel; maxcut: tabu) for all of these seconds and write that; the "
+            "policy's own objective is printed beside it.",
         ),
     ] = None,
     conv: ConvOption = None,
@@ -148,7 +148,7 @@ def predict(
         if draw is not None:
             raise UsageError("--draw draws the policy's own solution; drop --polish or --draw")
         if source is not None or target is not None:
-            raise UsageError("--polish searches an MIS or MVC solution; --source and --target route the path task")
+            raise UsageError("--polish searches a solution of the whole graph; --source and --target route the path task")
         return _predict_polished(model, graph, out, seconds, env, force, decoder, runtime)
     config = read_checkpoint(model, env).config  # a bad model folder is reported before the graph is read, as the library does
     check_decoding_applies(config, decoder, given)
@@ -273,7 +273,7 @@ def _predict_polished(
     _report_rival(solution)
     label = "before search" if solution.rival is not None and solution.rival.taken else "policy"
     typer.echo(f"{label}: objective {objective_text(solution.objective)} in {solution.passes} passes, {rollouts}, {solution.seconds:.2f} s")
-    searched = f"after {polished.seconds:.1f} s of local search ({polished.iterations:,} perturbations)"
+    searched = f"after {polished.seconds:.1f} s of local search ({polished.iterations:,} search steps)"
     typer.echo(f"{searched}: objective {objective_text(polished.objective)}")
     typer.echo(f"valid solution: yes; wrote {out}")
 

@@ -1,11 +1,14 @@
-"""Search after the policy (``predict --polish SECONDS``): the iterated local search of
-:mod:`graphtransfer.tasks.mis.local_search` on the graph's kernel, started from the policy's
-solution and run for the seconds given, with uniform perturbations. Perturbations drawn by the policy's scores
+"""Search after the policy (``predict --polish SECONDS``): the search the model's task declares
+(:attr:`graphtransfer.tasks.Task.search`), started from the policy's solution and run for the
+seconds given, its result scored by the task's own ``objective``. MIS's is the iterated local
+search of :mod:`graphtransfer.tasks.mis.local_search` on the graph's kernel, with uniform
+perturbations and its best set merged region by region with its current one; max-cut's the tabu
+search of :mod:`graphtransfer.tasks.maxcut.search`; matching's that of
+:mod:`graphtransfer.tasks.matching.search`. For MIS, perturbations drawn by the policy's scores
 (:func:`~graphtransfer.tasks.mis.local_search.guided_weights`) and the best few rollouts searched
 in turn (:func:`policy_starts`) were measured against it and found no larger sets at equal CPU
-seconds (``bench/guided_search.py``). So
-were regions rebuilt by the policy inside the search and the policy's surest members fixed while
-the rest is searched (``bench/search_limits.py``)."""
+seconds (``bench/guided_search.py``). So were regions rebuilt by the policy inside the search and
+the policy's surest members fixed while the rest is searched (``bench/search_limits.py``)."""
 
 from __future__ import annotations
 
@@ -40,10 +43,11 @@ class Polished:
     """A solution after the search.
 
     Attributes:
-        solution: ``(num_nodes,)`` bool, a maximal independent set (mis) or minimal vertex cover (mvc).
-        objective: its size.
+        solution: ``(num_nodes,)`` the search's solution (mis: a maximal independent set; mvc: a
+            minimal vertex cover; maxcut: the sides).
+        objective: its objective, by the task's own ``objective``.
         seconds: the search's time.
-        iterations: perturbations tried.
+        iterations: the search's steps (mis, mvc: perturbations tried; maxcut: moves).
     """
 
     solution: np.ndarray
@@ -119,10 +123,15 @@ def check_polish_seconds(seconds: object) -> float:
 
 
 def check_polish_task(config: RunConfig) -> Task:
-    """The model's task, where it declares a ``search`` for ``--polish``."""
-    task = task_of(config)
-    if task.search is None:
-        raise task.refuse("--polish", "search")
+    """The model's task, where it declares a ``search`` for ``--polish`` and an ``objective`` to score its result."""
+    return check_searchable(task_of(config))
+
+
+def check_searchable(task: Task) -> Task:
+    """``task``, where it declares a ``search`` and an ``objective``; else the one-line refusal."""
+    for member in ("search", "objective"):
+        if getattr(task, member) is None:
+            raise task.refuse("--polish", member)
     return task
 
 
@@ -130,16 +139,17 @@ def polish(
     task: Task, graph: Graph, solution: np.ndarray, seconds: float, seed: int = 0, kernel: MISKernel | None | Literal["make"] = "make"
 ) -> Polished:
     """``solution`` improved by the task's declared ``search`` for ``seconds`` (the whole budget: no
-    early stop), never worse (MIS: the iterated local search on the graph's kernel from the set,
-    :func:`graphtransfer.tasks.mis.search.search_set`; MVC from the cover's complement). ``kernel``: the graph's kernel
+    early stop), never worse, and scored by the task's ``objective`` (MIS: the iterated local search
+    on the graph's kernel from the set, :func:`graphtransfer.tasks.mis.search.search_set`; MVC from
+    the cover's complement; max-cut: the tabu search from the cut,
+    :func:`graphtransfer.tasks.maxcut.search.search_cut`). ``kernel``: the graph's MIS kernel
     where the caller has made it (predict's; None where the rules decided nothing); ``"make"``:
-    made here, within ``seconds``."""
-    if task.search is None:
-        raise task.refuse("--polish", "search")
+    made here, within ``seconds``; a search without kernels does not read it."""
+    check_searchable(task)
     seconds = check_polish_seconds(seconds)
     started = time.perf_counter()
     found, iterations = task.search(graph, solution, seconds, seed, kernel)
-    return Polished(found, float(found.sum()), time.perf_counter() - started, iterations)
+    return Polished(found, float(task.objective(graph, found)), time.perf_counter() - started, iterations)
 
 
 def predict_polished(
@@ -164,7 +174,7 @@ def predict_polished(
     check_output_file(Path(out), [] if isinstance(graph, Graph) else [resolve(graph)], force)
     loaded = graph if isinstance(graph, Graph) else load_graph(graph)
     order = solving_order(checkpoint.config, loaded, decoding.node_order, decoding.reductions)
-    solution, _ = predict_graph(checkpoint, loaded, decoding, runtime, env, order=order)
+    solution, header = predict_graph(checkpoint, loaded, decoding, runtime, env, order=order)
     polished = polish(task, loaded, solution.solution, seconds, decoding.seed, order.kernel if decoding.reductions else "make")
-    write_solution(out, polished.solution, "node,decision", loaded.ids())
+    write_solution(out, polished.solution, header, loaded.ids())
     return loaded, solution, polished

@@ -66,6 +66,11 @@ class Task:
     rules: Rules | None = None
     """the :class:`~graphtransfer.envs.protocol.Rules` the env class declares; its members fill in
     those the class does not declare itself"""
+    objective: Callable | None = None
+    """the env class's static ``objective(graph, solution) -> float``: what ``--polish`` reports of
+    the solution its ``search`` found"""
+    sense: str = "max"
+    """whether the objective is maximised (``max``) or minimised (``min``)"""
 
     @classmethod
     def of(cls, env: Any, name: str | None = None, gym_id: str | None = None) -> Task:

@@ -103,3 +103,18 @@ def locally_heaviest_over(
     np.minimum.at(best, dst, rank)
     joined = edges[(best[src] == rank) & (best[dst] == rank)]
     return np.concatenate([joined, twin[joined]])
+
+
+def is_matching(graph: Graph, mate: np.ndarray) -> bool:
+    """``mate`` ``(num_nodes,)`` pairs nodes symmetrically along edges of ``graph``; -1 is unmatched."""
+    mate = np.asarray(mate)
+    if mate.shape != (graph.num_nodes,) or ((mate < -1) | (mate >= graph.num_nodes)).any():
+        return False
+    matched = np.flatnonzero(mate >= 0)
+    if not (mate[mate[matched]] == matched).all() or (mate[matched] == matched).any():
+        return False
+    src, dst = graph.edge_index
+    keys = np.sort(src * graph.num_nodes + dst)
+    wanted = matched * graph.num_nodes + mate[matched]
+    found = np.minimum(np.searchsorted(keys, wanted), keys.size - 1) if keys.size else np.zeros(0, dtype=np.int64)
+    return bool(matched.size == 0 or (keys.size and (keys[found] == wanted).all()))

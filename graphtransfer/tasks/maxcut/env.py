@@ -17,7 +17,7 @@ from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
 from graphtransfer.tasks.maxcut.baselines import exact, greedy_one_flip, random_cut
 from graphtransfer.tasks.maxcut.batched import MaxCutBatch
-from graphtransfer.tasks.maxcut.search import tabu_cut, tabu_polish
+from graphtransfer.tasks.maxcut.search import search_cut, tabu_cut, tabu_polish
 from graphtransfer.tasks.maxcut.step import cut_features, flipped, side_counts
 
 
@@ -32,9 +32,12 @@ class MaxCutEnv(GraphEnv):
     objective_name = "cut edges"
     # what the task declares (graphtransfer.envs.protocol.TaskMembers)
     improve = staticmethod(tabu_polish)
+    search = staticmethod(search_cut)
     baselines: ClassVar[dict] = {"one-flip": greedy_one_flip, "random-cut": random_cut, "tabu": tabu_cut}
     exact: ClassVar[dict] = {"brute-force": exact}
-    standing = "cannot compete alone with a tabu search; with it (eval --polish) level at equal seconds; figures: docs/guide/tasks.md"
+    standing = (
+        "cannot compete alone with a tabu search; with it (eval or predict --polish) level at equal seconds; figures: docs/guide/tasks.md"
+    )
     decision_labels: ClassVar[dict] = {0: "side 0", 1: "side 1"}
     decision_colours = ("#1f77b4", "#ff7f0e")
 

@@ -126,6 +126,14 @@ def tabu_polish(graph: Graph, side: np.ndarray, seconds: float = DEFAULT_TABU_SE
     return tabu_search(graph, side, seconds, seed, patience=10 * graph.num_nodes + 1000).side
 
 
+def search_cut(graph: Graph, side: np.ndarray, seconds: float, seed: int = 0, kernel: object = None) -> tuple[np.ndarray, int]:
+    """Predict's ``--polish``: :func:`tabu_search` from ``side`` for the whole of ``seconds`` (no
+    early stop, as MIS's search), never worse than ``side``. ``kernel`` is MIS's and is not read
+    (max-cut has no kernel). Returns the sides and the moves made."""
+    result = tabu_search(graph, side, seconds, seed)
+    return result.side, result.moves
+
+
 def _flip_gains(graph: Graph, side: np.ndarray) -> np.ndarray:
     """``(num_nodes,)`` int64: the cut's change if each node alone flipped."""
     src, dst = graph.edge_index
