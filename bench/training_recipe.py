@@ -6,7 +6,8 @@ graphtransfer trains, with the recipe's PPO settings (n_steps 64, batch 32, n_ep
 one torch thread), the recipe's own env through the user-env path (:mod:`bench.recipe_env`) and
 MIS on an Erdős–Rényi graph of the same size and degree. ``--n-envs K`` runs graphtransfer's two
 sides on K envs stepped together (train's default VecEnv: MIS's K episodes as one batch, the
-recipe env's one by one in ``DummyVecEnv``; one batched forward a step, as ``train`` does by default with 8) and ``n_steps`` 64 // K, so that an update still learns from 64
+recipe env's one by one in ``DummyVecEnv``; one batched forward a step, as ``train`` does by
+default with 8) and ``n_steps`` 64 // K, so that an update still learns from 64
 transitions in minibatches of 32 for 2 epochs: the same update work per env step as the recipe's
 driver, which runs one env. Both time ``learn`` after one warm-up
 rollout and update. Every measurement is a fresh process (peak RSS is its own); the three run in
