@@ -13,9 +13,10 @@ the policy's surest members fixed while the rest is searched (``bench/search_lim
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 import torch
@@ -146,10 +147,11 @@ def polish(
     where the caller has made it (predict's; None where the rules decided nothing); ``"make"``:
     made here, within ``seconds``; a search without kernels does not read it."""
     check_searchable(task)
+    search, objective = cast(Callable, task.search), cast(Callable, task.objective)  # both declared: checked above
     seconds = check_polish_seconds(seconds)
     started = time.perf_counter()
-    found, iterations = task.search(graph, solution, seconds, seed, kernel)
-    return Polished(found, float(task.objective(graph, found)), time.perf_counter() - started, iterations)
+    found, iterations = search(graph, solution, seconds, seed, kernel)
+    return Polished(found, float(objective(graph, found)), time.perf_counter() - started, iterations)
 
 
 def predict_polished(
