@@ -22,7 +22,7 @@ from graphtransfer.graphs import (
     write_edge_list,
     write_npz,
 )
-from graphtransfer.graphs.graph import CSR_KEPT_BELOW, TORCH_SORT_FROM, from_edges, stable_order
+from graphtransfer.graphs.graph import CSR_KEPT_BELOW, TORCH_SORT_FROM, _counting_order, from_edges, stable_order
 
 
 def edge_set(graph):
@@ -165,9 +165,19 @@ def test_stable_order_of_values_partly_in_order_is_numpys_stable_argsort(in_orde
 def test_stable_order_by_torchs_sort_is_numpys_stable_argsort():
     import torch  # loaded, as in a solve: stable_order takes torch's sort from TORCH_SORT_FROM values
 
-    values = np.random.default_rng(0).integers(0, 10**6, TORCH_SORT_FROM)
-    assert "torch" in sys.modules and torch.get_num_threads() >= 1
+    values = np.random.default_rng(0).integers(0, 10**8, TORCH_SORT_FROM)  # too wide a range for the counting sort
+    assert "torch" in sys.modules and torch.get_num_threads() >= 1 and _counting_order(values) is None
     np.testing.assert_array_equal(stable_order(values), np.argsort(values, kind="stable"))
+
+
+@pytest.mark.parametrize(("size", "high"), [(5_000, 3), (5_000, 19_999), (1 << 20, 250_000), (1 << 20, 1 << 16)])
+def test_the_counting_sort_is_numpys_stable_argsort(size, high):
+    """Node ids as a graph's edges hold them: many ties, a range below four times their count."""
+    values = np.random.default_rng(size + high).integers(0, high, size)
+    found = _counting_order(values)
+    assert found is not None and found.dtype == np.int64
+    np.testing.assert_array_equal(found, np.argsort(values, kind="stable"))
+    np.testing.assert_array_equal(stable_order(values), found)
 
 
 def test_edges_given_once_sorted_build_the_graph_that_any_order_with_repeats_builds():

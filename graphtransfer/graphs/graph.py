@@ -265,7 +265,13 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
 
 
 TORCH_SORT_FROM = 1 << 21
-"""values from which :func:`stable_order` takes torch's stable sort, where torch is loaded"""
+"""values from which :func:`stable_order` takes torch's stable sort, where torch is loaded and the counting sort cannot
+serve (:func:`_counting_order`)"""
+COUNTING_SORT_FROM = 1 << 12
+"""values from which :func:`stable_order` takes the counting sort (:func:`_counting_order`) where it can"""
+COUNTING_SORT_RANGE = 4
+"""the counting sort serves values below this many times their count (node ids of a graph's edges, nearly always): its
+counts take one slot per possible value"""
 
 
 SORTED_PREFIX_SHARE = 0.85
@@ -306,7 +312,8 @@ def sorted_prefix(values: np.ndarray) -> int:
 
 
 def _sorted_order(values: np.ndarray) -> np.ndarray:
-    """:func:`stable_order` by a sort of them all.
+    """:func:`stable_order` by a sort of them all: from :data:`COUNTING_SORT_FROM` values a counting sort where it
+    serves (:func:`_counting_order`), else as follows.
 
     From :data:`TORCH_SORT_FROM` values, where torch is already loaded (a solve, training), torch's
     stable sort of the ids as int32, on torch's threads (the process's choice of cores: see
@@ -319,6 +326,10 @@ def _sorted_order(values: np.ndarray) -> np.ndarray:
     Shapes:
         values: ``(n,)`` integers; returns ``(n,)`` int64.
     """
+    if values.size >= COUNTING_SORT_FROM:
+        order = _counting_order(values)
+        if order is not None:
+            return order
     torch = sys.modules.get("torch")
     if torch is not None and values.size >= TORCH_SORT_FROM:
         return torch.sort(torch.from_numpy(values.astype(np.int32)), stable=True).indices.numpy()
@@ -327,3 +338,42 @@ def _sorted_order(values: np.ndarray) -> np.ndarray:
         return low
     high = (values >> 16).astype(np.uint16)[low]  # gathered as 16-bit digits: a quarter of the bytes
     return low[np.argsort(high, kind="stable")]
+
+
+def _counting_order(values: np.ndarray) -> np.ndarray | None:
+    """:func:`stable_order` by a counting sort: scipy's conversion of a sparse matrix from coordinates to compressed
+    rows (``coo_tocsr``, C++: a count per row, then one pass that places each entry after the earlier ones of its row)
+    with the values as rows and the positions as columns, whose columns come out in the stable order. ``None`` where it
+    cannot serve: values of :data:`COUNTING_SORT_RANGE` times their count or more (its counts take a slot per possible
+    value), or a scipy without that routine (a private module of scipy's: the other sorts take over).
+
+    On one core, 8M random node ids below 10^6: 0.19 s, against 0.30 s for torch's stable sort and 0.60 s for the radix
+    sort of :func:`_sorted_order`; 1.4M below 250,000: 23 against 33 and 32 ms (``bench/sort_speed.py``). The sorts of a
+    solve's kernels and CSRs then take one core, where torch's took both.
+
+    Shapes:
+        values: ``(n,)`` integers ``>= 0``; returns ``(n,)`` int64.
+    """
+    try:
+        from scipy.sparse._sparsetools import coo_tocsr
+    except ImportError:  # pragma: no cover - scipy without the routine
+        return None
+    count = values.size
+    rows = int(values.max()) + 1
+    if rows >= COUNTING_SORT_RANGE * count:
+        return None
+    index = np.int32 if max(rows, count) < np.iinfo(np.int32).max else np.int64
+    places = np.empty(count, dtype=index)
+    data = np.zeros(count, dtype=np.int8)
+    coo_tocsr(
+        rows,
+        count,
+        count,
+        values.astype(index, copy=False),
+        np.arange(count, dtype=index),
+        data,
+        np.empty(rows + 1, dtype=index),
+        places,
+        data.copy(),
+    )
+    return places.astype(np.int64, copy=False)
