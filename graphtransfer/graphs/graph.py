@@ -267,8 +267,10 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
 TORCH_SORT_FROM = 1 << 21
 """values from which :func:`stable_order` takes torch's stable sort, where torch is loaded and the counting sort cannot
 serve (:func:`_counting_order`)"""
-COUNTING_SORT_FROM = 1 << 12
-"""values from which :func:`stable_order` takes the counting sort (:func:`_counting_order`) where it can"""
+COUNTING_SORT_FROM, COUNTING_SORT_UP_TO = 1 << 12, 1 << 24
+"""the counts of values :func:`stable_order` takes the counting sort (:func:`_counting_order`) for where it can: above
+16M its scattered writes miss the cache more than torch's radix passes (on one core, 16M ids below 2M: 0.80 against
+0.83 s; 80M below 10^7: 5.8 against 4.5 s)"""
 COUNTING_SORT_RANGE = 4
 """the counting sort serves values below this many times their count (node ids of a graph's edges, nearly always): its
 counts take one slot per possible value"""
@@ -326,7 +328,7 @@ def _sorted_order(values: np.ndarray) -> np.ndarray:
     Shapes:
         values: ``(n,)`` integers; returns ``(n,)`` int64.
     """
-    if values.size >= COUNTING_SORT_FROM:
+    if COUNTING_SORT_FROM <= values.size <= COUNTING_SORT_UP_TO:
         order = _counting_order(values)
         if order is not None:
             return order
