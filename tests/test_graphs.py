@@ -254,3 +254,24 @@ def test_a_graph_replaced_by_its_kernel_lets_its_csr_go_and_one_solved_as_it_is_
     made = path.csr()
     order = solving_order(config, path)
     assert order.graph is not path and path.csr() is not made
+
+
+@pytest.mark.parametrize("family", ["er", "ba", "shuffled", "mostly ordered"])
+def test_edges_by_destination_and_the_csr_are_those_of_a_stable_argsort(family):
+    """Grouped by a counting sort (or merged, or gathered): the edges by destination and the CSR adjacency are
+    exactly those a stable argsort gives, so a solve reads its graphs in the same order whichever sort made it."""
+    from graphtransfer.graphs.graph import edges_by_destination
+
+    graph = barabasi_albert(3_000, 3, 1) if family == "ba" else erdos_renyi(3_000, 6.0, 2)
+    edges = graph.edge_index
+    if family == "shuffled":
+        edges = edges[:, np.random.default_rng(0).permutation(edges.shape[1])]
+    if family == "mostly ordered":  # a kernel's edges: by destination, then a few a fold added
+        ordered = edges[:, np.argsort(edges[1], kind="stable")]
+        edges = np.concatenate([ordered, edges[:, :200]], axis=1)
+    expected = edges[:, np.argsort(edges[1], kind="stable")]
+    found = edges_by_destination(np.ascontiguousarray(edges), graph.num_nodes)
+    assert found.flags.c_contiguous and np.array_equal(found, expected)
+    indptr, indices = Graph(np.ascontiguousarray(edges), graph.num_nodes).csr()
+    np.testing.assert_array_equal(indptr[1:], np.cumsum(np.bincount(edges[0], minlength=graph.num_nodes)))
+    np.testing.assert_array_equal(indices, edges[1][np.argsort(edges[0], kind="stable")])

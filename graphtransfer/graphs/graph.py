@@ -79,8 +79,10 @@ class Graph:
             np.cumsum(np.bincount(dst, minlength=self.num_nodes), out=indptr[1:])
             made = indptr, src
         else:
-            np.cumsum(self.degrees(), out=indptr[1:])
-            made = indptr, dst[stable_order(src)]
+            made = _grouped(src, dst, self.num_nodes) if COUNTING_SORT_FROM <= src.size <= COUNTING_SORT_UP_TO else None
+            if made is None:
+                np.cumsum(self.degrees(), out=indptr[1:])
+                made = indptr, dst[stable_order(src)]
         if self.num_nodes < CSR_KEPT_BELOW:
             object.__setattr__(self, _CSR, made)
         return made
@@ -328,10 +330,9 @@ def _sorted_order(values: np.ndarray) -> np.ndarray:
     Shapes:
         values: ``(n,)`` integers; returns ``(n,)`` int64.
     """
-    if COUNTING_SORT_FROM <= values.size <= COUNTING_SORT_UP_TO:
-        order = _counting_order(values)
-        if order is not None:
-            return order
+    order = _counting_order(values)
+    if order is not None:
+        return order
     torch = sys.modules.get("torch")
     if torch is not None and values.size >= TORCH_SORT_FROM:
         return torch.sort(torch.from_numpy(values.astype(np.int32)), stable=True).indices.numpy()
@@ -343,39 +344,69 @@ def _sorted_order(values: np.ndarray) -> np.ndarray:
 
 
 def _counting_order(values: np.ndarray) -> np.ndarray | None:
-    """:func:`stable_order` by a counting sort: scipy's conversion of a sparse matrix from coordinates to compressed
-    rows (``coo_tocsr``, C++: a count per row, then one pass that places each entry after the earlier ones of its row)
-    with the values as rows and the positions as columns, whose columns come out in the stable order. ``None`` where it
-    cannot serve: values of :data:`COUNTING_SORT_RANGE` times their count or more (its counts take a slot per possible
-    value), or a scipy without that routine (a private module of scipy's: the other sorts take over).
+    """:func:`stable_order` by a counting sort (:func:`_grouped`: the positions grouped by value), int64; ``None``
+    where it cannot serve.
 
-    On one core, 8M random node ids below 10^6: 0.19 s, against 0.30 s for torch's stable sort and 0.60 s for the radix
-    sort of :func:`_sorted_order`; 1.4M below 250,000: 23 against 33 and 32 ms (``bench/sort_speed.py``). The sorts of a
-    solve's kernels and CSRs then take one core, where torch's took both.
+    On one core, 8M random node ids below 10^6: 0.19-0.25 s, against 0.30 s for torch's stable sort and 0.60 s for
+    the radix sort of :func:`_sorted_order`; 1.4M below 250,000: 23-25 against 31-33 and 29-32 ms
+    (``bench/sort_speed.py``). The sorts of a solve's kernels and CSRs then take one core, where torch's took both.
 
     Shapes:
         values: ``(n,)`` integers ``>= 0``; returns ``(n,)`` int64.
     """
+    if not COUNTING_SORT_FROM <= values.size <= COUNTING_SORT_UP_TO:
+        return None
+    if int(values.min()) < 0:
+        return None
+    grouped = _grouped(values, np.arange(values.size), int(values.max()) + 1)
+    return None if grouped is None else grouped[1]
+
+
+def _grouped(keys: np.ndarray, values: np.ndarray, num_keys: int, out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """``values`` grouped by their ``keys`` ``0..num_keys-1``, each group in the values' order, by a counting sort:
+    the groups' offsets ``(num_keys + 1,)`` and the values so ordered (written into ``out`` where given), all int64;
+    ``None`` where it cannot serve: keys of :data:`COUNTING_SORT_RANGE` times their count or more (its counts take a
+    slot per key), or a scipy without the routine it runs. The routine is scipy's conversion of a sparse matrix from
+    coordinates to compressed rows (``coo_tocsr``, C++, of a private module of scipy's: the other sorts take over
+    where it is gone): a count per row, then one pass that places each entry after the earlier ones of its row, with
+    the keys as rows and the values as columns. A CSR adjacency (:meth:`Graph.csr`) or edges by destination
+    (:func:`edges_by_destination`) come out of it whole, without the gather of a stable order.
+
+    Shapes:
+        keys, values: ``(n,)`` integers ``>= 0``; out: ``(n,)`` int64.
+    """
     try:
         from scipy.sparse._sparsetools import coo_tocsr
-    except ImportError:  # pragma: no cover - scipy without the routine
+    except ImportError:  # pragma: no cover - a scipy without the routine
         return None
-    count = values.size
-    rows = int(values.max()) + 1
-    if rows >= COUNTING_SORT_RANGE * count:
+    count = keys.size
+    if num_keys >= COUNTING_SORT_RANGE * max(count, 1):
         return None
-    index = np.int32 if max(rows, count) < np.iinfo(np.int32).max else np.int64
-    places = np.empty(count, dtype=index)
-    data = np.zeros(count, dtype=np.int8)
-    coo_tocsr(
-        rows,
-        count,
-        count,
-        values.astype(index, copy=False),
-        np.arange(count, dtype=index),
-        data,
-        np.empty(rows + 1, dtype=index),
-        places,
-        data.copy(),
-    )
-    return places.astype(np.int64, copy=False)
+    if count and (int(keys.min()) < 0 or int(keys.max()) >= num_keys):  # the routine writes where the keys say: no check
+        raise ValueError(f"keys outside 0..{num_keys - 1}")
+    offsets = np.empty(num_keys + 1, dtype=np.int64)
+    ordered = np.empty(count, dtype=np.int64) if out is None else out
+    unused = np.zeros(count, dtype=np.int8)  # the matrix's data, which nothing reads
+    keys, values = keys.astype(np.int64, copy=False), values.astype(np.int64, copy=False)
+    coo_tocsr(num_keys, num_keys, count, keys, values, unused, offsets, ordered, unused.copy())
+    return offsets, ordered
+
+
+def edges_by_destination(edge_index: np.ndarray, num_nodes: int) -> np.ndarray:
+    """``edge_index`` ``(2, E)`` ordered stably by destination (its second row), C-contiguous: the edges themselves
+    where they are in that order, a merge where they mostly are (:func:`stable_order`), else grouped by a counting
+    sort where it serves (:func:`_grouped`: the sources grouped by destination, the destinations counted out), or
+    gathered in a stable order."""
+    src, dst = edge_index
+    prefix = sorted_prefix(dst)
+    if prefix == dst.size:
+        return edge_index
+    if prefix < SORTED_PREFIX_SHARE * dst.size and COUNTING_SORT_FROM <= dst.size <= COUNTING_SORT_UP_TO:
+        edges = np.empty((2, dst.size), dtype=np.int64)
+        grouped = _grouped(dst, src, num_nodes, edges[0])
+        if grouped is not None:
+            edges[1] = np.repeat(np.arange(num_nodes), np.diff(grouped[0]))
+            return edges
+    # np.take writes the rows C-contiguous at once: indexing [:, order] gave a Fortran-ordered copy that needed a second
+    # one (2M edges: 0.19 s of a 250k solve's first pass, against 0.06 s)
+    return np.take(edge_index, stable_order(dst), axis=1)
