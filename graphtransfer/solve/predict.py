@@ -5,14 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import torch
 
 from graphtransfer.checkpoint import Checkpoint, read_checkpoint
 from graphtransfer.config import AUTO_ROLLOUTS, HASTY_FROM_NODES, Decoding, Runtime
@@ -136,54 +134,22 @@ def predict_graph(
     checkpoint = model if isinstance(model, Checkpoint) else read_checkpoint(model, env)
     if order is None:
         order = solving_order(checkpoint.config, graph, decoding.node_order, decoding.reductions)
-    rival_solve = task_of(checkpoint.config).rival
-    rival = None
-    if rival_solve is not None and order.rule is not None and order.graph.num_nodes < HASTY_FROM_NODES:
-        rival = RivalSolve(rival_solve, order.graph)
     count = rollout_count(decoding.rollouts, order.graph.num_nodes, order.graph.edge_index.shape[1])
     loaded = policy_for_graphs(checkpoint, [order.graph], runtime, env, decoding.max_passes, query)
     patience = rollout_patience(decoding.rollouts, order.graph.num_nodes)
     rule = finish_rule(checkpoint.config)
     solution = best_of_rollouts(loaded.policy, loaded.env, count, decoding, rule, patience, order.rule, checkpoint.experts)
     features = features_of(loaded.env)
-    if rival is not None:
-        found, seconds, waited = rival.result()
-        solution = against_near_bipartite(solution, found, seconds, features.sense, waited)
+    rival_solve = task_of(checkpoint.config).rival
+    if rival_solve is not None and order.rule is not None and order.graph.num_nodes < HASTY_FROM_NODES:
+        started = time.perf_counter()
+        rival = rival_solve(order.graph)
+        solution = against_near_bipartite(solution, rival, time.perf_counter() - started, features.sense)
     advice = declaration_advice(features) if checkpoint.config.env is not None else ""
     return replace(order.restore(solution), advice=advice), features.solution_header
 
 
-class RivalSolve:
-    """The task's rival solve of the graph the policy solves (MIS, MVC: :func:`~graphtransfer.tasks.mis.near_bipartite.near_bipartite_set`),
-    started where it is made: on a thread of its own beside the policy's rollouts where torch may use two threads or
-    more (the process's choice of cores, :func:`graphtransfer.process.free_cores`), else when its result is asked for.
-    It reads nothing the rollouts change, and the serial numpy work between the rollouts' forwards leaves a core idle
-    for about half of a solve on two cores; on one (``--threads 1``, a busy machine) nothing runs beside the solve."""
-
-    def __init__(self, solve: Callable[[Graph], NearBipartiteSet | None], graph: Graph):
-        self._solve, self._graph = solve, graph
-        self._future: Future | None = None
-        if torch.get_num_threads() > 1:
-            pool = ThreadPoolExecutor(1, thread_name_prefix="graphtransfer-rival")
-            self._future = pool.submit(self._timed)
-            pool.shutdown(wait=False)  # the thread ends with its one task
-
-    def _timed(self) -> tuple[NearBipartiteSet | None, float]:
-        started = time.perf_counter()
-        found = self._solve(self._graph)
-        return found, time.perf_counter() - started
-
-    def result(self) -> tuple[NearBipartiteSet | None, float, float]:
-        """The rival's set (``None``: it refused the graph), the seconds it took, and the seconds the caller waited for
-        it (all of them where it ran only now)."""
-        started = time.perf_counter()
-        found, seconds = self._timed() if self._future is None else self._future.result()
-        return found, seconds, time.perf_counter() - started
-
-
-def against_near_bipartite(
-    solution: Solution, found: NearBipartiteSet | None, seconds: float, sense: str, waited: float | None = None
-) -> Solution:
+def against_near_bipartite(solution: Solution, found: NearBipartiteSet | None, seconds: float, sense: str) -> Solution:
     """The policy's ``solution`` of an MIS (``sense`` ``max``) or MVC (``min``: covers, the
     complements of the sets) graph, or where the graph is nearly bipartite and the graph less a
     cover of its odd edges, solved as bipartite, gives a better one (``found``, by
@@ -195,9 +161,8 @@ def against_near_bipartite(
     as the kernel's LP decides graphs bipartite throughout, and on kernels of fewer than
     :data:`~graphtransfer.config.HASTY_FROM_NODES` nodes, where its decoding does not hurry either:
     refusing a random graph costs a pass over its edges and a few rounds of flips (0.4 s on an
-    Erdős–Rényi kernel of 972,824 nodes, 8-11 s on one of 9,723,836). ``waited``: the seconds the solve waited for
-    it, counted instead where it ran beside the rollouts (:class:`RivalSolve`)."""
-    seconds_in_all = solution.seconds + (seconds if waited is None else waited)
+    Erdős–Rényi kernel of 972,824 nodes, 8-11 s on one of 9,723,836)."""
+    seconds_in_all = solution.seconds + seconds
     if found is None:
         return replace(solution, seconds=seconds_in_all)
     rows = found.solution if sense == "max" else ~found.solution
