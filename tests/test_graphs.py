@@ -22,7 +22,7 @@ from graphtransfer.graphs import (
     write_edge_list,
     write_npz,
 )
-from graphtransfer.graphs.graph import CSR_KEPT_BELOW, TORCH_SORT_FROM, from_edges, stable_order
+from graphtransfer.graphs.graph import CSR_KEPT_BELOW, TORCH_SORT_FROM, _counting_order, from_edges, stable_order
 
 
 def edge_set(graph):
@@ -165,9 +165,19 @@ def test_stable_order_of_values_partly_in_order_is_numpys_stable_argsort(in_orde
 def test_stable_order_by_torchs_sort_is_numpys_stable_argsort():
     import torch  # loaded, as in a solve: stable_order takes torch's sort from TORCH_SORT_FROM values
 
-    values = np.random.default_rng(0).integers(0, 10**6, TORCH_SORT_FROM)
-    assert "torch" in sys.modules and torch.get_num_threads() >= 1
+    values = np.random.default_rng(0).integers(0, 10**8, TORCH_SORT_FROM)  # too wide a range for the counting sort
+    assert "torch" in sys.modules and torch.get_num_threads() >= 1 and _counting_order(values) is None
     np.testing.assert_array_equal(stable_order(values), np.argsort(values, kind="stable"))
+
+
+@pytest.mark.parametrize(("size", "high"), [(5_000, 3), (5_000, 19_999), (1 << 20, 250_000), (1 << 20, 1 << 16)])
+def test_the_counting_sort_is_numpys_stable_argsort(size, high):
+    """Node ids as a graph's edges hold them: many ties, a range below four times their count."""
+    values = np.random.default_rng(size + high).integers(0, high, size)
+    found = _counting_order(values)
+    assert found is not None and found.dtype == np.int64
+    np.testing.assert_array_equal(found, np.argsort(values, kind="stable"))
+    np.testing.assert_array_equal(stable_order(values), found)
 
 
 def test_edges_given_once_sorted_build_the_graph_that_any_order_with_repeats_builds():
@@ -244,3 +254,24 @@ def test_a_graph_replaced_by_its_kernel_lets_its_csr_go_and_one_solved_as_it_is_
     made = path.csr()
     order = solving_order(config, path)
     assert order.graph is not path and path.csr() is not made
+
+
+@pytest.mark.parametrize("family", ["er", "ba", "shuffled", "mostly ordered"])
+def test_edges_by_destination_and_the_csr_are_those_of_a_stable_argsort(family):
+    """Grouped by a counting sort (or merged, or gathered): the edges by destination and the CSR adjacency are
+    exactly those a stable argsort gives, so a solve reads its graphs in the same order whichever sort made it."""
+    from graphtransfer.graphs.graph import edges_by_destination
+
+    graph = barabasi_albert(3_000, 3, 1) if family == "ba" else erdos_renyi(3_000, 6.0, 2)
+    edges = graph.edge_index
+    if family == "shuffled":
+        edges = edges[:, np.random.default_rng(0).permutation(edges.shape[1])]
+    if family == "mostly ordered":  # a kernel's edges: by destination, then a few a fold added
+        ordered = edges[:, np.argsort(edges[1], kind="stable")]
+        edges = np.concatenate([ordered, edges[:, :200]], axis=1)
+    expected = edges[:, np.argsort(edges[1], kind="stable")]
+    found = edges_by_destination(np.ascontiguousarray(edges), graph.num_nodes)
+    assert found.flags.c_contiguous and np.array_equal(found, expected)
+    indptr, indices = Graph(np.ascontiguousarray(edges), graph.num_nodes).csr()
+    np.testing.assert_array_equal(indptr[1:], np.cumsum(np.bincount(edges[0], minlength=graph.num_nodes)))
+    np.testing.assert_array_equal(indices, edges[1][np.argsort(edges[0], kind="stable")])

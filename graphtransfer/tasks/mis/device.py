@@ -8,7 +8,7 @@ device (``bench/gpu.py``). Here each pass is a few kernels over the residual
 edges, and the only copies are the graph's edges once and each pass's random draws.
 
 The passes are :class:`~graphtransfer.tasks.mis.env.MISEnv`'s, rule for rule (with the decoding's
-exact reductions, :func:`dominated` in torch): the same random features,
+exact reductions in torch, :func:`reduction_actions`: no copy to the host between passes): the same random features,
 drawn from the env's generator in the same order (``np_random.random(N)`` per observation), the same
 residual edges in the same order, the local-max commits of
 :func:`graphtransfer.nn.local_max.local_max_commits`, and at the end the env's status and
@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from graphtransfer.nn.local_max import LOGIT_EPS, Until, local_max_commits, with_gumbel_noise
-from graphtransfer.tasks.mis.constants import IN_SET, INCLUDE, NUM_FEATURES, OUT, UNDECIDED
+from graphtransfer.tasks.mis.constants import DEFER, EXCLUDE, IN_SET, INCLUDE, NUM_FEATURES, OUT, UNDECIDED
 
 
 def device_passes(
@@ -62,8 +62,9 @@ def device_passes(
         joins = _pass_commits(policy, x, status, edges, candidates, order_noise, generator)
         leaves = None
         if reductions:  # isolated nodes have no neighbour to clash with; a commit on a dominated node gives way
-            leaves = dominated(edges, degree) if triangles else pendant_dominated(edges, degree)
-            joining = (status == UNDECIDED) & (degree == 0)
+            exact = reduction_actions(edges, degree, triangles, status == UNDECIDED)
+            leaves = exact == EXCLUDE
+            joining = exact == INCLUDE
             joining[joins] = True
             joins = torch.nonzero(joining & ~leaves).squeeze(1)
         status[joins] = IN_SET
@@ -100,6 +101,26 @@ def _pass_commits(policy, x, status, edges, candidates, order_noise, generator) 
     if order_noise:
         confidence = with_gumbel_noise(torch.logit(confidence, eps=LOGIT_EPS), order_noise, generator)
     return active[local_max_commits(confidence, compact_edges, candidates)]
+
+
+def reduction_actions(
+    edges: torch.Tensor, degree: torch.Tensor, triangles: bool = True, active: torch.Tensor | None = None
+) -> torch.Tensor:
+    """:func:`graphtransfer.tasks.mis.env.reduction_actions` in torch, on the edges' device, with no copy to
+    the host: ``INCLUDE`` for an ``active`` node without neighbours, ``EXCLUDE`` for a node a
+    neighbour dominates (:func:`dominated`; without ``triangles`` the pendants' neighbours alone,
+    :func:`pendant_dominated`), ``DEFER`` elsewhere. ``active`` (default: every node) marks the
+    residual graph's nodes among the episode graph's, whose decided nodes, without residual edges,
+    defer: the numpy rules' answer on the residual graph renumbered, node for node.
+
+    Shapes:
+        edges ``(2, E)`` ordered by destination, both directions; degree, active ``(N,)``; returns ``(N,)`` int64.
+    """
+    actions = torch.full_like(degree, DEFER, dtype=torch.int64)
+    actions[dominated(edges, degree) if triangles else pendant_dominated(edges, degree)] = EXCLUDE
+    isolated = degree == 0
+    actions[isolated if active is None else isolated & active] = INCLUDE
+    return actions
 
 
 def dominated(edges: torch.Tensor, degree: torch.Tensor) -> torch.Tensor:

@@ -51,7 +51,7 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components, maxi
 
 from graphtransfer.envs.transforms import MISKernel
 from graphtransfer.graphs import Graph
-from graphtransfer.graphs.graph import non_decreasing, sorted_unique, stable_order
+from graphtransfer.graphs.graph import edges_by_destination, sorted_unique, stable_order
 from graphtransfer.tasks.mis.domination import CLOSED_WEDGES, closed_wedges, dominated, run_positions
 
 RULE_DEGREE = 8
@@ -98,9 +98,7 @@ def graph_by_destination(edges: np.ndarray, num_nodes: int, name: str) -> Graph:
     they mostly are): the order the MIS env reads them in (:func:`graphtransfer.tasks.mis.env.by_destination`),
     which then takes them as they are instead of keeping a sorted copy beside them for the whole
     solve (an Erdős–Rényi kernel of 10^6 nodes: 128 MB)."""
-    if not non_decreasing(edges[1]):
-        edges = np.take(edges, stable_order(edges[1]), axis=1)
-    return Graph(edges, num_nodes, name)
+    return Graph(edges_by_destination(edges, num_nodes), num_nodes, name)
 
 
 PEEL_SHARE = 0.01

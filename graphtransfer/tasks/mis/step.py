@@ -9,7 +9,7 @@ import weakref
 import numpy as np
 
 from graphtransfer.graphs import Graph
-from graphtransfer.graphs.graph import non_decreasing, stable_order
+from graphtransfer.graphs.graph import edges_by_destination
 from graphtransfer.tasks.mis.constants import EXCLUDE, IN_SET, INCLUDE, OUT, UNDECIDED
 
 _BY_DESTINATION: dict[int, np.ndarray] = {}
@@ -27,11 +27,7 @@ def by_destination(graph: Graph) -> np.ndarray:
     if edges is None:
         while len(_BY_DESTINATION) >= BY_DESTINATION_KEPT:  # the oldest goes
             _BY_DESTINATION.pop(next(iter(_BY_DESTINATION)))
-        edges = graph.edge_index
-        if not non_decreasing(edges[1]):  # a residual graph of a solve comes in this order already
-            # np.take writes the rows C-contiguous at once: indexing [:, order] gave a Fortran-ordered copy that needed a
-            # second one (2M edges: 0.19 s of a 250k solve's first pass, against 0.06 s)
-            edges = np.take(edges, stable_order(edges[1]), axis=1)
+        edges = edges_by_destination(graph.edge_index, graph.num_nodes)  # a residual graph of a solve comes in this order already
         _BY_DESTINATION[key] = edges
         weakref.finalize(graph, _BY_DESTINATION.pop, key, None)  # before another object can take its id
     return edges
