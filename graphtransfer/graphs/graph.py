@@ -75,6 +75,7 @@ class Graph:
             return kept
         src, dst = self.edge_index
         indptr = np.zeros(self.num_nodes + 1, dtype=np.int64)
+        made: tuple[np.ndarray, np.ndarray] | None
         if non_decreasing(dst):
             np.cumsum(np.bincount(dst, minlength=self.num_nodes), out=indptr[1:])
             made = indptr, src
