@@ -16,6 +16,10 @@ default's curve, ``fastest`` shows what its larger batches cost per env step.
 
     .venv/bin/python -m bench.batched_training throughput [--sizes 50,1000] [--repeats 3] [--threads 2] [--busy]
     .venv/bin/python -m bench.batched_training curves [--steps 40960] [--every 4096] [--seeds 0,1]
+    .venv/bin/python -m bench.batched_training steps [--sizes 50,1000] [--envs 64]
+
+``steps`` times the env steps alone (``VecEnv.step`` with random valid actions, no policy) of every
+built-in task, K envs batched against one by one, three alternating rounds, medians.
 
 Not part of the test run.
 """
@@ -30,6 +34,8 @@ import sys
 import time
 from contextlib import contextmanager
 from dataclasses import replace
+
+import numpy as np
 
 TAG = "RESULT_JSON:"
 SETTINGS: dict[str, dict] = {
@@ -93,6 +99,50 @@ def curve_worker(setting: str, steps: int, every: int, seed: int, threads: int) 
         ratio = statistics.mean(row.ratio(row.policy.objective, row.baselines[0].objective) for row in rows)
         points.append({"steps": trained, "ratio": ratio, "seconds": seconds})
     return {"points": points}
+
+
+def env_steps_per_second(task: str, nodes: int, envs: int, batched: bool, steps: int = 60) -> float:
+    """Env steps per second of ``VecEnv.step`` alone for ``envs`` envs of ``task`` on 8 ER graphs of ``nodes`` nodes."""
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from graphtransfer.graphs import erdos_renyi
+    from graphtransfer.tasks.factory import make_env
+    from graphtransfer.training.batched_vec_env import BatchedVecEnv, random_actions
+
+    graphs = [erdos_renyi(nodes, 4.0, seed) for seed in range(8)]
+    build = lambda: make_env(task, None, {}, graphs, None)  # noqa: E731
+    vec = BatchedVecEnv([build() for _ in range(envs)]) if batched else make_vec_env(build, n_envs=envs, vec_env_cls=DummyVecEnv)
+    vec.seed(0)
+    vec.reset()
+    rng, spent = np.random.default_rng(0), 0.0
+    for _ in range(steps):
+        actions = random_actions(vec, rng)
+        started = time.perf_counter()
+        vec.step(actions)
+        spent += time.perf_counter() - started
+    vec.close()
+    return envs * steps / spent
+
+
+def env_steps(args: argparse.Namespace) -> None:
+    from graphtransfer.tasks import TASKS
+
+    print(
+        f"`python -m bench.batched_training steps --sizes {args.sizes} --envs {args.envs}`, {time.strftime('%Y-%m-%d %H:%M')}, "
+        f"load {load()} before\n"
+    )
+    print("| task | N | one by one, env steps/s | batched | ratio |")
+    print("|---|---:|---:|---:|---:|")
+    for task in TASKS:
+        for nodes in (int(n) for n in args.sizes.split(",")):
+            rates: dict[bool, list[float]] = {False: [], True: []}
+            for _ in range(3):
+                for batched in rates:
+                    rates[batched].append(env_steps_per_second(task, nodes, args.envs, batched))
+            one, many = statistics.median(rates[False]), statistics.median(rates[True])
+            print(f"| {task} | {nodes:,} | {one:,.0f} | {many:,.0f} | {many / one:.1f} |", flush=True)
+    print(f"\n{args.envs} envs, random valid actions; load {load()} after")
 
 
 def measure(arguments: list[str]) -> dict:
@@ -167,7 +217,8 @@ def curves(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", nargs="?", choices=("throughput", "curves"), default="throughput")
+    parser.add_argument("mode", nargs="?", choices=("throughput", "curves", "steps"), default="throughput")
+    parser.add_argument("--envs", type=int, default=64, help="steps: envs stepped together")
     parser.add_argument("--sizes", default="50,1000")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
@@ -186,7 +237,7 @@ def main() -> None:
         found = throughput_worker(setting, *numbers) if kind == "throughput" else curve_worker(setting, *numbers)
         print(TAG + json.dumps(found), flush=True)
         return
-    (throughput if args.mode == "throughput" else curves)(args)
+    {"throughput": throughput, "curves": curves, "steps": env_steps}[args.mode](args)
 
 
 if __name__ == "__main__":

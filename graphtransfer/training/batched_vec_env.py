@@ -155,7 +155,7 @@ def first_difference(make_env: Callable[[], gym.Env], n_envs: int = 5, steps: in
         found = _differs("reset", cast(Observation, single.reset()), together.reset())
         rng = np.random.default_rng(seed)
         for step in range(steps):
-            actions = _random_actions(single, rng)
+            actions = random_actions(single, rng)
             found = found or _step_differs(step, single.step(actions), together.step(actions))
             if found:
                 return found
@@ -165,7 +165,7 @@ def first_difference(make_env: Callable[[], gym.Env], n_envs: int = 5, steps: in
         together.close()
 
 
-def _random_actions(envs: VecEnv, rng: np.random.Generator) -> np.ndarray:
+def random_actions(envs: VecEnv, rng: np.random.Generator) -> np.ndarray:
     """One valid action per env, drawn with ``rng``: a valid node or edge of a choice env's mask."""
     if envs.has_attr("action_masks"):
         return np.array([rng.choice(np.flatnonzero(mask)) for mask in envs.env_method("action_masks")])
