@@ -1,5 +1,6 @@
 """SB3's ``VecEnv`` over a :class:`~graphtransfer.envs.batched.Batch`: one Python step advances
-all K episodes (``--vec-env batched``, the default where the env class declares ``batched``).
+all K episodes (``--vec-env batched``; ``auto``, the default, picks it from two envs up where the
+env class declares ``batched``).
 
 It does what ``DummyVecEnv`` around SB3's ``Monitor`` does, in the same order for each episode:
 count the step, cut the episode at the batch's ``horizon``, hand back the last observation of an
