@@ -253,7 +253,7 @@ class Runtime:
     max_nodes_per_batch: int | None = setting(
         None,
         "most graph nodes one pass of the GNN spans; larger batches and graphs run in chunks with the same results, in less "
-        "memory (e.g. 50000); default: no limit (on the CPU, updates still split minibatches of over 32,768 nodes, faster there)",
+        "memory (e.g. --max-nodes-per-batch 50000); default: no limit (CPU updates split minibatches over 32,768 nodes)",
         low=1,
     )
     mixed_precision: bool = setting(
