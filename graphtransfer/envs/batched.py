@@ -66,7 +66,7 @@ class UnionBatch:
     A subclass sets the task's state for episodes that begin (:meth:`start`), writes the
     observation rows (:meth:`observe`) and steps the union (:meth:`apply`). This class begins
     episodes as the env does (its ``begin_episode``: the seed, the graph drawn from the env's
-    generator), keeps the edges of each episode's graph (``edges_of``), and turns union edges into
+    generator), keeps the edges of each episode's graph (:meth:`graph_edges`), and turns union edges into
     the padded ``edge_index`` rows of the contract (:meth:`write_structure`)."""
 
     def __init__(self, envs: Sequence[GraphEnv]):
