@@ -113,7 +113,8 @@ def curve_worker(setting: str, steps: int, every: int, seed: int, threads: int) 
 
 
 def env_steps_per_second(task: str, nodes: int, envs: int, batched: bool, steps: int = 60) -> float:
-    """Env steps per second of ``VecEnv.step`` alone for ``envs`` envs of ``task`` on 8 ER graphs of ``nodes`` nodes."""
+    """Env steps per second of ``VecEnv.step`` alone for ``envs`` envs of ``task`` (a built-in task's
+    name, or a user's env as ``module:Class``) on 8 ER graphs of ``nodes`` nodes."""
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -122,7 +123,8 @@ def env_steps_per_second(task: str, nodes: int, envs: int, batched: bool, steps:
     from graphtransfer.training.batched_vec_env import BatchedVecEnv, random_actions
 
     graphs = [erdos_renyi(nodes, 4.0, seed) for seed in range(8)]
-    build = lambda: make_env(task, None, {}, graphs, None)  # noqa: E731
+    user = ":" in task
+    build = lambda: make_env("" if user else task, task if user else None, {}, graphs, None)  # noqa: E731
     vec = BatchedVecEnv([build() for _ in range(envs)]) if batched else make_vec_env(build, n_envs=envs, vec_env_cls=DummyVecEnv)
     vec.seed(0)
     vec.reset()
@@ -145,7 +147,7 @@ def env_steps(args: argparse.Namespace) -> None:
     )
     print("| task | N | one by one, env steps/s | batched | ratio |")
     print("|---|---:|---:|---:|---:|")
-    for task in TASKS:
+    for task in args.env or TASKS:
         for nodes in (int(n) for n in args.sizes.split(",")):
             rates: dict[bool, list[float]] = {False: [], True: []}
             for _ in range(3):
@@ -230,6 +232,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", nargs="?", choices=("throughput", "curves", "steps"), default="throughput")
     parser.add_argument("--envs", type=int, default=64, help="steps: envs stepped together")
+    parser.add_argument("--env", action="append", help="steps: a user's env (module:Class) instead of the built-in tasks")
     parser.add_argument("--sizes", default="50,1000")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)

@@ -13,8 +13,9 @@ does: the residual graph, local maxima of the policy's scores, exact rules in ev
 kernel, a finishing rule and ``--polish``. ``LocalMaxMISEnv`` declares the first two alone.
 
 ``BatchedMISEnv`` is ``UserMISEnv`` with a batched step (``UserMISBatch``): training steps all its
-envs as one disjoint union, the same episodes as one by one, several times faster on small graphs
-(docs/guide/your-env.md, "Train on many episodes at once").
+envs as one disjoint union, the same episodes as one by one: 2.2x the env steps per second at 50
+nodes, 0.7x at 1,000, where this env's own step (a static graph) is already cheap (docs/guide/your-env.md,
+"Train on many episodes at once").
 """
 
 from __future__ import annotations

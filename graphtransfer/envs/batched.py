@@ -114,14 +114,13 @@ class UnionBatch:
         """``edges`` (union edges in episode order) with the edges of the episodes of ``which``
         replaced by their new graphs' (:meth:`graph_edges`), offset into their slots: the union's
         edges stay in episode order, each episode's in its own."""
-        starting = np.flatnonzero(which)
-        kept = edges[:, ~which[self.episode_of(edges[1])]]
-        blocks = [self.graph_edges(self.envs[i].graph) + i * self.max_nodes for i in starting]
-        if not blocks:
-            return kept
-        at = np.searchsorted(self.episode_of(kept[1]), starting)  # before the first edge of a later episode
-        where = np.repeat(at, [block.shape[1] for block in blocks])
-        return np.insert(kept, where, np.concatenate(blocks, axis=1), axis=1)
+        # episode i's edges end where the next slot's node ids start (they come in episode order): no division per edge
+        bounds = np.searchsorted(edges[1], np.arange(self.count + 1) * self.max_nodes)
+        pieces = [
+            self.graph_edges(self.envs[i].graph) + i * self.max_nodes if starting else edges[:, bounds[i] : bounds[i + 1]]
+            for i, starting in enumerate(which.tolist())
+        ]
+        return np.concatenate(pieces, axis=1) if pieces else edges
 
     def episode_of(self, nodes: np.ndarray) -> np.ndarray:
         """The episode each union node belongs to."""
