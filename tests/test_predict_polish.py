@@ -74,10 +74,11 @@ def test_the_library_refuses_a_bad_budget_by_value(value):
 
 def test_polish_refuses_a_task_without_a_search_and_a_folder_of_graphs(tiny_model, graph_file, tmp_path):
     out = tmp_path / "s.csv"
-    model = str(tiny_model("mvc-weighted"))
+    model = str(tiny_model("path"))
     result = runner.invoke(app, ["predict", "--model", model, "--graph", str(graph_file), "--out", str(out), "--polish", "1"])
     assert result.exit_code == 2
-    refusal = "error: --polish: the task must declare search (built-in: mis, mvc, maxcut, matching); mvc-weighted does not, drop --polish\n"
+    having = "mis, mvc, mvc-weighted, maxcut, matching"
+    refusal = f"error: --polish: the task must declare search (built-in: {having}); path does not, drop --polish\n"
     assert result.stderr == refusal
     folder = runner.invoke(app, ["predict", "--model", model, "--graph", str(tmp_path), "--out", str(tmp_path / "o"), "--polish", "1"])
     assert folder.exit_code == 2 and "name a single graph file with --graphs, not a folder" in folder.stderr
@@ -149,7 +150,7 @@ def test_the_library_polish_scores_by_the_tasks_objective_and_refuses_what_canno
     polished = polish(TASKS["maxcut"], graph, start, 0.3, seed=0)
     assert polished.objective == cut_size(graph, polished.solution) > 0 and polished.iterations > 0
     with pytest.raises(
-        UsageError, match=r"^--polish: the task must declare search \(built-in: mis, mvc, maxcut, matching\); path does not"
+        UsageError, match=r"^--polish: the task must declare search \(built-in: mis, mvc, mvc-weighted, maxcut, matching\); path does not"
     ):
         polish(TASKS["path"], graph, start, 0.3)
     unscored = replace(TASKS["maxcut"], objective=None)

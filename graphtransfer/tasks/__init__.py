@@ -26,6 +26,7 @@ from graphtransfer.tasks.maxcut.env import MaxCutEnv, cut_size
 from graphtransfer.tasks.mis.env import MISEnv, is_independent_set
 from graphtransfer.tasks.mis.rules import INDEPENDENT_SET as independent_set
 from graphtransfer.tasks.mvc.env import MVCEnv, WeightedMVCEnv, is_vertex_cover
+from graphtransfer.tasks.mvc.rules import WEIGHTED_COVER as weighted_cover
 from graphtransfer.tasks.path.env import PathEnv, is_route
 
 _NOT_DECLARED = object()
@@ -133,4 +134,5 @@ __all__ = [
     "is_matching",
     "is_route",
     "is_vertex_cover",
+    "weighted_cover",
 ]

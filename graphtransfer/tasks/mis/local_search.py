@@ -343,12 +343,15 @@ def iterated_local_search(
     return SearchResult(solution, start_size, iteration, clock() - started)
 
 
-def merge_sets(indptr: np.ndarray, indices: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+def merge_sets(
+    indptr: np.ndarray, indices: np.ndarray, first: np.ndarray, second: np.ndarray, weights: np.ndarray | None = None
+) -> np.ndarray:
     """``(num_nodes,)`` bool: an independent set at least as large as each of the independent sets
     ``first`` and ``second`` (bool, one per node of the graph whose CSR is ``indptr, indices``):
     in every connected part of the graph the nodes where they differ span, the larger side (ties:
-    ``first``'s). Valid: a node of ``second`` alone that has a neighbour of ``first`` alone is in
-    that neighbour's part, and the nodes both hold have no neighbour in either set. It may leave
+    ``first``'s); with ``weights`` (one per node), the heavier side, and at least as heavy as each.
+    Valid: a node of ``second`` alone that has a neighbour of ``first`` alone is in that
+    neighbour's part, and the nodes both hold have no neighbour in either set. It may leave
     nodes with no neighbour in it (:meth:`_Search.become` fills them in)."""
     from scipy.sparse import coo_array  # here, not at the top: scipy.sparse costs every command's start
     from scipy.sparse.csgraph import connected_components
@@ -364,8 +367,9 @@ def merge_sets(indptr: np.ndarray, indices: np.ndarray, first: np.ndarray, secon
     keep = position[dst] >= 0
     pairs = coo_array((np.ones(int(keep.sum())), (position[src[keep]], position[dst[keep]])), shape=(differ.size, differ.size))
     count, part = connected_components(pairs.tocsr(), directed=False)
-    in_first = np.bincount(part, weights=first[differ], minlength=count)
-    in_second = np.bincount(part, weights=second[differ], minlength=count)
+    worth = np.ones(differ.size) if weights is None else np.asarray(weights, dtype=np.float64)[differ]
+    in_first = np.bincount(part, weights=first[differ] * worth, minlength=count)
+    in_second = np.bincount(part, weights=second[differ] * worth, minlength=count)
     merged = first.copy()
     take = in_second[part] > in_first[part]
     merged[differ[take]] = second[differ[take]]
