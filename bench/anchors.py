@@ -12,7 +12,9 @@ policy + tabu search from its cut for what is left of the same seconds (``predic
 search); matching, the optimum (HiGHS, ``exact_milp``), against the policy + matching's local
 search (``predict --polish``'s) for what is left of ``--seconds``, and greedy + the same search
 for all of them; mvc-weighted, CHILS for ``--seconds`` where installed (``pip install
-chils``; else greedy weight/degree); path, Dijkstra (exact).
+chils``; else greedy weight/degree), against the policy + the heavy-set search
+(``predict --polish``'s) for what is left of ``--seconds``, and greedy + the same search for all of
+them; path, Dijkstra (exact).
 """
 
 from __future__ import annotations
@@ -41,9 +43,9 @@ from graphtransfer.tasks.mvc.baselines import greedy_weight_degree
 from graphtransfer.tasks.path.baselines import dijkstra_route
 
 FAMILIES = {
-    "er": lambda n, seed: erdos_renyi(n, 4.0, seed),
-    "ba": lambda n, seed: barabasi_albert(n, 4, seed),
-    "rgg": lambda n, seed: random_geometric(n, 6.0, seed),
+    "er": lambda n, seed, degree: erdos_renyi(n, degree or 4.0, seed),
+    "ba": lambda n, seed, degree: barabasi_albert(n, round(degree / 2) if degree else 4, seed),
+    "rgg": lambda n, seed, degree: random_geometric(n, degree or 6.0, seed),
 }
 TRAIN_STEPS = 10_000
 
@@ -106,6 +108,8 @@ def matching_row(model: Path, graph: Graph, seconds: float) -> str:
 
 def mvc_weighted_row(model: Path, graph: Graph, seconds: float) -> str:
     found = policy(model, graph)
+    left = max(seconds - found.seconds, 0.1)
+    searched = polish(TASKS["mvc-weighted"], graph, found.solution, left).objective  # predict --polish's search
     weights = node_weights(graph)
     if chils_available():
         cover, anchor_seconds = timed(lambda: chils_cover(graph, seconds))
@@ -114,10 +118,13 @@ def mvc_weighted_row(model: Path, graph: Graph, seconds: float) -> str:
         cover, anchor_seconds = timed(lambda: greedy_weight_degree(graph))
         name = "greedy w/d (CHILS not installed)"
     anchor = float(weights[cover].sum())
-    greedy = float(weights[greedy_weight_degree(graph)].sum())
+    start = greedy_weight_degree(graph)
+    greedy = float(weights[start].sum())
+    greedy_searched = polish(TASKS["mvc-weighted"], graph, start, seconds).objective
     return (
-        f"| {graph.name} | {graph.num_nodes:,} | {found.objective / anchor:.4f} ({found.seconds:.1f} s) | — | "
-        f"{anchor:,.0f} ({name}, {anchor_seconds:.1f} s) | {greedy / anchor:.4f} | {load()} |"
+        f"| {graph.name} | {graph.num_nodes:,} | {found.objective / anchor:.4f} ({found.seconds:.1f} s) | "
+        f"{searched / anchor:.4f} ({seconds:.0f} s) | {anchor:,.0f} ({name}, {anchor_seconds:.1f} s) | "
+        f"{greedy / anchor:.4f} ({greedy_searched / anchor:.4f}) | {load()} |"
     )
 
 
@@ -136,7 +143,7 @@ SENSE = {"maxcut": "higher is better", "matching": "higher is better", "mvc-weig
 OTHER = {
     "maxcut": "one-flip / anchor",
     "matching": "greedy by weight / anchor (+ search, same s)",
-    "mvc-weighted": "greedy w/d / anchor",
+    "mvc-weighted": "greedy w/d / anchor (+ search, same s)",
     "path": "—",
 }
 
@@ -146,6 +153,7 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="+", choices=sorted(ROWS), default=list(ROWS))
     parser.add_argument("--families", nargs="+", choices=sorted(FAMILIES), default=list(FAMILIES))
     parser.add_argument("--sizes", nargs="+", type=int, default=[1000, 10_000])
+    parser.add_argument("--degree", type=float, default=None, help="every family's average degree (default: ER 4, BA m = 4, RGG 6)")
     parser.add_argument("--seconds", type=float, default=5.0, help="the anchor's and policy + search's budget")
     parser.add_argument("--runs", type=Path, default=Path("runs/anchors"), help="the tiny models, one folder per task")
     parser.add_argument("--steps", type=int, default=TRAIN_STEPS, help="training steps of a model trained here")
@@ -159,7 +167,7 @@ def main() -> None:
         print("|---|---:|---:|---:|---:|---:|---|")
         for family in args.families:
             for size in args.sizes:
-                print(ROWS[task](model, FAMILIES[family](size, args.seed), args.seconds), flush=True)
+                print(ROWS[task](model, FAMILIES[family](size, args.seed, args.degree), args.seconds), flush=True)
 
 
 if __name__ == "__main__":

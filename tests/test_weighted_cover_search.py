@@ -2,6 +2,8 @@
 (brute force, hashed and float weights), never heavier than its start, minimal; the weighted merge;
 refusals; predict --polish through the CLI; a user's env reaches it by declaring the rules."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -122,3 +124,31 @@ def test_predict_polish_writes_a_lighter_cover_than_the_policys(tiny_model, tmp_
         mask[rows[rows[:, 1] == 1, 0]] = True
     assert is_vertex_cover(graph, chosen[1])
     assert weights[chosen[1]].sum() < weights[chosen[0]].sum()
+
+
+def test_a_users_weighted_cover_env_declaring_the_rules_polishes_its_cover(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1]))
+    from examples.weighted_cover import WeightedCoverEnv
+
+    env = ["--env", "examples.weighted_cover:WeightedCoverEnv"]
+    trained = runner.invoke(app, ["train", *env, "--graphs", "small", "--steps", "1024", "--no-progress", "--out", str(tmp_path / "m")])
+    assert trained.exit_code == 0, trained.output
+    graph = random_geometric(2000, 6.0, 7)
+    write_npz(graph, tmp_path / "g.npz")
+    weights, covers = node_weights(graph), {}
+    for label, extra in (("policy", []), ("polished", ["--polish", "1"])):
+        out = tmp_path / f"{label}.csv"
+        result = runner.invoke(
+            app, ["predict", "--model", str(tmp_path / "m"), *env, "--graph", str(tmp_path / "g.npz"), "--out", str(out), *extra]
+        )
+        assert result.exit_code == 0, result.output
+        rows = np.loadtxt(out, delimiter=",", skiprows=1, dtype=np.int64)
+        covers[label] = np.zeros(graph.num_nodes, dtype=bool)
+        covers[label][rows[rows[:, 1] == 1, 0]] = True
+        assert WeightedCoverEnv.feasible(graph, covers[label])
+    assert weights[covers["polished"]].sum() < weights[covers["policy"]].sum()
+    evaluated = runner.invoke(
+        app, ["eval", "--model", str(tmp_path / "m"), *env, "--graphs", str(tmp_path / "g.npz"), "--polish", "--rollouts", "1"]
+    )
+    assert evaluated.exit_code == 0, evaluated.output
+    assert "local-search" in evaluated.output and "polished" in evaluated.output

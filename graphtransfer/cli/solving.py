@@ -81,9 +81,10 @@ def predict(
         str | None,
         typer.Option(
             metavar="SECONDS",
-            help="mis, mvc, maxcut and matching, one graph: after the policy, improve its solution with the task's search "
-            "(mis, mvc: iterated local search on the kernel; maxcut: tabu) for all of these seconds and write that; the "
-            "policy's own objective is printed beside it.",
+            help="a task that declares a search (built-in: mis, mvc, mvc-weighted, maxcut, matching), one graph: after the "
+            "policy, improve its solution with the task's search (mis, mvc: iterated local search on the kernel; "
+            "mvc-weighted: the same for weights; maxcut: tabu) for all of these seconds and write that; the policy's own "
+            "objective is printed beside it.",
         ),
     ] = None,
     conv: ConvOption = None,

@@ -51,7 +51,8 @@ class _HeavySet:
     def __init__(self, graph: Graph, chosen: np.ndarray, weights: np.ndarray):
         indptr, indices = graph.csr()
         self.csr = indptr, indices
-        self.indptr, self.indices = indptr.tolist(), indices.tolist()
+        flat, bounds = indices.tolist(), indptr.tolist()
+        self.adjacency = [flat[bounds[v] : bounds[v + 1]] for v in range(graph.num_nodes)]  # one list per vertex: no slice per look
         self.w = weights.tolist()
         self.eps = _GAIN_EPS * max(float(weights.mean()) if weights.size else 1.0, 1e-12)
         self.in_set = bytearray(chosen.astype(np.uint8).tobytes())
@@ -65,7 +66,7 @@ class _HeavySet:
         self.forced: set[int] = set()  # held in by the last perturbation: no swap takes them out
 
     def neighbours(self, v: int) -> list[int]:
-        return self.indices[self.indptr[v] : self.indptr[v + 1]]
+        return self.adjacency[v]
 
     def insert(self, v: int) -> None:
         self.in_set[v] = 1
