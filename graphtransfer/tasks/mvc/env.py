@@ -166,7 +166,7 @@ class WeightedMVCEnv(MVCEnv):
     optional_baselines: ClassVar[dict] = {"chils": chils_cover_solver}
     standing = (
         "alone 1.5-3% heavier than CHILS's cover (eval --chils); with its search (--polish) level with CHILS at equal "
-        "seconds on 10^3 nodes, within 0.1% at 10^4-10^5; figures: docs/guide/tasks.md"
+        "seconds on 10^3 nodes, 0-0.12% heavier at 10^4-10^5, 0.5% lighter on dense graphs; figures: docs/guide/tasks.md"
     )
     decision_labels: ClassVar[dict] = {}
 
