@@ -14,6 +14,7 @@ from graphtransfer.solve.polishing import check_polish_seconds, policy_starts, p
 from graphtransfer.solve.predict import predict
 from graphtransfer.tasks import TASKS, cut_size, is_independent_set, is_vertex_cover
 from graphtransfer.tasks.maxcut.baselines import greedy_one_flip
+from graphtransfer.tasks.maxcut.search import tabu_cut
 from graphtransfer.tasks.mis.baselines import greedy_min_degree
 from graphtransfer.tasks.mis.kernel import mis_kernel, mvc_kernel
 from graphtransfer.tasks.mvc.baselines import greedy_max_degree
@@ -127,8 +128,8 @@ def test_polish_on_a_kernel_made_before_keeps_its_solutions_valid_and_never_wors
     assert polished.iterations > 0
 
 
-def test_polish_on_a_maxcut_model_runs_the_tabu_search_and_meets_one_flip(tiny_model, tmp_path):
-    # a tiny PPO policy's cut is well below one-flip's; its tabu search must reach it on a small graph
+def test_polish_on_a_maxcut_model_runs_its_search_and_beats_one_flip_and_tabu(tiny_model, tmp_path):
+    # a tiny PPO policy's cut is well below one-flip's; its search must pass it, and the tabu search, on a small graph
     graph_path, out = tmp_path / "er300.npz", tmp_path / "cut.csv"
     write_npz(erdos_renyi(300, 6.0, 5), graph_path)
     model = str(tiny_model("maxcut"))
@@ -141,7 +142,7 @@ def test_polish_on_a_maxcut_model_runs_the_tabu_search_and_meets_one_flip(tiny_m
     assert f"search steps): objective {cut:.6g}\n" in result.output
     _, alone = predict(model, graph)
     assert f"policy: objective {alone.objective:.6g}" in result.output
-    assert cut >= alone.objective and cut >= cut_size(graph, greedy_one_flip(graph))
+    assert cut >= alone.objective and cut >= cut_size(graph, greedy_one_flip(graph)) and cut >= cut_size(graph, tabu_cut(graph, 1.0))
 
 
 def test_the_library_polish_scores_by_the_tasks_objective_and_refuses_what_cannot_search():

@@ -2,8 +2,8 @@
 (:attr:`graphtransfer.tasks.Task.search`), started from the policy's solution and run for the
 seconds given, its result scored by the task's own ``objective``. MIS's is the iterated local
 search of :mod:`graphtransfer.tasks.mis.local_search` on the graph's kernel, with uniform
-perturbations and its best set merged region by region with its current one; max-cut's the tabu
-search of :mod:`graphtransfer.tasks.maxcut.search`; matching's that of
+perturbations and its best set merged region by region with its current one; max-cut's the iterated
+local search of :mod:`graphtransfer.tasks.maxcut.local_search`; matching's that of
 :mod:`graphtransfer.tasks.matching.search`. For MIS, perturbations drawn by the policy's scores
 (:func:`~graphtransfer.tasks.mis.local_search.guided_weights`) and the best few rollouts searched
 in turn (:func:`policy_starts`) were measured against it and found no larger sets at equal CPU
@@ -142,8 +142,8 @@ def polish(
     """``solution`` improved by the task's declared ``search`` for ``seconds`` (the whole budget: no
     early stop), never worse, and scored by the task's ``objective`` (MIS: the iterated local search
     on the graph's kernel from the set, :func:`graphtransfer.tasks.mis.search.search_set`; MVC from
-    the cover's complement; max-cut: the tabu search from the cut,
-    :func:`graphtransfer.tasks.maxcut.search.search_cut`). ``kernel``: the graph's MIS kernel
+    the cover's complement; max-cut: the iterated local search from the cut,
+    :func:`graphtransfer.tasks.maxcut.local_search.search_cut`). ``kernel``: the graph's MIS kernel
     where the caller has made it (predict's; None where the rules decided nothing); ``"make"``:
     made here, within ``seconds``; a search without kernels does not read it."""
     check_searchable(task)

@@ -17,7 +17,8 @@ from graphtransfer.envs.protocol import Head
 from graphtransfer.graphs import Graph
 from graphtransfer.tasks.maxcut.baselines import exact, greedy_one_flip, random_cut
 from graphtransfer.tasks.maxcut.batched import MaxCutBatch
-from graphtransfer.tasks.maxcut.search import search_cut, tabu_cut, tabu_polish
+from graphtransfer.tasks.maxcut.local_search import local_search_cut, polish_cut, search_cut
+from graphtransfer.tasks.maxcut.search import tabu_cut
 from graphtransfer.tasks.maxcut.step import cut_features, flipped, side_counts
 
 
@@ -31,9 +32,9 @@ class MaxCutEnv(GraphEnv):
     head = Head.NODE_WISE
     objective_name = "cut edges"
     # what the task declares (graphtransfer.envs.protocol.TaskMembers)
-    improve = staticmethod(tabu_polish)
+    improve = staticmethod(polish_cut)
     search = staticmethod(search_cut)
-    baselines: ClassVar[dict] = {"one-flip": greedy_one_flip, "random-cut": random_cut, "tabu": tabu_cut}
+    baselines: ClassVar[dict] = {"one-flip": greedy_one_flip, "random-cut": random_cut, "tabu": tabu_cut, "local-search": local_search_cut}
     exact: ClassVar[dict] = {"brute-force": exact}
     standing = (
         "cannot compete alone with a tabu search; with it (eval or predict --polish) level at equal seconds; figures: docs/guide/tasks.md"

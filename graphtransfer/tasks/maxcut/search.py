@@ -1,6 +1,5 @@
-"""Max-cut's local searches: the one-flip descent, and the tabu search that is maxcut's anchor
-baseline and what eval's ``--polish`` applies equally to a policy's cut and to the baselines', so
-that a polished policy is only ever compared with an equally polished baseline."""
+"""Max-cut's classical searches: the one-flip descent, and the tabu search that is maxcut's anchor
+baseline (``tabu``). The search ``--polish`` runs is :mod:`graphtransfer.tasks.maxcut.local_search`."""
 
 from __future__ import annotations
 
@@ -115,23 +114,10 @@ def tabu_search(
 
 def tabu_cut(graph: Graph, seconds: float = DEFAULT_TABU_SECONDS, seed: int = 0) -> np.ndarray:
     """The anchor baseline: :func:`tabu_search` from a seeded random cut for ``seconds``, or until
-    ``10 N + 1000`` moves find no new best: ``(num_nodes,)`` int8 sides."""
+    ``10 N + 1000`` moves find no new best (tiny graphs stop in a fraction of a second):
+    ``(num_nodes,)`` int8 sides."""
     start = np.random.default_rng(seed).integers(0, 2, graph.num_nodes, dtype=np.int8)
-    return tabu_polish(graph, start, seconds, seed)
-
-
-def tabu_polish(graph: Graph, side: np.ndarray, seconds: float = DEFAULT_TABU_SECONDS, seed: int = 0) -> np.ndarray:
-    """Eval's ``--polish``: :func:`tabu_search` from ``side`` for ``seconds``, stopping early after
-    ``10 N + 1000`` moves without a new best (tiny graphs stop in a fraction of a second)."""
-    return tabu_search(graph, side, seconds, seed, patience=10 * graph.num_nodes + 1000).side
-
-
-def search_cut(graph: Graph, side: np.ndarray, seconds: float, seed: int = 0, kernel: object = None) -> tuple[np.ndarray, int]:
-    """Predict's ``--polish``: :func:`tabu_search` from ``side`` for the whole of ``seconds`` (no
-    early stop, as MIS's search), never worse than ``side``. ``kernel`` is MIS's and is not read
-    (max-cut has no kernel). Returns the sides and the moves made."""
-    result = tabu_search(graph, side, seconds, seed)
-    return result.side, result.moves
+    return tabu_search(graph, start, seconds, seed, patience=10 * graph.num_nodes + 1000).side
 
 
 def _flip_gains(graph: Graph, side: np.ndarray) -> np.ndarray:
