@@ -100,7 +100,8 @@ class _Search:
         self.csr = indptr, indices  # the arrays, for numpy work on the whole set
         # perturbation weights as cumulative sums, drawn by bisection; None: uniform
         self.cumulative = None if weights is None else np.cumsum(weights, dtype=np.float64).tolist()
-        self.indptr, self.indices = indptr.tolist(), indices.tolist()  # Python ints: much faster to index in a loop
+        flat, bounds = indices.tolist(), indptr.tolist()  # Python ints: much faster to index in a loop
+        self.adjacency = [flat[bounds[v] : bounds[v + 1]] for v in range(graph.num_nodes)]  # one list per vertex: no slice per look
         self.in_set = bytearray(chosen.astype(np.uint8).tobytes())
         src = graph.edge_index[0]
         self.tight = np.bincount(graph.edge_index[1][chosen[src]], minlength=graph.num_nodes).tolist()
@@ -109,14 +110,14 @@ class _Search:
         self.forced: set[int] = set()  # vertices the last perturbation forced in; no swap may take them out
 
     def neighbours(self, v: int) -> list[int]:
-        return self.indices[self.indptr[v] : self.indptr[v + 1]]
+        return self.adjacency[v]
 
     def insert(self, v: int) -> None:
         self.in_set[v] = 1
         self.size += 1
         self.log.append(v)
         tight = self.tight
-        for u in self.neighbours(v):
+        for u in self.adjacency[v]:
             tight[u] += 1
 
     def remove(self, v: int) -> None:
@@ -124,7 +125,7 @@ class _Search:
         self.size -= 1
         self.log.append(~v)
         tight = self.tight
-        for u in self.neighbours(v):
+        for u in self.adjacency[v]:
             tight[u] -= 1
 
     def undo(self) -> None:
@@ -139,13 +140,13 @@ class _Search:
 
     def swap_for(self, x: int) -> tuple[int, int] | None:
         """Two non-adjacent 1-tight neighbours of ``x`` (in the set), or None."""
-        tight = self.tight
-        one_tight = [u for u in self.neighbours(x) if tight[u] == 1]
+        tight, adjacency = self.tight, self.adjacency
+        one_tight = [u for u in adjacency[x] if tight[u] == 1]
         if len(one_tight) < 2:
             return None
         members = set(one_tight)
         for u in one_tight:
-            adjacent = members.intersection(self.neighbours(u))  # set arithmetic in C, not a Python loop
+            adjacent = members.intersection(adjacency[u])  # set arithmetic in C, not a Python loop
             if len(adjacent) < len(one_tight) - 1:
                 return u, next(w for w in one_tight if w != u and w not in adjacent)
         return None
@@ -154,16 +155,16 @@ class _Search:
         """After ``removed`` left the set: insert neighbours left with no neighbour in the set
         (keeping the set maximal), and queue the one set neighbour of each neighbour that is now
         1-tight, where a swap may have opened."""
-        tight, in_set = self.tight, self.in_set
+        tight, in_set, adjacency = self.tight, self.in_set, self.adjacency
         for z in removed:
-            for y in self.neighbours(z):
+            for y in adjacency[z]:
                 if in_set[y]:
                     continue
                 if tight[y] == 0:
                     self.insert(y)
                     queue.append(y)
                 elif tight[y] == 1:
-                    queue.append(next(t for t in self.neighbours(y) if in_set[t]))
+                    queue.append(next(t for t in adjacency[y] if in_set[t]))
 
     def descend(self, queue: list[int], clock: Callable[[], float] | None = None, deadline: float = math.inf) -> None:
         """Apply (1,2)-swaps to the queued set vertices, and to every vertex a swap makes

@@ -75,7 +75,7 @@ class _HeavySet:
         self.size += 1
         self.log.append(v)
         tight, around = self.tight, self.around
-        for u in self.neighbours(v):
+        for u in self.adjacency[v]:
             tight[u] += 1
             around[u] += wv
 
@@ -86,7 +86,7 @@ class _HeavySet:
         self.size -= 1
         self.log.append(~v)
         tight, around = self.tight, self.around
-        for u in self.neighbours(v):
+        for u in self.adjacency[v]:
             tight[u] -= 1
             around[u] -= wv
 
@@ -118,7 +118,7 @@ class _HeavySet:
         if x in self.forced:
             return None
         tight, in_set, w = self.tight, self.in_set, self.w
-        free = [u for u in self.neighbours(x) if tight[u] == 1 and not in_set[u]]
+        free = [u for u in self.adjacency[x] if tight[u] == 1 and not in_set[u]]
         if len(free) < 2 or sum(w[u] for u in free) <= w[x] + self.eps:
             return None  # a single heavier 1-tight neighbour is that neighbour's (ω,1)-swap
         free.sort(key=w.__getitem__, reverse=True)
@@ -141,14 +141,14 @@ class _HeavySet:
         """Queue where a change may have opened a swap: the outside neighbours of vertices that
         left (lighter set neighbours: an (ω,1)-swap), the one set neighbour of each of them now
         1-tight (a (1,k)-swap), and the vertices that joined (their 1-tight neighbours)."""
-        in_set, tight = self.in_set, self.tight
+        in_set, tight, adjacency = self.in_set, self.tight, self.adjacency
         for z in removed:
-            for y in self.neighbours(z):
+            for y in adjacency[z]:
                 if in_set[y]:
                     continue
                 queue.append(y)
                 if tight[y] == 1:
-                    queue.append(next(t for t in self.neighbours(y) if in_set[t]))
+                    queue.append(next(t for t in adjacency[y] if in_set[t]))
         queue.extend(inserted)
 
     def descend(self, queue: list[int], deadline: float = math.inf) -> None:
