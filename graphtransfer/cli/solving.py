@@ -82,9 +82,8 @@ def predict(
         typer.Option(
             metavar="SECONDS",
             help="a task that declares a search (built-in: mis, mvc, mvc-weighted, maxcut, matching), one graph: after the "
-            "policy, improve its solution with the task's search (mis, mvc: iterated local search on the kernel; "
-            "mvc-weighted: the same for weights; maxcut: iterated local search) for all of these seconds and write that; the policy's own "
-            "objective is printed beside it.",
+            "policy, improve its solution with the task's local search for all of these seconds and write that; the policy's "
+            "own objective is printed beside it.",
         ),
     ] = None,
     conv: ConvOption = None,
