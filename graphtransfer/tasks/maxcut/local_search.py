@@ -24,6 +24,7 @@ import numpy as np
 
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
+from graphtransfer.tasks.mis.local_search import adjacency_lists
 
 DEFAULT_SECONDS = 10.0
 """seconds eval's ``--polish`` and the ``local-search`` baseline search at most"""
@@ -47,10 +48,8 @@ class _Cut:
     """Sides and flip gains as lists, with flips that log themselves for an exact undo."""
 
     def __init__(self, graph: Graph, side: np.ndarray):
-        indptr, indices = graph.csr()
-        self.csr = indptr, indices
-        flat, bounds = indices.tolist(), indptr.tolist()
-        self.adjacency = [flat[bounds[v] : bounds[v + 1]] for v in range(graph.num_nodes)]
+        indptr, indices = self.csr = graph.csr()
+        self.adjacency = adjacency_lists(graph)
         self.side = bytearray(side.astype(np.uint8).tobytes())
         src = np.repeat(np.arange(graph.num_nodes), np.diff(indptr))
         same = np.bincount(src[side[src] == side[indices]], minlength=graph.num_nodes)

@@ -87,9 +87,84 @@ class SearchResult:
     seconds: float
 
 
-class _Search:
-    """The current set and the tightness of every vertex, with moves that log themselves so that
-    a rejected iteration can be undone exactly.
+class LoggedSet:
+    """An independent set over one adjacency list per vertex, whose moves (``insert``, ``remove``,
+    defined by each search) log themselves so that a rejected iteration can be undone exactly: what
+    MIS's search and weighted MVC's (:mod:`graphtransfer.tasks.mvc.weighted_search`) share."""
+
+    adjacency: list[list[int]]
+    in_set: bytearray
+    size: int  # vertices in the set
+    log: list[int]  # v for an insertion, ~v for a removal, since the last mark
+    forced: set[int]  # vertices the last perturbation forced in; no swap may take them out
+
+    def insert(self, v: int) -> None:
+        raise NotImplementedError
+
+    def remove(self, v: int) -> None:
+        raise NotImplementedError
+
+    def neighbours(self, v: int) -> list[int]:
+        return self.adjacency[v]
+
+    def undo(self) -> None:
+        """Reverse every move since the log was last cleared, newest first."""
+        log, self.log = self.log, []
+        for move in reversed(log):
+            if move >= 0:
+                self.remove(move)
+            else:
+                self.insert(~move)
+        self.log = []
+
+    def force_in(self, v: int, rng: random.Random) -> tuple[list[int], list[int]]:
+        """Force the outside vertex ``v`` into the set (with ``k - 1`` more close to it, ``k``
+        geometric, once in ``2|S|`` calls on average), their set neighbours out, and hold them
+        (:attr:`forced`). Returns the forced vertices and those that left."""
+        forced = [v]
+        if rng.random() * 2 * self.size < 1:
+            extra = 1
+            while rng.random() < 0.5:
+                extra += 1
+            forced += self.near(v, extra, rng)
+        self.forced = set(forced)
+        in_set, removed = self.in_set, []
+        for f in forced:
+            for z in self.adjacency[f]:
+                if in_set[z]:
+                    self.remove(z)
+                    removed.append(z)
+            self.insert(f)
+        return forced, removed
+
+    def near(self, v: int, count: int, rng: random.Random) -> list[int]:
+        """Up to ``count`` outside vertices two steps from ``v``, pairwise non-adjacent and not
+        adjacent to ``v``: forcing them together moves a whole neighbourhood at once."""
+        picked: list[int] = []
+        blocked = set(self.adjacency[v]) | {v}
+        first = self.adjacency[v]
+        for _ in range(4 * count):
+            if not first or len(picked) == count:
+                break
+            second = self.adjacency[first[rng.randrange(len(first))]]
+            z = second[rng.randrange(len(second))]
+            if not self.in_set[z] and z not in blocked:
+                picked.append(z)
+                blocked.update(self.adjacency[z])
+                blocked.add(z)
+        return picked
+
+
+def adjacency_lists(graph: Graph) -> list[list[int]]:
+    """One list of Python ints per vertex (its neighbours): a search's hot loops read them with no
+    slice and no call per look."""
+    indptr, indices = graph.csr()
+    flat, bounds = indices.tolist(), indptr.tolist()
+    return [flat[bounds[v] : bounds[v + 1]] for v in range(graph.num_nodes)]
+
+
+class _Search(LoggedSet):
+    """The current set and the tightness of every vertex.
 
     ``in_set[v]`` is 1 for vertices in the set; ``tight[v]`` counts v's neighbours in the set
     (kept for every vertex; only outside vertices' counts matter).
@@ -100,17 +175,13 @@ class _Search:
         self.csr = indptr, indices  # the arrays, for numpy work on the whole set
         # perturbation weights as cumulative sums, drawn by bisection; None: uniform
         self.cumulative = None if weights is None else np.cumsum(weights, dtype=np.float64).tolist()
-        flat, bounds = indices.tolist(), indptr.tolist()  # Python ints: much faster to index in a loop
-        self.adjacency = [flat[bounds[v] : bounds[v + 1]] for v in range(graph.num_nodes)]  # one list per vertex: no slice per look
+        self.adjacency = adjacency_lists(graph)
         self.in_set = bytearray(chosen.astype(np.uint8).tobytes())
         src = graph.edge_index[0]
         self.tight = np.bincount(graph.edge_index[1][chosen[src]], minlength=graph.num_nodes).tolist()
         self.size = int(chosen.sum())
-        self.log: list[int] = []  # v for an insertion, ~v for a removal, since the last mark
-        self.forced: set[int] = set()  # vertices the last perturbation forced in; no swap may take them out
-
-    def neighbours(self, v: int) -> list[int]:
-        return self.adjacency[v]
+        self.log = []
+        self.forced = set()
 
     def insert(self, v: int) -> None:
         self.in_set[v] = 1
@@ -127,16 +198,6 @@ class _Search:
         tight = self.tight
         for u in self.adjacency[v]:
             tight[u] -= 1
-
-    def undo(self) -> None:
-        """Reverse every move since the log was last cleared, newest first."""
-        log, self.log = self.log, []
-        for move in reversed(log):
-            if move >= 0:
-                self.remove(move)
-            else:
-                self.insert(~move)
-        self.log = []
 
     def swap_for(self, x: int) -> tuple[int, int] | None:
         """Two non-adjacent 1-tight neighbours of ``x`` (in the set), or None."""
@@ -207,22 +268,7 @@ class _Search:
     def perturb(self, rng: random.Random, num_nodes: int) -> list[int]:
         """Force one random outside vertex into the set (``k`` of them, close together, once in
         ``2|S|`` iterations on average, ``k - 1`` geometric) and return the vertices to search from."""
-        in_set = self.in_set
-        v = self._draw(rng, num_nodes)
-        forced = [v]
-        if rng.random() * 2 * self.size < 1:
-            extra = 1
-            while rng.random() < 0.5:
-                extra += 1
-            forced += self._near(v, extra, rng)
-        self.forced = set(forced)
-        removed = []
-        for f in forced:
-            for z in self.neighbours(f):
-                if in_set[z]:
-                    self.remove(z)
-                    removed.append(z)
-            self.insert(f)
+        _, removed = self.force_in(self._draw(rng, num_nodes), rng)
         queue: list[int] = []
         self.settle_around(removed, queue)
         return queue
@@ -241,23 +287,6 @@ class _Search:
         while in_set[v]:
             v = rng.randrange(num_nodes)
         return v
-
-    def _near(self, v: int, count: int, rng: random.Random) -> list[int]:
-        """Up to ``count`` outside vertices two steps from ``v``, pairwise non-adjacent and not
-        adjacent to ``v``: forcing them together moves a whole neighbourhood at once."""
-        picked: list[int] = []
-        blocked = set(self.neighbours(v)) | {v}
-        for _ in range(4 * count):
-            first = self.neighbours(v)
-            if not first or len(picked) == count:
-                break
-            second = self.neighbours(first[rng.randrange(len(first))])
-            z = second[rng.randrange(len(second))]
-            if not self.in_set[z] and z not in blocked:
-                picked.append(z)
-                blocked.update(self.neighbours(z))
-                blocked.add(z)
-        return picked
 
 
 def iterated_local_search(

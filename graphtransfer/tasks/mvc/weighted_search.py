@@ -31,7 +31,7 @@ import numpy as np
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.weights import node_weights
-from graphtransfer.tasks.mis.local_search import MERGE_EVERY, MERGE_NODES, merge_sets
+from graphtransfer.tasks.mis.local_search import MERGE_EVERY, MERGE_NODES, LoggedSet, adjacency_lists, merge_sets
 from graphtransfer.tasks.mvc.baselines import greedy_weight_degree
 
 DEFAULT_SECONDS = 10.0
@@ -44,15 +44,12 @@ _CLOCK_EVERY = 64  # iterations between looks at the clock
 _GAIN_EPS = 1e-9  # a file's weights are floats: a move must gain more than rounding, relative to the mean weight
 
 
-class _HeavySet:
-    """An independent set with, for every vertex, its set neighbours' count and weight; moves log
-    themselves so that a rejected iteration can be undone exactly."""
+class _HeavySet(LoggedSet):
+    """An independent set with, for every vertex, its set neighbours' count and weight."""
 
     def __init__(self, graph: Graph, chosen: np.ndarray, weights: np.ndarray):
-        indptr, indices = graph.csr()
-        self.csr = indptr, indices
-        flat, bounds = indices.tolist(), indptr.tolist()
-        self.adjacency = [flat[bounds[v] : bounds[v + 1]] for v in range(graph.num_nodes)]  # one list per vertex: no slice per look
+        self.csr = graph.csr()
+        self.adjacency = adjacency_lists(graph)
         self.w = weights.tolist()
         self.eps = _GAIN_EPS * max(float(weights.mean()) if weights.size else 1.0, 1e-12)
         self.in_set = bytearray(chosen.astype(np.uint8).tobytes())
@@ -62,11 +59,8 @@ class _HeavySet:
         self.around = np.bincount(dst[inside], weights=weights[src[inside]], minlength=graph.num_nodes).tolist()
         self.weight = float(weights[chosen].sum())
         self.size = int(chosen.sum())
-        self.log: list[int] = []  # v for an insertion, ~v for a removal, since the last mark
-        self.forced: set[int] = set()  # held in by the last perturbation: no swap takes them out
-
-    def neighbours(self, v: int) -> list[int]:
-        return self.adjacency[v]
+        self.log = []
+        self.forced = set()
 
     def insert(self, v: int) -> None:
         self.in_set[v] = 1
@@ -89,16 +83,6 @@ class _HeavySet:
         for u in self.adjacency[v]:
             tight[u] -= 1
             around[u] -= wv
-
-    def undo(self) -> None:
-        """Reverse every move since the log was last cleared, newest first."""
-        log, self.log = self.log, []
-        for move in reversed(log):
-            if move >= 0:
-                self.remove(move)
-            else:
-                self.insert(~move)
-        self.log = []
 
     def swap_in(self, v: int) -> list[int] | None:
         """The (ω,1)-swap at outside ``v``, made where it gains: the vertices that left (None: no gain)."""
@@ -176,39 +160,10 @@ class _HeavySet:
         v = rng.randrange(num_nodes)
         while self.in_set[v]:
             v = rng.randrange(num_nodes)
-        forced = [v]
-        if rng.random() * 2 * self.size < 1:
-            extra = 1
-            while rng.random() < 0.5:
-                extra += 1
-            forced += self._near(v, extra, rng)
-        self.forced = set(forced)
-        removed: list[int] = []
-        for f in forced:
-            for z in self.neighbours(f):
-                if self.in_set[z]:
-                    self.remove(z)
-                    removed.append(z)
-            self.insert(f)
+        forced, removed = self.force_in(v, rng)
         queue: list[int] = []
         self.touched(removed, forced, queue)
         return queue
-
-    def _near(self, v: int, count: int, rng: random.Random) -> list[int]:
-        """Up to ``count`` outside vertices two steps from ``v``, pairwise non-adjacent and not adjacent to ``v``."""
-        picked: list[int] = []
-        blocked = set(self.neighbours(v)) | {v}
-        first = self.neighbours(v)
-        for _ in range(4 * count):
-            if not first or len(picked) == count:
-                break
-            second = self.neighbours(first[rng.randrange(len(first))])
-            z = second[rng.randrange(len(second))]
-            if not self.in_set[z] and z not in blocked:
-                picked.append(z)
-                blocked.update(self.neighbours(z))
-                blocked.add(z)
-        return picked
 
     def become(self, target: np.ndarray, deadline: float) -> None:
         """Make the independent set ``target`` the current one, fill it to a maximal set and descend
