@@ -137,6 +137,19 @@ class LoggedSet:
             self.insert(f)
         return forced, removed
 
+    def switch_to(self, target: np.ndarray) -> tuple[list[int], list[int]]:
+        """Make the independent set ``target`` (``(num_nodes,)`` bool) the current one, with a
+        fresh log and nothing held; the vertices that left and those that joined."""
+        current = np.frombuffer(bytes(self.in_set), dtype=np.uint8).astype(bool)
+        self.forced, self.log = set(), []
+        removed = np.flatnonzero(current & ~target).tolist()
+        inserted = np.flatnonzero(target & ~current).tolist()
+        for v in removed:
+            self.remove(v)
+        for v in inserted:
+            self.insert(v)
+        return removed, inserted
+
     def near(self, v: int, count: int, rng: random.Random) -> list[int]:
         """Up to ``count`` outside vertices two steps from ``v``, pairwise non-adjacent and not
         adjacent to ``v``: forcing them together moves a whole neighbourhood at once."""
@@ -252,14 +265,7 @@ class _Search(LoggedSet):
     def become(self, target: np.ndarray) -> None:
         """Make the set ``target`` (``(num_nodes,)`` bool, independent), then keep it maximal and
         apply (1,2)-swaps where the change opened them: never smaller than ``target``."""
-        current = np.frombuffer(bytes(self.in_set), dtype=np.uint8).astype(bool)
-        self.forced, self.log = set(), []
-        removed = np.flatnonzero(current & ~target).tolist()
-        inserted = np.flatnonzero(target & ~current).tolist()
-        for v in removed:
-            self.remove(v)
-        for v in inserted:
-            self.insert(v)
+        removed, inserted = self.switch_to(target)
         queue = list(inserted)
         self.settle_around(removed, queue)
         self.descend(queue)
@@ -542,7 +548,7 @@ def local_search_vertex_cover(
     """A small vertex cover: the complement of :func:`reduced_search`'s independent set (by
     default with the baselines' stall limit), started from the complement of ``cover`` (a
     cover's complement is independent), or from greedy. Minimal, and never larger than ``cover``."""
-    start = None if cover is None else ~_checked_cover(graph, cover)
+    start = None if cover is None else ~checked_cover(graph, cover)
     return ~reduced_search(graph, start=start, time_budget=time_budget, seed=seed, stall_per_node=stall_per_node).solution
 
 
@@ -592,7 +598,9 @@ def _checked_start(graph: Graph, start: np.ndarray) -> np.ndarray:
     return start
 
 
-def _checked_cover(graph: Graph, cover: np.ndarray) -> np.ndarray:
+def checked_cover(graph: Graph, cover: np.ndarray) -> np.ndarray:
+    """``cover`` as one bool per node of ``graph``, or a one-line error: a wrong shape, or the first
+    edge it leaves uncovered, named by the graph's own ids."""
     cover = _node_bools(graph, cover, "cover")
     src, dst = graph.edge_index
     open_edge = ~(cover[src] | cover[dst])

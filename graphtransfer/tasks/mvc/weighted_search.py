@@ -31,7 +31,7 @@ import numpy as np
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.weights import node_weights
-from graphtransfer.tasks.mis.local_search import MERGE_EVERY, MERGE_NODES, LoggedSet, adjacency_lists, merge_sets
+from graphtransfer.tasks.mis.local_search import MERGE_EVERY, MERGE_NODES, LoggedSet, adjacency_lists, checked_cover, merge_sets
 from graphtransfer.tasks.mvc.baselines import greedy_weight_degree
 
 DEFAULT_SECONDS = 10.0
@@ -168,14 +168,7 @@ class _HeavySet(LoggedSet):
     def become(self, target: np.ndarray, deadline: float) -> None:
         """Make the independent set ``target`` the current one, fill it to a maximal set and descend
         from where it changed: never lighter than ``target``."""
-        current = self.as_bools()
-        self.forced, self.log = set(), []
-        removed = np.flatnonzero(current & ~target).tolist()
-        inserted = np.flatnonzero(target & ~current).tolist()
-        for v in removed:
-            self.remove(v)
-        for v in inserted:
-            self.insert(v)
+        removed, inserted = self.switch_to(target)
         queue: list[int] = []
         self.touched(removed, inserted, queue)
         self.descend(queue, deadline)
@@ -241,7 +234,7 @@ def search_weighted_cover(
     """Predict's ``--polish``: :func:`heavy_set_search` from the cover's complement for the whole
     of ``seconds``, never heavier than ``solution``; the complement of the set it finds. ``kernel``
     is MIS's (it keeps sizes, not weights) and is not read. Returns the cover and the perturbations tried."""
-    found, iterations = heavy_set_search(graph, ~_checked_cover(graph, solution), _checked_seconds(seconds), seed)
+    found, iterations = heavy_set_search(graph, ~checked_cover(graph, solution), _checked_seconds(seconds), seed)
     return ~found, iterations
 
 
@@ -250,29 +243,13 @@ def improve_weighted_cover(graph: Graph, cover: np.ndarray, seconds: float = DEF
     ``seconds``, stopping after :data:`STALL_PER_NODE` ``* |V|`` perturbations without a lighter
     cover (small graphs stop early); the lighter cover, never heavier than ``cover``."""
     stall = max(STALL_PER_NODE * graph.num_nodes, 1)
-    found, _ = heavy_set_search(graph, ~_checked_cover(graph, cover), _checked_seconds(seconds), seed, max_stall=stall)
+    found, _ = heavy_set_search(graph, ~checked_cover(graph, cover), _checked_seconds(seconds), seed, max_stall=stall)
     return ~found
 
 
 def search_light_cover(graph: Graph, seconds: float = DEFAULT_SECONDS, seed: int = 0) -> np.ndarray:
     """A baseline: greedy weight/degree's cover improved by :func:`improve_weighted_cover`."""
     return improve_weighted_cover(graph, greedy_weight_degree(graph), seconds, seed)
-
-
-def _checked_cover(graph: Graph, cover: np.ndarray) -> np.ndarray:
-    cover = np.asarray(cover)
-    if cover.shape != (graph.num_nodes,):
-        raise UsageError(f"cover has shape {cover.shape}; expected ({graph.num_nodes},), one bool per node")
-    cover = cover.astype(bool)
-    src, dst = graph.edge_index
-    open_edge = ~(cover[src] | cover[dst])
-    if open_edge.any():
-        k = int(np.argmax(open_edge))
-        raise UsageError(
-            f"cover is not a vertex cover: edge {graph.original_id(int(src[k]))}-{graph.original_id(int(dst[k]))} has no endpoint in it; "
-            "add one endpoint of each uncovered edge first"
-        )
-    return cover
 
 
 def _checked_seconds(seconds: float) -> float:
