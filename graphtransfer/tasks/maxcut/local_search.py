@@ -24,7 +24,7 @@ import numpy as np
 
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
-from graphtransfer.tasks.mis.local_search import adjacency_lists
+from graphtransfer.tasks.mis.local_search import adjacency_lists, checked_seconds
 
 DEFAULT_SECONDS = 10.0
 """seconds eval's ``--polish`` and the ``local-search`` baseline search at most"""
@@ -129,7 +129,7 @@ def iterated_cut_search(
     ``side`` and ``seed``). An iteration that loses ``d`` edges against the current cut, ``d*``
     against the best, is kept with probability ``1 / (1 + d d*)``, else undone. The cut is never
     smaller than ``side``'s."""
-    seconds = check_seconds(seconds)
+    seconds = checked_seconds(seconds, DEFAULT_SECONDS)
     side = _checked_sides(graph, side)
     deadline = time.perf_counter() + seconds
     search = _Cut(graph, side)
@@ -216,12 +216,6 @@ def _cut_of(indptr: np.ndarray, indices: np.ndarray, side: np.ndarray) -> int:
 
 def _sides(values: bytes) -> np.ndarray:
     return np.frombuffer(values, dtype=np.uint8).astype(np.int8)
-
-
-def check_seconds(seconds: float) -> float:
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (math.isfinite(seconds) and seconds > 0):
-        raise UsageError(f"seconds={seconds!r} must be a positive number, e.g. {DEFAULT_SECONDS}")
-    return float(seconds)
 
 
 def _checked_sides(graph: Graph, side: np.ndarray) -> np.ndarray:

@@ -368,11 +368,11 @@ def iterated_local_search(
         if lost > 0 and rng.random() * (1 + lost * (best_size - search.size)) >= 1:
             search.undo()
         if merge_every and iteration % merge_every == 0 and best != bytes(search.in_set):
-            merged = merge_sets(indptr, indices, _as_bools(best), _as_bools(search.in_set))
+            merged = merge_sets(indptr, indices, as_bools(best), as_bools(search.in_set))
             if int(merged.sum()) > best_size:
                 best, best_size, stall = merged.astype(np.uint8).tobytes(), int(merged.sum()), 0
     if best != bytes(search.in_set) and merge_every:
-        search.become(_as_bools(best))  # a merged set, brought to a maximal local optimum where the merge changed it
+        search.become(as_bools(best))  # a merged set, brought to a maximal local optimum where the merge changed it
         if search.size >= best_size:
             best = bytes(search.in_set)
     solution = np.frombuffer(best, dtype=np.uint8).astype(bool)
@@ -412,8 +412,17 @@ def merge_sets(
     return merged
 
 
-def _as_bools(values: bytes | bytearray) -> np.ndarray:
+def as_bools(values: bytes | bytearray) -> np.ndarray:
+    """A set kept as bytes (one per vertex) as ``(num_nodes,)`` bool."""
     return np.frombuffer(bytes(values), dtype=np.uint8).astype(bool)
+
+
+def checked_seconds(seconds: float, example: float = DEFAULT_TIME_BUDGET) -> float:
+    """A search's budget as a float, or a one-line error: not a number (a bool is none), not finite
+    or not above 0."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (math.isfinite(seconds) and seconds > 0):
+        raise UsageError(f"seconds={seconds!r} must be a positive number, e.g. {example}")
+    return float(seconds)
 
 
 def reduced_search(

@@ -31,7 +31,16 @@ import numpy as np
 from graphtransfer.errors import UsageError
 from graphtransfer.graphs import Graph
 from graphtransfer.graphs.weights import node_weights
-from graphtransfer.tasks.mis.local_search import MERGE_EVERY, MERGE_NODES, LoggedSet, adjacency_lists, checked_cover, merge_sets
+from graphtransfer.tasks.mis.local_search import (
+    MERGE_EVERY,
+    MERGE_NODES,
+    LoggedSet,
+    adjacency_lists,
+    as_bools,
+    checked_cover,
+    checked_seconds,
+    merge_sets,
+)
 from graphtransfer.tasks.mvc.baselines import greedy_weight_degree
 
 DEFAULT_SECONDS = 10.0
@@ -174,9 +183,6 @@ class _HeavySet(LoggedSet):
         self.descend(queue, deadline)
         self.log = []
 
-    def as_bools(self) -> np.ndarray:
-        return np.frombuffer(bytes(self.in_set), dtype=np.uint8).astype(bool)
-
 
 def heavy_set_search(
     graph: Graph,
@@ -221,11 +227,11 @@ def heavy_set_search(
         if lost > _GAIN_EPS and rng.random() * (1 + lost * (best_weight - search.weight) / unit) >= 1:
             search.undo()
         if iteration % merge_every == 0 and best != bytes(search.in_set):
-            merged = merge_sets(*search.csr, _bools(best), search.as_bools(), weights)
+            merged = merge_sets(*search.csr, as_bools(best), as_bools(search.in_set), weights)
             if float(weights[merged].sum()) > best_weight + search.eps:
                 search.become(merged, deadline)
                 best, best_weight, stall = bytes(search.in_set), search.weight, 0
-    return _bools(best), iteration
+    return as_bools(best), iteration
 
 
 def search_weighted_cover(
@@ -234,7 +240,7 @@ def search_weighted_cover(
     """Predict's ``--polish``: :func:`heavy_set_search` from the cover's complement for the whole
     of ``seconds``, never heavier than ``solution``; the complement of the set it finds. ``kernel``
     is MIS's (it keeps sizes, not weights) and is not read. Returns the cover and the perturbations tried."""
-    found, iterations = heavy_set_search(graph, ~checked_cover(graph, solution), _checked_seconds(seconds), seed)
+    found, iterations = heavy_set_search(graph, ~checked_cover(graph, solution), checked_seconds(seconds, DEFAULT_SECONDS), seed)
     return ~found, iterations
 
 
@@ -243,20 +249,10 @@ def improve_weighted_cover(graph: Graph, cover: np.ndarray, seconds: float = DEF
     ``seconds``, stopping after :data:`STALL_PER_NODE` ``* |V|`` perturbations without a lighter
     cover (small graphs stop early); the lighter cover, never heavier than ``cover``."""
     stall = max(STALL_PER_NODE * graph.num_nodes, 1)
-    found, _ = heavy_set_search(graph, ~checked_cover(graph, cover), _checked_seconds(seconds), seed, max_stall=stall)
+    found, _ = heavy_set_search(graph, ~checked_cover(graph, cover), checked_seconds(seconds, DEFAULT_SECONDS), seed, max_stall=stall)
     return ~found
 
 
 def search_light_cover(graph: Graph, seconds: float = DEFAULT_SECONDS, seed: int = 0) -> np.ndarray:
     """A baseline: greedy weight/degree's cover improved by :func:`improve_weighted_cover`."""
     return improve_weighted_cover(graph, greedy_weight_degree(graph), seconds, seed)
-
-
-def _checked_seconds(seconds: float) -> float:
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (math.isfinite(seconds) and seconds > 0):
-        raise UsageError(f"seconds={seconds!r} must be a positive number, e.g. {DEFAULT_SECONDS}")
-    return float(seconds)
-
-
-def _bools(values: bytes) -> np.ndarray:
-    return np.frombuffer(values, dtype=np.uint8).astype(bool)
